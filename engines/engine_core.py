@@ -1,0 +1,200 @@
+"""The engine loop: one thread that turns scheduler plans into model steps and events.
+
+Each iteration: take new requests and aborts (stage 1), ask the scheduler for a plan (stages 2, 3, 5),
+run it through the model, let the scheduler retire finished sequences (stage 4), then publish events
+and one step-trace record. Running off the asyncio loop keeps token timestamps honest: they are taken
+when the step that produced the token ends, not when a busy event loop gets round to it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from engines.api import AdmitEvent, EngineEvent, FinishEvent, Request, StepSink, TokenEvent
+from engines.plan import StepPlan
+from engines.policy import SchedulingPolicy
+from engines.sequence import Sequence
+
+
+class Scheduler(Protocol):
+    kind: str
+    waiting: SchedulingPolicy
+    running: list[Sequence]
+
+    @property
+    def max_slots(self) -> int: ...
+    def has_work(self) -> bool: ...
+    def next_wakeup(self, now: float) -> float | None: ...
+    def enqueue(self, seq: Sequence) -> None: ...
+    def schedule(self, now: float) -> StepPlan: ...
+    def postprocess(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]: ...
+    def abort(self, request_id: str) -> Sequence | None: ...
+
+
+class Runner(Protocol):
+    def execute(self, plan: StepPlan) -> list[int]: ...
+
+
+EventSink = Callable[[list[EngineEvent]], None]
+
+
+class EngineCore:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        runner: Runner,
+        *,
+        blocks_total: Callable[[], int],
+        blocks_used: Callable[[], int],
+        step_delay_s: float = 0.0,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.scheduler = scheduler
+        self.runner = runner
+        self.clock = clock
+        self.step_delay_s = step_delay_s  # injected slowdown, for calibrating regression gates
+        self._blocks_total = blocks_total
+        self._blocks_used = blocks_used
+        self._inbox: deque[tuple[str, Any]] = deque()
+        self._wake = threading.Condition()
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._seq_no = 0
+        self._step = 0
+        self.event_sink: EventSink = lambda events: None
+        self.step_sink: StepSink | None = None
+        self.error: BaseException | None = None
+
+    # -- called from any thread -------------------------------------------------------------
+    def submit(self, request: Request) -> None:
+        with self._wake:
+            self._inbox.append(("add", request))
+            self._wake.notify()
+
+    def abort(self, request_id: str) -> None:
+        with self._wake:
+            self._inbox.append(("abort", request_id))
+            self._wake.notify()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="batchmark-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._wake:
+            self._stop = True
+            self._wake.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    # -- the engine thread -----------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._wake:
+                    while not self._stop and not self._inbox and not self.scheduler.has_work():
+                        self._wake.wait()
+                    if self._stop:
+                        return
+                if not self.step():
+                    self._idle_wait()
+        except BaseException as exc:  # surface to the async side instead of dying silently
+            self.error = exc
+            self.event_sink([])
+
+    def _idle_wait(self) -> None:
+        now = self.clock()
+        wakeup = self.scheduler.next_wakeup(now)
+        with self._wake:
+            if not self._inbox and not self._stop:
+                self._wake.wait(None if wakeup is None else max(0.0, wakeup - now))
+
+    def _take_inbox(self, now: float, events: list[EngineEvent]) -> None:
+        """Stage 1: new requests become WAITING sequences; aborts leave at once."""
+        with self._wake:
+            items = list(self._inbox)
+            self._inbox.clear()
+        for kind, item in items:
+            if kind == "add":
+                seq = Sequence.from_request(item, self._seq_no, now)
+                self._seq_no += 1
+                self.scheduler.enqueue(seq)
+            else:
+                seq = self.scheduler.abort(item)
+                if seq is not None:
+                    events.append(self._finish_event(seq, now))
+
+    def step(self) -> bool:
+        """One iteration. Returns False when there was nothing to compute."""
+        events: list[EngineEvent] = []
+        t_start = self.clock()
+        self._take_inbox(t_start, events)
+        plan = self.scheduler.schedule(t_start)
+        if not plan.chunks:
+            if events:
+                self.event_sink(events)
+            return False
+        sampled = self.runner.execute(plan)
+        if self.step_delay_s:
+            time.sleep(self.step_delay_s)
+        finished = self.scheduler.postprocess(plan, sampled)
+        t_end = self.clock()
+        for chunk in plan.chunks:
+            seq = chunk.seq
+            if seq.admit_time is None:
+                seq.admit_time = t_start
+                events.append(AdmitEvent(seq.request_id, t_start))
+        for chunk in plan.chunks:
+            if chunk.samples and chunk.num_tokens:
+                seq = chunk.seq
+                events.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
+        events.extend(self._finish_event(seq, t_end) for seq in finished)
+        self.event_sink(events)
+        if self.step_sink is not None:
+            self.step_sink(self._trace_record(plan, finished, t_start, t_end))
+        self._step += 1
+        return True
+
+    @staticmethod
+    def _finish_event(seq: Sequence, now: float) -> FinishEvent:
+        return FinishEvent(
+            seq.request_id,
+            seq.finish_reason or "abort",  # type: ignore[arg-type]
+            seq.num_prompt_tokens,
+            seq.num_output_tokens,
+            now,
+            preemptions=seq.preemptions,
+        )
+
+    def _trace_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float) -> dict:
+        computing = [c.seq.request_id for c in plan.chunks if c.num_tokens]
+        held = len(plan.chunks) - len(computing)
+        blocks_used = self._blocks_used()
+        return {
+            "step": self._step,
+            "scheduler": self.scheduler.kind,
+            "t_start": t_start,
+            "t_end": t_end,
+            "phase": plan.phase,
+            "batch_id": plan.batch_id,
+            "running_ids": computing,
+            "num_running": len(computing),
+            "max_slots": self.scheduler.max_slots,
+            "tokens_computed": plan.num_tokens,
+            "padded_tokens": plan.num_pad,
+            "idle_slots": held,  # slots held by finished members of a static batch
+            "empty_slots": max(0, self.scheduler.max_slots - len(plan.chunks)),
+            "admitted": plan.admitted,
+            "finished": [seq.request_id for seq in finished],
+            "preempted": plan.preempted,
+            "waiting": len(self.scheduler.waiting),
+            "blocked_reason": plan.blocked_reason,
+            "kv_blocks_used": blocks_used,
+            "kv_blocks_free": self._blocks_total() - blocks_used,
+            "kv_blocks_total": self._blocks_total(),
+            "decisions": plan.decisions,
+        }

@@ -1,0 +1,183 @@
+"""In-process engines on a real model: static or continuous batching behind the one interface."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from engines.api import Engine, EngineEvent, FinishEvent, Request, StepSink
+from engines.block_manager import BlockManager, blocks_for_budget
+from engines.engine_core import EngineCore
+from engines.errors import EngineInputError
+from engines.kernels import kernel_info
+from engines.model.loader import LoadedModel
+from engines.model_runner import ModelRunner
+from engines.policy import make_policy
+from engines.scheduler import ContinuousConfig, ContinuousScheduler
+from engines.static_scheduler import StaticConfig, StaticScheduler
+
+Kind = Literal["static", "continuous"]
+
+
+@dataclass(frozen=True)
+class KVConfig:
+    block_size: int = 16
+    memory_mb: float = 256.0  # the KV pool's budget; sets how many blocks exist
+    blocks: int | None = None  # an exact pool size, overriding memory_mb (tests, tiny pools)
+
+    def num_blocks(self, bytes_per_token: int) -> int:
+        if self.blocks is not None:
+            return self.blocks
+        return blocks_for_budget(int(self.memory_mb * 2**20), bytes_per_token, self.block_size)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    kind: Kind = "continuous"
+    policy: str = "fcfs"
+    kv: KVConfig = field(default_factory=KVConfig)
+    static: StaticConfig = field(default_factory=StaticConfig)
+    continuous: ContinuousConfig = field(default_factory=ContinuousConfig)
+    step_delay_s: float = 0.0
+
+
+class InProcessEngine(Engine):
+    def __init__(self, loaded: LoadedModel, options: EngineOptions, name: str | None = None) -> None:
+        self.name = name or options.kind
+        self.options = options
+        self.loaded = loaded
+        self.max_context = int(loaded.model.config.max_position_embeddings)
+        self.vocab_size = int(loaded.model.config.vocab_size)
+        bytes_per_token = ModelRunner.kv_bytes_per_token(loaded.model)
+        num_blocks = options.kv.num_blocks(bytes_per_token)
+        if num_blocks < 1:
+            raise EngineInputError(
+                f"--kv-memory-mb {options.kv.memory_mb}: holds no block of {options.kv.block_size} tokens "
+                f"at {bytes_per_token} bytes per token"
+            )
+        self.blocks = BlockManager(num_blocks, options.kv.block_size)
+        pad = loaded.tokenizer.pad_token_id
+        self.runner = ModelRunner(loaded.model, num_blocks, options.kv.block_size, pad if pad is not None else 0)
+        policy = make_policy(options.policy)
+        eos = loaded.eos_token_id
+        scheduler: StaticScheduler | ContinuousScheduler
+        if options.kind == "static":
+            scheduler = StaticScheduler(options.static, policy, self.blocks, eos)
+        else:
+            scheduler = ContinuousScheduler(options.continuous, policy, self.blocks, eos)
+        self.scheduler = scheduler
+        self.core = EngineCore(
+            scheduler,
+            self.runner,
+            blocks_total=lambda: self.blocks.num_blocks,
+            blocks_used=lambda: self.blocks.num_used,
+            step_delay_s=options.step_delay_s,
+        )
+        self._streams: dict[str, asyncio.Queue[EngineEvent]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._loop = asyncio.get_running_loop()
+        self.core.event_sink = self._from_engine_thread
+        self.core.start()
+        self._started = True
+
+    async def stop(self) -> None:
+        if self._started:
+            await asyncio.to_thread(self.core.stop)
+            self._started = False
+
+    def set_step_sink(self, sink: StepSink | None) -> None:
+        self.core.step_sink = sink
+
+    # -- requests -------------------------------------------------------------------------
+    def validate(self, request: Request) -> None:
+        """Raise EngineInputError naming the value when `request` can never be served."""
+        rid = request.request_id
+        n = len(request.prompt_token_ids)
+        if n == 0:
+            raise EngineInputError(f"request {rid}: empty prompt")
+        if request.max_tokens <= 0:
+            raise EngineInputError(f"request {rid}: max_tokens={request.max_tokens} must be > 0")
+        if n + request.max_tokens > self.max_context:
+            raise EngineInputError(
+                f"request {rid}: prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the "
+                f"model context of {self.max_context}"
+            )
+        bad = next((t for t in request.prompt_token_ids if not 0 <= int(t) < self.vocab_size), None)
+        if bad is not None:
+            raise EngineInputError(f"request {rid}: prompt token id {bad} outside the vocabulary 0..{self.vocab_size - 1}")
+        need = self.blocks.blocks_for_tokens(n + request.max_tokens)
+        if need > self.blocks.num_blocks:
+            raise EngineInputError(
+                f"request {rid}: needs {need} KV blocks, the pool has {self.blocks.num_blocks} "
+                f"(raise --kv-memory-mb)"
+            )
+
+    async def generate(self, request: Request) -> AsyncIterator[EngineEvent]:
+        if not self._started:
+            raise RuntimeError("engine not started")
+        try:
+            self.validate(request)
+        except EngineInputError as exc:
+            n = len(request.prompt_token_ids)
+            yield FinishEvent(request.request_id, "error", n, 0, time.perf_counter(),
+                              error_type="invalid_request", error_message=str(exc))  # fmt: skip
+            return
+        if request.request_id in self._streams:
+            raise EngineInputError(f"request {request.request_id}: id already in flight")
+        queue: asyncio.Queue[EngineEvent] = asyncio.Queue()
+        self._streams[request.request_id] = queue
+        self.core.submit(request)
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if isinstance(event, FinishEvent):
+                    return
+        finally:
+            self._streams.pop(request.request_id, None)
+
+    async def abort(self, request_id: str) -> None:
+        self.core.abort(request_id)
+
+    def _from_engine_thread(self, events: list[EngineEvent]) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._dispatch, events)
+
+    def _dispatch(self, events: list[EngineEvent]) -> None:
+        if self.core.error is not None:
+            message = f"engine loop failed: {type(self.core.error).__name__}: {self.core.error}"
+            for rid, queue in list(self._streams.items()):
+                queue.put_nowait(FinishEvent(rid, "error", 0, 0, time.perf_counter(),
+                                             error_type="engine_failure", error_message=message))  # fmt: skip
+            return
+        for event in events:
+            queue = self._streams.get(event.request_id)
+            if queue is not None:
+                queue.put_nowait(event)
+
+    # -- manifest -------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        import torch
+
+        options = asdict(self.options)
+        options.pop("static" if self.options.kind == "continuous" else "continuous")
+        return {
+            "name": self.name,
+            "kind": self.options.kind,
+            "options": options,
+            "kv_blocks": self.blocks.num_blocks,
+            "kv_bytes_per_token": ModelRunner.kv_bytes_per_token(self.loaded.model),
+            "attention": self.runner.attention_backend,
+            "kernel": kernel_info(),
+            "torch_threads": torch.get_num_threads(),
+            "model": self.loaded.describe(),
+        }

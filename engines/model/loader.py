@@ -1,0 +1,133 @@
+"""Load the model under test: the embedded one, or any local Hugging Face causal-LM directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engines.errors import ModelLoadError
+from engines.model.embedded import TOKENIZER_DIR, EmbeddedModelConfig, build_embedded_model
+
+# Decoder-only architectures whose layers the model runner drives directly (q/k/v/o projections,
+# RoPE, RMSNorm, gated MLP). Others are refused with a clear line rather than run incorrectly.
+SUPPORTED_ARCHITECTURES = (
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM",
+)
+
+
+@dataclass
+class LoadedModel:
+    model: Any  # a transformers PreTrainedModel in eval mode
+    tokenizer: Any  # a transformers PreTrainedTokenizerFast
+    source: str  # "embedded" or the checkpoint path
+    config: dict[str, Any] = field(default_factory=dict)
+    weight_hash: str = ""
+    tokenizer_hash: str = ""
+
+    @property
+    def eos_token_id(self) -> int | None:
+        eos = self.model.config.eos_token_id
+        return eos[0] if isinstance(eos, list) else eos
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "architecture": type(self.model).__name__,
+            "config": self.config,
+            "weight_sha256": self.weight_hash,
+            "tokenizer_sha256": self.tokenizer_hash,
+            "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
+        }
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def weight_sha256(model: Any) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().contiguous().cpu().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _tokenizer_sha256(directory: Path) -> str:
+    digest = hashlib.sha256()
+    for name in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "merges.txt"):
+        path = directory / name
+        if path.is_file():
+            digest.update(name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def load_model(path: str | None = None, *, dtype: str = "float32", seed: int = 0) -> LoadedModel:
+    """`path=None` builds the embedded model; otherwise `path` must be a local checkpoint directory."""
+    _offline()
+    import torch
+    from transformers import AutoTokenizer
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    if torch_dtype is None:
+        raise ModelLoadError(f"--dtype {dtype!r}: expected float32, bfloat16 or float16")
+    if path is None:
+        cfg = EmbeddedModelConfig(seed=seed)
+        model = build_embedded_model(cfg).to(torch_dtype)
+        tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR), local_files_only=True)
+        return LoadedModel(
+            model=model,
+            tokenizer=tokenizer,
+            source="embedded",
+            config={**cfg.to_dict(), "architecture": "LlamaForCausalLM"},
+            weight_hash=weight_sha256(model),
+            tokenizer_hash=_tokenizer_sha256(TOKENIZER_DIR),
+        )
+    return _load_checkpoint(Path(path), torch_dtype)
+
+
+def _load_checkpoint(directory: Path, torch_dtype: Any) -> LoadedModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not directory.is_dir():
+        raise ModelLoadError(f"--model {str(directory)!r}: no such directory")
+    config_path = directory / "config.json"
+    if not config_path.is_file():
+        raise ModelLoadError(f"--model {str(directory)!r}: config.json is missing (not a checkpoint)")
+    try:
+        raw = json.loads(config_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"{config_path}: invalid JSON ({exc})") from None
+    architectures = raw.get("architectures") or []
+    if not any(arch in SUPPORTED_ARCHITECTURES for arch in architectures):
+        raise ModelLoadError(
+            f"{config_path}: architectures {architectures}: supported are {', '.join(SUPPORTED_ARCHITECTURES)}"
+        )
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(directory), local_files_only=True, dtype=torch_dtype
+        ).eval()
+    except Exception as exc:  # transformers raises many types for a broken checkpoint
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"--model {str(directory)!r}: cannot load weights: {first}") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"--model {str(directory)!r}: cannot load tokenizer: {first}") from None
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        source=str(directory),
+        config=raw,
+        weight_hash=weight_sha256(model),
+        tokenizer_hash=_tokenizer_sha256(directory),
+    )

@@ -1,0 +1,176 @@
+"""Iteration-level (continuous) batching: the five stages, one engine step at a time.
+
+    1. enqueue       new requests join the policy's waiting queue as WAITING sequences
+    2. initial group when nothing runs, the first admissions form the batch
+    3. advance       every running sequence gets its next token (or its next prefill chunk)
+    4. remove        finished sequences leave at once and return their KV blocks
+    5. fill          freed slots, blocks and token budget go to waiting work in the same iteration
+
+Limits: `max_running` sequences, `max_batched_tokens` per step, and the block manager's free blocks.
+When a running sequence needs a block and none is free, the newest running sequence is preempted
+(its blocks freed, to be recomputed from its tokens later) rather than failing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engines.block_manager import BlockManager
+from engines.plan import Chunk, StepPlan
+from engines.policy import SchedulingPolicy
+from engines.sequence import Sequence, SequenceStatus
+
+
+@dataclass(frozen=True)
+class ContinuousConfig:
+    max_running: int = 32
+    max_batched_tokens: int = 2048
+    chunked_prefill: bool = True
+    kv_watermark: float = 0.01  # share of blocks kept free at admission so running work can grow
+
+
+class ContinuousScheduler:
+    kind = "continuous"
+
+    def __init__(
+        self, config: ContinuousConfig, policy: SchedulingPolicy, blocks: BlockManager, eos: int | None
+    ) -> None:
+        self.config = config
+        self.waiting = policy
+        self.blocks = blocks
+        self.eos = eos
+        self.running: list[Sequence] = []  # admission order: the last one is the first to be preempted
+        self._watermark = int(config.kv_watermark * blocks.num_blocks)
+
+    @property
+    def max_slots(self) -> int:
+        return self.config.max_running
+
+    def has_work(self) -> bool:
+        return bool(self.running) or len(self.waiting) > 0
+
+    def next_wakeup(self, now: float) -> float | None:
+        return None  # never waits on purpose: work is taken as soon as it exists
+
+    # Stage 1
+    def enqueue(self, seq: Sequence) -> None:
+        seq.status = SequenceStatus.WAITING
+        self.waiting.add(seq)
+
+    def schedule(self, now: float) -> StepPlan:
+        plan = StepPlan()
+        budget = self.advance_running(plan, self.config.max_batched_tokens)
+        stage = 5 if self.running else 2
+        self.fill_from_queue(plan, budget, stage)
+        return plan
+
+    # Stage 3
+    def advance_running(self, plan: StepPlan, budget: int) -> int:
+        for seq in list(self.running):  # oldest first, so preemption victims are not yet planned
+            if seq.status is not SequenceStatus.RUNNING:
+                continue
+            num = min(seq.num_uncomputed, budget)
+            if num <= 0:
+                plan.decide(3, "defer", seq, why="token_budget")
+                continue
+            need = self.blocks.blocks_needed(seq, num)
+            while not self.blocks.can_allocate(need):
+                victim = self.running[-1]
+                self.preempt(victim, plan)
+                if victim is seq:
+                    break
+            if seq.status is not SequenceStatus.RUNNING:
+                continue
+            self.blocks.allocate(seq, need)
+            plan.chunks.append(Chunk(seq, num, samples=num == seq.num_uncomputed))
+            budget -= num
+        return budget
+
+    def preempt(self, seq: Sequence, plan: StepPlan) -> None:
+        self.blocks.free(seq)
+        self.running.remove(seq)
+        seq.num_computed_tokens = 0
+        seq.status = SequenceStatus.PREEMPTED
+        seq.preemptions += 1
+        self.waiting.add(seq)
+        plan.preempted.append(seq.request_id)
+        plan.decide(3, "preempt", seq, why="kv_blocks", free_blocks=self.blocks.num_free)
+
+    # Stages 2 and 5
+    def fill_from_queue(self, plan: StepPlan, budget: int, stage: int) -> None:
+        while (seq := self.waiting.peek()) is not None:
+            num = min(seq.num_uncomputed, budget)
+            need = self.blocks.blocks_needed(seq, num)
+            reason = None
+            if len(self.running) >= self.config.max_running:
+                reason = "no_slot"
+            elif budget <= 0 or (num < seq.num_uncomputed and not self.config.chunked_prefill):
+                reason = "token_budget"
+            elif not self.blocks.can_allocate(need + (self._watermark if self.running else 0)):
+                reason = "kv_blocks"
+            if reason is not None:
+                plan.blocked_reason = reason
+                plan.decide(stage, "defer", seq, why=reason, need_blocks=need, free_blocks=self.blocks.num_free)
+                return
+            self.waiting.pop()
+            self.blocks.allocate(seq, need)
+            readmit = seq.status is SequenceStatus.PREEMPTED
+            seq.status = SequenceStatus.RUNNING
+            self.running.append(seq)
+            plan.chunks.append(Chunk(seq, num, samples=num == seq.num_uncomputed))
+            plan.admitted.append(seq.request_id)
+            plan.decide(stage, "readmit" if readmit else "admit", seq, tokens=num, blocks=need)
+            budget -= num
+
+    # Stage 4
+    def postprocess(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
+        finished = apply_step(plan, sampled, self.eos, self.waiting)
+        for seq in finished:
+            self.blocks.free(seq)
+            self.running.remove(seq)
+            plan.decide(4, "finish", seq, why=seq.finish_reason, output_tokens=seq.num_output_tokens)
+        return finished
+
+    def abort(self, request_id: str) -> Sequence | None:
+        return abort_sequence(request_id, self.running, self.waiting, self.blocks)
+
+
+def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: SchedulingPolicy) -> list[Sequence]:
+    """Record what a step computed; append sampled tokens; return sequences that just finished."""
+    finished: list[Sequence] = []
+    tokens = iter(sampled)
+    for chunk in plan.chunks:
+        seq = chunk.seq
+        if seq.status is SequenceStatus.FINISHED:
+            continue  # a static batch's finished member computing pad rows
+        prefill_part = max(0, min(chunk.num_tokens, seq.num_prompt_tokens - seq.num_computed_tokens))
+        seq.num_computed_tokens += chunk.num_tokens
+        if chunk.samples:
+            seq.append_token(next(tokens))
+            policy.charge(seq, prefill_part, 1)
+            reason = seq.check_stop(eos)
+            if reason is not None:
+                seq.status = SequenceStatus.FINISHED
+                seq.finish_reason = reason
+                finished.append(seq)
+        else:
+            policy.charge(seq, prefill_part, 0)
+    return finished
+
+
+def abort_sequence(
+    request_id: str, running: list[Sequence], waiting: SchedulingPolicy, blocks: BlockManager
+) -> Sequence | None:
+    for seq in running:
+        if seq.request_id == request_id:
+            blocks.free(seq)
+            running.remove(seq)
+            seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
+            return seq
+    for seq in waiting:
+        if seq.request_id == request_id:
+            waiting.remove(seq)
+            blocks.free(seq)
+            seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
+            return seq
+    return None

@@ -1,0 +1,126 @@
+"""Static batching: form a batch, run it until its LAST sequence finishes, only then take new work.
+
+Batch formation waits until `max_batch_size` requests are queued or the oldest has waited
+`batch_timeout_s`. Every member gets KV blocks for its prompt plus max_tokens up front (a static batch
+cannot grow). Prompts are right-padded to the longest one, and a member that finishes early keeps its
+slot: it computes a pad row every step until the batch ends. Those pad rows are real compute thrown
+away, recorded in the trace as padded tokens and idle slots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engines.block_manager import BlockManager
+from engines.plan import Chunk, StepPlan
+from engines.policy import SchedulingPolicy
+from engines.scheduler import abort_sequence, apply_step
+from engines.sequence import Sequence, SequenceStatus
+
+
+@dataclass(frozen=True)
+class StaticConfig:
+    max_batch_size: int = 32
+    batch_timeout_s: float = 0.05
+
+
+class StaticScheduler:
+    kind = "static"
+
+    def __init__(self, config: StaticConfig, policy: SchedulingPolicy, blocks: BlockManager, eos: int | None):
+        self.config = config
+        self.waiting = policy
+        self.blocks = blocks
+        self.eos = eos
+        self.batch: list[Sequence] = []
+        self.running: list[Sequence] = self.batch  # members that still hold a slot
+        self._batch_id = -1
+
+    @property
+    def max_slots(self) -> int:
+        return self.config.max_batch_size
+
+    def has_work(self) -> bool:
+        return bool(self.batch) or len(self.waiting) > 0
+
+    def next_wakeup(self, now: float) -> float | None:
+        """While a batch is still forming, when the formation timeout of its oldest request fires."""
+        head = self.waiting.peek()
+        if self.batch or head is None:
+            return None
+        return head.enqueue_time + self.config.batch_timeout_s
+
+    def enqueue(self, seq: Sequence) -> None:
+        seq.status = SequenceStatus.WAITING
+        self.waiting.add(seq)
+
+    def schedule(self, now: float) -> StepPlan:
+        if self.batch:
+            return self._continue_batch()
+        return self._form_batch(now)
+
+    def _form_batch(self, now: float) -> StepPlan:
+        plan = StepPlan()
+        head = self.waiting.peek()
+        if head is None:
+            return plan
+        if len(self.waiting) < self.config.max_batch_size and now < head.enqueue_time + self.config.batch_timeout_s:
+            plan.blocked_reason = "batch_forming"
+            return plan
+        while (seq := self.waiting.peek()) is not None and len(self.batch) < self.config.max_batch_size:
+            need = self.blocks.blocks_for_tokens(seq.max_total_tokens) - len(seq.block_table)
+            if not self.blocks.can_allocate(need):
+                plan.blocked_reason = "kv_blocks"
+                plan.decide(2, "defer", seq, why="kv_blocks", need_blocks=need, free_blocks=self.blocks.num_free)
+                break
+            self.waiting.pop()
+            self.blocks.allocate(seq, need)
+            seq.status = SequenceStatus.RUNNING
+            self.batch.append(seq)
+            plan.admitted.append(seq.request_id)
+            plan.decide(2, "admit", seq, tokens=seq.num_uncomputed, blocks=need)
+        if len(self.waiting) and plan.blocked_reason is None:
+            plan.blocked_reason = "no_slot"
+        self._batch_id += 1
+        longest = max(seq.num_uncomputed for seq in self.batch)
+        for seq in self.batch:
+            plan.chunks.append(Chunk(seq, seq.num_uncomputed, samples=True, num_pad=longest - seq.num_uncomputed))
+        plan.batch_id = self._batch_id
+        return plan
+
+    def _continue_batch(self) -> StepPlan:
+        plan = StepPlan(batch_id=self._batch_id)
+        for seq in self.batch:
+            if seq.status is SequenceStatus.FINISHED:
+                plan.chunks.append(Chunk(seq, 0, samples=False, num_pad=1))
+            else:
+                plan.chunks.append(Chunk(seq, seq.num_uncomputed, samples=True))
+        if len(self.waiting):
+            plan.blocked_reason = "batch_running"
+        return plan
+
+    def postprocess(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
+        finished = apply_step(plan, sampled, self.eos, self.waiting)
+        for seq in finished:
+            plan.decide(4, "finish", seq, why=seq.finish_reason, output_tokens=seq.num_output_tokens,
+                        slot_held_until_batch_ends=True)  # fmt: skip
+        if self.batch and all(seq.status is SequenceStatus.FINISHED for seq in self.batch):
+            for seq in self.batch:
+                self.blocks.free(seq)
+            self.batch.clear()
+        return finished
+
+    @property
+    def idle_slots(self) -> int:
+        return sum(seq.status is SequenceStatus.FINISHED for seq in self.batch)
+
+    def abort(self, request_id: str) -> Sequence | None:
+        for seq in self.batch:
+            if seq.request_id == request_id and seq.status is not SequenceStatus.FINISHED:
+                seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
+                if all(member.status is SequenceStatus.FINISHED for member in self.batch):
+                    for member in self.batch:
+                        self.blocks.free(member)
+                    self.batch.clear()
+                return seq  # otherwise it keeps its slot (pad rows) until the batch ends
+        return abort_sequence(request_id, [], self.waiting, self.blocks)

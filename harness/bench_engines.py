@@ -1,0 +1,140 @@
+"""`batchmark bench engines`: the raw ceiling, static batching and continuous batching on one workload.
+
+All three run in one process, one after the other, on the same prompts, so their ratio is measured
+side by side. The workload is offline (everything arrives at once, every request ignores EOS): it
+measures throughput capacity, not latency under load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engines.api import FinishEvent, Request, TokenEvent
+from engines.inprocess import EngineOptions, InProcessEngine
+from engines.model.loader import LoadedModel
+from engines.raw_loop import RawLoop
+from engines.scheduler import ContinuousConfig
+from engines.static_scheduler import StaticConfig
+
+
+@dataclass(frozen=True)
+class OfflineWorkload:
+    requests: int = 256
+    prompt_len: int = 64
+    min_output: int = 8
+    max_output: int = 128
+    seed: int = 0
+
+    def build(self, vocab_size: int, avoid: set[int]) -> list[Request]:
+        rng = np.random.default_rng(self.seed)
+        allowed = np.array([t for t in range(vocab_size) if t not in avoid])
+        outputs = rng.integers(self.min_output, self.max_output + 1, size=self.requests)
+        return [
+            Request(f"r{i:05d}", rng.choice(allowed, size=self.prompt_len).tolist(), int(outputs[i]), ignore_eos=True)
+            for i in range(self.requests)
+        ]
+
+
+@dataclass
+class EngineRun:
+    output_tokens: int
+    seconds: float
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    tokens_by_request: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def tok_s(self) -> float:
+        return self.output_tokens / self.seconds
+
+    @property
+    def occupancy(self) -> float:
+        """Mean share of slots computing a real token per step."""
+        return float(np.mean([s["num_running"] / s["max_slots"] for s in self.steps])) if self.steps else 0.0
+
+    @property
+    def slot_waste(self) -> float:
+        """Share of slot-steps held by finished sequences or left empty."""
+        total = sum(s["max_slots"] for s in self.steps)
+        return sum(s["idle_slots"] + s["empty_slots"] for s in self.steps) / total if total else 0.0
+
+
+async def run_offline(engine: InProcessEngine, requests: list[Request]) -> EngineRun:
+    steps: list[dict[str, Any]] = []
+    engine.set_step_sink(steps.append)
+    await engine.start()
+    tokens: dict[str, list[int]] = {}
+
+    async def one(request: Request) -> int:
+        out = tokens.setdefault(request.request_id, [])
+        async for event in engine.generate(request):
+            if isinstance(event, TokenEvent):
+                out.append(event.token_id)
+            elif isinstance(event, FinishEvent) and event.error_type:
+                raise RuntimeError(event.error_message)
+        return len(out)
+
+    t0 = time.perf_counter()
+    counts = await asyncio.gather(*(one(r) for r in requests))
+    seconds = time.perf_counter() - t0
+    await engine.stop()
+    engine.set_step_sink(None)
+    return EngineRun(sum(counts), seconds, steps, tokens)
+
+
+def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int) -> dict[str, float]:
+    tokenizer = loaded.tokenizer
+    avoid = {t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id) if t is not None}
+    requests = workload.build(int(loaded.model.config.vocab_size), avoid)
+    mean_output = round(float(np.mean([r.max_tokens for r in requests])))
+    raw = RawLoop(loaded.model).run([list(r.prompt_token_ids) for r in requests], mean_output, batch_size=batch)
+    static = asyncio.run(run_offline(InProcessEngine(loaded, EngineOptions(
+        kind="static", static=StaticConfig(max_batch_size=batch))), requests))  # fmt: skip
+    continuous = asyncio.run(run_offline(InProcessEngine(loaded, EngineOptions(
+        kind="continuous", continuous=ContinuousConfig(max_running=batch))), requests))  # fmt: skip
+    return {
+        "raw_tok_s": raw.tok_s,
+        "static_tok_s": static.tok_s,
+        "continuous_tok_s": continuous.tok_s,
+        "continuous_over_static": continuous.tok_s / static.tok_s,
+        "continuous_over_raw": continuous.tok_s / raw.tok_s,
+        "static_over_raw": static.tok_s / raw.tok_s,
+        "static_occupancy": static.occupancy,
+        "continuous_occupancy": continuous.occupancy,
+        "static_slot_waste": static.slot_waste,
+        "continuous_slot_waste": continuous.slot_waste,
+        "static_steps": float(len(static.steps)),
+        "continuous_steps": float(len(continuous.steps)),
+        "raw_steps": float(raw.steps),
+    }
+
+
+def bench_engines(loaded: LoadedModel, workload: OfflineWorkload, batch: int, repeat: int) -> dict[str, Any]:
+    trials = [bench_once(loaded, workload, batch) for _ in range(repeat)]
+    medians = {key: statistics.median(t[key] for t in trials) for key in trials[0]}
+    return {**medians, "trials": trials, "repeat": repeat, "workload": workload.__dict__, "batch": batch}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    rows = [
+        ("raw loop (ceiling)", result["raw_tok_s"], 1.0, float("nan"), 0.0),
+        ("static batching", result["static_tok_s"], result["static_over_raw"],
+         result["static_occupancy"], result["static_slot_waste"]),
+        ("continuous batching", result["continuous_tok_s"], result["continuous_over_raw"],
+         result["continuous_occupancy"], result["continuous_slot_waste"]),
+    ]  # fmt: skip
+    lines = [f"{'engine':<22}{'output tok/s':>14}{'x raw':>8}{'occupancy':>11}{'slot waste':>12}"]
+    for name, tok_s, over_raw, occupancy, waste in rows:
+        occ = "-" if occupancy != occupancy else f"{occupancy:.0%}"
+        lines.append(f"{name:<22}{tok_s:>14.0f}{over_raw:>8.2f}{occ:>11}{waste:>12.0%}")
+    lines.append(
+        f"continuous / static = {result['continuous_over_static']:.2f}x   "
+        f"continuous / raw = {result['continuous_over_raw']:.2f}x   "
+        f"(median of {result['repeat']} run{'s' if result['repeat'] != 1 else ''})"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""`batchmark` command line: one sub-command per module, each with `register(subparsers)`.
+
+Sub-command modules import torch and friends inside their run functions so `batchmark --help` and
+light commands such as `workload describe` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from harness.errors import user_errors
+
+COMMAND_MODULES = (
+    "harness.cmd_bench",
+    "harness.cmd_workload",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="batchmark",
+        description="Measure what continuous batching buys over static batching.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # No hub access anywhere: every model and tokenizer is local.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except user_errors() as exc:
+        print(f"batchmark: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("batchmark: interrupted; records written so far are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

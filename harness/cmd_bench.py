@@ -1,0 +1,58 @@
+"""`batchmark bench engines`: the engine comparison table (raw ceiling, static, continuous)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser("bench", help="offline engine benchmarks")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="WHAT")
+    engines = bench_sub.add_parser("engines", help="raw loop vs static vs continuous on one offline workload")
+    add_model_arguments(engines)
+    engines.add_argument("--requests", type=int, default=256)
+    engines.add_argument("--prompt-len", type=int, default=64)
+    engines.add_argument("--min-output", type=int, default=8)
+    engines.add_argument("--max-output", type=int, default=128)
+    engines.add_argument("--batch", type=int, default=32, help="static max batch = continuous max running")
+    engines.add_argument("--repeat", type=int, default=1, help="runs; the table shows medians")
+    engines.add_argument("--seed", type=int, default=0)
+    engines.add_argument("--json", type=Path, help="also write the result as JSON here")
+    engines.set_defaults(run=run_bench_engines)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="local Hugging Face checkpoint directory (default: the embedded model)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: all cores)")
+
+
+def load_model_from_args(args: argparse.Namespace):  # -> LoadedModel
+    import torch
+
+    from engines.model.loader import load_model
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return load_model(args.model, dtype=args.dtype)
+
+
+def run_bench_engines(args: argparse.Namespace) -> int:
+    from harness.bench_engines import OfflineWorkload, bench_engines, format_table
+    from harness.errors import HarnessInputError
+
+    if args.requests < 1 or args.prompt_len < 1 or not 1 <= args.min_output <= args.max_output:
+        raise HarnessInputError("--requests, --prompt-len must be >= 1 and 1 <= --min-output <= --max-output")
+    if args.batch < 1 or args.repeat < 1:
+        raise HarnessInputError("--batch and --repeat must be >= 1")
+    loaded = load_model_from_args(args)
+    workload = OfflineWorkload(args.requests, args.prompt_len, args.min_output, args.max_output, args.seed)
+    result = bench_engines(loaded, workload, args.batch, args.repeat)
+    print(format_table(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
