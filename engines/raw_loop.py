@@ -80,12 +80,11 @@ class RawLoop:
             k_cache, v_cache = torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)
             logits = self._forward(ids, 0, k_cache, v_cache)
             position = ids.shape[1]
-            for _ in range(output_len):
+            for index in range(output_len):
                 token = logits.argmax(-1, keepdim=True)
                 produced += len(group)
                 steps += 1
-                if position + 1 > total - 1 + 1 or _ == output_len - 1:
-                    break
-                logits = self._forward(token, position, k_cache, v_cache)
-                position += 1
+                if index + 1 < output_len:  # the last token needs no further forward pass
+                    logits = self._forward(token, position, k_cache, v_cache)
+                    position += 1
         return RawResult(produced, time.perf_counter() - t0, steps)

@@ -1,0 +1,20 @@
+"""Shared fixtures: the embedded model is built once per test session (seeded, about a second)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    import torch
+
+    from engines.model.loader import load_model
+
+    torch.set_num_threads(2)
+    return load_model()
