@@ -113,7 +113,9 @@ class InProcessEngine(Engine):
             )
         bad = next((t for t in request.prompt_token_ids if not 0 <= int(t) < self.vocab_size), None)
         if bad is not None:
-            raise EngineInputError(f"request {rid}: prompt token id {bad} outside the vocabulary 0..{self.vocab_size - 1}")
+            raise EngineInputError(
+                f"request {rid}: prompt token id {bad} outside the vocabulary 0..{self.vocab_size - 1}"
+            )
         need = self.blocks.blocks_for_tokens(n + request.max_tokens)
         if need > self.blocks.num_blocks:
             raise EngineInputError(

@@ -101,7 +101,7 @@ def test_unknown_policy_names_the_choices():
     from engines.errors import EngineInputError
     from engines.policy import make_policy
 
-    with pytest.raises(EngineInputError, match="'lifo'.*fcfs"):
+    with pytest.raises(EngineInputError, match=r"'lifo'.*fcfs"):
         make_policy("lifo")
 
 
