@@ -19,6 +19,10 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 from engines.kernels import load_paged_attention
 from engines.plan import StepPlan
 
+# A chunk with more query rows than this runs through SDPA on its gathered context: for long prefills
+# blocked matrix products beat the kernel's row-at-a-time loop, while decode rows stay on the kernel.
+LONG_CHUNK = 16
+
 
 class ModelRunner:
     def __init__(self, model: Any, num_blocks: int, block_size: int, pad_token_id: int = 0) -> None:
@@ -58,35 +62,43 @@ class ModelRunner:
         return "native paged kernel" if self._native is not None else "torch gather + sdpa"
 
     def _prepare(self, plan: StepPlan) -> dict[str, Any]:
+        """Flatten the plan into rows. Short chunks (decode) come first and go to the paged kernel;
+        long chunks (prefill) follow and go to blocked SDPA, which wins once a chunk has many queries."""
         bs = self.block_size
         ids: list[int] = []
         positions: list[int] = []
         slots: list[int] = []
         token_seq: list[int] = []
-        sample_rows: list[int] = []
-        tables: list[list[int]] = []
-        for row, chunk in enumerate(plan.chunks):
+        last_row: dict[int, int] = {}
+        short = [i for i, c in enumerate(plan.chunks) if c.num_tokens + c.num_pad <= LONG_CHUNK]
+        long = [i for i, c in enumerate(plan.chunks) if c.num_tokens + c.num_pad > LONG_CHUNK]
+        num_short_rows = 0
+        for row in short + long:
+            if row == (long[0] if long else None):
+                num_short_rows = len(ids)
+            chunk = plan.chunks[row]
             seq = chunk.seq
             table = seq.block_table
-            tables.append(table)
             start = seq.num_computed_tokens
             end = start + chunk.num_tokens
             ids.extend(seq.token_ids[start:end])
             positions.extend(range(start, end))
             slots.extend(table[p // bs] * bs + p % bs for p in range(start, end))
-            if chunk.samples:
-                sample_rows.append(len(ids) - 1)
+            last_row[row] = len(ids) - 1
             if chunk.num_pad:
                 last = max(end, 1) - 1  # pad rows look at the sequence's real context, never beyond
                 ids.extend([self.pad_token_id] * chunk.num_pad)
                 positions.extend([last] * chunk.num_pad)
                 slots.extend([self.scratch_slot] * chunk.num_pad)
             token_seq.extend([row] * (end - start + chunk.num_pad))
-        width = max(1, max(len(t) for t in tables))
-        block_tables = np.zeros((len(tables), width), dtype=np.int32)
-        for row, table in enumerate(tables):
-            block_tables[row, : len(table)] = table
+        if not long:
+            num_short_rows = len(ids)
+        width = max(1, max(len(c.seq.block_table) for c in plan.chunks))
+        block_tables = np.zeros((len(plan.chunks), width), dtype=np.int32)
+        for row, chunk in enumerate(plan.chunks):
+            block_tables[row, : len(chunk.seq.block_table)] = chunk.seq.block_table
         pos = torch.tensor(positions, dtype=torch.int64)
+        sample_rows = [last_row[i] for i, c in enumerate(plan.chunks) if c.samples]
         return {
             "ids": torch.tensor(ids, dtype=torch.int64),
             "positions": pos,
@@ -96,6 +108,7 @@ class ModelRunner:
             "block_tables": torch.from_numpy(block_tables),
             "sample_rows": torch.tensor(sample_rows, dtype=torch.int64),
             "max_len": int(pos.max().item()) + 1 if positions else 1,
+            "num_short_rows": num_short_rows,
         }
 
     @torch.inference_mode()
@@ -132,30 +145,34 @@ class ModelRunner:
     def _attention(self, layer: int, q: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
         k_pool = self.k_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
         v_pool = self.v_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
-        if self._native is not None:
-            out = torch.empty_like(q)
+        if self._native is None:
+            return self._attention_torch(q, k_pool, v_pool, batch, 0)
+        short = batch["num_short_rows"]
+        out = torch.empty_like(q)
+        if short:
             tables = batch["block_tables"]
             failed = self._native.paged_attention(
                 q.data_ptr(), k_pool.data_ptr(), v_pool.data_ptr(), tables.data_ptr(), tables.shape[1],
                 batch["token_seq"].data_ptr(), batch["token_pos"].data_ptr(), out.data_ptr(),
-                q.shape[0], self.num_heads, self.num_kv_heads, self.head_dim, self.block_size,
+                short, self.num_heads, self.num_kv_heads, self.head_dim, self.block_size,
                 self.scale, batch["max_len"],
             )  # fmt: skip
             if failed:
                 raise MemoryError("paged attention kernel could not allocate its score buffer")
-            return out
-        return self._attention_torch(q, k_pool, v_pool, batch)
+        if short < q.shape[0]:
+            out[short:] = self._attention_torch(q, k_pool, v_pool, batch, short)[short:]
+        return out
 
     def _attention_torch(
-        self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, batch: dict[str, Any]
+        self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, batch: dict[str, Any], first: int
     ) -> torch.Tensor:
-        """Reference path: gather each sequence's context, then SDPA with a position mask."""
+        """Gather each sequence's context, then SDPA with a position mask (rows from `first` on)."""
         out = torch.empty_like(q)
         bs = self.block_size
         token_seq = batch["token_seq"].tolist()
         positions = batch["token_pos"].to(torch.int64)
         tables = batch["block_tables"].to(torch.int64)
-        start = 0
+        start = first
         while start < len(token_seq):
             row = token_seq[start]
             end = start

@@ -1,0 +1,110 @@
+"""Per-request latency columns and the pooled inter-token latencies.
+
+Latency is measured from the *scheduled* arrival (`t_scheduled`) by default: a load generator that
+falls behind sends late, and measuring from the late send would hide exactly the queueing the
+engine caused (coordinated omission). The `_sent` variants measure from the actual send so the two
+can be compared; their difference is the schedule lag.
+
+Only successful requests (no `error_type`, finish_reason "length" or "stop") get latencies: a failed
+request's timings describe the failure, not the service. Failures are counted separately and
+count against SLO attainment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.metrics.frame import flatten_token_times
+
+SUCCESS_FINISH_REASONS = ("length", "stop")
+
+LATENCY_COLUMNS = (
+    "ttft",
+    "ttft_sent",
+    "tpot",
+    "e2e",
+    "e2e_sent",
+    "queue_delay",
+    "queue_delay_sent",
+    "normalized_latency",
+    "slowdown",
+)
+
+
+def succeeded(records: pd.DataFrame) -> pd.Series:
+    """True for requests that finished normally (no error, finish_reason "length" or "stop")."""
+    return records["error_type"].isna() & records["finish_reason"].isin(SUCCESS_FINISH_REASONS)
+
+
+def last_token_time(records: pd.DataFrame) -> pd.Series:
+    return pd.Series(
+        [v[-1] if len(v) else np.nan for v in records["token_times"]], index=records.index, dtype="float64"
+    )
+
+
+def done_time(records: pd.DataFrame) -> pd.Series:
+    """When the request stopped occupying the system: finish, else its last token, else its send.
+
+    Failed requests often lack `t_finish`; the fallbacks give the latest time we know it was alive,
+    which is what backlog intervals and run spans need.
+    """
+    return records["t_finish"].fillna(last_token_time(records)).fillna(records["t_sent"])
+
+
+def request_latencies(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per request: identifiers plus every per-request latency, in seconds (NaN = undefined).
+
+    - ttft / ttft_sent: first token - scheduled arrival / - send
+    - e2e / e2e_sent: finish - scheduled arrival / - send
+    - tpot: (e2e - ttft) / (n - 1) = (finish - first token) / (n - 1), n = output tokens; NaN if n < 2
+    - queue_delay / queue_delay_sent: admission - scheduled arrival / - send
+    - normalized_latency: e2e / n
+    - slowdown: e2e / (finish - admission), time in the system over time being served (>= 1)
+    - schedule_lag: send - scheduled arrival (defined for every request, failed or not)
+    """
+    ok = succeeded(records)
+    n = records["output_tokens"].astype("float64")
+    sched, sent = records["t_scheduled"], records["t_sent"]
+    first, finish, admitted = records["t_first_token"], records["t_finish"], records["t_admitted"]
+    out = pd.DataFrame(
+        {
+            "request_id": records["request_id"],
+            "engine": records["engine"],
+            "tenant": records["tenant"],
+            "trial": records["trial"],
+            "succeeded": ok,
+            "output_tokens": records["output_tokens"],
+            "prompt_tokens": records["prompt_tokens"],
+            "t_scheduled": sched,
+            "t_done": done_time(records),
+            "ttft": first - sched,
+            "ttft_sent": first - sent,
+            "tpot": (finish - first) / (n - 1).where(n >= 2),
+            "e2e": finish - sched,
+            "e2e_sent": finish - sent,
+            "queue_delay": admitted - sched,
+            "queue_delay_sent": admitted - sent,
+            "normalized_latency": (finish - sched) / n.where(n >= 1),
+            "slowdown": (finish - sched) / (finish - admitted).where(finish > admitted),
+        },
+        index=records.index,
+    )
+    out[list(LATENCY_COLUMNS)] = out[list(LATENCY_COLUMNS)].where(ok, np.nan)
+    out["schedule_lag"] = sent - sched
+    return out
+
+
+def inter_token_latencies(records: pd.DataFrame, *, successful_only: bool = True) -> np.ndarray:
+    """Every gap between consecutive output tokens of the same request, pooled over requests.
+
+    This is vLLM/SGLang's ITL (and AIPerf's "ICL"); gaps never span two requests, and the time to
+    the first token is not a gap.
+    """
+    rows = records[succeeded(records)] if successful_only else records
+    flat, owner = flatten_token_times(rows["token_times"])
+    if flat.size < 2:
+        return np.empty(0, dtype=np.float64)
+    gaps = np.diff(flat)
+    same_request = owner[1:] == owner[:-1]
+    return gaps[same_request]

@@ -1,0 +1,91 @@
+"""SLO attainment and goodput: how many requests were served well enough to be worth serving.
+
+A request meets the SLO when it succeeded and each configured limit holds: TTFT and E2E measured
+from the scheduled arrival, TPOT as in `latency`. TPOT is undefined for outputs of fewer than two
+tokens; such a request has nothing to violate, so only its other limits apply. A limit of None
+is not checked. Failed requests never meet the SLO.
+
+Defaults follow MLPerf Inference's llama2-70b server scenario (TTFT 2 s, TPOT 200 ms). They are
+GPU-sized; runs of the tiny CPU model should pass limits scaled to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from harness.metrics.latency import request_latencies
+from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, Window, run_window, steady_window
+
+
+@dataclass(frozen=True)
+class SLO:
+    ttft_s: float | None = 2.0
+    tpot_s: float | None = 0.2
+    e2e_s: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        return asdict(self)
+
+
+DEFAULT_SLO = SLO()
+
+
+def slo_table(latencies: pd.DataFrame, slo: SLO = DEFAULT_SLO) -> pd.DataFrame:
+    """Per request (rows of `request_latencies`): meets_ttft, meets_tpot, meets_e2e, meets_slo."""
+    ok = latencies["succeeded"]
+    # NaN compares False, so undefined values fail a limit unless explicitly excused below.
+    ttft = ok if slo.ttft_s is None else ok & (latencies["ttft"] <= slo.ttft_s)
+    tpot = ok if slo.tpot_s is None else ok & ((latencies["tpot"] <= slo.tpot_s) | latencies["tpot"].isna())
+    e2e = ok if slo.e2e_s is None else ok & (latencies["e2e"] <= slo.e2e_s)
+    return pd.DataFrame(
+        {
+            "request_id": latencies["request_id"],
+            "meets_ttft": ttft,
+            "meets_tpot": tpot,
+            "meets_e2e": e2e,
+            "meets_slo": ttft & tpot & e2e,
+        },
+        index=latencies.index,
+    )
+
+
+def _rate(finish: pd.Series, good: pd.Series, window: Window | None) -> float | None:
+    if window is None:
+        return None
+    return int((good & finish.between(window.start, window.end)).sum()) / window.duration_s
+
+
+def goodput(
+    records: pd.DataFrame,
+    slo: SLO = DEFAULT_SLO,
+    *,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+) -> dict[str, Any]:
+    """SLO attainment share (over all requests, failures included) and goodput in requests/s.
+
+    Goodput counts SLO-meeting requests by finish time in the same windows as `throughput`.
+    """
+    lat = request_latencies(records)
+    met = slo_table(lat, slo)
+    total = len(lat)
+    n_met = int(met["meets_slo"].sum())
+    ok = lat["succeeded"]
+    return {
+        "slo": slo.to_json(),
+        "requests": total,
+        "met": n_met,
+        "attainment": n_met / total if total else None,
+        "violations": {
+            "failed": int((~ok).sum()),
+            "ttft": int((ok & ~met["meets_ttft"]).sum()),
+            "tpot": int((ok & ~met["meets_tpot"]).sum()),
+            "e2e": int((ok & ~met["meets_e2e"]).sum()),
+        },
+        "goodput_rps_steady": _rate(
+            records["t_finish"], met["meets_slo"], steady_window(records, warmup_fraction=warmup_fraction)
+        ),
+        "goodput_rps_whole_run": _rate(records["t_finish"], met["meets_slo"], run_window(records)),
+    }

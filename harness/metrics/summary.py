@@ -1,0 +1,206 @@
+"""One engine run's records (and step trace) in, one JSON-serialisable summary dict out.
+
+The dict is the contract with reports and the CI gate: it carries `schema_version`, holds only
+dicts, lists, str, int, float, bool and None (NaN and inf become None), and never depends on
+anything but its arguments, so the same inputs and seed give the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import HarnessInputError
+from harness.metrics.cost import DEFAULT_PRICE_PER_HOUR, cost
+from harness.metrics.fairness import fairness
+from harness.metrics.latency import inter_token_latencies, request_latencies
+from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
+from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
+from harness.metrics.tenants import tenant_table
+from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, run_window, run_windows, throughput
+from harness.metrics.utilisation import utilisation
+from harness.metrics.validity import DEFAULT_LAG_THRESHOLD_S, validity
+
+SUMMARY_SCHEMA_VERSION = 1
+
+_LATENCY_METRICS = (
+    "ttft",
+    "ttft_sent",
+    "tpot",
+    "e2e",
+    "e2e_sent",
+    "queue_delay",
+    "queue_delay_sent",
+    "normalized_latency",
+    "slowdown",
+)
+
+
+def jsonable(value: Any) -> Any:
+    """Plain-Python copy of `value` that `json.dumps(..., allow_nan=False)` accepts."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | np.ndarray | pd.Series):
+        return [jsonable(v) for v in value]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, str):
+        return value
+    return str(value)
+
+
+def _single(records: pd.DataFrame, column: str) -> Any:
+    values = records[column].dropna().unique()
+    if len(values) > 1:
+        raise HarnessInputError(
+            f"summarize takes one run, but the records hold {len(values)} values of {column!r} "
+            f"({', '.join(map(str, values[:5]))}); split them first, e.g. with summarize_by_engine"
+        )
+    return values[0] if len(values) else None
+
+
+def _wall_time(
+    records: pd.DataFrame, steps: pd.DataFrame | None, wall_time_s: float | None
+) -> tuple[float | None, str]:
+    if wall_time_s is not None:
+        return wall_time_s, "argument"
+    if steps is not None and not steps.empty:
+        return float(steps["t_end"].max() - steps["t_start"].min()), "step_trace"
+    window = run_window(records)
+    return (window.duration_s, "records") if window else (None, "none")
+
+
+def summarize(
+    records_df: pd.DataFrame,
+    steps_df: pd.DataFrame | None = None,
+    *,
+    slo: SLO = DEFAULT_SLO,
+    price_per_hour: float = DEFAULT_PRICE_PER_HOUR,
+    accelerators: int = 1,
+    wall_time_s: float | None = None,
+    seed: int = 0,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = DEFAULT_CONFIDENCE,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+    lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S,
+) -> dict[str, Any]:
+    """Every metric of one engine run (one engine, one trial) as a JSON-serialisable dict.
+
+    `wall_time_s` is the engine run's wall time for cost; when None it falls back to the step
+    trace's span, then to the records' span (first scheduled arrival to last completion), and
+    `cost.wall_time_source` says which was used.
+    """
+    records, steps = records_df, steps_df
+    engine = _single(records, "engine")
+    trial = _single(records, "trial")
+    lat = request_latencies(records)
+    ok = lat["succeeded"]
+    stats_kw: dict[str, Any] = {"qs": percentiles, "n_boot": n_boot, "confidence": confidence, "seed": seed}
+    latency = {m: describe(lat[m], **stats_kw) for m in _LATENCY_METRICS}
+    latency["itl"] = describe(inter_token_latencies(records), **stats_kw)
+    slo_result = goodput(records, slo, warmup_fraction=warmup_fraction)
+    wall, wall_source = _wall_time(records, steps, wall_time_s)
+    run_cost = cost(
+        wall,
+        output_tokens=int(lat.loc[ok, "output_tokens"].sum()),
+        good_requests=slo_result["met"],
+        price_per_hour=price_per_hour,
+        accelerators=accelerators,
+    )
+    run_cost["wall_time_source"] = wall_source
+    tenants = tenant_table(records, slo)
+    summary = {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "engine": engine,
+        "trial": trial,
+        "requests": {
+            "total": len(records),
+            "succeeded": int(ok.sum()),
+            "failed": int((~ok).sum()),
+            "failures_by_type": records["error_type"].dropna().value_counts().sort_index().to_dict(),
+            "finish_reasons": records["finish_reason"].fillna("none").value_counts().sort_index().to_dict(),
+            "output_tokens": int(records["output_tokens"].sum()),
+            "prompt_tokens": int(records["prompt_tokens"].sum()),
+            "preemptions": int(records["preemptions"].sum()),
+        },
+        "latency": latency,
+        "schedule_lag": describe(lat["schedule_lag"], **stats_kw),
+        "throughput": {
+            name: throughput(records, window)
+            for name, window in run_windows(records, warmup_fraction=warmup_fraction).items()
+        },
+        "slo": slo_result,
+        "tenants": {str(t): row for t, row in tenants.to_dict(orient="index").items()},
+        "fairness": fairness(records),
+        "utilisation": None if steps is None else utilisation(steps),
+        "cost": run_cost,
+        "validity": validity(records, lag_threshold_s=lag_threshold_s),
+        "parameters": {
+            "seed": seed,
+            "n_boot": n_boot,
+            "confidence": confidence,
+            "percentiles": list(percentiles),
+            "warmup_fraction": warmup_fraction,
+            "lag_threshold_s": lag_threshold_s,
+        },
+    }
+    return jsonable(summary)
+
+
+def summarize_by_engine(
+    records: pd.DataFrame, steps: Mapping[str, pd.DataFrame] | None = None, **kwargs: Any
+) -> dict[str, dict[str, Any]]:
+    """`summarize` per value of the `engine` column; `steps` maps engine label to its step trace."""
+    return {
+        str(engine): summarize(group, (steps or {}).get(str(engine)), **kwargs)
+        for engine, group in records.groupby("engine", sort=True)
+    }
+
+
+def _pct(summary: Mapping[str, Any], metric: str, label: str) -> float | None:
+    return summary["latency"][metric]["percentiles"].get(label, {}).get("value")
+
+
+def summary_table(summaries: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per summary, a handful of headline columns, for console display."""
+    items = summaries.values() if isinstance(summaries, Mapping) else summaries
+    rows = []
+    for s in items:
+        steady = s["throughput"]["steady"]
+        util = s.get("utilisation") or {}
+        rows.append(
+            {
+                "engine": s["engine"],
+                "requests": s["requests"]["total"],
+                "failed": s["requests"]["failed"],
+                "ttft_p50_s": _pct(s, "ttft", "p50"),
+                "ttft_p99_s": _pct(s, "ttft", "p99"),
+                "tpot_p50_s": _pct(s, "tpot", "p50"),
+                "tpot_p99_s": _pct(s, "tpot", "p99"),
+                "itl_p99_s": _pct(s, "itl", "p99"),
+                "e2e_p99_s": _pct(s, "e2e", "p99"),
+                "req_per_s": steady["request_rate"],
+                "out_tok_per_s": steady["output_token_rate"],
+                "slo_attainment": s["slo"]["attainment"],
+                "goodput_rps": s["slo"]["goodput_rps_steady"],
+                "jain": s["fairness"]["jain_index"],
+                "vtc_gap": s["fairness"]["vtc_gap"]["gap"],
+                "slot_use": util.get("mean_running_share"),
+                "padded_share": util.get("padded_token_share"),
+                "usd_per_1m_out": s["cost"]["usd_per_1m_output_tokens"],
+                "usd_per_1k_good": s["cost"]["usd_per_1k_good_requests"],
+                "flags": ",".join(f["name"] for f in s["validity"]["flags"]),
+            }
+        )
+    return pd.DataFrame(rows).set_index("engine") if rows else pd.DataFrame()

@@ -1,0 +1,123 @@
+"""Run validity: conditions under which the numbers of a run should not be trusted as they stand.
+
+Each flag names the check, how many requests tripped it, a few example request ids and a message
+saying what it means. A run with flags is still summarised: the flags travel with the numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.metrics.latency import succeeded
+
+DEFAULT_LAG_THRESHOLD_S = 0.005  # in-process load generator; an HTTP client may need more
+MAX_EXAMPLES = 5
+CHECKS = (
+    "schedule_lag",
+    "ignore_eos_length",
+    "output_token_count",
+    "prompt_token_count",
+    "token_times_count",
+    "truncated_records",
+)
+
+
+@dataclass(frozen=True)
+class ValidityFlag:
+    name: str
+    count: int
+    message: str
+    example_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _examples(records: pd.DataFrame, mask: pd.Series, order: pd.Series | None = None) -> list[str]:
+    hits = records.loc[mask, "request_id"]
+    if order is not None:
+        hits = hits.loc[order[mask].sort_values(ascending=False).index]
+    return [str(v) for v in hits.head(MAX_EXAMPLES)]
+
+
+def validity_flags(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S) -> list[ValidityFlag]:
+    """The flags that fired (an empty list means every check in `CHECKS` passed)."""
+    flags: list[ValidityFlag] = []
+    lag = records["t_sent"] - records["t_scheduled"]
+    if lag.notna().any():
+        p99 = float(np.nanquantile(lag.to_numpy(dtype=np.float64), 0.99))
+        if p99 > lag_threshold_s:
+            late = lag > lag_threshold_s
+            flags.append(
+                ValidityFlag(
+                    "schedule_lag",
+                    int(late.sum()),
+                    f"schedule lag p99 {p99 * 1e3:.2f} ms > {lag_threshold_s * 1e3:g} ms: the load generator "
+                    "fell behind its schedule, so the offered load was lower than intended",
+                    _examples(records, late, lag),
+                )
+            )
+    ok = succeeded(records)
+    eos = ok & records["ignore_eos"] & (records["output_tokens"] != records["max_tokens"])
+    if eos.any():
+        flags.append(
+            ValidityFlag(
+                "ignore_eos_length",
+                int(eos.sum()),
+                "ignore_eos requests produced a token count other than max_tokens: output lengths "
+                "are not the ones the workload specified",
+                _examples(records, eos),
+            )
+        )
+    for name, harness_col, engine_col in (
+        ("output_token_count", "output_tokens", "engine_output_tokens"),
+        ("prompt_token_count", "prompt_tokens", "engine_prompt_tokens"),
+    ):
+        engine = records[engine_col]
+        bad = engine.notna() & (engine != records[harness_col])
+        if bad.any():
+            flags.append(
+                ValidityFlag(
+                    name,
+                    int(bad.sum()),
+                    f"harness {harness_col} disagrees with the engine's {engine_col}: tokens were lost, "
+                    "duplicated or counted with a different tokenizer",
+                    _examples(records, bad),
+                )
+            )
+    n_times = records["token_times"].map(len)
+    bad_times = n_times != records["output_tokens"]
+    if bad_times.any():
+        flags.append(
+            ValidityFlag(
+                "token_times_count",
+                int(bad_times.sum()),
+                "len(token_times) differs from output_tokens: token timings are incomplete",
+                _examples(records, bad_times),
+            )
+        )
+    skipped = records.attrs.get("skipped_lines") or []
+    if skipped:
+        flags.append(
+            ValidityFlag(
+                "truncated_records",
+                len(skipped),
+                "records.jsonl ended in an unparseable line (a crashed run?); that record was skipped",
+                [],
+            )
+        )
+    return flags
+
+
+def validity(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S) -> dict[str, Any]:
+    flags = validity_flags(records, lag_threshold_s=lag_threshold_s)
+    return {
+        "valid": not flags,
+        "checks": list(CHECKS),
+        "lag_threshold_s": lag_threshold_s,
+        "flags": [f.to_json() for f in flags],
+    }

@@ -1,0 +1,114 @@
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from harness.errors import HarnessInputError
+from harness.metrics import load_records, load_steps, records_frame, steps_frame
+from harness.metrics.frame import RECORD_COLUMNS, TruncatedLineWarning, flatten_token_times
+from harness.metrics.synthetic import make_record
+from harness.records import RequestRecord
+
+
+def _record(rid: str) -> RequestRecord:
+    return RequestRecord(
+        request_id=rid,
+        engine="static",
+        tenant="a",
+        priority=0,
+        max_tokens=2,
+        ignore_eos=True,
+        prompt_tokens=5,
+        t_scheduled=0.0,
+        t_sent=0.001,
+        t_first_token=0.5,
+        t_finish=0.7,
+        token_times=[0.5, 0.7],
+        output_tokens=2,
+        finish_reason="length",
+    )
+
+
+def test_records_frame_accepts_dataclasses_and_dicts_and_types_columns() -> None:
+    frame = records_frame([_record("r1"), {"request_id": "r2", "t_scheduled": 1.0, "t_sent": 1.0}])
+    assert list(frame.columns) == list(RECORD_COLUMNS)
+    assert frame["t_admitted"].dtype == np.float64
+    assert frame["t_admitted"].isna().all()  # never set on either record
+    assert frame.loc[1, "tenant"] == "default"  # filled default for the dict missing it
+    assert frame.loc[1, "token_times"] == []
+    assert frame.loc[0, "token_times"] == [0.5, 0.7]
+    assert frame["engine_output_tokens"].isna().all()
+    assert frame["output_tokens"].tolist() == [2, 0]
+    assert frame["error_type"].isna().all()
+
+
+def test_records_frame_keeps_unknown_columns_and_handles_empty() -> None:
+    frame = records_frame([{**make_record("r1"), "future_field": 3}])
+    assert frame.loc[0, "future_field"] == 3
+    empty = records_frame([])
+    assert len(empty) == 0
+    assert set(RECORD_COLUMNS) <= set(empty.columns)
+
+
+def test_records_frame_rejects_missing_required_field() -> None:
+    with pytest.raises(HarnessInputError, match="t_sent"):
+        records_frame([{"request_id": "r1", "t_scheduled": 0.0}])
+
+
+def test_load_records_skips_and_reports_truncated_last_line(tmp_path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [json.dumps(make_record(f"r{i}", t_scheduled=float(i))) for i in range(3)]
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:25])  # crash mid-write: no closing brace
+    with pytest.warns(TruncatedLineWarning):
+        frame = load_records(path)
+    assert frame["request_id"].tolist() == ["r0", "r1"]
+    assert len(frame.attrs["skipped_lines"]) == 1
+    assert frame.attrs["skipped_lines"][0]["line"] == 3
+
+
+def test_load_records_clean_file_has_no_skips(tmp_path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(make_record(f"r{i}")) + "\n" for i in range(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = load_records(path)
+    assert len(frame) == 2
+    assert frame.attrs["skipped_lines"] == []
+
+
+def test_load_records_rejects_corrupt_middle_line(tmp_path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(make_record("r0")) + "\n{oops\n" + json.dumps(make_record("r2")) + "\n")
+    with pytest.raises(HarnessInputError, match=":2:"):
+        load_records(path)
+
+
+def test_load_records_missing_file_is_a_user_error(tmp_path) -> None:
+    with pytest.raises(HarnessInputError, match="cannot read"):
+        load_records(tmp_path / "nope.jsonl")
+
+
+def test_load_steps_types_columns(tmp_path) -> None:
+    path = tmp_path / "steps.jsonl"
+    step = {"step": 0, "t_start": 0.0, "t_end": 0.5, "phase": "prefill", "running_ids": ["a"], "max_slots": 4}
+    path.write_text(json.dumps(step) + "\n")
+    frame = load_steps(path)
+    assert frame.loc[0, "running_ids"] == ["a"]
+    assert frame.loc[0, "admitted"] == []  # absent list fields become empty lists
+    assert frame.loc[0, "padded_tokens"] == 0
+    assert frame["blocked_reason"].isna().all()
+    assert list(steps_frame([]).columns)[:3] == ["step", "t_start", "t_end"]
+
+
+def test_flatten_token_times_keeps_owner_rows() -> None:
+    frame = records_frame(
+        [
+            make_record("a", gaps=[1.0]),
+            make_record("b", gaps=None, output_tokens=0, token_times=[]),
+            make_record("c", ttft=2.0),
+        ]
+    )
+    flat, owner = flatten_token_times(frame["token_times"])
+    assert flat.tolist() == pytest.approx([0.1, 1.1, 2.0])
+    assert owner.tolist() == [0, 0, 2]
