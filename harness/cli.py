@@ -16,6 +16,9 @@ from harness.errors import user_errors
 COMMAND_MODULES = (
     "harness.cmd_bench",
     "harness.cmd_workload",
+    "harness.cmd_run",
+    "harness.cmd_serve",
+    "harness.cmd_probe",
 )
 
 

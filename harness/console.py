@@ -1,0 +1,62 @@
+"""The console summary printed at the end of a run: engines side by side, then the flags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.metrics import summary_table
+
+COLUMNS = {
+    "engine": "engine", "requests": "reqs", "failed": "failed", "ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99",
+    "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99", "e2e_p99_s": "E2E p99", "out_tok_per_s": "out tok/s",
+    "slo_attainment": "SLO met", "goodput_rps": "goodput r/s", "slot_use": "slot use",
+}  # fmt: skip
+SECONDS = {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s"}
+SHARES = {"slo_attainment", "slot_use"}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None or value != value:
+        return "-"
+    if column in SECONDS:
+        return f"{value * 1e3:.0f} ms" if value < 10 else f"{value:.1f} s"
+    if column in SHARES:
+        return f"{value:.0%}"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def format_summary(metrics: dict[str, Any]) -> str:
+    table = summary_table(metrics["engines"]).reset_index()
+    rows = [[_cell(c, row.get(c)) for c in COLUMNS] for row in table.to_dict(orient="records")]
+    header = list(COLUMNS.values())
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    for run in metrics["runs"]:
+        if run.get("stopped_early"):
+            s = run["stopped_early"]
+            lines.append(f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
+                         f"(limit {s['limit']}), {s['not_sent']} requests not sent")  # fmt: skip
+    for engine, summary in metrics["engines"].items():
+        for flag in summary["validity"]["flags"]:
+            lines.append(f"! {engine}: run validity: {flag['message']}")
+    for other, pair in (metrics.get("comparison") or {}).get("pairs", {}).items():
+        base = metrics["comparison"]["baseline"]
+        ttft = pair["deltas"].get("ttft", {})
+        if ttft.get("median_delta") is not None:
+            p = pair["wilcoxon_p"].get("ttft")
+            lines.append(f"paired ({pair['paired_requests']} requests): {other} - {base} median TTFT delta "
+                         f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
+                         + (f", Wilcoxon p={p:.2g}" if p is not None else ""))  # fmt: skip
+    for engine, repeat in (metrics.get("repeat") or {}).items():
+        ttft = repeat["ttft_p99_s"]
+        if ttft["n"] > 1 and ttft["ci_low"] is not None:
+            lines.append(f"{engine}: TTFT p99 over {ttft['n']} trials {ttft['mean'] * 1e3:.0f} ms "
+                         f"(95% CI {ttft['ci_low'] * 1e3:.0f}-{ttft['ci_high'] * 1e3:.0f} ms)")  # fmt: skip
+    return "\n".join(lines)
+
+
+def print_summary(metrics: dict[str, Any]) -> None:
+    print(format_summary(metrics))

@@ -1,0 +1,36 @@
+"""Append-only JSON Lines files that survive a crash: one line per item, flushed as written."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+
+class JsonlWriter:
+    """Thread-safe: engine threads write step records while the event loop writes request records."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def write(self, item: dict[str, Any]) -> None:
+        line = json.dumps(item, separators=(",", ":"), allow_nan=False) + "\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()  # in the OS's hands now: a killed process loses nothing written
+            self.count += 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

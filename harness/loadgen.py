@@ -1,0 +1,236 @@
+"""The load generator: replays a schedule against one engine through the one engine interface.
+
+Timing rules (explicit, as in MLPerf LoadGen's scenarios):
+- Open loop: request i is due at `t0 + at_i` whatever happened before. Latency is measured from that
+  scheduled time (coordinated-omission-safe) and also from the actual send; their difference, the
+  schedule lag, is recorded per request. A late dispatcher sends at once and never skips.
+- Closed loop: `users` users each send the next request when their previous one finished and their
+  think time passed; the scheduled time is then the moment the user was ready, so lag is ~0.
+The clock is `time.perf_counter()` (monotonic, sub-microsecond); record times are seconds from `t0`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
+from harness.records import RequestRecord
+from harness.stop_rules import StopRules, StopState
+
+# asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
+# until this long before a request is due and yields in a tight loop for the rest.
+SPIN_S = 0.002
+LEAD_IN_S = 0.05
+# The automatic garbage collector stops the world for milliseconds at random moments, which shows up
+# as schedule lag; during a run it is off and the dispatcher collects young objects when it has slack.
+GC_SLACK_S = 0.02  # t0 lies this far after the run starts, so setup never makes the first request late
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    request: Request
+    at: float  # seconds after t0 (open loop); ignored in a closed loop
+
+
+@dataclass
+class LoopOutcome:
+    records: int = 0
+    errors: int = 0
+    wall_time_s: float = 0.0
+    stopped_early: dict[str, Any] | None = None
+    not_sent: int = 0
+
+
+RecordSink = Callable[[RequestRecord], None]
+Progress = Callable[[int, int, int, int], None]  # sent, done, errors, total
+OnStart = Callable[[float], None]  # told t0 before the first request goes out
+
+
+@dataclass
+class _Run:
+    engine: Engine
+    label: str
+    trial: int
+    sink: RecordSink
+    stop: StopState
+    t0: float = 0.0
+    sent: int = 0
+    done: int = 0
+    errors: int = 0
+    in_flight: dict[str, asyncio.Task] = field(default_factory=dict)
+
+    async def drive(self, item: Scheduled, scheduled: float, sent: float) -> None:
+        request = item.request
+        record = RequestRecord(
+            request_id=request.request_id, engine=self.label, tenant=request.tenant, priority=request.priority,
+            max_tokens=request.max_tokens, ignore_eos=request.ignore_eos,
+            prompt_tokens=len(request.prompt_token_ids), t_scheduled=scheduled - self.t0, t_sent=sent - self.t0,
+            trial=self.trial,
+        )  # fmt: skip
+        times = record.token_times
+        t0 = self.t0
+        try:
+            async for event in self.engine.generate(request):
+                if isinstance(event, TokenEvent):
+                    times.append(event.time - t0)
+                elif isinstance(event, AdmitEvent):
+                    record.t_admitted = event.time - t0
+                elif isinstance(event, FinishEvent):
+                    record.t_finish = event.time - t0
+                    record.finish_reason = event.reason
+                    record.engine_prompt_tokens = event.prompt_tokens
+                    record.engine_output_tokens = event.output_tokens
+                    record.preemptions = event.preemptions
+                    record.error_type, record.error_message = event.error_type, event.error_message
+        except asyncio.CancelledError:
+            record.finish_reason, record.error_type = "abort", "stopped"
+            record.error_message = "the run was stopped before this request finished"
+            record.t_finish = time.perf_counter() - t0
+        except Exception as exc:  # an engine bug must cost one record, not the run
+            record.finish_reason, record.error_type = "error", "engine_exception"
+            record.error_message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            record.t_finish = time.perf_counter() - t0
+        record.output_tokens = len(times)
+        record.t_first_token = times[0] if times else None
+        self.done += 1
+        self.errors += record.error_type is not None
+        self.sink(record)
+        self.stop.observe(record)
+
+
+async def _sleep_until(deadline: float) -> None:
+    delay = deadline - time.perf_counter() - SPIN_S
+    if delay > GC_SLACK_S:
+        gc.collect(1)  # young generations only, and only when the next request is far off
+        delay = deadline - time.perf_counter() - SPIN_S
+    if delay > 0:
+        await asyncio.sleep(delay)
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0)
+
+
+async def run_open_loop(
+    engine: Engine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
+    """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish."""
+    run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
+    run.t0 = time.perf_counter() + LEAD_IN_S
+    if on_start is not None:
+        on_start(run.t0)
+    with _gc_paused():
+        return await _open_loop(run, schedule, progress)
+
+
+async def _open_loop(run: _Run, schedule: list[Scheduled], progress: Progress | None) -> LoopOutcome:
+    ticker = _ticker(run, len(schedule), progress)
+    for item in schedule:
+        due = run.t0 + item.at
+        await _sleep_until(due)
+        if run.stop.triggered(len(run.in_flight)):
+            break
+        task = asyncio.create_task(run.drive(item, due, time.perf_counter()))
+        run.sent += 1
+        run.in_flight[item.request.request_id] = task
+        task.add_done_callback(lambda _t, rid=item.request.request_id: run.in_flight.pop(rid, None))
+    return await _finish(run, len(schedule), ticker)
+
+
+async def run_closed_loop(
+    engine: Engine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    users: int,
+    think_time_s: float = 0.0,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    duration_s: float | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
+    """`users` concurrent users, each sending the next request once its previous one is done."""
+    run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
+    run.t0 = time.perf_counter()
+    if on_start is not None:
+        on_start(run.t0)
+    ticker = _ticker(run, len(schedule), progress)
+    order = iter(schedule)  # shared by all users: each takes the next request in list order
+
+    async def user() -> None:
+        for item in order:
+            now = time.perf_counter()
+            if (duration_s is not None and now - run.t0 >= duration_s) or run.stop.triggered(len(run.in_flight)):
+                return
+            run.sent += 1
+            task = asyncio.current_task()
+            assert task is not None
+            run.in_flight[item.request.request_id] = task
+            await run.drive(item, now, now)
+            run.in_flight.pop(item.request.request_id, None)
+            if think_time_s > 0:
+                await asyncio.sleep(think_time_s)
+
+    with _gc_paused():
+        await asyncio.gather(*(asyncio.create_task(user()) for _ in range(max(1, users))))
+        return await _finish(run, len(schedule), ticker)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _ticker(run: _Run, total: int, progress: Progress | None) -> asyncio.Task | None:
+    if progress is None:
+        return None
+
+    async def tick() -> None:
+        while True:
+            progress(run.sent, run.done, run.errors, total)
+            await asyncio.sleep(0.5)
+
+    return asyncio.create_task(tick())
+
+
+async def _finish(run: _Run, total: int, ticker: asyncio.Task | None) -> LoopOutcome:
+    stopped = run.stop.reason
+    if stopped is not None:
+        # a stop rule fired: nothing more is sent, and what is in flight is aborted and recorded
+        for rid in list(run.in_flight):
+            await run.engine.abort(rid)
+    while run.in_flight:
+        pending = [t for t in run.in_flight.values() if t is not asyncio.current_task()]
+        if not pending:
+            break
+        done, _ = await asyncio.wait(pending, timeout=30.0 if stopped else None)
+        if stopped and not done:
+            for task in pending:
+                task.cancel()
+    if ticker is not None:
+        ticker.cancel()
+    outcome = LoopOutcome(run.done, run.errors, time.perf_counter() - run.t0, None, total - run.sent)
+    if stopped is not None:
+        outcome.stopped_early = {**stopped, "sent": run.sent, "not_sent": total - run.sent}
+    return outcome

@@ -1,0 +1,84 @@
+"""Across trials and across engines: the parts of metrics.json that look at more than one run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from harness.metrics.compare import paired_deltas, paired_summary
+from harness.metrics.summary import jsonable
+
+# (name, path into a summary) for the headline numbers compared across repeated trials
+HEADLINE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ttft_p50_s", ("latency", "ttft", "percentiles", "p50", "value")),
+    ("ttft_p99_s", ("latency", "ttft", "percentiles", "p99", "value")),
+    ("tpot_p50_s", ("latency", "tpot", "percentiles", "p50", "value")),
+    ("tpot_p99_s", ("latency", "tpot", "percentiles", "p99", "value")),
+    ("e2e_p99_s", ("latency", "e2e", "percentiles", "p99", "value")),
+    ("output_tok_s", ("throughput", "steady", "output_token_rate")),
+    ("goodput_rps", ("slo", "goodput_rps_steady")),
+    ("slo_attainment", ("slo", "attainment")),
+)
+
+
+def _dig(summary: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    value: Any = summary
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return None if value is None else float(value)
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
+    """Mean of per-trial values with a Student-t interval (trials are few and independent)."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if x.size == 0:
+        return {"mean": None, "ci_low": None, "ci_high": None, "values": [], "n": 0}
+    mean = float(x.mean())
+    if x.size < 2:
+        return {"mean": mean, "ci_low": None, "ci_high": None, "values": x.tolist(), "n": 1}
+    half = float(stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "values": x.tolist(), "n": int(x.size)}
+
+
+def repeat_summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per engine, per headline metric: mean and 95% CI across trials."""
+    by_engine: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_engine.setdefault(run["engine"], []).append(run["summary"])
+    return {
+        engine: {name: mean_ci([_dig(s, path) for s in summaries]) for name, path in HEADLINE}
+        for engine, summaries in by_engine.items()
+    }
+
+
+def compare_engines(records: pd.DataFrame, engines: list[str], *, seed: int = 0) -> dict[str, Any]:
+    """The first engine is the baseline; every other one is compared with it request by request
+    (trial 0, identical schedule): median deltas with CIs and a Wilcoxon signed-rank test."""
+    if len(engines) < 2:
+        return {}
+    trial0 = records[records["trial"] == 0]
+    base = trial0[trial0["engine"] == engines[0]]
+    out: dict[str, Any] = {"baseline": engines[0], "test": "wilcoxon signed-rank on per-request deltas", "pairs": {}}
+    for other in engines[1:]:
+        deltas = paired_deltas(base, trial0[trial0["engine"] == other])
+        table = paired_summary(deltas, seed=seed)
+        tests = {}
+        for metric in ("ttft", "e2e", "tpot"):
+            d = deltas[f"{metric}_delta"].to_numpy(dtype=float)
+            d = d[np.isfinite(d)]
+            if d.size >= 10 and np.any(d != 0):
+                tests[metric] = float(stats.wilcoxon(d).pvalue)
+        out["pairs"][other] = {
+            "paired_requests": len(deltas),
+            "only_in_baseline": len(deltas.attrs.get("only_in_a", [])),
+            "only_in_candidate": len(deltas.attrs.get("only_in_b", [])),
+            "deltas": {m: row for m, row in table.to_dict(orient="index").items()},
+            "wilcoxon_p": tests,
+        }
+    return jsonable(out)

@@ -1,0 +1,68 @@
+"""Stop rules: limits that end an engine's run early, so a sweep does not grind through a hopeless load.
+
+Each rule looks at a sliding window of the most recent finished requests (or at the queue of requests
+in flight). The first rule to fire is recorded with the time and the value that broke it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from harness.records import RequestRecord
+
+
+@dataclass(frozen=True)
+class StopRules:
+    max_error_rate: float | None = None  # share of failed requests in the window
+    max_in_flight: int | None = None  # requests sent but not finished (the engine's queue, seen from outside)
+    max_ttft_p99_s: float | None = None  # p99 TTFT (from the scheduled arrival) over the window
+    window: int = 50
+    min_samples: int = 20  # never judge on fewer finished requests than this
+
+    def active(self) -> bool:
+        return any(v is not None for v in (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s))
+
+
+@dataclass
+class StopState:
+    rules: StopRules
+    reason: dict[str, Any] | None = None
+    _errors: deque[bool] = field(default_factory=deque)
+    _ttft: deque[float] = field(default_factory=deque)
+    _started: float = field(default_factory=time.perf_counter)
+
+    def _fire(self, rule: str, value: float, limit: float) -> None:
+        if self.reason is None:
+            self.reason = {"rule": rule, "value": value, "limit": limit,
+                           "at_s": time.perf_counter() - self._started}  # fmt: skip
+
+    def observe(self, record: RequestRecord) -> None:
+        rules = self.rules
+        if not rules.active() or self.reason is not None:
+            return
+        self._errors.append(record.error_type is not None)
+        if record.t_first_token is not None:
+            self._ttft.append(record.t_first_token - record.t_scheduled)
+        while len(self._errors) > rules.window:
+            self._errors.popleft()
+        while len(self._ttft) > rules.window:
+            self._ttft.popleft()
+        if rules.max_error_rate is not None and len(self._errors) >= rules.min_samples:
+            rate = sum(self._errors) / len(self._errors)
+            if rate > rules.max_error_rate:
+                self._fire("max_error_rate", rate, rules.max_error_rate)
+        if rules.max_ttft_p99_s is not None and len(self._ttft) >= rules.min_samples:
+            p99 = float(np.percentile(np.fromiter(self._ttft, float), 99))
+            if p99 > rules.max_ttft_p99_s:
+                self._fire("max_ttft_p99_s", p99, rules.max_ttft_p99_s)
+
+    def triggered(self, in_flight: int) -> bool:
+        limit = self.rules.max_in_flight
+        if limit is not None and self.reason is None and in_flight > limit:
+            self._fire("max_in_flight", in_flight, limit)
+        return self.reason is not None

@@ -1,0 +1,50 @@
+"""SIGKILL mid-run: every request that finished before the kill has a readable record on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.metrics import load_records
+
+
+@pytest.mark.slow
+def test_sigkill_keeps_finished_records(tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--workload", "chat-small", "--requests", "400",
+         "--engine", "continuous", "--out", str(out), "--no-report", "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    records = out / "records.jsonl"
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            if records.exists() and records.read_text().count("\n") >= 8:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "exited early"
+            time.sleep(0.2)
+        else:
+            pytest.fail("no records appeared within 240 s")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    lines = records.read_text().splitlines()
+    complete = [json.loads(line) for line in lines if line.endswith("}")]
+    assert len(complete) >= 8
+    assert all(r["finish_reason"] == "length" and r["output_tokens"] == r["max_tokens"] for r in complete)
+    frame = load_records(records)  # the reader tolerates a torn last line
+    assert len(frame) >= len(complete) - 1
+    steps = (out / "steps" / "continuous-t0.jsonl").read_text().splitlines()
+    assert len(steps) > 8
+    assert (out / "manifest.json").is_file()

@@ -1,0 +1,83 @@
+"""`batchmark run`: paired engines on the identical schedule, and a complete run directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.metrics import load_records
+
+
+@pytest.fixture(scope="module")
+def paired_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    argv = ["run", "--workload", "chat-small", "--requests", "16", "--engine", "static", "--engine",
+            "continuous:max_running=8,label=cont8", "--out", str(out), "--no-report", "--no-progress"]  # fmt: skip
+    code = main(argv)
+    assert code == 0
+    return out
+
+
+def test_engines_replay_the_identical_schedule(paired_run):
+    records = load_records(paired_run / "records.jsonl")
+    assert set(records["engine"]) == {"static", "cont8"}
+    static = records[records["engine"] == "static"].set_index("request_id").sort_index()
+    cont = records[records["engine"] == "cont8"].set_index("request_id").sort_index()
+    assert list(static.index) == list(cont.index) and len(static) == 16
+    assert (static["t_scheduled"] - cont["t_scheduled"]).abs().max() < 1e-9
+    assert (static["prompt_tokens"] == cont["prompt_tokens"]).all()
+    assert (static["output_tokens"] == static["max_tokens"]).all()  # ignore_eos honoured
+    assert (cont["output_tokens"] == cont["engine_output_tokens"]).all()
+
+
+def test_run_directory_is_complete(paired_run):
+    for name in ("manifest.json", "requests.jsonl", "records.jsonl", "metrics.json", "steps/static-t0.jsonl",
+                 "steps/cont8-t0.jsonl"):  # fmt: skip
+        assert (paired_run / name).is_file(), name
+    manifest = json.loads((paired_run / "manifest.json").read_text())
+    for key in ("command", "git", "packages", "hardware", "model", "workload", "engines", "seed", "started_at"):
+        assert manifest[key] is not None, key
+    assert len(manifest["model"]["weight_sha256"]) == 64 and len(manifest["model"]["tokenizer_sha256"]) == 64
+    assert len(manifest["workload"]["fingerprint"]) == 64
+    assert [e["name"] for e in manifest["engines"]] == ["static", "cont8"]
+    assert manifest["engines"][1]["options"]["continuous"]["max_running"] == 8
+    assert manifest["hardware"]["torch_threads"] >= 1
+    metrics = json.loads((paired_run / "metrics.json").read_text())
+    assert set(metrics["engines"]) == {"static", "cont8"}
+    assert metrics["comparison"]["baseline"] == "static"
+    assert metrics["comparison"]["pairs"]["cont8"]["paired_requests"] == 16
+    records = load_records(paired_run / "records.jsonl")
+    steps = [json.loads(line) for line in (paired_run / "steps/cont8-t0.jsonl").read_text().splitlines()]
+    assert steps[0]["t_start"] > -0.1 and steps[-1]["t_end"] <= records["t_finish"].max() + 0.5  # one clock
+    summary = metrics["engines"]["cont8"]
+    assert summary["requests"]["succeeded"] == 16
+    assert summary["utilisation"]["steps"] > 0
+
+
+def test_repeat_gives_confidence_intervals_across_trials(tmp_path, capsys):
+    code = main(["run", "--workload", "chat-small", "--requests", "30", "--engine", "zero", "--repeat", "3",
+                 "--out", str(tmp_path), "--no-report", "--no-progress"])  # fmt: skip
+    assert code == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert len(metrics["runs"]) == 3
+    ttft = metrics["repeat"]["zero"]["ttft_p99_s"]
+    assert ttft["n"] == 3 and ttft["ci_low"] <= ttft["mean"] <= ttft["ci_high"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--engine", "warp"], "unknown engine 'warp'"),
+        (["--engine", "continuous:max_running=lots"], "max_running='lots' is not a int"),
+        (["--engine", "continuous:colour=red"], "unknown option 'colour'"),
+        (["--engine", "http"], "needs a url"),
+        (["--repeat", "0", "--engine", "zero"], "--repeat 0"),
+        (["--workload", "no-such-preset", "--engine", "zero"], "no-such-preset"),
+    ],
+)
+def test_bad_flags_get_one_line(tmp_path, capsys, argv, needle):
+    code = main(["run", "--out", str(tmp_path), "--no-report", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and needle in err, err

@@ -1,0 +1,97 @@
+"""Synthetic presets and tenants: each hard preset really has the property it is named for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workloads import list_presets, load_workload
+
+SYNTHETIC = [
+    "burst",
+    "chat-mix",
+    "chat-small",
+    "closed-loop-small",
+    "hol-blocking",
+    "kv-pressure",
+    "noisy-neighbour",
+    "prefill-storm",
+]
+
+
+def test_preset_list() -> None:
+    assert list_presets() == sorted(["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", *SYNTHETIC])
+
+
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_synthetic_presets_are_valid_and_deterministic(name: str) -> None:
+    a, b = load_workload(name), load_workload(name)
+    assert a.requests == b.requests and a.fingerprint() == b.fingerprint()
+    arrivals = [r.arrival_s for r in a.requests]
+    assert arrivals == sorted(arrivals) and arrivals[0] >= 0
+    assert [r.request_id for r in a.requests] == [f"r{i:06d}" for i in range(len(a.requests))]
+    assert all(r.input_tokens >= 1 and r.output_tokens >= 1 for r in a.requests)
+
+
+def test_chat_small_is_sized_for_a_tiny_model() -> None:
+    w = load_workload("chat-small")
+    n_in = np.array([r.input_tokens for r in w.requests])
+    n_out = np.array([r.output_tokens for r in w.requests])
+    assert len(w.requests) == 64
+    assert 56 <= n_in.mean() <= 72 and n_out.min() >= 8 and n_out.max() <= 128
+
+
+def test_hol_blocking_has_rare_very_long_outputs() -> None:
+    out = np.array([r.output_tokens for r in load_workload("hol-blocking", duration_s=2000.0).requests])
+    long = out == 1024
+    assert long.mean() == pytest.approx(0.03, abs=0.008)
+    assert out[~long].max() <= 32
+
+
+def test_noisy_neighbour_sends_half_the_load_beside_nine_light_tenants() -> None:
+    w = load_workload("noisy-neighbour", duration_s=1200.0)
+    tenants = w.describe()["tenants"]
+    assert sorted(tenants) == sorted(["noisy", *(f"light-{i}" for i in range(1, 10))])
+    noisy = [r for r in w.requests if r.tenant == "noisy"]
+    assert len(noisy) / len(w.requests) == pytest.approx(0.5, abs=0.03)
+    light_out = [r.output_tokens for r in w.requests if r.tenant != "noisy"]
+    assert min(r.output_tokens for r in noisy) >= 512 and max(light_out) <= 64
+
+
+def test_kv_pressure_has_long_prompts_that_fit_2048() -> None:
+    w = load_workload("kv-pressure")
+    n_in = np.array([r.input_tokens for r in w.requests])
+    total = n_in + np.array([r.output_tokens for r in w.requests])
+    assert np.median(n_in) > 900 and total.max() <= 2048
+
+
+def test_prefill_storm_lands_24_long_prompts_within_half_a_second() -> None:
+    w = load_workload("prefill-storm")
+    storm = [r for r in w.requests if r.tenant == "storm"]
+    assert len(storm) == 24
+    assert min(r.arrival_s for r in storm) == 10.0 and max(r.arrival_s for r in storm) < 10.5
+    assert min(r.input_tokens for r in storm) >= 1024
+    assert any(r.tenant == "chat" and r.arrival_s < 10 for r in w.requests)  # background traffic first
+
+
+def test_tenant_streams_are_independent(write: Callable[[str, str], Path]) -> None:
+    one = write("one.toml", 'duration_s = 30.0\n[[tenants]]\nname = "a"\nrate = 2.0\ninput = 10\noutput = 5\n')
+    two = write(
+        "two.toml",
+        'duration_s = 30.0\n[[tenants]]\nname = "a"\nrate = 2.0\ninput = 10\noutput = 5\n'
+        '[[tenants]]\nname = "b"\nrate = 1.0\npriority = 3\ninput = 20\noutput = 9\n',
+    )
+    a_alone = [r.arrival_s for r in load_workload(str(one)).requests]
+    both = load_workload(str(two))
+    assert [r.arrival_s for r in both.requests if r.tenant == "a"] == a_alone  # adding b leaves a as it was
+    assert {r.priority for r in both.requests if r.tenant == "b"} == {3}
+
+
+def test_requests_and_duration_override_what_is_generated() -> None:
+    assert len(load_workload("chat-small", requests=300).requests) == 300
+    w = load_workload("hol-blocking", duration_s=10.0)
+    assert max(r.arrival_s for r in w.requests) < 10.0
+    assert w.spec["source"]["duration_s"] == 10.0 and w.spec["transforms"] == []

@@ -1,0 +1,50 @@
+"""The workload fingerprint: proof that two runs replayed the same requests from the same spec.
+
+sha256 over a canonical JSON document (sorted keys, no whitespace, UTF-8) holding the spec without its labels
+(`name`, `description`), the closed-loop settings and one row per request. Arrival times enter as integer
+microseconds so that float formatting cannot change the hash; notes do not enter (they are derived).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from workloads.model import Workload
+
+LABEL_KEYS = ("name", "description")
+
+
+def canonical_document(workload: Workload) -> dict[str, Any]:
+    spec = {k: v for k, v in workload.spec.items() if k not in LABEL_KEYS}
+    rows = [
+        [
+            r.request_id,
+            round(r.arrival_s * 1_000_000),
+            r.input_tokens,
+            r.output_tokens,
+            r.tenant,
+            r.priority,
+            r.prompt_text,
+            list(r.prefix_hash_ids),
+        ]
+        for r in workload.requests
+    ]
+    return {
+        "version": 1,
+        "spec": spec,
+        "closed_loop_users": workload.closed_loop_users,
+        "think_time_s": workload.think_time_s,
+        "requests": rows,
+    }
+
+
+def canonical_json(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8"
+    )
+
+
+def fingerprint(workload: Workload) -> str:
+    return hashlib.sha256(canonical_json(canonical_document(workload))).hexdigest()

@@ -1,0 +1,40 @@
+"""What a workload is: an ordered list of requests plus the spec that produced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRequest:
+    request_id: str  # stable for a given spec and seed: "r" + zero-padded position in arrival order
+    arrival_s: float  # seconds from workload start, ascending; 0.0 for every request of a closed loop
+    input_tokens: int
+    output_tokens: int  # the length to force (max_tokens with ignore_eos)
+    tenant: str = "default"
+    priority: int = 0
+    prompt_text: str | None = None
+    prefix_hash_ids: tuple[int, ...] = ()  # Mooncake prefix blocks (512 tokens each), if any
+
+
+@dataclass
+class Workload:
+    name: str
+    requests: list[WorkloadRequest]
+    spec: dict[str, Any]  # canonical and json-serialisable: source, seed, transforms applied in order
+    notes: list[str] = field(default_factory=list)  # what was dropped, clipped or resampled, in words
+    # Closed loop: `closed_loop_users` users each send the next request in list order, wait for its
+    # response, then think for `think_time_s`; arrival times carry no meaning then.
+    closed_loop_users: int | None = None
+    think_time_s: float = 0.0
+
+    def fingerprint(self) -> str:
+        from workloads.fingerprint import fingerprint
+
+        return fingerprint(self)
+
+    def describe(self) -> dict[str, Any]:
+        from workloads.stats import describe
+
+        return describe(self)

@@ -1,0 +1,232 @@
+"""Workload spec files (TOML): what to load or generate, and which transforms to apply.
+
+A spec has either a `[trace]` table (a bundled trace or a file) or one or more `[[tenants]]` (synthetic),
+plus optional `seed`, `[transforms]` and `[closed_loop]`. docs/workloads.md has the full format.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workloads.arrivals import ArrivalProcess, parse_arrival
+from workloads.bundled import BUNDLED
+from workloads.errors import WorkloadError
+from workloads.lengths import parse_length
+from workloads.options import Options, check_option
+from workloads.readers.schemas import FORMATS, user_column_map
+from workloads.synthetic import TenantSpec
+
+TOP_KEYS = {"name", "description", "seed", "requests", "duration_s", "trace", "tenants", "transforms", "closed_loop"}
+TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
+TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests"}
+TRANSFORM_KEYS = {
+    "jitter",
+    "jitter_width_s",
+    "start_s",
+    "duration_s",
+    "time_scale",
+    "rate",
+    "rate_cv",
+    "first",
+    "requests",
+    "max_context",
+}
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    bundled: str | None = None
+    path: Path | None = None
+    format: str = "auto"
+    columns: dict[str, Any] | None = None
+    time_unit: str | None = None
+
+
+@dataclass(frozen=True)
+class SyntheticSource:
+    tenants: tuple[TenantSpec, ...]
+    requests: int | None = None
+    duration_s: float | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    source: TraceSource | SyntheticSource
+    options: Options = field(default_factory=Options)
+    description: str = ""
+
+
+class SpecText:
+    """Finds the line a field of a spec file is on, for error messages (tomllib keeps no positions)."""
+
+    def __init__(self, display: str, text: str) -> None:
+        self.display = display
+        self.lines = text.splitlines()
+
+    def line_of(self, field: str | None) -> int | None:
+        if not field:
+            return None
+        start, keys = 0, []
+        for part in re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])?", field):
+            name, _, index = part.partition("[")
+            header = rf"^\s*\[\[\s*{name}\s*\]\]" if index else rf"^\s*\[\s*{name}\s*\]"
+            hits = [i for i in range(start, len(self.lines)) if re.match(header, self.lines[i])]
+            skip = int(index.rstrip("]")) if index else 0
+            if len(hits) > skip:
+                start = hits[skip]
+            else:
+                keys.append(name)
+        # Prefer a line naming every key ("output = { ..., high = 1 }"), then one naming the last key.
+        for wanted in (keys, keys[-1:]):
+            patterns = [re.compile(rf"(^|[\s{{,]){re.escape(k)}\s*=") for k in wanted]
+            for i in range(start, len(self.lines)):
+                if wanted and all(p.search(self.lines[i]) for p in patterns):
+                    return i + 1
+        return start + 1
+
+    def error(self, exc: WorkloadError) -> WorkloadError:
+        return WorkloadError(exc.what, file=self.display, line=self.line_of(exc.field), field=exc.field)
+
+
+def _fail(what: str, field: str) -> WorkloadError:
+    return WorkloadError(what, field=field)
+
+
+def _opt(option: str, value: Any, field: str) -> Any:
+    """check_option, but the error names the field as written in the file."""
+    try:
+        return check_option(option, value)
+    except WorkloadError as exc:
+        raise _fail(exc.what, field) from None
+
+
+def _table(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(f"expected a table, found {value!r}", field)
+    return value
+
+
+def _no_unknown(table: dict[str, Any], allowed: set[str], field: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        prefix = f"{field}." if field else ""
+        raise _fail(f"unknown key; expected one of {', '.join(sorted(allowed))}", f"{prefix}{unknown[0]}")
+
+
+def _trace(table: dict[str, Any], base: Path) -> TraceSource:
+    _no_unknown(table, TRACE_KEYS, "trace")
+    if ("bundled" in table) == ("path" in table):
+        raise _fail("give exactly one of bundled = NAME or path = FILE", "trace")
+    if "bundled" in table and table["bundled"] not in BUNDLED:
+        raise _fail(
+            f"unknown bundled trace {table['bundled']!r}; expected one of {', '.join(BUNDLED)}", "trace.bundled"
+        )
+    fmt = table.get("format", "auto")
+    if fmt not in FORMATS:
+        raise _fail(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", "trace.format")
+    columns = _table(table["columns"], "trace.columns") if "columns" in table else None
+    if columns is not None:
+        try:  # check the mapping now, so its error points into this file
+            user_column_map(columns, table.get("time_unit"))
+        except WorkloadError as exc:
+            raise _fail(exc.what, f"trace.{exc.field}") from None
+    path = base / table["path"] if isinstance(table.get("path"), str) else None
+    if "path" in table and path is None:
+        raise _fail(f"expected a file name, found {table['path']!r}", "trace.path")
+    return TraceSource(table.get("bundled"), path, fmt, columns, table.get("time_unit"))
+
+
+def _tenants(entries: Any) -> tuple[TenantSpec, ...]:
+    if not isinstance(entries, list) or not entries:
+        raise _fail("expected one or more [[tenants]] tables", "tenants")
+    out: list[TenantSpec] = []
+    for i, entry in enumerate(entries):
+        where = f"tenants[{i}]"
+        t = _table(entry, where)
+        _no_unknown(t, TENANT_KEYS, where)
+        for key in ("rate", "input", "output"):
+            if key not in t:
+                raise _fail(f"missing {key!r}", f"{where}.{key}")
+        name = t.get("name", f"tenant-{i}")
+        count = _opt("requests", t["count"], f"{where}.count") if "count" in t else 1
+        base = TenantSpec(
+            name=str(name),
+            rate=_opt("rate", t["rate"], f"{where}.rate"),
+            input=parse_length(t["input"], f"{where}.input"),
+            output=parse_length(t["output"], f"{where}.output"),
+            arrival=parse_arrival(t["arrival"], f"{where}.arrival") if "arrival" in t else ArrivalProcess(),
+            priority=_priority(t.get("priority", 0), where),
+            start_s=_opt("start_s", t.get("start_s", 0.0), f"{where}.start_s"),
+            requests=_opt("requests", t["requests"], f"{where}.requests") if "requests" in t else None,
+        )
+        names = [base.name] if count == 1 else [f"{base.name}-{k + 1}" for k in range(count)]
+        out += [
+            TenantSpec(n, base.rate, base.input, base.output, base.arrival, base.priority, base.start_s, base.requests)
+            for n in names
+        ]
+    return tuple(out)
+
+
+def _priority(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(f"expected an integer, found {value!r}", f"{where}.priority")
+    return value
+
+
+def parse_spec(data: dict[str, Any], name: str, base: Path) -> WorkloadSpec:
+    """A WorkloadSpec from parsed TOML; errors carry field names only (see `load_spec_file` for lines)."""
+    _no_unknown(data, TOP_KEYS, "")
+    if ("trace" in data) == ("tenants" in data):
+        raise _fail("a spec needs either a [trace] table or [[tenants]] tables, not both or neither", "trace")
+    values: dict[str, Any] = {"seed": _opt("seed", data.get("seed", 0), "seed")}
+    transforms = _table(data.get("transforms", {}), "transforms")
+    _no_unknown(transforms, TRANSFORM_KEYS, "transforms")
+    values.update({k: _opt(k, v, f"transforms.{k}") for k, v in transforms.items()})
+    loop = _table(data.get("closed_loop", {}), "closed_loop")
+    _no_unknown(loop, {"users", "think_time_s"}, "closed_loop")
+    if loop:
+        if "users" not in loop:
+            raise _fail("missing 'users'", "closed_loop.users")
+        values["closed_loop_users"] = _opt("closed_loop_users", loop["users"], "closed_loop.users")
+        values["think_time_s"] = _opt("think_time_s", loop.get("think_time_s", 0.0), "closed_loop.think_time_s")
+    options = Options(**values)
+    source: TraceSource | SyntheticSource
+    if "trace" in data:
+        for key in ("requests", "duration_s"):
+            if key in data:
+                raise _fail(f"top-level {key} is for synthetic workloads; put it under [transforms]", key)
+        source = _trace(_table(data["trace"], "trace"), base)
+    else:
+        requests = _opt("requests", data["requests"], "requests") if "requests" in data else None
+        duration = _opt("duration_s", data["duration_s"], "duration_s") if "duration_s" in data else None
+        source = SyntheticSource(_tenants(data["tenants"]), requests, duration)
+    description = data.get("description", "")
+    return WorkloadSpec(str(data.get("name", name)), source, options, str(description))
+
+
+def load_spec_file(path: Path, display: str | None = None) -> WorkloadSpec:
+    display = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WorkloadError("no such file", file=display, field="file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError(f"cannot read: {exc}", file=display, field="file") from None
+    located = SpecText(display, text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        what = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc)) or "invalid TOML"
+        raise WorkloadError(what, file=display, line=int(match.group(1)) if match else 1, field="toml") from None
+    try:
+        return parse_spec(data, path.stem, path.parent)
+    except WorkloadError as exc:
+        if exc.file is not None:
+            raise
+        raise located.error(exc) from None

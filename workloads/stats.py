@@ -1,0 +1,97 @@
+"""`describe`: the numbers that say what a workload will do to an engine.
+
+Conventions (the same as the bundled traces' SOURCE.md, so the numbers can be checked against it):
+span = last minus first arrival; mean rate = requests / span; inter-arrival CV = population standard deviation
+over mean of the gaps; peak 1-second rate = most arrivals in one of the 1 s bins counted from the first
+arrival; percentiles use numpy's default linear interpolation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from workloads.model import Workload
+
+PREFIX_BLOCK_TOKENS = 512
+
+
+def length_summary(values: np.ndarray) -> dict[str, float | int | None]:
+    if len(values) == 0:
+        return dict.fromkeys(("min", "mean", "p50", "p90", "p99", "max"))
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {
+        "min": int(values.min()),
+        "mean": round(float(values.mean()), 3),
+        "p50": round(float(p50), 6),
+        "p90": round(float(p90), 6),
+        "p99": round(float(p99), 6),
+        "max": int(values.max()),
+    }
+
+
+def arrival_summary(arrivals: np.ndarray) -> dict[str, float | int | None]:
+    span = float(arrivals[-1] - arrivals[0]) if len(arrivals) else 0.0
+    gaps = np.diff(arrivals)
+    gap_mean = float(gaps.mean()) if len(gaps) else 0.0
+    if span <= 0:  # a closed loop or a single request: no rate to speak of
+        return {
+            "span_s": span,
+            "mean_rate_rps": None,
+            "interarrival_mean_s": None,
+            "interarrival_cv": None,
+            "peak_1s_requests": None,
+        }
+    bins = np.floor(arrivals - arrivals[0]).astype(np.int64)
+    return {
+        "span_s": round(span, 6),
+        "mean_rate_rps": round(len(arrivals) / span, 6),
+        "interarrival_mean_s": round(gap_mean, 6),
+        "interarrival_cv": round(float(gaps.std() / gap_mean), 6),
+        "peak_1s_requests": int(np.bincount(bins).max()),
+    }
+
+
+def prefix_summary(workload: Workload) -> dict[str, Any] | None:
+    blocks = [h for r in workload.requests for h in r.prefix_hash_ids]
+    if not blocks:
+        return None
+    unique = len(set(blocks))
+    # Share of blocks an infinite prefix cache could reuse: every repeat of an earlier block.
+    return {
+        "block_tokens": PREFIX_BLOCK_TOKENS,
+        "total": len(blocks),
+        "unique": unique,
+        "reuse_fraction": round(1 - unique / len(blocks), 6),
+    }
+
+
+def tenant_summary(workload: Workload) -> dict[str, dict[str, int]]:
+    tenants: dict[str, dict[str, int]] = {}
+    for r in workload.requests:
+        entry = tenants.setdefault(r.tenant, {"requests": 0, "priority": r.priority})
+        entry["requests"] += 1
+    return dict(sorted(tenants.items()))
+
+
+def describe(workload: Workload) -> dict[str, Any]:
+    requests = workload.requests
+    arrivals = np.fromiter((r.arrival_s for r in requests), dtype=np.float64, count=len(requests))
+    inputs = np.fromiter((r.input_tokens for r in requests), dtype=np.int64, count=len(requests))
+    outputs = np.fromiter((r.output_tokens for r in requests), dtype=np.int64, count=len(requests))
+    closed = workload.closed_loop_users is not None
+    return {
+        "name": workload.name,
+        "requests": len(requests),
+        **arrival_summary(np.array([]) if closed else arrivals),
+        "input_tokens": length_summary(inputs),
+        "output_tokens": length_summary(outputs),
+        "tenants": tenant_summary(workload),
+        "closed_loop_users": workload.closed_loop_users,
+        "think_time_s": workload.think_time_s if closed else None,
+        "prefix_blocks": prefix_summary(workload),
+        "seed": workload.spec.get("seed"),
+        "fingerprint": workload.fingerprint(),
+        "notes": list(workload.notes),
+    }

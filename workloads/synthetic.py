@@ -1,0 +1,95 @@
+"""Synthetic workloads: one or more tenants, each with its own rate, arrival process, lengths and priority.
+
+Each tenant draws from its own seeded stream, so adding a tenant does not change the requests of the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workloads.arrivals import ArrivalProcess, arrival_times
+from workloads.errors import WorkloadError
+from workloads.frame import make_frame, sort_by_arrival
+from workloads.lengths import LengthDist
+
+TENANT_STREAM = 1000  # seed-sequence offsets keep tenant streams apart from transform streams
+CLOSED_LOOP_STREAM = 999
+
+
+@dataclass(frozen=True)
+class TenantSpec:
+    name: str
+    rate: float  # requests per second (a weight when the workload is a closed loop)
+    input: LengthDist
+    output: LengthDist
+    arrival: ArrivalProcess = field(default_factory=ArrivalProcess)
+    priority: int = 0
+    start_s: float = 0.0
+    requests: int | None = None  # this tenant stops after that many
+
+    def to_spec(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "rate": self.rate,
+            "arrival": self.arrival.to_spec(),
+            "priority": self.priority,
+            "start_s": self.start_s,
+            "requests": self.requests,
+            "input": self.input.to_spec(),
+            "output": self.output.to_spec(),
+        }
+
+
+def scale_rates(tenants: Sequence[TenantSpec], total_rate: float) -> tuple[TenantSpec, ...]:
+    """Tenants with their rates scaled to sum to `total_rate`, keeping each tenant's share of the load."""
+    factor = total_rate / sum(t.rate for t in tenants)
+    return tuple(replace(t, rate=t.rate * factor) for t in tenants)
+
+
+def _tenant_frame(t: TenantSpec, times: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+    n = len(times)
+    return make_frame(times, t.input.sample(rng, n), t.output.sample(rng, n), tenant=t.name, priority=t.priority)
+
+
+def generate_open(
+    tenants: Sequence[TenantSpec], seed: int, requests: int | None, duration_s: float | None
+) -> pd.DataFrame:
+    """Merge the tenants' arrival streams; stop at `duration_s`, or after `requests` arrivals, or both."""
+    if requests is None and duration_s is None:
+        raise WorkloadError("a synthetic workload needs requests or duration_s", field="requests")
+    frames = []
+    for i, t in enumerate(tenants):
+        rng = np.random.default_rng([seed, TENANT_STREAM + i])
+        horizon = None if duration_s is None else duration_s - t.start_s
+        if horizon is not None and horizon <= 0:
+            continue
+        # Without a horizon, each tenant's first `requests` arrivals are enough to know the merged first N.
+        caps = [c for c in (t.requests, requests) if c is not None]
+        count = min(caps) if caps else None
+        times = arrival_times(t.arrival, t.rate, rng, count=count, horizon_s=horizon, start_s=t.start_s)
+        frames.append(_tenant_frame(t, times, rng))
+    merged = sort_by_arrival(pd.concat(frames, ignore_index=True)) if frames else None
+    if merged is None or merged.empty:
+        raise WorkloadError("the tenants generate no requests in that duration", field="duration_s")
+    return merged if requests is None else merged.iloc[:requests].reset_index(drop=True)
+
+
+def generate_closed(tenants: Sequence[TenantSpec], seed: int, requests: int | None) -> pd.DataFrame:
+    """A request pool for a closed loop: tenants interleaved at random in proportion to their rates."""
+    if requests is None:
+        raise WorkloadError("a closed-loop synthetic workload needs a request count", field="requests")
+    weights = np.array([t.rate for t in tenants], dtype=np.float64)
+    rng = np.random.default_rng([seed, CLOSED_LOOP_STREAM])
+    owner = rng.choice(len(tenants), requests, p=weights / weights.sum())
+    parts = []
+    for i, t in enumerate(tenants):
+        positions = np.flatnonzero(owner == i)
+        rng = np.random.default_rng([seed, TENANT_STREAM + i])
+        parts.append(_tenant_frame(t, np.zeros(len(positions)), rng).assign(order=positions))
+    merged = pd.concat(parts, ignore_index=True).sort_values("order", kind="stable")
+    return merged.drop(columns="order").reset_index(drop=True)

@@ -1,0 +1,148 @@
+"""Text prompts that tokenize back to an exact length, for targets reached over HTTP.
+
+A prompt is words drawn from the tokenizer's own vocabulary, joined by spaces; it is encoded, then trimmed
+or extended with one-token words until the count is right. What still differs after a few rounds is
+reported, never hidden. Prefix blocks (Mooncake hash ids) become fixed word runs of 512 tokens each, so
+requests sharing hash ids share a leading text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workloads.model import Workload
+from workloads.prompts import BLOCK_TOKENS, block_seed, request_seed
+from workloads.tokenizer import TokenizerAdapter, as_tokenizer
+
+MAX_SCANNED_IDS = 20_000  # enough words from any vocabulary; keeps the scan well under a second
+FIT_ROUNDS = 8
+FALLBACK_WORDS = (
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "as",
+    "with",
+    "by",
+    "at",
+    "it",
+    "from",
+    "that",
+    "this",
+    "be",
+    "are",
+    "or",
+    "an",
+    "not",
+    "which",
+    "have",
+    "one",
+    "all",
+)
+
+
+@dataclass(frozen=True)
+class WordPool:
+    words: tuple[str, ...]
+    counts: dict[str, int]  # tokens in " " + word
+    fillers: tuple[str, ...]  # words that are one token after a space: the unit of fine adjustment
+
+
+def word_pool(tok: TokenizerAdapter) -> WordPool:
+    step = max(1, tok.vocab_size // MAX_SCANNED_IDS)
+    found = set()
+    for i in range(0, tok.vocab_size, step):
+        if i in tok.special_ids:
+            continue
+        piece = tok.decode([i]).strip()
+        if 2 <= len(piece) <= 12 and piece.isalpha():
+            found.add(piece)
+    words = tuple(sorted(found)) or FALLBACK_WORDS
+    counts = {w: len(tok.encode(" " + w)) for w in words}
+    fillers = tuple(w for w in words if counts[w] == 1)
+    if not fillers:  # a vocabulary without whole words: single letters usually are one token
+        letters = [c for c in "abcdefghijklmnopqrstuvwxyz" if len(tok.encode(" " + c)) == 1]
+        fillers = tuple(letters) or words[:1]
+        counts.update({c: 1 for c in letters})
+    return WordPool(words, counts, fillers)
+
+
+def draw_words(pool: WordPool, rng: np.random.Generator, n_tokens: int) -> list[str]:
+    """Random words whose estimated token count just reaches n_tokens."""
+    words: list[str] = []
+    total = 0
+    while total < n_tokens:
+        batch = [pool.words[i] for i in rng.integers(0, len(pool.words), max(16, n_tokens - total))]
+        for word in batch:
+            if total >= n_tokens:
+                break
+            words.append(word)
+            total += pool.counts[word]
+    return words
+
+
+def fit_words(words: list[str], n_tokens: int, pool: WordPool, tok: TokenizerAdapter) -> tuple[str, int]:
+    """Trim or extend the tail of `words` until the text encodes to n_tokens; returns (text, actual)."""
+    words = list(words)
+    fill = 0
+    for _ in range(FIT_ROUNDS):
+        text = " ".join(words)
+        actual = len(tok.encode(text))
+        if actual == n_tokens:
+            return text, actual
+        deficit = n_tokens - actual
+        if deficit < 0:
+            removed = 0
+            while words and removed < -deficit:
+                removed += pool.counts.get(words.pop(), 1)
+            deficit = removed + deficit
+        for _ in range(deficit):
+            words.append(pool.fillers[fill % len(pool.fillers)])
+            fill += 1
+    text = " ".join(words)
+    return text, len(tok.encode(text))
+
+
+def text_prompts(
+    workload: Workload, tokenizer: Any, seed: int, block_tokens: int = BLOCK_TOKENS
+) -> tuple[dict[str, str], list[str]]:
+    """request_id -> text of exactly `input_tokens` tokens, and one line per request where that failed.
+
+    A request that brings its own prompt text keeps it; a wrong length there is reported too.
+    """
+    tok = as_tokenizer(tokenizer)
+    pool = word_pool(tok)
+    blocks: dict[int, list[str]] = {}
+
+    def block(hash_id: int) -> list[str]:
+        if hash_id not in blocks:
+            drawn = draw_words(pool, np.random.default_rng(block_seed(seed, hash_id)), block_tokens)
+            blocks[hash_id] = fit_words(drawn, block_tokens, pool, tok)[0].split(" ")
+        return blocks[hash_id]
+
+    prompts: dict[str, str] = {}
+    mismatches: list[str] = []
+    for index, request in enumerate(workload.requests):
+        n = request.input_tokens
+        if request.prompt_text is not None:
+            text, actual = request.prompt_text, len(tok.encode(request.prompt_text))
+        else:
+            hashes = request.prefix_hash_ids[: math.ceil(n / block_tokens)]
+            words = [w for h in hashes for w in block(h)]
+            have = len(hashes) * block_tokens
+            if have < n:
+                words += draw_words(pool, np.random.default_rng(request_seed(seed, index)), n - have)
+            text, actual = fit_words(words, n, pool, tok)
+        prompts[request.request_id] = text
+        if actual != n:
+            mismatches.append(f"{request.request_id}: asked for {n} tokens, the text encodes to {actual}")
+    return prompts, mismatches
