@@ -24,7 +24,7 @@ from engines.sequence import Sequence, SequenceStatus
 @dataclass(frozen=True)
 class ContinuousConfig:
     max_running: int = 32
-    max_batched_tokens: int = 2048
+    max_batched_tokens: int = 512  # small steps keep TPOT low while long prompts prefill (Sarathi)
     chunked_prefill: bool = True
     kv_watermark: float = 0.01  # share of blocks kept free at admission so running work can grow
 
@@ -161,16 +161,15 @@ def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: Sche
 def abort_sequence(
     request_id: str, running: list[Sequence], waiting: SchedulingPolicy, blocks: BlockManager
 ) -> Sequence | None:
-    for seq in running:
-        if seq.request_id == request_id:
-            blocks.free(seq)
-            running.remove(seq)
-            seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
-            return seq
-    for seq in waiting:
-        if seq.request_id == request_id:
-            waiting.remove(seq)
-            blocks.free(seq)
-            seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
-            return seq
-    return None
+    """Remove a running or waiting sequence at once, returning its blocks."""
+    seq = next((s for s in running if s.request_id == request_id), None)
+    if seq is not None:
+        running.remove(seq)
+    else:
+        seq = next((s for s in waiting if s.request_id == request_id), None)
+        if seq is None:
+            return None
+        waiting.remove(seq)
+    blocks.free(seq)
+    seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
+    return seq

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except user_errors() as exc:
         print(f"batchmark: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`batchmark ... | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("batchmark: interrupted; records written so far are kept", file=sys.stderr)
         return 130

@@ -18,7 +18,7 @@ OPTION_TYPES: dict[str, type] = {
     "label": str, "policy": str, "max_batch": int, "batch_timeout_ms": float, "max_running": int,
     "max_batched_tokens": int, "chunked_prefill": bool, "kv_memory_mb": float, "kv_blocks": int,
     "block_size": int, "step_delay_ms": float, "url": str, "model": str, "api": str, "timeout_s": float,
-    "connections": int, "api_key_env": str,
+    "connections": int, "api_key_env": str, "slowdown": float,
 }  # fmt: skip
 
 
@@ -88,13 +88,16 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     static = StaticConfig(max_batch_size=o.get("max_batch", 32), batch_timeout_s=o.get("batch_timeout_ms", 50.0) / 1e3)
     continuous = ContinuousConfig(
         max_running=o.get("max_running", 32),
-        max_batched_tokens=o.get("max_batched_tokens", 2048),
+        max_batched_tokens=o.get("max_batched_tokens", 512),
         chunked_prefill=o.get("chunked_prefill", True),
     )
     if min(static.max_batch_size, continuous.max_running, continuous.max_batched_tokens, kv.block_size) < 1:
         raise HarnessInputError(f"--engine {spec.label}: batch sizes, token budget and block size must be >= 1")
+    if min(o.get("slowdown", 0.0), o.get("step_delay_ms", 0.0)) < 0:
+        raise HarnessInputError(f"--engine {spec.label}: slowdown and step_delay_ms must be >= 0")
     options = EngineOptions(kind=spec.kind, policy=o.get("policy", "fcfs"), kv=kv, static=static,  # type: ignore[arg-type]
-                            continuous=continuous, step_delay_s=o.get("step_delay_ms", 0.0) / 1e3)  # fmt: skip
+                            continuous=continuous, step_delay_s=o.get("step_delay_ms", 0.0) / 1e3,
+                            slowdown=o.get("slowdown", 0.0))  # fmt: skip
     return InProcessEngine(loaded, options, name=spec.label)
 
 

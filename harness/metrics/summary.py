@@ -17,7 +17,7 @@ import pandas as pd
 from harness.errors import HarnessInputError
 from harness.metrics.cost import DEFAULT_PRICE_PER_HOUR, cost
 from harness.metrics.fairness import fairness
-from harness.metrics.latency import inter_token_latencies, request_latencies
+from harness.metrics.latency import LATENCY_COLUMNS, inter_token_latencies, request_latencies
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
 from harness.metrics.tenants import tenant_table
@@ -27,17 +27,7 @@ from harness.metrics.validity import DEFAULT_LAG_THRESHOLD_S, validity
 
 SUMMARY_SCHEMA_VERSION = 1
 
-_LATENCY_METRICS = (
-    "ttft",
-    "ttft_sent",
-    "tpot",
-    "e2e",
-    "e2e_sent",
-    "queue_delay",
-    "queue_delay_sent",
-    "normalized_latency",
-    "slowdown",
-)
+_LATENCY_METRICS = LATENCY_COLUMNS
 
 
 def jsonable(value: Any) -> Any:
