@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "harness.cmd_run",
     "harness.cmd_serve",
     "harness.cmd_probe",
+    "harness.cmd_report",
+    "harness.cmd_gate", "harness.cmd_sweep", "harness.cmd_calibrate",
 )
 
 

@@ -1,0 +1,24 @@
+"""Reports of benchmark runs: the self-contained HTML report, exports and the Markdown summary.
+
+Reads run directories (records, step traces, metrics) only: it imports `harness.metrics` and
+`harness.records`, never the engines or the load generator. See docs/report.md.
+"""
+
+from __future__ import annotations
+
+from reports.analysis import Analysis, analyse
+from reports.exports import export_all, export_metrics, export_records, metrics_document
+from reports.markdown import markdown_summary
+from reports.report import build_report, write_report
+
+__all__ = [
+    "Analysis",
+    "analyse",
+    "build_report",
+    "export_all",
+    "export_metrics",
+    "export_records",
+    "markdown_summary",
+    "metrics_document",
+    "write_report",
+]

@@ -1,0 +1,38 @@
+"""Everything the report, the Markdown summary and the exports share: load once, analyse once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from reports.compare import Comparison, compare_runs
+from reports.load import EngineRun, RunData, load_runs
+from reports.style import series_colors
+from reports.verdict import Verdict, verdict
+
+
+@dataclass
+class Analysis:
+    runs: list[RunData]
+    series: list[EngineRun]  # one per engine per run (its first trial), in run then engine order
+    comparisons: list[Comparison]
+    verdict: Verdict
+    colors: dict[str, str]
+
+    @property
+    def labels(self) -> list[str]:
+        return [er.label for er in self.series]
+
+    @property
+    def title(self) -> str:
+        return "batchmark report: " + " vs ".join(dict.fromkeys(run.workload_name for run in self.runs))
+
+
+def analyse(run_dirs: list[Path] | Path, *, labels: list[str] | None = None) -> Analysis:
+    """Load `run_dirs` (one directory or several), compare their engines, reach the verdict."""
+    dirs = [Path(run_dirs)] if isinstance(run_dirs, str | Path) else [Path(p) for p in run_dirs]
+    runs = load_runs(dirs, labels)
+    series = [er for run in runs for er in run.primary()]
+    comparisons = compare_runs(runs)
+    return Analysis(runs, series, comparisons, verdict(runs, series, comparisons),
+                    series_colors([er.label for er in series]))  # fmt: skip

@@ -1,0 +1,69 @@
+"""Number formatting shared by the HTML tables, the verdict and the Markdown summary."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+
+def missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and not math.isfinite(v))
+
+
+def seconds(v: Any, digits: int = 3) -> str:
+    """0.0123 -> "12.3 ms", 1.5 -> "1.50 s", 2e-5 -> "20.0 µs"."""
+    if missing(v):
+        return "–"
+    v = float(v)
+    a = abs(v)
+    if a >= 1.0:
+        return f"{v:.{digits}g} s" if a < 1000 else f"{v:,.0f} s"
+    if a >= 1e-3 or a == 0:
+        return f"{v * 1e3:.{digits}g} ms"
+    return f"{v * 1e6:.{digits}g} µs"
+
+
+def number(v: Any, digits: int = 4) -> str:
+    if missing(v):
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    v = float(v)
+    if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+        return f"{v:.{digits - 1}e}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def share(v: Any, digits: int = 1) -> str:
+    return "–" if missing(v) else f"{float(v) * 100:.{digits}f}%"
+
+
+def usd(v: Any) -> str:
+    if missing(v):
+        return "–"
+    v = float(v)
+    return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.4g}"
+
+
+def pvalue(p: Any) -> str:
+    if missing(p):
+        return "–"
+    p = float(p)
+    if p < 1e-300:
+        return "< 1e-300"
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
+def ci(low: Any, high: Any, fmt=seconds) -> str:
+    if missing(low) or missing(high):
+        return ""
+    return f"[{fmt(low)}, {fmt(high)}]"
+
+
+def esc(v: Any) -> str:
+    return html.escape(str(v), quote=True)

@@ -1,0 +1,341 @@
+"""Reading a run directory (docs/run-directory.md) into what the report draws from.
+
+`harness.metrics.load_records` builds one Python dict per record and one Python list per request's
+token times; for a 100,000-request run that is tens of seconds. Here the JSON lines are parsed by
+pyarrow's multithreaded reader into the same columns and dtypes as `harness.metrics.records_frame`,
+and token times stay one flat numpy array (`TokenTimes`). Anything pyarrow refuses (a truncated last
+line, an unexpected type) falls back to the metrics loaders, which explain the problem.
+
+Summaries come from the run's metrics.json when it has them (they are the numbers the run reported);
+an engine run missing there is summarised here with `harness.metrics.summarize`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pj
+
+from harness.errors import HarnessInputError
+from harness.metrics import SLO, load_records, request_latencies, summarize
+from harness.metrics.frame import RECORD_COLUMNS
+from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
+from reports.steps import StepTrace, read_trace
+
+RECORD_SCHEMA = pa.schema(
+    [
+        ("request_id", pa.string()),
+        ("engine", pa.string()),
+        ("tenant", pa.string()),
+        ("priority", pa.int64()),
+        ("max_tokens", pa.int64()),
+        ("ignore_eos", pa.bool_()),
+        ("prompt_tokens", pa.int64()),
+        ("t_scheduled", pa.float64()),
+        ("t_sent", pa.float64()),
+        ("t_admitted", pa.float64()),
+        ("t_first_token", pa.float64()),
+        ("t_finish", pa.float64()),
+        ("token_times", pa.list_(pa.float64())),
+        ("output_tokens", pa.int64()),
+        ("engine_prompt_tokens", pa.float64()),
+        ("engine_output_tokens", pa.float64()),
+        ("finish_reason", pa.string()),
+        ("error_type", pa.string()),
+        ("error_message", pa.string()),
+        ("preemptions", pa.int64()),
+        ("trial", pa.int64()),
+    ]
+)
+_RECORD_DEFAULTS = {"engine": "", "tenant": "default", "priority": 0, "max_tokens": 0, "ignore_eos": False,
+                    "prompt_tokens": 0, "output_tokens": 0, "preemptions": 0, "trial": 0}  # fmt: skip
+_TEXT = ("request_id", "engine", "tenant", "finish_reason", "error_type", "error_message")
+
+_BLOCK = 16 << 20
+
+
+@dataclass
+class TokenTimes:
+    """Every output token time of a set of records, flat, with the row position each belongs to."""
+
+    flat: np.ndarray
+    owner: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def from_lists(cls, lists: Any) -> TokenTimes:
+        counts = np.fromiter((len(v) for v in lists), dtype=np.int64, count=len(lists))
+        flat = np.concatenate([np.asarray(v, dtype=np.float64) for v in lists]) if len(lists) else np.empty(0)
+        return cls(flat, np.repeat(np.arange(counts.size), counts), counts)
+
+    def take(self, rows: np.ndarray) -> TokenTimes:
+        """The token times of `rows` (positions), renumbered 0..len(rows)-1 in that order."""
+        offsets = np.concatenate([[0], np.cumsum(self.counts)])
+        counts = self.counts[rows]
+        owner, pos = _expand(offsets[rows], counts)
+        return TokenTimes(self.flat[pos], owner, counts)
+
+    def lists(self) -> list[list[float]]:
+        return [a.tolist() for a in np.split(self.flat, np.cumsum(self.counts)[:-1])] if self.counts.size else []
+
+
+def _expand(starts: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    owner = np.repeat(np.arange(starts.size), spans)
+    pos = np.repeat(starts, spans) + (np.arange(owner.size) - np.repeat(np.cumsum(spans) - spans, spans))
+    return owner, pos
+
+
+@dataclass
+class EngineRun:
+    """One engine's run (one trial) inside one run directory."""
+
+    run_label: str
+    engine: str
+    trial: int
+    records: pd.DataFrame  # records_frame columns; token_times holds lists only once `materialise` ran
+    tokens: TokenTimes
+    trace: StepTrace | None
+    summary: dict[str, Any] = field(default_factory=dict)
+    stopped_early: bool = False
+    summary_source: str = "metrics.json"
+    label: str = ""
+    _latencies: pd.DataFrame | None = None
+    _done: pd.Series | None = None
+
+    @property
+    def steps(self) -> pd.DataFrame | None:
+        """The step trace's rows: every step, or evenly spaced runs of steps for a long trace."""
+        return None if self.trace is None else self.trace.frame
+
+    @property
+    def done(self) -> pd.Series:
+        """`harness.metrics.latency.done_time`: finish, else last token, else send (cached)."""
+        if self._done is None:
+            counts = self.tokens.counts
+            last = np.full(counts.size, np.nan)
+            has = counts > 0
+            last[has] = self.tokens.flat[np.cumsum(counts)[has] - 1]
+            rec = self.records
+            self._done = rec["t_finish"].fillna(pd.Series(last, index=rec.index)).fillna(rec["t_sent"])
+        return self._done
+
+    @property
+    def latencies(self) -> pd.DataFrame:
+        """`harness.metrics.request_latencies` of the records (cached)."""
+        if self._latencies is None:
+            self._latencies = request_latencies(self.records)
+        return self._latencies
+
+    def materialise(self) -> pd.DataFrame:
+        """The records with token_times as Python lists, as every `harness.metrics` function expects."""
+        if self.records["token_times"].map(len).sum() != self.tokens.flat.size:
+            self.records["token_times"] = self.tokens.lists()
+        return self.records
+
+
+@dataclass
+class RunData:
+    path: Path
+    label: str
+    manifest: dict[str, Any]
+    schedule: pd.DataFrame | None
+    metrics: dict[str, Any] | None
+    engine_runs: list[EngineRun]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fingerprint(self) -> str | None:
+        workload = self.manifest.get("workload")
+        fp = workload.get("fingerprint") if isinstance(workload, dict) else None
+        return str(fp) if fp else None
+
+    @property
+    def workload_name(self) -> str:
+        workload = self.manifest.get("workload")
+        name = workload.get("name") if isinstance(workload, dict) else workload
+        return str(name) if name else self.path.name
+
+    def primary(self) -> list[EngineRun]:
+        """One engine run per engine: its first trial (the one figures and tables show)."""
+        seen: dict[str, EngineRun] = {}
+        for er in sorted(self.engine_runs, key=lambda e: e.trial):
+            seen.setdefault(er.engine, er)
+        return list(seen.values())
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise HarnessInputError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise HarnessInputError(f"{path}: expected a JSON object")
+    return data
+
+
+def _arrow_json(path: Path, schema: pa.Schema, unexpected: str) -> pa.Table:
+    return pj.read_json(
+        path,
+        read_options=pj.ReadOptions(block_size=_BLOCK),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected),
+    )
+
+
+def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
+    """records.jsonl as (frame with the `records_frame` dtypes but empty token_times, TokenTimes)."""
+    try:
+        table = _arrow_json(path, RECORD_SCHEMA, "ignore")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+        frame = load_records(path)  # raises a precise HarnessInputError, or skips a truncated last line
+        return frame, TokenTimes.from_lists(frame["token_times"])
+    tt = table.column("token_times").combine_chunks()
+    counts = tt.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = tt.flatten().to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if flat.size != counts.sum():  # sliced or null-filled list arrays: rebuild honestly
+        flat = np.concatenate([np.asarray(v or [], dtype=np.float64) for v in tt.to_pylist()] or [np.empty(0)])
+    frame = table.drop_columns(["token_times"]).to_pandas()
+    if frame["request_id"].isna().any() or frame["t_scheduled"].isna().any() or frame["t_sent"].isna().any():
+        frame = load_records(path)  # let the metrics loader name the missing field
+        return frame, TokenTimes.from_lists(frame["token_times"])
+    for col, default in _RECORD_DEFAULTS.items():
+        frame[col] = frame[col].fillna(default)
+    for col in ("priority", "max_tokens", "prompt_tokens", "output_tokens", "preemptions", "trial"):
+        frame[col] = frame[col].astype("int64")
+    frame["ignore_eos"] = frame["ignore_eos"].astype(bool)
+    for col in _TEXT:
+        frame[col] = frame[col].astype("str")
+    frame["token_times"] = [()] * len(frame)
+    frame.attrs["skipped_lines"] = []
+    return frame[list(RECORD_COLUMNS)], TokenTimes(flat, np.repeat(np.arange(counts.size), counts), counts)
+
+
+def read_schedule(path: Path) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    try:
+        return pj.read_json(path, read_options=pj.ReadOptions(block_size=_BLOCK)).to_pandas()
+    except (pa.ArrowInvalid, OSError):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return pd.DataFrame(rows)
+
+
+def run_slo(manifest: dict[str, Any], metrics: dict[str, Any] | None) -> SLO:
+    """The SLO the run was judged by: metrics.json's summaries, then the manifest, then the default."""
+    for run in (metrics or {}).get("runs") or []:
+        limits = ((run.get("summary") or {}).get("slo") or {}).get("slo")
+        if isinstance(limits, dict):
+            return SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
+    settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
+    limits = settings.get("slo", manifest.get("slo"))
+    if isinstance(limits, dict):
+        return SLO(**{k: limits[k] for k in ("ttft_s", "tpot_s", "e2e_s") if k in limits})
+    return SLO()
+
+
+def _price(manifest: dict[str, Any]) -> dict[str, Any]:
+    settings = manifest.get("settings")
+    if isinstance(settings, dict) and isinstance(settings.get("price_per_hour"), int | float):
+        return {"price_per_hour": float(settings["price_per_hour"])}
+    price = manifest.get("price")
+    if isinstance(price, dict):
+        out = {}
+        if "price_per_hour" in price or "per_hour" in price:
+            out["price_per_hour"] = float(price.get("price_per_hour", price.get("per_hour")))
+        if "accelerators" in price:
+            out["accelerators"] = int(price["accelerators"])
+        return out
+    if isinstance(manifest.get("price_per_hour"), int | float):
+        return {"price_per_hour": float(manifest["price_per_hour"])}
+    return {}
+
+
+def _summaries(metrics: dict[str, Any] | None) -> dict[tuple[str, int], dict[str, Any]]:
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    if not metrics:
+        return out
+    for run in metrics.get("runs") or []:
+        summary = run.get("summary")
+        if isinstance(summary, dict) and summary.get("schema_version") == SUMMARY_SCHEMA_VERSION:
+            out[(str(run.get("engine")), int(run.get("trial") or 0))] = run
+    if not out:
+        for engine, summary in (metrics.get("engines") or {}).items():
+            if isinstance(summary, dict) and summary.get("schema_version") == SUMMARY_SCHEMA_VERSION:
+                out[(str(engine), int(summary.get("trial") or 0))] = {"summary": summary}
+    return out
+
+
+def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, seed: int = 0) -> RunData:
+    """Everything the report needs from one run directory."""
+    path = Path(path)
+    if not path.is_dir():
+        raise HarnessInputError(f"{path}: not a run directory")
+    records_path = path / "records.jsonl"
+    if not records_path.exists():
+        raise HarnessInputError(f"{path}: no records.jsonl (is this a batchmark run directory?)")
+    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").exists() else {}
+    metrics = _read_json(path / "metrics.json") if (path / "metrics.json").exists() else None
+    notes: list[str] = []
+    if not manifest:
+        notes.append("no manifest.json: lineage unknown")
+    frame, tokens = read_records(records_path)
+    if frame.empty:
+        raise HarnessInputError(f"{records_path}: no records")
+    known = _summaries(metrics)
+    slo = run_slo(manifest, metrics)
+    run_label = label or path.resolve().name
+    engine_runs: list[EngineRun] = []
+    for (engine, trial), rows in frame.groupby(["engine", "trial"], sort=True).indices.items():
+        rows = np.sort(rows)
+        records = frame.iloc[rows].reset_index(drop=True)
+        records.attrs["skipped_lines"] = frame.attrs.get("skipped_lines", [])
+        trace_path = path / "steps" / f"{engine}-t{trial}.jsonl"
+        trace = read_trace(trace_path) if trace_path.exists() else None
+        er = EngineRun(run_label, str(engine), int(trial), records, tokens.take(rows), trace)
+        entry = known.get((str(engine), int(trial)))
+        if entry is not None:
+            er.summary = entry["summary"]
+            er.stopped_early = bool(entry.get("stopped_early"))
+        else:
+            er.summary_source = "computed by the report (not in metrics.json)"
+            steps = None
+            if trace is not None:
+                steps = trace.frame if trace.exact else read_trace(trace_path, full_read_bytes=1 << 62).frame
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                er.summary = summarize(er.materialise(), steps, slo=slo, n_boot=n_boot, seed=seed,
+                                       **_price(manifest))  # fmt: skip
+            notes.append(f"{engine} trial {trial}: summary computed by the report (metrics.json lacks it)")
+        engine_runs.append(er)
+    return RunData(path, run_label, manifest, read_schedule(path / "requests.jsonl"), metrics, engine_runs, notes)
+
+
+def load_runs(paths: list[Path], labels: list[str] | None = None) -> list[RunData]:
+    """Load several run directories with distinct labels; series labels are "engine" for one run and
+    "run/engine" for several."""
+    labels = list(labels or [])
+    runs: list[RunData] = []
+    used: set[str] = set()
+    for i, p in enumerate(paths):
+        label = labels[i] if i < len(labels) else Path(p).resolve().name
+        base, n = label, 2
+        while label in used:
+            label, n = f"{base}#{n}", n + 1
+        used.add(label)
+        runs.append(load_run(p, label))
+    for run in runs:
+        trials = {er.engine: 0 for er in run.engine_runs}
+        for er in run.engine_runs:
+            trials[er.engine] += 1
+        for er in run.engine_runs:
+            name = er.engine if trials[er.engine] == 1 else f"{er.engine} t{er.trial}"
+            er.label = name if len(runs) == 1 else f"{run.label}/{name}"
+    return runs

@@ -1,0 +1,101 @@
+"""The Markdown summary of one or more runs, for summary.md and CI step summaries ($GITHUB_STEP_SUMMARY).
+
+Short by design: the verdict, the headline table with 95% intervals, validity flags and the per-request
+comparisons; the full metric table folds away in a <details> block. No HTML beyond <details>.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reports import fmt
+from reports.analysis import Analysis, analyse
+from reports.compare import METRIC_NAMES
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return [_row(head), "|" + "|".join("---" for _ in head) + "|", *(_row(r) for r in rows)]
+
+
+def _headlines(a: Analysis) -> list[str]:
+    rows = []
+    for h in a.verdict.headlines:
+        cells = [f"{h.name} ({h.better} is better)"]
+        for label in a.labels:
+            e = h.estimates.get(label)
+            if e is None or fmt.missing(e.value):
+                cells.append("–")
+                continue
+            text = h.formatter(e.value) + (f" {fmt.ci(e.low, e.high, h.formatter)}" if e.has_ci else "")
+            cells.append(f"**{text}**" if h.winner == label and h.clear else text)
+        if h.winner is None:
+            cells.append("–")
+        elif h.point_only:
+            cells.append(f"{h.winner} {h.margin} (no interval)".replace("  ", " "))
+        else:
+            cells.append(f"{h.winner} {h.margin}".strip() if h.clear else "too close to call")
+        rows.append(cells)
+    return _table(["headline", *a.labels, "winner"], rows)
+
+
+def _metric_rows(a: Analysis) -> list[str]:
+    def pct(s: dict, metric: str, label: str) -> str:
+        p = (((s.get("latency") or {}).get(metric) or {}).get("percentiles") or {}).get(label) or {}
+        return fmt.seconds(p.get("value"))
+
+    rows: list[list[str]] = []
+    for metric, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "E2E")):
+        for label in ("p50", "p90", "p99", "p99.9"):
+            rows.append([f"{name} {label}", *(pct(er.summary, metric, label) for er in a.series)])
+    for key, name in (("request_rate", "requests/s (steady)"), ("output_token_rate", "output tok/s (steady)")):
+        rows.append([name, *(fmt.number(((er.summary.get("throughput") or {}).get("steady") or {}).get(key))
+                             for er in a.series)])  # fmt: skip
+    rows.append(["SLO attainment", *(fmt.share((er.summary.get("slo") or {}).get("attainment")) for er in a.series)])
+    rows.append(["slots computing", *(fmt.share((er.summary.get("utilisation") or {}).get("mean_running_share"))
+                                      for er in a.series)])  # fmt: skip
+    rows.append(["requests failed", *(fmt.number((er.summary.get("requests") or {}).get("failed")) for er in a.series)])
+    return _table(["metric", *a.labels], rows)
+
+
+def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str] | None = None) -> str:
+    """Markdown summary of a run directory (or several, or an `Analysis` already made)."""
+    a = run_dir if isinstance(run_dir, Analysis) else analyse(run_dir, labels=labels)
+    lines = [f"## {a.title.removeprefix('batchmark report: ')}: {', '.join(a.labels)}", ""]
+    lead, *rest = a.verdict.lines or [""]
+    lines += [f"**{lead}**", "", *(f"- {line}" for line in rest), ""]
+    lines += [*_headlines(a), ""]
+    lines.append("Intervals are 95%: bootstrap for percentiles, batch means for throughput and goodput, Wilson for "
+                 "attainment; a win needs non-overlapping intervals.")  # fmt: skip
+    lines.append("")
+    if a.verdict.flags:
+        lines.append("**Validity flags**")
+        lines.append("")
+        lines += [f"- `{f['series']}` **{f['name']}**: {f['message']}" for f in a.verdict.flags]
+    else:
+        lines.append("Validity: every check passed.")
+    lines.append("")
+    for c in a.comparisons:
+        lines.append(f"### {c.title}: {c.test_name}")
+        lines.append("")
+        rows = []
+        for metric, r in c.table.iterrows():
+            results = {"b lower": f"{c.b.label} lower", "b higher": f"{c.b.label} higher"}
+            rows.append([
+                METRIC_NAMES.get(str(metric), str(metric)), fmt.seconds(r["median_a"]), fmt.seconds(r["median_b"]),
+                f"{fmt.seconds(r['delta'])} {fmt.ci(r['ci_low'], r['ci_high'])}", fmt.pvalue(r["p_holm"]),
+                results.get(r["verdict"], "no difference"),
+            ])  # fmt: skip
+        delta = "median per-request b − a" if c.kind == "paired" else "median b − median a"
+        lines += _table(["metric", f"median {c.a.label}", f"median {c.b.label}", f"{delta} [95% CI]",
+                         "p (Holm)", "result (α = 0.05)"], rows)  # fmt: skip
+        lines += ["", f"_{c.reason}._", ""]
+    lines += ["<details><summary>Metric table</summary>", "", *_metric_rows(a), "", "</details>", ""]
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""Reading a step trace (steps/<engine>-t<trial>.jsonl) with a bounded cost, whatever its size.
+
+A trace holds one JSON object per engine step, often with id lists and scheduler decisions: a long
+run writes hundreds of megabytes, and parsing all of it would dominate the report's build time. The
+report needs the trace only for figures (the utilisation numbers come from metrics.json), so:
+
+- a trace up to `FULL_READ_BYTES` is read whole (exact);
+- a larger one is sampled: up to `SAMPLE_CHUNKS` runs of consecutive steps, `FULL_READ_BYTES` in all,
+  at evenly spaced offsets of the file. `spans` records the time each run
+  covers, so occupancy per time bin is averaged over the covered time only (gaps between steps inside
+  a run are the engine idling and count as zero; time between runs is unknown and is not counted);
+- the detail view reads the few thousand steps it shows directly, found by bisecting the file on
+  `t_start` (steps are written in time order).
+
+Anything pyarrow cannot parse falls back to `harness.metrics.load_steps`, which reads everything.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from harness.metrics import load_steps
+from harness.metrics.frame import STEP_COLUMNS, steps_frame
+
+FULL_READ_BYTES = 24 << 20
+SAMPLE_CHUNKS = 256
+MIN_CHUNK_BYTES = 1 << 16
+_BLOCK = 16 << 20
+
+# The columns the report reads; id lists other than `preempted` are skipped (counts suffice).
+STEP_SCHEMA = pa.schema(
+    [
+        ("step", pa.int64()),
+        ("scheduler", pa.string()),
+        ("t_start", pa.float64()),
+        ("t_end", pa.float64()),
+        ("phase", pa.string()),
+        ("batch_id", pa.int64()),
+        ("num_running", pa.int64()),
+        ("max_slots", pa.int64()),
+        ("tokens_computed", pa.int64()),
+        ("padded_tokens", pa.int64()),
+        ("idle_slots", pa.int64()),
+        ("empty_slots", pa.int64()),
+        ("waiting", pa.int64()),
+        ("preempted", pa.list_(pa.string())),
+        ("blocked_reason", pa.string()),
+        ("kv_blocks_used", pa.int64()),
+        ("kv_blocks_total", pa.int64()),
+    ]
+)
+_INT_COLUMNS = [f.name for f in STEP_SCHEMA if pa.types.is_integer(f.type) and f.name != "batch_id"]
+FRAME_COLUMNS = [*STEP_COLUMNS, "scheduler", "batch_id", "empty_slots"]
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    preempted = table.column("preempted")
+    counts = pc.fill_null(pc.list_value_length(preempted), 0).to_numpy(zero_copy_only=False)
+    frame = table.drop_columns(["preempted"]).to_pandas()
+    lists: list[list[str]] = [[] for _ in range(len(frame))]
+    for i in np.flatnonzero(counts).tolist():
+        lists[i] = preempted[i].as_py() or []
+    frame["preempted"] = lists
+    for col in _INT_COLUMNS:
+        frame[col] = frame[col].fillna(0).astype("int64")
+    for col in ("phase", "blocked_reason", "scheduler"):
+        frame[col] = frame[col].astype("str")
+    for col in ("running_ids", "admitted", "finished"):
+        frame[col] = [()] * len(frame)
+    return frame[FRAME_COLUMNS]
+
+
+def _parse(source: Path | io.BytesIO) -> pd.DataFrame:
+    table = pj.read_json(
+        source,
+        read_options=pj.ReadOptions(block_size=_BLOCK),
+        parse_options=pj.ParseOptions(explicit_schema=STEP_SCHEMA, unexpected_field_behavior="ignore"),
+    )
+    return _frame(table)
+
+
+def _fallback(path: Path) -> pd.DataFrame:
+    frame = load_steps(path)
+    for col in ("scheduler", "batch_id", "empty_slots"):
+        if col not in frame:
+            frame[col] = None
+    return frame
+
+
+@dataclass
+class StepTrace:
+    path: Path
+    frame: pd.DataFrame  # every step (exact) or the sampled runs of steps, in time order
+    exact: bool
+    spans: np.ndarray  # (runs, 2): [start, end] of the time each sampled run covers; one row when exact
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+    def window(self, t0: float, max_steps: int) -> pd.DataFrame:
+        """Up to `max_steps` consecutive steps starting at the first with t_start >= t0."""
+        if self.exact:
+            start = int(np.searchsorted(self.frame["t_start"].to_numpy(), t0))
+            return self.frame.iloc[start : start + max_steps]
+        return _read_window(self.path, t0, max_steps)
+
+
+def read_trace(path: Path, full_read_bytes: int = FULL_READ_BYTES) -> StepTrace:
+    size = path.stat().st_size
+    if size <= full_read_bytes:
+        try:
+            frame = _parse(path)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            frame = _fallback(path)
+        frame = frame.sort_values("t_start", kind="stable").reset_index(drop=True)
+        spans = np.array([[frame["t_start"].min(), frame["t_end"].max()]]) if len(frame) else np.empty((0, 2))
+        return StepTrace(path, frame, True, spans)
+    runs = int(np.clip(full_read_bytes // MIN_CHUNK_BYTES, 1, SAMPLE_CHUNKS))
+    chunk = full_read_bytes // runs  # < size / runs: runs never overlap
+    pieces, run_of = [], []
+    with path.open("rb") as f:
+        for i in range(runs):
+            offset = size * i // runs
+            f.seek(offset)
+            if offset:
+                f.readline()  # finish the line the offset fell into
+            data = f.read(chunk)
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                continue
+            data = data[: cut + 1]
+            pieces.append(data)
+            run_of.append(np.full(data.count(b"\n") - data.count(b"\n\n"), i))
+    try:
+        frame = _parse(io.BytesIO(b"".join(pieces)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return read_trace(path, full_read_bytes=size)  # let the exact reader (or its fallback) handle it
+    run_ids = np.concatenate(run_of) if run_of else np.empty(0, dtype=np.int64)
+    if run_ids.size != len(frame):  # blank lines or odd spacing: treat every step as its own run
+        run_ids = np.arange(len(frame))
+    frame = frame.assign(_run=run_ids).sort_values("t_start", kind="stable").reset_index(drop=True)
+    grouped = frame.groupby("_run")
+    spans = np.column_stack([grouped["t_start"].min().to_numpy(), grouped["t_end"].max().to_numpy()])
+    return StepTrace(path, frame.drop(columns="_run"), False, spans)
+
+
+def _t_start_at(f: io.BufferedReader, offset: int) -> float | None:
+    """t_start of the first whole line after `offset` (None at the end of the file)."""
+    f.seek(offset)
+    if offset:
+        f.readline()
+    line = f.readline()
+    while line and not line.strip():
+        line = f.readline()
+    if not line:
+        return None
+    return float(json.loads(line)["t_start"])
+
+
+def _read_window(path: Path, t0: float, max_steps: int) -> pd.DataFrame:
+    size = path.stat().st_size
+    lo, hi = 0, size
+    with path.open("rb") as f:
+        while hi - lo > (1 << 16):
+            mid = (lo + hi) // 2
+            t = _t_start_at(f, mid)
+            if t is None or t >= t0:
+                hi = mid
+            else:
+                lo = mid
+        f.seek(lo)
+        if lo:
+            f.readline()
+        rows = []
+        for line in f:
+            if not line.strip():
+                continue
+            obj = json.loads(line)
+            if float(obj["t_start"]) < t0:
+                continue
+            rows.append({k: obj.get(k) for k in STEP_SCHEMA.names})
+            if len(rows) >= max_steps:
+                break
+    frame = steps_frame(rows)
+    for col in ("scheduler", "batch_id", "empty_slots"):
+        frame[col] = [r.get(col) for r in rows] if rows else []
+    return frame[FRAME_COLUMNS]

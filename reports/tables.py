@@ -1,0 +1,228 @@
+"""HTML tables: the metric table, per-tenant table, cost table, comparisons, verdict and the manifest.
+
+Every table puts engines side by side (one column per engine run) unless a row per engine reads better.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from reports import fmt
+from reports.compare import METRIC_NAMES, Comparison
+from reports.load import EngineRun, RunData
+from reports.verdict import Headline
+
+LATENCY_ROWS = (
+    ("ttft", "TTFT"),
+    ("ttft_sent", "TTFT from send"),
+    ("tpot", "TPOT"),
+    ("itl", "ITL"),
+    ("e2e", "E2E"),
+    ("queue_delay", "queueing delay"),
+    ("normalized_latency", "normalized latency (s/token)"),
+    ("slowdown", "slowdown (x)"),
+)
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
+    h = "".join(f"<th>{c}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _with_ci(p: dict[str, Any] | None, f: Callable[[Any], str]) -> str:
+    if not p:
+        return "–"
+    interval = fmt.ci(p.get("ci_low"), p.get("ci_high"), f)
+    return f"{f(p.get('value'))}" + (f' <span class="ci">{interval}</span>' if interval else "")
+
+
+def metric_table(series: list[EngineRun]) -> str:
+    """Headline numbers of every engine run side by side; percentiles with their 95% bootstrap CI."""
+    rows: list[list[str]] = []
+
+    def add(name: str, getter: Callable[[dict[str, Any]], str]) -> None:
+        rows.append([name, *(getter(er.summary) for er in series)])
+
+    add("requests (succeeded / failed)", lambda s: f"{_get(s, 'requests', 'succeeded'):,} / "
+                                                   f"{_get(s, 'requests', 'failed'):,}")  # fmt: skip
+    add("output tokens", lambda s: fmt.number(_get(s, "requests", "output_tokens")))
+    for key, name in LATENCY_ROWS:
+        f = fmt.number if key == "slowdown" else fmt.seconds
+        for label in ("p50", "p90", "p99", "p99.9"):
+            if key in ("ttft_sent", "slowdown", "normalized_latency", "queue_delay") and label in ("p90", "p99.9"):
+                continue
+            add(f"{name} {label}",
+                lambda s, k=key, lb=label, f=f: _with_ci(_get(s, "latency", k, "percentiles", lb), f))  # fmt: skip
+        add(f"{name} mean", lambda s, k=key, f=f: f(_get(s, "latency", k, "mean")))
+    add("schedule lag p99", lambda s: _with_ci(_get(s, "schedule_lag", "percentiles", "p99"), fmt.seconds))
+    for window in ("steady", "whole_run"):
+        w = window.replace("_", " ")
+        add(f"requests/s ({w})", lambda s, w=window: fmt.number(_get(s, "throughput", w, "request_rate")))
+        add(f"output tok/s ({w})", lambda s, w=window: fmt.number(_get(s, "throughput", w, "output_token_rate")))
+        add(f"total tok/s ({w})", lambda s, w=window: fmt.number(_get(s, "throughput", w, "total_token_rate")))
+    add("SLO attainment", lambda s: fmt.share(_get(s, "slo", "attainment")))
+    add("goodput req/s (steady)", lambda s: fmt.number(_get(s, "slo", "goodput_rps_steady")))
+    kinds = ("failed", "ttft", "tpot", "e2e")
+    add("SLO violations (failed / TTFT / TPOT / E2E)",
+        lambda s: " / ".join(str(_get(s, "slo", "violations", k)) for k in kinds))  # fmt: skip
+    add("slots computing (busy time)", lambda s: fmt.share(_get(s, "utilisation", "mean_running_share")))
+    add("slots held idle (busy time)", lambda s: fmt.share(_get(s, "utilisation", "idle_slot_share")))
+    add("padded token share", lambda s: fmt.share(_get(s, "utilisation", "padded_token_share")))
+    add("engine idle time", lambda s: fmt.share(_get(s, "utilisation", "idle_time_share")))
+    add("preemptions", lambda s: fmt.number(_get(s, "requests", "preemptions")))
+    add("Jain's index (tenant service rate)", lambda s: fmt.number(_get(s, "fairness", "jain_index"), 3))
+    add("$ per 1M output tokens", lambda s: fmt.usd(_get(s, "cost", "usd_per_1m_output_tokens")))
+    add("validity flags", lambda s: ", ".join(f["name"] for f in (_get(s, "validity", "flags") or [])) or "none")
+    return _table(["metric", *(fmt.esc(er.label) for er in series)], rows, "metric-table")
+
+
+def headline_table(heads: list[Headline], labels: list[str]) -> str:
+    rows = []
+    for h in heads:
+        cells = []
+        for label in labels:
+            e = h.estimates.get(label)
+            if e is None or fmt.missing(e.value):
+                cells.append("–")
+                continue
+            interval = fmt.ci(e.low, e.high, h.formatter) if e.has_ci else ""
+            mark = " win" if h.winner == label and h.clear else (" lead" if h.winner == label else "")
+            cell = h.formatter(e.value) + (f' <span class="ci">{interval}</span>' if interval else "")
+            cells.append(f'<span class="val{mark}">{cell}</span>')
+        if h.winner is None:
+            who = "–"
+        elif h.point_only:
+            who = f"{fmt.esc(h.winner)} <span class='muted'>({h.margin + ', ' if h.margin else ''}no interval)</span>"
+        elif h.clear:
+            who = f"<b>{fmt.esc(h.winner)}</b>" + (f" ({h.margin})" if h.margin else "")
+        else:
+            who = f'<span class="muted">too close to call ({fmt.esc(h.winner)} ahead, CIs overlap)</span>'
+        rows.append([f"{h.name} <span class='muted'>({h.better} is better)</span>", *cells, who])
+    return _table(["headline", *(fmt.esc(x) for x in labels), "winner"], rows, "headline-table")
+
+
+def flags_table(flags: list[dict[str, str]]) -> str:
+    if not flags:
+        return '<p class="ok">Every validity check passed for every engine run.</p>'
+    rows = [[fmt.esc(f["series"]), f"<code>{fmt.esc(f['name'])}</code>", fmt.esc(f["message"])] for f in flags]
+    return _table(["engine run", "flag", "what it means"], rows, "flags-table")
+
+
+def tenant_table(series: list[EngineRun]) -> str:
+    rows = []
+    for er in series:
+        for tenant, t in sorted((er.summary.get("tenants") or {}).items()):
+            rows.append([
+                fmt.esc(er.label), fmt.esc(tenant), fmt.number(t.get("requests")), fmt.share(t.get("attainment")),
+                fmt.seconds(t.get("ttft_p50")), fmt.seconds(t.get("ttft_p99")), fmt.seconds(t.get("e2e_p99")),
+                fmt.number(t.get("slowdown_p99"), 3), fmt.seconds(t.get("max_queue_delay")),
+                fmt.number(t.get("service_rate")),
+            ])  # fmt: skip
+    head = ["engine run", "tenant", "requests", "SLO attainment", "TTFT p50", "TTFT p99", "E2E p99", "slowdown p99",
+            "max queueing delay", "service rate (units/s backlogged)"]  # fmt: skip
+    return _table(head, rows, "tenant-table")
+
+
+def fairness_table(series: list[EngineRun]) -> str:
+    rows: list[list[str]] = []
+    for name, getter in (
+        ("Jain's index over tenant service rates (1 = equal)", lambda f: fmt.number(f.get("jain_index"), 3)),
+        ("p99 slowdown, worst / best tenant", lambda f: fmt.number(f.get("p99_slowdown_max_min_ratio"), 3)),
+        ("VTC service gap (units)", lambda f: fmt.number(_get(f, "vtc_gap", "gap"))),
+        ("VTC gap between", lambda f: fmt.esc(" & ".join(_get(f, "vtc_gap", "tenants") or []) or "–")),
+        ("longest queueing delay", lambda f: fmt.seconds(_get(f, "starvation", "max_queue_delay_s"))
+         + (f" ({fmt.esc(_get(f, 'starvation', 'request_id'))})" if _get(f, "starvation", "request_id") else "")),
+        ("requests never admitted", lambda f: fmt.number(_get(f, "starvation", "never_admitted"))),
+    ):  # fmt: skip
+        rows.append([name, *(getter(er.summary.get("fairness") or {}) for er in series)])
+    return _table(["fairness", *(fmt.esc(er.label) for er in series)], rows, "fairness-table")
+
+
+def cost_table(series: list[EngineRun]) -> str:
+    rows = []
+    for er in series:
+        c = er.summary.get("cost") or {}
+        rows.append([
+            fmt.esc(er.label), fmt.usd(c.get("price_per_hour")), fmt.number(c.get("accelerators")),
+            f"{fmt.number(c.get('wall_time_s'))} s ({fmt.esc(c.get('wall_time_source', '?'))})",
+            fmt.usd(c.get("total_usd")), fmt.usd(c.get("usd_per_1m_output_tokens")),
+            fmt.usd(c.get("usd_per_1k_good_requests")),
+        ])  # fmt: skip
+    head = ["engine run", "price / accelerator-hour", "accelerators", "wall time (source)", "total",
+            "per 1M output tokens", "per 1,000 SLO-meeting requests"]  # fmt: skip
+    return _table(head, rows, "cost-table")
+
+
+def comparison_table(c: Comparison) -> str:
+    rows = []
+    for metric, r in c.table.iterrows():
+        ks = [f"D = {fmt.number(r['ks_statistic'], 3)}, p = {fmt.pvalue(r['ks_p_value'])}"]
+        ks = ks if c.kind == "unpaired" else []
+        results = {"b lower": f"{fmt.esc(c.b.label)} lower", "b higher": f"{fmt.esc(c.b.label)} higher"}
+        interval = fmt.ci(r["ci_low"], r["ci_high"])
+        rows.append([
+            METRIC_NAMES.get(str(metric), str(metric)), f"{r['n_a']:,} / {r['n_b']:,}", fmt.seconds(r["median_a"]),
+            fmt.seconds(r["median_b"]), f"{fmt.seconds(r['delta'])} <span class='ci'>{interval}</span>",
+            fmt.share(r["rel_change"]), fmt.share(r["effect"]), fmt.pvalue(r["p_value"]), fmt.pvalue(r["p_holm"]),
+            *ks, results.get(r["verdict"], "no significant difference"),
+        ])  # fmt: skip
+    delta = "median of per-request b - a [95% CI]" if c.kind == "paired" else "median b - median a [95% CI]"
+    effect = "requests where b is lower" if c.kind == "paired" else "P(b < a)"
+    test = "Wilcoxon p" if c.kind == "paired" else "Mann-Whitney U p"
+    ks_head = ["Kolmogorov-Smirnov"] if c.kind == "unpaired" else []
+    head = ["metric", "n (a / b)", f"median a ({fmt.esc(c.a.label)})", f"median b ({fmt.esc(c.b.label)})", delta,
+            "relative change", effect, test, "Holm-adjusted p", *ks_head, "result (α = 0.05)"]  # fmt: skip
+    return _table(head, rows, "compare-table")
+
+
+def repeat_table(runs: list[RunData]) -> str:
+    """metrics.json's across-trial statistics, when the run repeated its engines."""
+    rows = []
+    for run in runs:
+        for engine, metrics in sorted(((run.metrics or {}).get("repeat") or {}).items()):
+            for metric, s in sorted((metrics or {}).items()):
+                if isinstance(s, dict):
+                    rows.append([fmt.esc(run.label), fmt.esc(engine), fmt.esc(metric), fmt.number(s.get("mean")),
+                                 fmt.ci(s.get("ci_low"), s.get("ci_high"), fmt.number),
+                                 fmt.esc(", ".join(fmt.number(v) for v in s.get("values") or []))])  # fmt: skip
+    if not rows:
+        return ""
+    return _table(["run", "engine", "metric", "mean over trials", "95% CI", "trials"], rows, "repeat-table")
+
+
+def dict_table(d: Any, depth: int = 0, key: str = "") -> str:
+    """A nested dict or list as nested tables; long lists are cut with a count, a command line is joined."""
+    if isinstance(d, dict):
+        if not d:
+            return "<span class='muted'>{}</span>"
+        rows = "".join(f"<tr><th>{fmt.esc(k)}</th><td>{dict_table(v, depth + 1, str(k))}</td></tr>"
+                       for k, v in d.items())  # fmt: skip
+        return f'<table class="kv">{rows}</table>'
+    if isinstance(d, list) and key in ("command", "argv", "cmd") and all(isinstance(v, str) for v in d):
+        return f"<code>{fmt.esc(shlex.join(d))}</code>"
+    if isinstance(d, list):
+        if all(not isinstance(v, dict | list) for v in d):
+            shown = ", ".join(fmt.esc(v) for v in d[:50])
+            return shown + (f" … ({len(d)} items)" if len(d) > 50 else "")
+        items = "".join(f"<li>{dict_table(v, depth + 1)}</li>" for v in d[:20])
+        return f"<ol>{items}</ol>" + (f"<span class='muted'>… {len(d)} items</span>" if len(d) > 20 else "")
+    if d is None:
+        return "<span class='muted'>null</span>"
+    text = str(d)
+    return f"<code>{fmt.esc(text)}</code>" if len(text) > 40 and " " not in text else fmt.esc(text)
+
+
+def kv_table(pairs: dict[str, str]) -> str:
+    return '<table class="kv">' + "".join(f"<tr><th>{fmt.esc(k)}</th><td>{fmt.esc(v)}</td></tr>"
+                                          for k, v in pairs.items()) + "</table>"  # fmt: skip
