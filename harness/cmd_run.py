@@ -141,12 +141,11 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 
 
 def _write_report(out: Path) -> None:
-    try:
-        from reports import write_report
-    except ImportError:
-        print("report: the reports package is not available; records and metrics are in place")
-        return
-    path = write_report([out], out / "report.html")
+    from reports import analyse, markdown_summary, write_report
+
+    analysis = analyse([out])
+    (out / "summary.md").write_text(markdown_summary(analysis))
+    path = write_report(analysis, out / "report.html")
     print(f"report: {path.resolve()}")
 
 

@@ -128,10 +128,10 @@ async def run_open_loop(
 ) -> LoopOutcome:
     """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
-    run.t0 = time.perf_counter() + LEAD_IN_S
-    if on_start is not None:
-        on_start(run.t0)
-    with _gc_paused():
+    with _gc_paused():  # before t0 is fixed: the full collection it starts with can take 100+ ms
+        run.t0 = time.perf_counter() + LEAD_IN_S
+        if on_start is not None:
+            on_start(run.t0)
         return await _open_loop(run, schedule, progress)
 
 
@@ -165,6 +165,7 @@ async def run_closed_loop(
 ) -> LoopOutcome:
     """`users` concurrent users, each sending the next request once its previous one is done."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
+    gc.collect()
     run.t0 = time.perf_counter()
     if on_start is not None:
         on_start(run.t0)
