@@ -1,0 +1,159 @@
+"""Request bodies for the OpenAI completions and chat APIs, and the reading of their stream chunks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engines.api import Request
+from engines.http.errors import INVALID_REQUEST, MALFORMED_EVENT, SERVER_ERROR, RequestFailure
+
+Api = Literal["completions", "chat"]
+PromptFormat = Literal["auto", "ids", "text"]
+PATHS: dict[str, str] = {"completions": "/completions", "chat": "/chat/completions"}
+
+
+def endpoint_url(base: str, api: Api) -> str:
+    """`base` may be the server root, its `/v1`, or the full endpoint URL."""
+    base = base.rstrip("/")
+    path = PATHS[api]
+    if base.endswith(path):
+        return base
+    if base.endswith("/v1"):
+        return base + path
+    return base + "/v1" + path
+
+
+def prompt_text(request: Request, tokenizer: Any | None) -> str | None:
+    if request.prompt_text is not None:
+        return request.prompt_text
+    if tokenizer is not None and request.prompt_token_ids:
+        return tokenizer.decode(list(request.prompt_token_ids))
+    return None
+
+
+def build_body(
+    request: Request,
+    *,
+    api: Api,
+    model: str,
+    use_ids: bool,
+    tokenizer: Any | None,
+    include_usage: bool,
+    return_token_ids: bool,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """The JSON body; raises RequestFailure(invalid_request) when the prompt cannot be sent."""
+    body: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "stream": True, "temperature": 0.0}
+    if api == "completions" and use_ids and request.prompt_token_ids:
+        ids = request.prompt_token_ids
+        body["prompt"] = ids if type(ids) is list else list(ids)  # numpy ints are converted by `encode_body`
+    else:
+        text = prompt_text(request, tokenizer)
+        if text is None:
+            raise RequestFailure(
+                INVALID_REQUEST,
+                f"request {request.request_id}: the {api} API needs prompt text: set Request.prompt_text "
+                "or give the engine a tokenizer",
+            )
+        if api == "chat":
+            body["messages"] = [{"role": "user", "content": text}]
+        else:
+            body["prompt"] = text
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    # vLLM/SGLang extensions: sent only when they matter, since strict servers reject unknown fields
+    if request.ignore_eos:
+        body["ignore_eos"] = True
+    if request.stop_token_ids:
+        body["stop_token_ids"] = list(request.stop_token_ids)
+    if return_token_ids:
+        body["return_token_ids"] = True
+    body.update(extra)
+    return body
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(body, separators=(",", ":")).encode()
+    except TypeError:  # token ids that are numpy integers: convert once, only when needed
+        if isinstance(body.get("prompt"), list):
+            body["prompt"] = [int(t) for t in body["prompt"]]
+        return json.dumps(body, separators=(",", ":"), default=str).encode()
+
+
+@dataclass(slots=True)
+class ChunkInfo:
+    """What one stream chunk says: how many new tokens, their ids when given, finish and usage."""
+
+    tokens: int = 0
+    token_ids: list[int] | None = None
+    finish_reason: str | None = None
+    usage_prompt: int | None = None
+    usage_completion: int | None = None
+    cumulative: bool = False  # usage arrived with choices: a running total (vLLM continuous_usage_stats)
+
+
+def is_plain_token_chunk(data: bytes, chat: bool) -> bool:
+    """True only when `data` is certainly a compact-JSON chunk of one choice with non-empty content and
+    nothing else (no finish, usage, token ids or error): one token, no JSON parse needed.
+
+    Sound because a key with its quotes (`"usage"`) cannot occur inside a JSON string, where quotes
+    are escaped. Anything unusual (spaces after colons, several choices) falls back to `read_chunk`.
+    """
+    if data.count(b'"finish_reason"') != 1 or b'"finish_reason":null' not in data:
+        return False
+    if b'"usage"' in data or b'"token_ids"' in data or b'"error"' in data:
+        return False
+    key = _CONTENT_KEY if chat else _TEXT_KEY
+    at = data.find(key) + len(key)
+    return at >= len(key) and data[at] != 0x22 and data[0] == 0x7B and data[-1] == 0x7D  # not `""`; {...}
+
+
+_TEXT_KEY = b'"text":"'
+_CONTENT_KEY = b'"content":"'
+
+
+def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
+    try:
+        obj = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestFailure(MALFORMED_EVENT, f"chunk is not JSON ({exc}): {data[:120]!r}") from None
+    if not isinstance(obj, dict):
+        raise RequestFailure(MALFORMED_EVENT, f"chunk is not a JSON object: {data[:120]!r}")
+    error = obj.get("error")
+    if error:
+        message = error.get("message", error) if isinstance(error, dict) else error
+        raise RequestFailure(SERVER_ERROR, f"server error in stream: {message}")
+    info = ChunkInfo()
+    choices = obj.get("choices")
+    if choices:
+        if not isinstance(choices, list) or not isinstance(choices[0], dict):
+            raise RequestFailure(MALFORMED_EVENT, f"chunk 'choices' is not a list of objects: {data[:120]!r}")
+        choice = choices[0]  # one prompt, n=1: there is only one
+        ids = choice.get("token_ids")
+        if ids is not None:  # the server says exactly which tokens (possibly none) this chunk carries
+            if not isinstance(ids, list):
+                raise RequestFailure(MALFORMED_EVENT, f"chunk 'token_ids' is not a list: {data[:120]!r}")
+            info.token_ids = ids
+            info.tokens = len(ids)
+        else:
+            if chat:
+                delta = choice.get("delta")
+                text = delta.get("content") if isinstance(delta, dict) else None
+            else:
+                text = choice.get("text")
+            if text:  # one content chunk = one token unless the server says how many
+                info.tokens = 1
+        info.finish_reason = choice.get("finish_reason")
+    usage = obj.get("usage")
+    if isinstance(usage, dict):
+        completion = usage.get("completion_tokens")
+        prompt = usage.get("prompt_tokens")
+        info.usage_completion = completion if isinstance(completion, int) else None
+        info.usage_prompt = prompt if isinstance(prompt, int) else None
+        info.cumulative = bool(choices)
+    elif usage is not None:
+        raise RequestFailure(MALFORMED_EVENT, f"chunk 'usage' is not an object: {data[:120]!r}")
+    return info

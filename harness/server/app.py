@@ -1,0 +1,123 @@
+"""`make_app`: the OpenAI-compatible aiohttp application around one engine.
+
+Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
+With `api_key`, the /v1 routes need `Authorization: Bearer <key>`; health and metrics stay open so
+probes and scrapers need no secret.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from engines.api import Engine
+from harness.server import handlers
+from harness.server.errors import ApiError
+from harness.server.state import (
+    DEFAULT_DRAIN_TIMEOUT_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_WAITING,
+    STATE,
+    ServerState,
+)
+
+log = logging.getLogger("batchmark.serve")
+
+
+def make_app(
+    engine: Engine,
+    tokenizer: Any,
+    model_name: str,
+    *,
+    api_key: str | None = None,
+    max_waiting: int = DEFAULT_MAX_WAITING,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
+    manage_engine: bool = True,
+) -> web.Application:
+    state = ServerState(
+        engine, tokenizer, model_name, api_key=api_key, max_waiting=max_waiting, max_body_bytes=max_body_bytes,
+        default_max_tokens=default_max_tokens, drain_timeout_s=drain_timeout_s, manage_engine=manage_engine,
+    )  # fmt: skip
+    _wire_engine_gauges(state)
+    # aiohttp's own limit stops a body that lies about (or omits) its length; a 413 either way.
+    app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors, _auth])
+    app[STATE] = state
+    app.router.add_post("/v1/completions", handlers.completions)
+    app.router.add_post("/v1/chat/completions", handlers.chat_completions)
+    app.router.add_get("/v1/models", handlers.models)
+    app.router.add_get("/health", handlers.health)
+    app.router.add_get("/metrics", handlers.metrics)
+    app.on_startup.append(_start_engine)
+    app.on_shutdown.append(_drain)
+    app.on_cleanup.append(_stop_engine)
+    return app
+
+
+def begin_shutdown(app: web.Application) -> None:
+    """From now on new generation requests get 503; those in flight run to completion."""
+    app[STATE].draining = True
+
+
+async def drain(app: web.Application, timeout_s: float | None = None) -> bool:
+    """Stop taking requests and wait for those in flight; False if some were still running at the timeout."""
+    state = app[STATE]
+    begin_shutdown(app)
+    return await state.wait_idle(state.drain_timeout_s if timeout_s is None else timeout_s)
+
+
+def _wire_engine_gauges(state: ServerState) -> None:
+    blocks = getattr(state.engine, "blocks", None)
+    if blocks is not None and hasattr(blocks, "num_used"):
+        state.metrics.kv_blocks_used = lambda: blocks.num_used
+        state.metrics.kv_blocks_total = lambda: blocks.num_blocks
+
+
+async def _start_engine(app: web.Application) -> None:
+    state = app[STATE]
+    state.engine.set_step_sink(state.metrics.on_step)
+    if state.manage_engine:
+        await state.engine.start()
+
+
+async def _drain(app: web.Application) -> None:
+    if not await drain(app):
+        log.warning("drain timed out with %d requests in flight", app[STATE].in_flight)
+
+
+async def _stop_engine(app: web.Application) -> None:
+    state = app[STATE]
+    state.engine.set_step_sink(None)
+    if state.manage_engine:
+        await state.engine.stop()
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    state = request.app[STATE]
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        state.metrics.rejected[exc.status] = state.metrics.rejected.get(exc.status, 0) + 1
+        return exc.response()
+    except web.HTTPException as exc:  # aiohttp's own 404, 405, 413: same JSON shape as ours
+        if exc.status < 400:
+            raise
+        state.metrics.rejected[exc.status] = state.metrics.rejected.get(exc.status, 0) + 1
+        message = f"{request.method} {request.path}: {exc.reason}"
+        return ApiError(exc.status, message, code=exc.reason.lower().replace(" ", "_")).response()
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
+    key = request.app[STATE].api_key
+    if key and request.path.startswith("/v1/"):
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            raise ApiError(401, "missing or invalid API key (Authorization: Bearer <key>)", code="invalid_api_key")
+    return await handler(request)

@@ -1,0 +1,232 @@
+"""The HTTP endpoints: completions and chat (streaming and not), models, health, metrics."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import aclosing
+from typing import Any
+
+from aiohttp import web
+
+from engines.api import FinishEvent, Request, TokenEvent
+from engines.errors import EngineInputError
+from harness.server.chat import chat_prompt_ids
+from harness.server.detokenize import IncrementalDetokenizer
+from harness.server.errors import ApiError, invalid
+from harness.server.protocol import GenerationParams, parse_chat, parse_completions
+from harness.server.state import STATE, ServerState
+from harness.server.submit import submit
+
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+DONE = b"data: [DONE]\n\n"
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, "completions")
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, "chat")
+
+
+async def models(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    card: dict[str, Any] = {"id": state.model_name, "object": "model", "created": state.created,
+                            "owned_by": "batchmark"}  # fmt: skip
+    max_context = getattr(state.engine, "max_context", None)
+    if max_context:
+        card["max_model_len"] = max_context
+    return web.json_response({"object": "list", "data": [card]})
+
+
+async def health(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    failure = getattr(getattr(state.engine, "core", None), "error", None)
+    if failure is not None:
+        return web.json_response({"status": "failed", "error": f"{type(failure).__name__}: {failure}"}, status=503)
+    if state.draining:
+        return web.json_response({"status": "draining", "in_flight": state.in_flight}, status=503)
+    return web.json_response({"status": "ok"})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = request.app[STATE].metrics.render().encode()
+    return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+# -- generation ---------------------------------------------------------------------------------
+async def _generate(http: web.Request, api: str) -> web.StreamResponse:
+    t_arrival = time.perf_counter()
+    state = http.app[STATE]
+    if state.draining:
+        raise ApiError(503, "the server is shutting down", code="shutting_down", headers={"Connection": "close"})
+    body = await _read_json(http, state)
+    params = parse_completions(body, state.model_name) if api == "completions" else parse_chat(body, state.model_name)
+    prompt = _prompt_ids(params, state)
+    max_tokens = params.max_tokens or state.default_max_tokens
+    rid = state.new_id("cmpl" if api == "completions" else "chatcmpl")
+    request = Request(rid, prompt, max_tokens, ignore_eos=params.ignore_eos, stop_token_ids=params.stop_token_ids)
+    _check_fits(state, request)
+    if state.metrics.waiting >= state.max_waiting:
+        raise ApiError(429, f"the waiting queue is full ({state.max_waiting} requests); retry later",
+                       code="queue_full", headers={"Retry-After": str(state.retry_after_s)})  # fmt: skip
+    chunks = _Chunks(rid, state.model_name, state.created, params)
+    if params.stream:
+        return await _stream(http, state, request, chunks, t_arrival)
+    return await _complete(state, request, chunks, t_arrival)
+
+
+async def _stream(
+    http: web.Request, state: ServerState, request: Request, chunks: _Chunks, t_arrival: float
+) -> web.StreamResponse:
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    await response.prepare(http)
+    detok = IncrementalDetokenizer(state.tokenizer)
+    async with aclosing(submit(state, request, t_arrival)) as events:
+        async for event in events:
+            if type(event) is TokenEvent:
+                await response.write(chunks.token(detok.step(event.token_id), event.token_id))
+            elif type(event) is FinishEvent:
+                if event.reason == "error":
+                    tail = chunks.error(event)
+                else:
+                    tail = chunks.finish(detok.flush(), event.reason)
+                    if chunks.params.include_usage:
+                        tail += chunks.usage(event.prompt_tokens, event.output_tokens)
+                await response.write_eof(tail + DONE)  # one write: the client can reuse the connection at once
+    return response
+
+
+async def _complete(state: ServerState, request: Request, chunks: _Chunks, t_arrival: float) -> web.Response:
+    ids: list[int] = []
+    finish: FinishEvent | None = None
+    async with aclosing(submit(state, request, t_arrival)) as events:
+        async for event in events:
+            if type(event) is TokenEvent:
+                ids.append(event.token_id)
+            elif type(event) is FinishEvent:
+                finish = event
+    assert finish is not None  # the engine contract: the last event is always a finish
+    if finish.reason == "error":
+        status = 400 if finish.error_type == "invalid_request" else 500
+        raise ApiError(status, finish.error_message or "generation failed", code=finish.error_type)
+    text = state.tokenizer.decode(ids, skip_special_tokens=True)
+    return web.json_response(chunks.complete(text, ids, finish))
+
+
+# -- helpers ------------------------------------------------------------------------------------
+async def _read_json(http: web.Request, state: ServerState) -> dict[str, Any]:
+    too_big = ApiError(413, f"the request body exceeds {state.max_body_bytes} bytes", code="body_too_large",
+                       headers={"Connection": "close"})  # fmt: skip
+    if http.content_length is not None and http.content_length > state.max_body_bytes:
+        raise too_big
+    try:
+        raw = await http.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise too_big from None
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise invalid("body", f"is not valid JSON ({exc})") from None
+    if not isinstance(body, dict):
+        raise invalid("body", "must be a JSON object")
+    return body
+
+
+def _prompt_ids(params: GenerationParams, state: ServerState) -> list[int]:
+    if params.messages is not None:
+        ids = chat_prompt_ids(state.tokenizer, params.messages)
+        field = "messages"
+    elif params.prompt_ids is not None:
+        return params.prompt_ids
+    else:
+        ids = list(state.tokenizer(params.prompt_text, add_special_tokens=False)["input_ids"])
+        field = "prompt"
+    if not ids:
+        raise invalid(field, "tokenizes to no tokens")
+    return ids
+
+
+def _check_fits(state: ServerState, request: Request) -> None:
+    """Refuse what the engine could never serve with a 400 naming the field, before any streaming."""
+    vocab = getattr(state.engine, "vocab_size", None)
+    if vocab is not None:
+        bad = next((t for t in request.prompt_token_ids if t >= vocab), None)
+        if bad is not None:
+            raise invalid("prompt", f"token id {bad} is outside the vocabulary 0..{vocab - 1}")
+    max_context = getattr(state.engine, "max_context", None)
+    n = len(request.prompt_token_ids)
+    if max_context is not None and n + request.max_tokens > max_context:
+        raise invalid("max_tokens", f"prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the "
+                                    f"model context of {max_context}")  # fmt: skip
+    validate = getattr(state.engine, "validate", None)
+    if validate is not None:
+        try:
+            validate(request)
+        except EngineInputError as exc:
+            raise ApiError(400, str(exc), code="invalid_value") from None
+
+
+class _Chunks:
+    """The JSON shapes of one response, completions or chat."""
+
+    def __init__(self, rid: str, model: str, created: int, params: GenerationParams) -> None:
+        self.rid = rid
+        self.model = model
+        self.created = created
+        self.params = params
+        self.chat = params.api == "chat"
+        self.object = "chat.completion.chunk" if self.chat else "text_completion"
+        self.ids = params.return_token_ids
+        self._first = True
+
+    def _choice(self, text: str, token_ids: list[int] | None, finish_reason: str | None) -> dict[str, Any]:
+        if self.chat:
+            delta: dict[str, str] = {"content": text} if text or self._first else {}
+            if self._first:
+                delta = {"role": "assistant", **delta}
+                self._first = False
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+        if self.ids and token_ids is not None:
+            choice["token_ids"] = token_ids
+        return choice
+
+    def _event(self, payload: dict[str, Any]) -> bytes:
+        return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+    def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
+        return self._event({"id": self.rid, "object": self.object, "created": self.created, "model": self.model,
+                            "choices": choices, **extra})  # fmt: skip
+
+    def token(self, text: str, token_id: int) -> bytes:
+        return self._chunk([self._choice(text, [token_id], None)])
+
+    def finish(self, text: str, reason: str) -> bytes:
+        return self._chunk([self._choice(text, [], reason)])
+
+    def usage(self, prompt: int, output: int) -> bytes:
+        return self._chunk([], usage=_usage(prompt, output))
+
+    def error(self, event: FinishEvent) -> bytes:
+        status = 400 if event.error_type == "invalid_request" else 500
+        error = ApiError(status, event.error_message or "generation failed", code=event.error_type)
+        return self._event(error.body())
+
+    def complete(self, text: str, ids: list[int], finish: FinishEvent) -> dict[str, Any]:
+        if self.chat:
+            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                      "logprobs": None, "finish_reason": finish.reason}  # fmt: skip
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish.reason}
+        if self.ids:
+            choice["token_ids"] = ids
+        return {"id": self.rid, "object": "chat.completion" if self.chat else "text_completion",
+                "created": self.created, "model": self.model, "choices": [choice],
+                "usage": _usage(finish.prompt_tokens, finish.output_tokens)}  # fmt: skip
+
+
+def _usage(prompt: int, output: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}

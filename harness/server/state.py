@@ -1,0 +1,69 @@
+"""What the server knows between requests: the engine, its tokenizer, limits, counters, draining."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from engines.api import Engine
+from harness.server.metrics import ServerMetrics
+
+DEFAULT_MAX_WAITING = 1024
+DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a 50K-token prompt as JSON ids is ~0.4 MB; text is smaller
+DEFAULT_MAX_TOKENS = 16  # OpenAI's default for completions; chat uses it too (documented)
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
+
+
+@dataclass
+class ServerState:
+    engine: Engine
+    tokenizer: Any
+    model_name: str
+    api_key: str | None = None
+    max_waiting: int = DEFAULT_MAX_WAITING
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    default_max_tokens: int = DEFAULT_MAX_TOKENS
+    retry_after_s: int = 1
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    manage_engine: bool = True  # start the engine with the app and stop it on cleanup
+    metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    draining: bool = False
+    in_flight: int = 0
+    created: int = field(default_factory=lambda: int(time.time()))
+    _ids: itertools.count = field(default_factory=itertools.count)
+    _prefix: str = field(default_factory=lambda: secrets.token_hex(3))
+    _idle: asyncio.Event | None = None
+
+    def new_id(self, kind: str) -> str:
+        return f"{kind}-{self._prefix}-{next(self._ids)}"
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        if self._idle is not None:
+            self._idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0 and self._idle is not None:
+            self._idle.set()
+
+    async def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no request is in flight; False if `timeout_s` passed first."""
+        if self.in_flight == 0:
+            return True
+        if self._idle is None:
+            self._idle = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+
+STATE: web.AppKey[ServerState] = web.AppKey("batchmark_state", ServerState)

@@ -1,0 +1,224 @@
+"""A zero-delay OpenAI-compatible streaming server: every token exists the instant it is asked for.
+
+It measures the client side (the HTTP engine, the load generator) with nothing else in the way, so
+its own cost per request must be tiny: a bare asyncio protocol, no framework. With zero delay the
+whole SSE stream of a request is one write; with `--token-delay-ms` the tokens are streamed as
+chunked events that far apart. Responses honour `max_tokens` (default 16), `stream`,
+`stream_options.include_usage` and `return_token_ids`; token i has id 3 + i % 100 and text " t".
+It exits on SIGTERM/SIGINT, or when the process that started it exits.
+
+    python -m harness.server.zero_server --port 0     # prints "listening on http://127.0.0.1:PORT"
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from functools import lru_cache
+
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BODY_BYTES = 64 * 2**20
+DEFAULT_MAX_TOKENS = 16
+
+
+def _token_ids(n: int) -> list[int]:
+    return [3 + i % 100 for i in range(n)]
+
+
+def _chunk(chat: bool, text: str, ids: list[int] | None, finish: str | None) -> bytes:
+    if chat:
+        choice: dict = {"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}
+    else:
+        choice = {"index": 0, "text": text, "finish_reason": finish}
+    if ids is not None:
+        choice["token_ids"] = ids
+    obj = {"id": "zero", "object": "chat.completion.chunk" if chat else "text_completion", "created": 0,
+           "model": "zero", "choices": [choice]}  # fmt: skip
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _usage(prompt: int, n: int) -> bytes:
+    usage = {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n}
+    obj = {"id": "zero", "object": "text_completion", "created": 0, "model": "zero", "choices": [], "usage": usage}
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+@lru_cache(maxsize=4096)
+def _events(n: int, chat: bool, ids: bool, usage_prompt: int | None) -> tuple[bytes, ...]:
+    events = [_chunk(chat, " t", [t] if ids else None, None) for t in _token_ids(n)]
+    events.append(_chunk(chat, "", [] if ids else None, "length"))
+    if usage_prompt is not None:
+        events.append(_usage(usage_prompt, n))
+    events.append(b"data: [DONE]\n\n")
+    return tuple(events)
+
+
+def _response(status: str, content_type: str, body: bytes, close: bool) -> bytes:
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            f"{'Connection: close' if close else 'Connection: keep-alive'}\r\n\r\n")  # fmt: skip
+    return head.encode() + body
+
+
+def _json(status: str, obj: dict, close: bool = False) -> bytes:
+    return _response(status, "application/json", json.dumps(obj).encode(), close)
+
+
+def _error(status: str, message: str) -> bytes:
+    return _json(status, {"error": {"message": message, "type": "invalid_request_error", "param": None}})
+
+
+class ZeroProtocol(asyncio.Protocol):
+    def __init__(self, token_delay_s: float) -> None:
+        self.delay = token_delay_s
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+        self.busy: asyncio.Task | None = None  # a delayed stream being written; later requests wait
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.busy is not None:
+            self.busy.cancel()
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if self.busy is None:
+            self._process()
+
+    def _process(self) -> None:
+        while self.transport is not None and self.busy is None:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buf) > MAX_HEADER_BYTES:
+                    self._close(_error("431 Request Header Fields Too Large", "headers too large"))
+                return
+            head = self.buf[:end].decode("latin-1").split("\r\n")
+            method, _, rest = head[0].partition(" ")
+            path = rest.rpartition(" ")[0]
+            length = 0
+            close = False
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                name = name.strip().lower()
+                if name == "content-length":
+                    if not value.strip().isdigit():
+                        self._close(_error("400 Bad Request", "bad Content-Length"))
+                        return
+                    length = int(value)
+                elif name == "connection":
+                    close = value.strip().lower() == "close"
+                elif name == "transfer-encoding":
+                    self._close(_error("411 Length Required", "chunked request bodies are not supported"))
+                    return
+            if length > MAX_BODY_BYTES:
+                self._close(_error("413 Payload Too Large", "body too large"))
+                return
+            if len(self.buf) < end + 4 + length:
+                return
+            body = self.buf[end + 4 : end + 4 + length]
+            self.buf = self.buf[end + 4 + length :]
+            self._handle(method, path, body, close)
+
+    def _handle(self, method: str, path: str, body: bytes, close: bool) -> None:
+        assert self.transport is not None
+        if method == "GET" and path in ("/health", "/v1/models"):
+            obj = {"status": "ok"} if path == "/health" else {"object": "list", "data": [{"id": "zero"}]}
+            self._send(_json("200 OK", obj, close), close)
+            return
+        if method != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
+            self._send(_error("404 Not Found", f"{method} {path}: not found"), close)
+            return
+        try:
+            req = json.loads(body)
+            n = int(req.get("max_tokens") or req.get("max_completion_tokens") or DEFAULT_MAX_TOKENS)
+        except (ValueError, TypeError, AttributeError):
+            self._send(_error("400 Bad Request", "body: invalid JSON or max_tokens"), close)
+            return
+        chat = path.endswith("chat/completions")
+        prompt = req.get("prompt")
+        prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt or req.get("messages", "")).split())
+        want_usage = bool((req.get("stream_options") or {}).get("include_usage"))
+        events = _events(max(n, 0), chat, bool(req.get("return_token_ids")), prompt_tokens if want_usage else None)
+        if not req.get("stream"):
+            text = " t" * n
+            choice = {"index": 0, "finish_reason": "length"}
+            choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
+            self._send(_json("200 OK", {"id": "zero", "choices": [choice], "usage": usage}, close), close)
+            return
+        if self.delay <= 0:
+            self._send(_response("200 OK", "text/event-stream", b"".join(events), close), close)
+            return
+        self.busy = asyncio.get_running_loop().create_task(self._stream_slowly(events, n, close))
+
+    async def _stream_slowly(self, events: tuple[bytes, ...], n: int, close: bool) -> None:
+        transport = self.transport
+        assert transport is not None
+        transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i, event in enumerate(events):
+            if 0 < i < n:  # tokens are spaced; the finish, usage and [DONE] follow the last one at once
+                await asyncio.sleep(self.delay)
+            transport.write(b"%x\r\n%s\r\n" % (len(event), event))
+        transport.write(b"0\r\n\r\n")
+        if close:
+            transport.close()
+        self.busy = None
+        self._process()
+
+    def _send(self, data: bytes, close: bool) -> None:
+        assert self.transport is not None
+        self.transport.write(data)
+        if close:
+            self.transport.close()
+            self.transport = None
+
+    def _close(self, data: bytes) -> None:
+        self._send(data, True)
+
+
+async def start_zero_server(host: str = "127.0.0.1", port: int = 0, token_delay_s: float = 0.0) -> asyncio.Server:
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: ZeroProtocol(token_delay_s), host, port, backlog=4096)
+
+
+async def _main(args: argparse.Namespace) -> None:
+    server = await start_zero_server(args.host, args.port, args.token_delay_ms / 1e3)
+    host, port = server.sockets[0].getsockname()[:2]
+    print(f"listening on http://{host}:{port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    watchdog = asyncio.create_task(_exit_with_parent(stop))
+    await stop.wait()
+    watchdog.cancel()
+    server.close()
+
+
+async def _exit_with_parent(stop: asyncio.Event) -> None:
+    """A benchmark's helper process must not outlive the benchmark that started it."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        await asyncio.sleep(0.5)
+    stop.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.server.zero_server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
+    parser.add_argument("--token-delay-ms", type=float, default=0.0, help="gap between streamed tokens")
+    asyncio.run(_main(parser.parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

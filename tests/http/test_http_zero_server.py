@@ -1,0 +1,95 @@
+"""The zero-delay server speaks enough OpenAI for the HTTP engine and plain clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import aiohttp
+
+from engines.api import FinishEvent, Request, TokenEvent
+from engines.http import HttpEngine
+from harness.server.zero_server import start_zero_server
+
+
+async def _with_server(delay_s: float, body):
+    server = await start_zero_server(token_delay_s=delay_s)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        return await body(url)
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def test_engine_against_zero_server_both_apis():
+    async def body(url):
+        out = {}
+        for api in ("completions", "chat"):
+            engine = HttpEngine(url, "zero", api=api, return_token_ids=True, prompt_format="auto")
+            await engine.start()
+            try:
+                req = Request(f"{api}-1", list(range(3, 40)), 12, ignore_eos=True, prompt_text="hello there")
+                out[api] = [e async for e in engine.generate(req)]
+            finally:
+                await engine.stop()
+        return out
+
+    out = asyncio.run(_with_server(0.0, body))
+    for api, events in out.items():
+        tokens = [e for e in events if isinstance(e, TokenEvent)]
+        assert [t.token_id for t in tokens] == [3 + i for i in range(12)], api
+        finish = events[-1]
+        assert isinstance(finish, FinishEvent) and finish.reason == "length" and finish.output_tokens == 12
+    assert out["completions"][-1].prompt_tokens == 37  # usage counts the token-id prompt
+
+
+def test_token_delay_spaces_the_stream():
+    async def body(url):
+        engine = HttpEngine(url, "zero")
+        await engine.start()
+        try:
+            return [e async for e in engine.generate(Request("d", [5, 6], 5, ignore_eos=True))]
+        finally:
+            await engine.stop()
+
+    events = asyncio.run(_with_server(0.02, body))
+    times = [e.time for e in events if isinstance(e, TokenEvent)]
+    assert len(times) == 5 and times[-1] - times[0] >= 4 * 0.02 * 0.9
+
+
+def test_plain_http_answers():
+    async def body(url):
+        async with aiohttp.ClientSession() as session:
+            whole = await session.post(url + "/v1/completions", json={"prompt": "a b", "max_tokens": 3})
+            missing = await session.get(url + "/nope")
+            bad = await session.post(url + "/v1/completions", data=b"{oops")
+            health = await session.get(url + "/health")
+            return (whole.status, json.loads(await whole.text())), missing.status, bad.status, health.status
+
+    (status, whole), missing, bad, health = asyncio.run(_with_server(0.0, body))
+    assert status == 200 and whole["usage"]["completion_tokens"] == 3 and whole["choices"][0]["text"] == " t" * 3
+    assert (missing, bad, health) == (404, 400, 200)
+
+
+def test_many_requests_on_few_connections_are_fast():
+    """The server's own cost must stay far below the client's: 300 requests over 4 connections."""
+
+    async def body(url):
+        engine = HttpEngine(url, "zero", connections=4)
+        await engine.start()
+        try:
+
+            async def one(i):
+                return [e async for e in engine.generate(Request(f"r{i}", list(range(128)), 16, ignore_eos=True))][-1]
+
+            started = time.perf_counter()
+            finishes = await asyncio.gather(*(one(i) for i in range(300)))
+            return finishes, time.perf_counter() - started
+        finally:
+            await engine.stop()
+
+    finishes, elapsed = asyncio.run(_with_server(0.0, body))
+    assert all(f.reason == "length" and f.output_tokens == 16 for f in finishes)
+    assert elapsed < 10.0  # ~1 s on an idle 2-core machine; generous for a shared one
