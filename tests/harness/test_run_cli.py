@@ -57,8 +57,9 @@ def test_run_directory_is_complete(paired_run):
 
 
 def test_repeat_gives_confidence_intervals_across_trials(tmp_path, capsys):
-    code = main(["run", "--workload", "chat-small", "--requests", "30", "--engine", "zero", "--repeat", "3",
-                 "--out", str(tmp_path), "--no-report", "--no-progress"])  # fmt: skip
+    argv = ["run", "--workload", "chat-small", "--requests", "30", "--time-scale", "20", "--engine", "zero",
+            "--repeat", "3", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    code = main(argv)
     assert code == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert len(metrics["runs"]) == 3
