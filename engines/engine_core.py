@@ -51,12 +51,14 @@ class EngineCore:
         blocks_total: Callable[[], int],
         blocks_used: Callable[[], int],
         step_delay_s: float = 0.0,
+        slowdown: float = 0.0,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.scheduler = scheduler
         self.runner = runner
         self.clock = clock
         self.step_delay_s = step_delay_s  # injected slowdown, for calibrating regression gates
+        self.slowdown = slowdown  # relative injected slowdown: sleep this share of each step's own compute time
         self._blocks_total = blocks_total
         self._blocks_used = blocks_used
         self._inbox: deque[tuple[str, Any]] = deque()
@@ -139,6 +141,10 @@ class EngineCore:
                 self.event_sink(events)
             return False
         sampled = self.runner.execute(plan)
+        if self.slowdown:  # spin, not sleep: a slower step keeps its core, and waking from a sleep costs extra
+            deadline = self.clock() + self.slowdown * (self.clock() - t_start)
+            while self.clock() < deadline:
+                pass
         if self.step_delay_s:
             time.sleep(self.step_delay_s)
         finished = self.scheduler.postprocess(plan, sampled)

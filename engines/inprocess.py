@@ -42,6 +42,7 @@ class EngineOptions:
     static: StaticConfig = field(default_factory=StaticConfig)
     continuous: ContinuousConfig = field(default_factory=ContinuousConfig)
     step_delay_s: float = 0.0
+    slowdown: float = 0.0  # 0.1 = every step takes 10% longer (gate calibration)
 
 
 class InProcessEngine(Engine):
@@ -75,6 +76,7 @@ class InProcessEngine(Engine):
             blocks_total=lambda: self.blocks.num_blocks,
             blocks_used=lambda: self.blocks.num_used,
             step_delay_s=options.step_delay_s,
+            slowdown=options.slowdown,
         )
         self._streams: dict[str, asyncio.Queue[EngineEvent]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
