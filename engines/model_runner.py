@@ -99,6 +99,9 @@ class ModelRunner:
             block_tables[row, : len(chunk.seq.block_table)] = chunk.seq.block_table
         pos = torch.tensor(positions, dtype=torch.int64)
         sample_rows = [last_row[i] for i, c in enumerate(plan.chunks) if c.samples]
+        # A finished member of a static batch still runs its whole row, LM head included, as a padded
+        # batch does; its logits are computed and thrown away.
+        sample_rows += [last_row[i] + c.num_pad for i, c in enumerate(plan.chunks) if not c.num_tokens and c.num_pad]
         return {
             "ids": torch.tensor(ids, dtype=torch.int64),
             "positions": pos,
@@ -107,6 +110,7 @@ class ModelRunner:
             "token_pos": pos.to(torch.int32),
             "block_tables": torch.from_numpy(block_tables),
             "sample_rows": torch.tensor(sample_rows, dtype=torch.int64),
+            "num_samples": sum(c.samples for c in plan.chunks),
             "max_len": int(pos.max().item()) + 1 if positions else 1,
             "num_short_rows": num_short_rows,
         }
@@ -140,7 +144,7 @@ class ModelRunner:
         if rows.numel() == 0:
             return []
         logits = self.model.lm_head(inner.norm(hidden.index_select(0, rows)))
-        return logits.argmax(dim=-1).tolist()
+        return logits.argmax(dim=-1).tolist()[: batch["num_samples"]]
 
     def _attention(self, layer: int, q: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
         k_pool = self.k_cache[layer].view(-1, self.num_kv_heads, self.head_dim)

@@ -87,7 +87,13 @@ async def run_offline(engine: InProcessEngine, requests: list[Request]) -> Engin
     return EngineRun(sum(counts), seconds, steps, tokens)
 
 
-def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int) -> dict[str, float]:
+# Offline throughput: everything is queued at once and no TTFT or TPOT is at stake, so the continuous
+# engine may prefill in big chunks (vLLM's offline mode does the same); `batchmark run` defaults to 512.
+OFFLINE_STEP_TOKENS = 2048
+
+
+def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
+               step_tokens: int = OFFLINE_STEP_TOKENS) -> dict[str, float]:  # fmt: skip
     tokenizer = loaded.tokenizer
     avoid = {t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id) if t is not None}
     requests = workload.build(int(loaded.model.config.vocab_size), avoid)
@@ -96,7 +102,8 @@ def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int) -> di
     static = asyncio.run(run_offline(InProcessEngine(loaded, EngineOptions(
         kind="static", static=StaticConfig(max_batch_size=batch))), requests))  # fmt: skip
     continuous = asyncio.run(run_offline(InProcessEngine(loaded, EngineOptions(
-        kind="continuous", continuous=ContinuousConfig(max_running=batch))), requests))  # fmt: skip
+        kind="continuous", continuous=ContinuousConfig(max_running=batch, max_batched_tokens=step_tokens))),
+        requests))  # fmt: skip
     return {
         "raw_tok_s": raw.tok_s,
         "static_tok_s": static.tok_s,
@@ -114,10 +121,14 @@ def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int) -> di
     }
 
 
-def bench_engines(loaded: LoadedModel, workload: OfflineWorkload, batch: int, repeat: int) -> dict[str, Any]:
-    trials = [bench_once(loaded, workload, batch) for _ in range(repeat)]
+def bench_engines(loaded: LoadedModel, workload: OfflineWorkload, batch: int, repeat: int,
+                  step_tokens: int = OFFLINE_STEP_TOKENS) -> dict[str, Any]:  # fmt: skip
+    import torch
+
+    trials = [bench_once(loaded, workload, batch, step_tokens) for _ in range(repeat)]
     medians = {key: statistics.median(t[key] for t in trials) for key in trials[0]}
-    return {**medians, "trials": trials, "repeat": repeat, "workload": workload.__dict__, "batch": batch}
+    return {**medians, "trials": trials, "repeat": repeat, "workload": workload.__dict__, "batch": batch,
+            "continuous_max_batched_tokens": step_tokens, "torch_threads": torch.get_num_threads()}  # fmt: skip
 
 
 def format_table(result: dict[str, Any]) -> str:

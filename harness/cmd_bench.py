@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     engines.add_argument("--min-output", type=int, default=8)
     engines.add_argument("--max-output", type=int, default=128)
     engines.add_argument("--batch", type=int, default=32, help="static max batch = continuous max running")
+    engines.add_argument("--max-batched-tokens", type=int, default=2048, help="continuous: tokens per step")
     engines.add_argument("--repeat", type=int, default=1, help="runs; the table shows medians")
     engines.add_argument("--seed", type=int, default=0)
     engines.add_argument("--json", type=Path, help="also write the result as JSON here")
@@ -45,11 +46,11 @@ def run_bench_engines(args: argparse.Namespace) -> int:
 
     if args.requests < 1 or args.prompt_len < 1 or not 1 <= args.min_output <= args.max_output:
         raise HarnessInputError("--requests, --prompt-len must be >= 1 and 1 <= --min-output <= --max-output")
-    if args.batch < 1 or args.repeat < 1:
-        raise HarnessInputError("--batch and --repeat must be >= 1")
+    if args.batch < 1 or args.repeat < 1 or args.max_batched_tokens < 1:
+        raise HarnessInputError("--batch, --repeat and --max-batched-tokens must be >= 1")
     loaded = load_model_from_args(args)
     workload = OfflineWorkload(args.requests, args.prompt_len, args.min_output, args.max_output, args.seed)
-    result = bench_engines(loaded, workload, args.batch, args.repeat)
+    result = bench_engines(loaded, workload, args.batch, args.repeat, args.max_batched_tokens)
     print(format_table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
