@@ -58,7 +58,7 @@ class EngineCore:
         self.runner = runner
         self.clock = clock
         self.step_delay_s = step_delay_s  # injected slowdown, for calibrating regression gates
-        self.slowdown = slowdown  # relative injected slowdown: sleep this share of each step's own compute time
+        self.slowdown = slowdown  # relative injected slowdown: each step spins for this share of its own time
         self._blocks_total = blocks_total
         self._blocks_used = blocks_used
         self._inbox: deque[tuple[str, Any]] = deque()
@@ -141,10 +141,10 @@ class EngineCore:
                 self.event_sink(events)
             return False
         sampled = self.runner.execute(plan)
-        if self.slowdown:  # spin, not sleep: a slower step keeps its core, and waking from a sleep costs extra
+        if self.slowdown:  # like slower compute: stays on its core (a sleep's wake-up adds more) without the GIL
             deadline = self.clock() + self.slowdown * (self.clock() - t_start)
             while self.clock() < deadline:
-                pass
+                time.sleep(0)
         if self.step_delay_s:
             time.sleep(self.step_delay_s)
         finished = self.scheduler.postprocess(plan, sampled)

@@ -1,0 +1,97 @@
+"""`batchmark calibrate`: the gate's false-alarm rate (A/A pairs) and detection rate (injected slowdown).
+
+Exit 0 when both targets are met, 1 when either is missed, 2 on invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from harness.cmd_run import add_run_arguments
+
+DEFAULT_RULE = "tpot.p50 <= +5%"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cal = sub.add_parser("calibrate", help="gate calibration: A/A false alarms and injected-slowdown detections")
+    add_run_arguments(cal)
+    cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
+    cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
+    cal.add_argument("--trials", type=int, default=1, help="interleaved trials per pair, order alternating (default 1)")
+    cal.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="run each pair's two sides at the same instant in two worker processes (shared machines)",
+    )
+    cal.add_argument("--rules", type=Path, metavar="FILE", help="gate rules file (default: one rule, see --rule)")
+    cal.add_argument("--rule", action="append", default=[], metavar="RULE",
+                     help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"))  # fmt: skip
+    cal.add_argument("--alpha", type=float, help="gate significance level (default 0.05)")
+    cal.add_argument("--max-false-alarm", type=float, default=0.05, help="target (default 0.05)")
+    cal.add_argument("--min-detection", type=float, default=0.95, help="target (default 0.95)")
+    cal.set_defaults(run=calibrate_command)
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    import torch
+
+    from harness.calibrate import CalibrationPlan, calibrate
+    from harness.cmd_run import _engine_specs
+    from harness.cmd_workload import overrides_from
+    from harness.errors import HarnessInputError
+    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
+    from harness.gate.replay import ConcurrentReplay, InProcessReplay
+    from workloads import load_workload
+
+    if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
+        raise HarnessInputError("calibrate: --pairs and --trials must be >= 1 and --slowdown > 0")
+    config = load_rules_file(args.rules) if args.rules else GateConfig()
+    extra = rules_from_texts(args.rule) if args.rule else ()
+    rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])
+    config = merged(config, rules=rules, alpha=args.alpha, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)
+    if (problem := settings_problem(config)) is not None:
+        raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    specs = _engine_specs(args)
+    if len(specs) != 1:
+        raise HarnessInputError("calibrate: give exactly one --engine (it is paired with itself)")
+    overrides = overrides_from(args)
+    if overrides.get("max_context") is None and specs[0].in_process and args.model is None:
+        overrides["max_context"] = 16384  # the embedded model's context, as `batchmark run` does
+    base_seed = overrides.pop("seed") or 0
+    workload = load_workload(args.workload, **overrides, seed=base_seed)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("runs") / f"{stamp}-calibrate-{Path(workload.name).stem}"
+    plan = CalibrationPlan(pairs=args.pairs, slowdown=args.slowdown, trials=args.trials, seed=base_seed,
+                           max_false_alarm=args.max_false_alarm, min_detection=args.min_detection)  # fmt: skip
+
+    def load(seed: int) -> Any:
+        return load_workload(args.workload, **overrides, seed=seed)
+
+    if not specs[0].in_process:
+        raise HarnessInputError(f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process engine")
+    run_one = ConcurrentReplay(args.model, args.dtype, args.threads or 1) if args.concurrent else None
+    run_one = run_one or InProcessReplay(args.model, args.dtype)
+    print(f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
+          f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
+          f"slowdown {plan.slowdown:.0%}")  # fmt: skip
+    mode = "concurrently, one worker process per side" if args.concurrent else "one after the other"
+    print(f"the two sides of each pair run {mode}")
+    try:
+        data = calibrate(plan, specs[0], config, load, run_one, out)
+    finally:
+        if isinstance(run_one, ConcurrentReplay):
+            run_one.close()
+    s = data["summary"]
+    labels = {"false_alarm": "A/A false-alarm rate", "detection": f"{plan.slowdown:.0%} slowdown detected"}
+    for name, label in labels.items():
+        part = s[name]
+        print(f"{label}: {part['failed']}/{part['pairs']} = {part['rate']:.0%} "
+              f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})")  # fmt: skip
+    print(f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
+          f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}")  # fmt: skip
+    return 0 if s["met"] else 1

@@ -1,0 +1,81 @@
+"""`batchmark gate`: compare a candidate run with a baseline under noise-aware rules (docs/gate.md).
+
+Exit codes: 0 every rule passed, 1 a regression (or a rule with no data), 2 invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.gate import GateConfig
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rules", type=Path, metavar="FILE", help="rules file (gate.toml, grammar in docs/gate.md)")
+    parser.add_argument("--rule", action="append", default=[], metavar="RULE",
+                        help="a rule such as 'ttft.p99 <= +10%%' (repeatable; added to the file's)")  # fmt: skip
+    parser.add_argument("--engine", help="engine label on both sides (when a run holds several)")
+    parser.add_argument("--baseline-engine", help="engine label in the baseline run")
+    parser.add_argument("--candidate-engine", help="engine label in the candidate run")
+    parser.add_argument("--trial", type=int, help="compare this trial only (default: all trials, pooled)")
+    parser.add_argument("--alpha", type=float, help="significance level (default 0.05)")
+    parser.add_argument("--pairing", choices=("auto", "paired", "unpaired"), help="default auto")
+    parser.add_argument("--n-boot", type=int, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--gate-seed", dest="gate_seed", type=int, help="bootstrap seed (default 0)")
+    parser.add_argument("--slo-ttft-ms", type=float, help="SLO for goodput / slo_attainment (default: the baseline's)")
+    parser.add_argument("--slo-tpot-ms", type=float, help="SLO for goodput / slo_attainment (default: the baseline's)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    gate = sub.add_parser("gate", help="CI regression gate: noise-aware rules, candidate run vs baseline run")
+    gate.add_argument("--baseline", type=Path, metavar="RUN", help="baseline run directory or records.jsonl")
+    gate.add_argument("--candidate", type=Path, metavar="RUN", required=True, help="candidate run directory")
+    add_gate_arguments(gate)
+    gate.add_argument("--json", type=Path, metavar="PATH", help="write the JSON verdict here ('-': stdout)")
+    gate.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown summary here")
+    gate.add_argument("--quiet", action="store_true", help="print only the one-line verdict")
+    gate.set_defaults(run=gate_command)
+
+
+def config_from_args(args: argparse.Namespace) -> GateConfig:
+    from harness.errors import HarnessInputError
+    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
+
+    config = load_rules_file(args.rules) if args.rules else GateConfig()
+    extra = rules_from_texts(args.rule) if args.rule else ()
+    config = merged(config, rules=(*config.rules, *extra), alpha=args.alpha, pairing=args.pairing,
+                    n_boot=args.n_boot, seed=args.gate_seed, slo_ttft_ms=args.slo_ttft_ms,
+                    slo_tpot_ms=args.slo_tpot_ms, baseline_engine=args.baseline_engine or args.engine,
+                    candidate_engine=args.candidate_engine or args.engine)  # fmt: skip
+    if not config.rules:
+        raise HarnessInputError("gate: no rules; give --rules FILE or --rule 'ttft.p99 <= +10%'")
+    problem = settings_problem(config)
+    if problem is not None:
+        raise HarnessInputError(f"gate: --{problem[0].replace('_', '-')}: {problem[1]}")
+    return config
+
+
+def gate_command(args: argparse.Namespace) -> int:
+    from harness.gate import evaluate, load_run, one_line, to_markdown
+
+    config = config_from_args(args)
+    candidate = load_run(args.candidate, engine=config.candidate_engine, trial=args.trial)
+    baseline = load_run(args.baseline, engine=config.baseline_engine, trial=args.trial) if args.baseline else None
+    verdict = evaluate(config, baseline, candidate)
+    markdown = to_markdown(verdict)
+    data = json.dumps(verdict.to_json(), indent=2, allow_nan=False) + "\n"
+    if args.json is not None and str(args.json) != "-":
+        args.json.write_text(data)
+    if args.markdown is not None:
+        args.markdown.write_text(markdown)
+    if args.json is not None and str(args.json) == "-":
+        sys.stdout.write(data)
+    elif not args.quiet:
+        sys.stdout.write(markdown)
+    print(one_line(verdict), file=sys.stderr if str(args.json) == "-" else sys.stdout)
+    return verdict.exit_code

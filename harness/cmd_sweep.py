@@ -1,0 +1,108 @@
+"""`batchmark sweep`: offered-load sweep and capacity search for one engine or several paired ones.
+
+Every rate is a full `batchmark run` (its own run directory under the sweep directory); engines at one
+rate replay the identical schedule. Without `--rates` the sweep first measures the saturation
+throughput (every request due at once), then spreads rates below it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cmd_run import add_run_arguments
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated req/s values, got {text!r}") from None
+    if not rates or min(rates) <= 0:
+        raise argparse.ArgumentTypeError(f"rates must be > 0, got {text!r}")
+    return rates
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sweep = sub.add_parser("sweep", help="offered-load sweep: throughput-latency curve and capacity under the SLO")
+    add_run_arguments(sweep)
+    sweep.add_argument("--rates", type=_rates, metavar="R1,R2,...", help="offered rates in req/s (default: automatic)")
+    sweep.add_argument("--points", type=int, default=6, help="automatic: how many rates to spread (default 6)")
+    sweep.add_argument("--low-fraction", type=float, default=0.1,
+                       help="automatic: lowest rate as a share of the saturation throughput (default 0.1)")  # fmt: skip
+    sweep.add_argument(
+        "--extend",
+        type=int,
+        default=3,
+        help="automatic: climb up to N rates past the saturation while an engine keeps up (default 3)",
+    )
+    sweep.add_argument("--spacing", choices=("geometric", "linear"), default="geometric", help="automatic rates")
+    sweep.add_argument("--percentile", type=float, default=90.0,
+                       help="a rate meets the SLO when this %% of requests meet every limit (default 90)")  # fmt: skip
+    sweep.add_argument("--search", choices=("climb", "binary"), default="climb",
+                       help="binary: narrow each engine's capacity bracket after the climb")  # fmt: skip
+    sweep.add_argument("--search-steps", type=int, default=4, help="binary search: at most this many runs per engine")
+    sweep.add_argument("--tolerance", type=float, default=0.05,
+                       help="binary search: stop at this relative bracket width (default 0.05)")  # fmt: skip
+    sweep.set_defaults(run=sweep_command)
+
+
+def _plan(args: argparse.Namespace) -> Any:
+    from harness.errors import HarnessInputError
+    from harness.sweep import SweepPlan
+
+    if args.rate is not None:
+        raise HarnessInputError("sweep: --rate sets one load; give the sweep's rates with --rates R1,R2,...")
+    checks = {"--points": args.points >= 2, "--low-fraction": 0 < args.low_fraction < 1,
+              "--percentile": 0 < args.percentile <= 100, "--search-steps": args.search_steps >= 1,
+              "--tolerance": args.tolerance > 0, "--extend": args.extend >= 0}  # fmt: skip
+    for flag, ok in checks.items():
+        if not ok:
+            raise HarnessInputError(f"sweep: {flag} {getattr(args, flag[2:].replace('-', '_'))} is out of range")
+    return SweepPlan(rates=tuple(sorted(set(args.rates or ()))), points=args.points, low_fraction=args.low_fraction,
+                     spacing=args.spacing, percentile=args.percentile, search=args.search,
+                     search_steps=args.search_steps, tolerance=args.tolerance, extend=args.extend)  # fmt: skip
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    import torch
+
+    from harness.cmd_run import _engine_specs, _settings
+    from harness.cmd_workload import overrides_from
+    from harness.errors import HarnessInputError
+    from harness.run import run_benchmark
+    from harness.sweep import capacity_lines, format_table, run_sweep
+    from workloads import load_workload
+
+    plan = _plan(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    specs = _engine_specs(args)
+    overrides = overrides_from(args)
+    if overrides.get("max_context") is None and any(s.in_process for s in specs) and args.model is None:
+        overrides["max_context"] = 16384  # the embedded model's context, as `batchmark run` does
+    base = load_workload(args.workload, **overrides)
+    if base.closed_loop_users:
+        raise HarnessInputError("sweep: a closed loop has no offered rate to sweep; use an open-loop workload")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("runs") / f"{stamp}-sweep-{Path(base.name).stem}"
+    settings = _settings(args, base.name)
+
+    def load(rate: float | None) -> Any:
+        return base if rate is None else load_workload(args.workload, **{**overrides, "rate": rate})
+
+    def run_one(workload: Any, engine_specs: Any, run_dir: Path) -> None:
+        run_benchmark(workload, list(engine_specs), dataclasses.replace(settings, out_dir=run_dir, report=False),
+                      sys.argv)  # fmt: skip
+
+    print(f"sweep of {base.name} ({len(base.requests)} requests per rate): {', '.join(s.label for s in specs)}")
+    data = run_sweep(plan, specs, load, run_one, out, settings.slo, sys.argv)
+    print(format_table(data))
+    for line in capacity_lines(data):
+        print(line)
+    print(f"sweep directory: {out.resolve()}")
+    return 0

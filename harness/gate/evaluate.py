@@ -1,0 +1,244 @@
+"""Evaluate gate rules on a baseline and a candidate sample (pure: same inputs and seed, same verdict).
+
+Per rule: the point estimate (relative change, delta or the candidate's own value), an interval from
+the bootstrap, and a one-sided p-value from the test that fits the metric (harness.gate.significance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import HarnessInputError
+from harness.gate import significance as sig
+from harness.gate.config import GateConfig
+from harness.gate.inputs import RunSample
+from harness.gate.metrics import LATENCY_METRICS, is_central, quantile_of
+from harness.gate.pairing import Pairing, decide_pairing, paired_frame
+from harness.gate.prepare import Prepared, prepare
+from harness.gate.rules import Rule
+from harness.gate.verdict import RuleResult, Verdict
+from harness.metrics import SLO
+
+
+@dataclass
+class _Context:
+    config: GateConfig
+    pairing: Pairing
+    base: Prepared | None
+    cand: Prepared
+    joined: pd.DataFrame | None  # both sides' per-request columns matched on the pairing key
+
+
+def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> Verdict:
+    """Every rule of `config` on the candidate, against the baseline (None: absolute limits only)."""
+    relative = [r.text for r in config.rules if r.needs_baseline]
+    if baseline is None and relative:
+        raise HarnessInputError(f"rule {relative[0]!r} compares against a baseline; give --baseline RUN")
+    slo, notes = _slo(config, baseline, candidate)
+    cand = prepare(candidate, slo, config.buckets)
+    base = prepare(baseline, slo, config.buckets) if baseline is not None else None
+    joined = None
+    if baseline is not None and base is not None:
+        pairing = decide_pairing(baseline, candidate, config.pairing, config.min_samples)
+        if baseline.fingerprint and candidate.fingerprint and baseline.fingerprint != candidate.fingerprint:
+            notes.append("the runs replayed different workloads (fingerprints differ)")
+        if pairing.paired:
+            joined = paired_frame(base.latencies, cand.latencies, pairing.key,
+                                  [*LATENCY_METRICS, "meets_slo", "failed"])  # fmt: skip
+    else:
+        pairing = Pairing(False, (), 0, "no baseline: absolute limits only")
+    ctx = _Context(config, pairing, base, cand, joined)
+    # each rule draws from its own stream, so adding a rule never changes another rule's result
+    results = [evaluate_rule(rule, ctx, np.random.default_rng([config.seed, i])) for i, rule in enumerate(config.rules)]
+    settings = {"alpha": config.alpha, "n_boot": config.n_boot, "seed": config.seed, "min_samples": config.min_samples,
+                "pairing": config.pairing, "buckets": config.buckets, "slo": slo.to_json()}  # fmt: skip
+    return Verdict(results, pairing.to_json(), _describe(baseline), _describe(candidate) or {}, settings, notes)
+
+
+def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleResult:
+    alpha = rule.alpha if rule.alpha is not None else ctx.config.alpha
+    result = RuleResult(rule=rule.text, name=rule.name, threshold_kind=rule.threshold.kind,
+                        threshold=rule.threshold.value, unit=rule.info.unit, status="no_data", alpha=alpha,
+                        line=rule.line)  # fmt: skip
+    absolute = ctx.base is None or rule.threshold.kind == "absolute"
+    kind = "share" if rule.metric == "goodput" else rule.info.kind  # goodput's noise is in the SLO outcomes
+    handlers = {
+        ("latency", True): _latency_limit, ("latency", False): _latency_change,
+        ("share", True): _share_limit, ("share", False): _share_change,
+        ("rate", True): _rate_limit, ("rate", False): _rate_change,
+    }  # fmt: skip
+    handlers[(kind, absolute)](rule, ctx, rng, result)
+    return _decide(rule, result)
+
+
+def _decide(rule: Rule, r: RuleResult) -> RuleResult:
+    if r.change is None or r.p_value is None or np.isnan(r.change):
+        r.status = "no_data"
+        return r
+    limit = rule.threshold.value
+    r.past_threshold = bool(r.change > limit if rule.higher_is_worse else r.change < limit)
+    r.significant = bool(r.p_value <= r.alpha)
+    r.status = "fail" if r.past_threshold and r.significant else "inconclusive" if r.past_threshold else "pass"
+    return r
+
+
+def _worse(rule: Rule) -> sig.Side:
+    return "greater" if rule.higher_is_worse else "less"
+
+
+def _finite(x: np.ndarray) -> np.ndarray:
+    return x[np.isfinite(x)]
+
+
+def _latency_values(p: Prepared, metric: str) -> np.ndarray:
+    return _finite(p.itl if metric == "itl" else p.latencies[metric].to_numpy(dtype=np.float64))
+
+
+def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
+    stat, n_boot = rule.stat or "mean", ctx.config.n_boot
+    b = _latency_values(ctx.cand, rule.metric)
+    r.n_candidate = b.size
+    if b.size < ctx.config.min_samples:
+        return
+    r.candidate = r.change = sig.stat_value(b, stat)
+    q = quantile_of(stat)
+    if q is None:
+        test = sig.limit_test_mean(b, rule.threshold.value, _worse(rule), n_boot=n_boot, rng=rng)
+    else:
+        test = sig.limit_test_quantile(b, q, rule.threshold.value, _worse(rule))
+    r.ci_low, r.ci_high = sig.interval(sig.bootstrap_one(b, stat, n_boot, rng), r.alpha)
+    r.p_value, r.test = test.p_value, test.test
+
+
+def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
+    assert ctx.base is not None
+    stat, metric = rule.stat or "mean", rule.metric
+    paired = ctx.joined is not None and rule.info.per_request
+    if paired:
+        assert ctx.joined is not None
+        a = ctx.joined[f"{metric}_a"].to_numpy(dtype=np.float64)
+        b = ctx.joined[f"{metric}_b"].to_numpy(dtype=np.float64)
+        keep = np.isfinite(a) & np.isfinite(b)
+        a, b = a[keep], b[keep]
+    else:
+        a, b = _latency_values(ctx.base, metric), _latency_values(ctx.cand, metric)
+    r.paired, r.n_baseline, r.n_candidate = paired, a.size, b.size
+    if min(a.size, b.size) < ctx.config.min_samples:
+        return
+    relative = rule.threshold.kind == "relative"
+    r.baseline, r.candidate = sig.stat_value(a, stat), sig.stat_value(b, stat)
+    r.change = sig.change(r.baseline, r.candidate, relative)
+    sa, sb = sig.bootstrap_stat(a, b, stat, paired=paired, n_boot=ctx.config.n_boot, rng=rng)
+    r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
+    q = quantile_of(stat)
+    if is_central(stat):
+        test = sig.rank_test(a, b, paired=paired, worse=_worse(rule))
+    elif q is not None and not sig.tail_is_resolved(min(a.size, b.size), q):
+        test = sig.quantile_test(a, b, q, paired=paired, worse=_worse(rule))
+    else:
+        test = sig.TestResult("bootstrap" + (" (paired)" if paired else ""), sig.bootstrap_p(sb - sa, _worse(rule)))
+    r.p_value, r.test = test.p_value, test.test
+
+
+def _column(rule: Rule) -> str:
+    return "failed" if rule.metric == "error_rate" else "meets_slo"
+
+
+def _share_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
+    if rule.metric == "goodput":
+        _rate_limit(rule, ctx, rng, r)
+        return
+    x = ctx.cand.latencies[_column(rule)].to_numpy(dtype=bool)
+    r.n_candidate = x.size
+    if x.size < ctx.config.min_samples:
+        return
+    r.candidate = r.change = float(x.mean())
+    test = sig.limit_test_share(int(x.sum()), x.size, rule.threshold.value, _worse(rule))
+    boot = sig.bootstrap_one(x.astype(np.float64), "mean", ctx.config.n_boot, rng)
+    r.ci_low, r.ci_high = sig.interval(boot, r.alpha)
+    r.p_value, r.test = test.p_value, test.test
+
+
+def _share_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
+    """A share of requests, or goodput: the test asks whether the event (failure, meeting the SLO) moved the
+    wrong way request by request; goodput's value and interval come from its window like any rate."""
+    assert ctx.base is not None
+    column, paired = _column(rule), ctx.joined is not None
+    if ctx.joined is not None:
+        xa = ctx.joined[f"{column}_a"].to_numpy(dtype=bool)
+        xb = ctx.joined[f"{column}_b"].to_numpy(dtype=bool)
+    else:
+        xa = ctx.base.latencies[column].to_numpy(dtype=bool)
+        xb = ctx.cand.latencies[column].to_numpy(dtype=bool)
+    r.paired, r.n_baseline, r.n_candidate = paired, xa.size, xb.size
+    if min(xa.size, xb.size) < ctx.config.min_samples:
+        return
+    relative = rule.threshold.kind == "relative"
+    test = sig.proportion_test(xa, xb, paired=paired, worse=_worse(rule))
+    if rule.metric == "goodput":
+        ra, rb = ctx.base.rates("goodput"), ctx.cand.rates("goodput")
+        if ra is None or rb is None:
+            return
+        r.baseline, r.candidate = ra.value, rb.value
+        same_slices = paired and ra.slices.size == rb.slices.size
+        sa, sb = sig.bootstrap_stat(ra.slices, rb.slices, "mean", paired=same_slices, n_boot=ctx.config.n_boot,
+                                    rng=rng)  # fmt: skip
+        r.test = f"{test.test} on SLO outcomes"
+    else:
+        r.baseline, r.candidate = float(xa.mean()), float(xb.mean())
+        sa, sb = sig.bootstrap_stat(xa.astype(np.float64), xb.astype(np.float64), "mean", paired=paired,
+                                    n_boot=ctx.config.n_boot, rng=rng)  # fmt: skip
+        r.test = test.test
+    r.change = sig.change(r.baseline, r.candidate, relative)
+    r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
+    r.p_value = test.p_value
+
+
+def _rate_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
+    rb = ctx.cand.rates(rule.metric)
+    if rb is None:
+        return
+    r.n_candidate = rb.slices.size
+    r.candidate = r.change = rb.value
+    test = sig.limit_test_rates(rb.slices, rule.threshold.value, _worse(rule))
+    r.ci_low, r.ci_high = sig.interval(sig.bootstrap_one(rb.slices, "mean", ctx.config.n_boot, rng), r.alpha)
+    r.p_value, r.test = test.p_value, f"{test.test} on {rb.slices.size} window slices"
+
+
+def _rate_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
+    """Throughput: per-slice rates of the window, paired slice by slice when the schedules are identical."""
+    assert ctx.base is not None
+    ra, rb = ctx.base.rates(rule.metric), ctx.cand.rates(rule.metric)
+    if ra is None or rb is None:
+        return
+    paired = ctx.pairing.paired and ra.slices.size == rb.slices.size
+    r.paired, r.n_baseline, r.n_candidate = paired, ra.slices.size, rb.slices.size
+    relative = rule.threshold.kind == "relative"
+    r.baseline, r.candidate = ra.value, rb.value
+    r.change = sig.change(ra.value, rb.value, relative)
+    sa, sb = sig.bootstrap_stat(ra.slices, rb.slices, "mean", paired=paired, n_boot=ctx.config.n_boot, rng=rng)
+    r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
+    test = sig.rank_test(ra.slices, rb.slices, paired=paired, worse=_worse(rule))
+    r.p_value, r.test = test.p_value, f"{test.test} on {ra.slices.size} window slices"
+
+
+def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> tuple[SLO, list[str]]:
+    notes: list[str] = []
+    given = (config.slo_ttft_ms, config.slo_tpot_ms, config.slo_e2e_ms)
+    if any(v is not None for v in given):
+        ttft, tpot, e2e = (None if v is None else v / 1e3 for v in given)
+        return SLO(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e), notes
+    base_slo = baseline.slo if baseline is not None else None
+    if base_slo is not None and candidate.slo is not None and base_slo != candidate.slo:
+        notes.append(f"the runs were made with different SLOs; the baseline's is used ({asdict(base_slo)})")
+    return base_slo or candidate.slo or SLO(), notes
+
+
+def _describe(sample: RunSample | None) -> dict[str, object] | None:
+    if sample is None:
+        return None
+    return {"source": sample.source, "engine": sample.engine, "trials": sample.trials,
+            "requests": len(sample.records), "fingerprint": sample.fingerprint}  # fmt: skip

@@ -1,0 +1,81 @@
+"""What the gate compares: one engine's records from a run directory (or a records.jsonl file).
+
+All trials of the chosen engine are kept (column `trial`); a paired comparison matches requests on
+(trial, request_id), so repeated trials pool into one larger paired sample.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.errors import HarnessInputError
+from harness.metrics import SLO, load_records, records_frame
+
+
+@dataclass
+class RunSample:
+    source: str
+    engine: str
+    records: pd.DataFrame
+    slo: SLO | None = None  # the SLO the run was made with, from its manifest
+    fingerprint: str | None = None  # the workload's, from the manifest
+    closed_loop: bool = False  # arrival times were set by the users' pace, so schedules never match
+
+    @property
+    def trials(self) -> list[int]:
+        return sorted(int(t) for t in self.records["trial"].unique())
+
+
+def sample_from_records(records: pd.DataFrame | list[dict[str, Any]], *, engine: str | None = None,
+                        trial: int | None = None, source: str = "records", slo: SLO | None = None,
+                        closed_loop: bool = False) -> RunSample:  # fmt: skip
+    """Pick one engine (and optionally one trial) from a records table or a list of record dicts."""
+    frame = records if isinstance(records, pd.DataFrame) else records_frame(records)
+    engines = sorted(str(e) for e in frame["engine"].dropna().unique())
+    if engine is None:
+        if len(engines) != 1:
+            raise HarnessInputError(
+                f"{source}: holds engines {', '.join(engines) or 'none'}; name one "
+                "(--baseline-engine / --candidate-engine, or engine = ... in the rules file)"
+            )
+        engine = engines[0]
+    elif engine not in engines:
+        raise HarnessInputError(f"{source}: no engine {engine!r} (it holds {', '.join(engines) or 'none'})")
+    chosen = frame[frame["engine"] == engine]
+    if trial is not None:
+        if trial not in set(chosen["trial"]):
+            raise HarnessInputError(f"{source}: engine {engine!r} has no trial {trial}")
+        chosen = chosen[chosen["trial"] == trial]
+    return RunSample(source, engine, chosen.reset_index(drop=True), slo=slo, closed_loop=closed_loop)
+
+
+def load_run(path: Path, *, engine: str | None = None, trial: int | None = None) -> RunSample:
+    """A run directory (records.jsonl plus manifest.json) or a bare records.jsonl file."""
+    records_path = path / "records.jsonl" if path.is_dir() else path
+    if not records_path.is_file():
+        raise HarnessInputError(f"{path}: not a run directory or records file (no records.jsonl)")
+    frame = load_records(records_path)
+    if frame.empty:
+        raise HarnessInputError(f"{records_path}: holds no records")
+    manifest = _manifest(records_path.parent / "manifest.json")
+    settings = manifest.get("settings") or {}
+    slo = SLO(**settings["slo"]) if isinstance(settings.get("slo"), dict) else None
+    closed = bool((manifest.get("workload") or {}).get("closed_loop_users")) or settings.get("open_loop") is False
+    sample = sample_from_records(frame, engine=engine, trial=trial, source=str(path), slo=slo, closed_loop=closed)
+    sample.fingerprint = (manifest.get("workload") or {}).get("fingerprint")
+    return sample
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise HarnessInputError(f"{path}: not valid JSON (line {exc.lineno})") from None
+    return data if isinstance(data, dict) else {}

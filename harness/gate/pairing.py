@@ -1,0 +1,71 @@
+"""Whether two samples can be compared request by request.
+
+Pairing is valid only when both runs replayed the identical schedule: the same requests, scheduled at
+the same times. Then each request's delta removes everything the two runs share (its prompt and
+output length, the load around it), and far smaller differences are detectable. Closed loops never
+pair automatically: their arrival times follow each run's own pace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from harness.errors import HarnessInputError
+from harness.gate.inputs import RunSample
+
+SCHEDULE_ATOL_S = 1e-6
+
+
+@dataclass(frozen=True)
+class Pairing:
+    paired: bool
+    key: tuple[str, ...]  # the columns that identify a request on both sides
+    shared: int  # requests present on both sides
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"paired": self.paired, "key": list(self.key), "shared_requests": self.shared, "reason": self.reason}
+
+
+def decide_pairing(a: RunSample, b: RunSample, mode: str, min_samples: int) -> Pairing:
+    key: tuple[str, ...]
+    if a.trials == b.trials:
+        key = ("trial", "request_id")
+    elif len(a.trials) == 1 and len(b.trials) == 1:
+        key = ("request_id",)
+    else:
+        if mode == "paired":
+            raise HarnessInputError(f"pairing = paired: trials differ ({a.trials} vs {b.trials}); pick one (--trial)")
+        return Pairing(False, (), 0, f"the runs hold different trials ({a.trials} vs {b.trials})")
+    joined = _join(a.records, b.records, key)
+    shared = len(joined)
+    if mode == "unpaired":
+        return Pairing(False, key, shared, "unpaired by configuration")
+    if mode == "paired":
+        if shared < min_samples:
+            raise HarnessInputError(f"pairing = paired: only {shared} requests are in both runs")
+        return Pairing(True, key, shared, "paired by configuration (schedule not checked)")
+    if a.closed_loop or b.closed_loop:
+        return Pairing(False, key, shared, "a closed loop: arrival times follow each run's own pace")
+    if shared < min_samples:
+        return Pairing(False, key, shared, f"only {shared} requests are in both runs")
+    drift = (joined["t_scheduled_a"] - joined["t_scheduled_b"]).abs() > SCHEDULE_ATOL_S
+    if drift.any():
+        return Pairing(False, key, shared, f"{int(drift.sum())} shared requests were scheduled at different times")
+    return Pairing(True, key, shared, "identical schedule")
+
+
+def _join(a: pd.DataFrame, b: pd.DataFrame, key: tuple[str, ...]) -> pd.DataFrame:
+    cols = [*key, "t_scheduled"]
+    left = a[cols].drop_duplicates(list(key))
+    right = b[cols].drop_duplicates(list(key))
+    return left.merge(right, on=list(key), suffixes=("_a", "_b"), how="inner")
+
+
+def paired_frame(a: pd.DataFrame, b: pd.DataFrame, key: tuple[str, ...], columns: list[str]) -> pd.DataFrame:
+    """Rows of both sides matched on `key`, with `{column}_a` and `{column}_b`."""
+    left = a[[*key, *columns]].drop_duplicates(list(key))
+    right = b[[*key, *columns]].drop_duplicates(list(key))
+    return left.merge(right, on=list(key), suffixes=("_a", "_b"), how="inner")

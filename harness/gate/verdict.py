@@ -1,0 +1,78 @@
+"""The gate's answer: one result per rule, and the verdict over all of them.
+
+A rule fails only when its regression is past the threshold *and* significant; past the threshold
+without significance is `inconclusive` (it passes: the data do not show a regression). A rule that
+cannot be evaluated (`no_data`) fails the gate, because a candidate that produced nothing to measure
+must not pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from harness.metrics import jsonable
+
+Status = Literal["pass", "inconclusive", "fail", "no_data"]
+FAILING: tuple[str, ...] = ("fail", "no_data")
+VERDICT_SCHEMA_VERSION = 1
+
+
+@dataclass
+class RuleResult:
+    rule: str
+    name: str  # metric or metric.stat
+    threshold_kind: str  # relative, delta or absolute
+    threshold: float  # in the rule's terms: a fraction, a delta or a limit, in base units (s, tok/s, share)
+    unit: str
+    status: Status
+    baseline: float | None = None
+    candidate: float | None = None
+    change: float | None = None  # relative: fraction; delta: candidate - baseline; absolute: the candidate value
+    ci_low: float | None = None  # interval of `change`, each end a one-sided (1 - alpha) bound
+    ci_high: float | None = None
+    p_value: float | None = None
+    test: str = ""
+    alpha: float = 0.05
+    paired: bool = False
+    n_baseline: int = 0
+    n_candidate: int = 0
+    past_threshold: bool = False
+    significant: bool = False
+    line: int | None = None
+    note: str = ""
+
+
+@dataclass
+class Verdict:
+    results: list[RuleResult]
+    pairing: dict[str, Any]
+    baseline: dict[str, Any] | None
+    candidate: dict[str, Any]
+    settings: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not any(r.status in FAILING for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    @property
+    def failed(self) -> list[RuleResult]:
+        return [r for r in self.results if r.status in FAILING]
+
+    def to_json(self) -> dict[str, Any]:
+        return jsonable({
+            "schema_version": VERDICT_SCHEMA_VERSION,
+            "verdict": "pass" if self.passed else "fail",
+            "exit_code": self.exit_code,
+            "rules": [asdict(r) for r in self.results],
+            "pairing": self.pairing,
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "settings": self.settings,
+            "notes": self.notes,
+        })  # fmt: skip

@@ -1,0 +1,120 @@
+"""Calibration: A/A pairs count false alarms, slowdown pairs count detections; pairs alternate and the
+engines' order alternates across trials. Logic on synthetic runs; one tiny real pair on the embedded model."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from engines.api import Request
+from engines.block_manager import BlockManager
+from engines.engine_core import EngineCore
+from engines.policy import make_policy
+from engines.scheduler import ContinuousConfig, ContinuousScheduler
+from engines.sequence import Sequence
+from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary
+from harness.cli import main
+from harness.engine_factory import parse_engine_specs
+from harness.gate import GateConfig, rules_from_texts
+from harness.gate.synthetic import synthetic_run
+from harness.jsonl import JsonlWriter
+
+
+class FakeReplay:
+    """Writes synthetic records instead of running engines; a slowdown option slows that side down."""
+
+    def __init__(self) -> None:
+        self.orders: list[list[str]] = []
+
+    def __call__(self, workload, specs, run_dir):
+        self.orders.append([s.label for s in specs])
+        with JsonlWriter(run_dir / "records.jsonl") as out:
+            for n, spec in enumerate(specs):
+                speed = 1.0 + spec.options.get("slowdown", 0.0)
+                for record in synthetic_run(1000 * workload + 10 * len(self.orders) + n, n=80, speed=speed,
+                                            schedule_seed=workload, engine=spec.label):  # fmt: skip
+                    out.write(record)
+
+
+def test_calibration_counts_false_alarms_and_detections(tmp_path):
+    replay = FakeReplay()
+    config = GateConfig(rules=rules_from_texts(["tpot.p50 <= +5%"]))
+    plan = CalibrationPlan(pairs=6, slowdown=0.15, trials=2, seed=40)
+    spec = parse_engine_specs(["continuous"], {})[0]
+    lines: list[str] = []
+    data = calibrate(plan, spec, config, load=lambda seed: seed, run_one=replay, out=tmp_path, log=lines.append)
+    s = data["summary"]
+    assert s["false_alarm"] == {"failed": 0, "pairs": 6, "rate": 0.0, "ci95": pytest.approx([0.0, 0.459], abs=1e-3)}
+    assert s["detection"]["failed"] == 6 and s["detection"]["rate"] == 1.0 and s["met"]
+    assert [p["kind"] for p in data["pairs"]] == ["aa", "slowdown"] * 6  # interleaved: drift hits both kinds
+    assert [p["seed"] for p in data["pairs"]][:4] == [40, 40, 41, 41]  # a fresh schedule per pair
+    assert replay.orders[0] == ["baseline", "candidate"] and replay.orders[1] == ["candidate", "baseline"]  # ABBA
+    assert json.loads((tmp_path / "calibration.json").read_text())["summary"]["met"]
+    assert (tmp_path / "slowdown-05" / "t1" / "records.jsonl").is_file() and len(lines) == 12
+
+
+def test_missed_targets_are_reported():
+    plan = CalibrationPlan(pairs=2, max_false_alarm=0.05, min_detection=0.95)
+    outcomes = [("aa", True), ("aa", False), ("slowdown", True), ("slowdown", True)]
+    results = [PairResult(kind, i % 2, i % 2, failed, 1.0, 0.0, []) for i, (kind, failed) in enumerate(outcomes)]
+    s = summary(plan, results)
+    assert s["false_alarm"]["rate"] == 0.5 and s["detection"]["rate"] == 1.0 and not s["met"]
+
+
+class BusyRunner:
+    """A model step of fixed CPU work: like real compute (and like the injected slowdown, which spins), it
+    competes for the CPU, so both suffer a loaded machine alike."""
+
+    def execute(self, plan):
+        end = time.perf_counter() + 0.004
+        while time.perf_counter() < end:
+            pass
+        return [5 for c in plan.chunks if c.samples and c.num_tokens]
+
+
+def step_times(slowdown: float) -> float:
+    blocks = BlockManager(64, 16)
+    scheduler = ContinuousScheduler(ContinuousConfig(max_running=4), make_policy("fcfs"), blocks, eos=None)
+    core = EngineCore(scheduler, BusyRunner(), blocks_total=lambda: 64, blocks_used=lambda: blocks.num_used,
+                      slowdown=slowdown)  # fmt: skip
+    for i in range(4):
+        scheduler.enqueue(Sequence.from_request(Request(f"r{i}", [3] * 8, 100, ignore_eos=True), i, 0.0))
+    durations = []
+    core.step_sink = lambda step: durations.append(step["t_end"] - step["t_start"])
+    while scheduler.has_work():
+        core.step()
+    return min(durations)  # the least disturbed step: a loaded machine only ever adds time
+
+
+def test_the_engine_slowdown_option_lengthens_every_step_by_its_share():
+    base, slow = step_times(0.0), step_times(0.5)
+    assert 1.35 < slow / base < 1.75, (base, slow)
+
+
+def test_calibrate_command_on_the_embedded_model(tmp_path, capsys):
+    out = tmp_path / "cal"
+    code = main(["calibrate", "--workload", "chat-small", "--requests", "12", "--rate", "1000", "--engine",
+                 "continuous", "--pairs", "1", "--slowdown", "3", "--rule", "tpot.p50 <= +5%", "--out", str(out),
+                 "--threads", "1"])  # fmt: skip
+    printed = capsys.readouterr().out
+    data = json.loads((out / "calibration.json").read_text())
+    assert data["summary"]["detection"]["failed"] == 1, printed  # four times slower steps cannot be missed
+    assert "A/A false-alarm rate: " in printed and code in (0, 1)
+    assert code == (0 if data["summary"]["met"] else 1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--engine", "zero"], "in-process engine"),
+        (["--engine", "continuous", "--engine", "static"], "exactly one --engine"),
+        (["--engine", "continuous", "--pairs", "0"], "--pairs"),
+        (["--engine", "continuous", "--rule", "tpot <= +5%"], "statistic"),
+    ],
+)
+def test_bad_calibrate_flags_get_one_line(tmp_path, capsys, argv, needle):
+    assert main(["calibrate", "--out", str(tmp_path / "c"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err

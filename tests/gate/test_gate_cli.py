@@ -1,0 +1,122 @@
+"""`batchmark gate`: exit 0 pass, 1 regression, 2 invalid input; a JSON verdict and a Markdown summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.gate.synthetic import synthetic_run
+from harness.jsonl import JsonlWriter
+
+RULES = """\
+[gate]
+alpha = 0.05
+slo_ttft_ms = 150
+slo_tpot_ms = 25
+rules = [
+  "ttft.p90 <= +10%",
+  "tpot.p50 <= +5%",
+  "goodput >= -5%",
+  "error_rate <= 1%",
+]
+"""
+
+
+def write_run(path, records, slo=None):
+    path.mkdir()
+    with JsonlWriter(path / "records.jsonl") as writer:
+        for record in records:
+            writer.write(record)
+    manifest = {"workload": {"fingerprint": "f" * 64}, "settings": {"slo": slo or {"ttft_s": 2.0, "tpot_s": 0.2}}}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+@pytest.fixture
+def runs(tmp_path):
+    made = {
+        "base": write_run(tmp_path / "base", synthetic_run(1, n=200)),
+        "same": write_run(tmp_path / "same", synthetic_run(2, n=200)),
+        "slow": write_run(tmp_path / "slow", synthetic_run(3, n=200, speed=1.3)),
+    }
+    rules = tmp_path / "gate.toml"
+    rules.write_text(RULES)
+    made["rules"] = rules
+    return made
+
+
+def gate(runs, candidate, *extra):
+    return main(["gate", "--baseline", str(runs["base"]), "--candidate", str(runs[candidate]), "--rules",
+                 str(runs["rules"]), *extra])  # fmt: skip
+
+
+def test_pass_exits_0_and_writes_json_and_markdown(runs, tmp_path, capsys):
+    code = gate(runs, "same", "--json", str(tmp_path / "v.json"), "--markdown", str(tmp_path / "v.md"))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "gate: pass (4 rules)" in out and "| `tpot.p50 <= +5%` |" in out
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["verdict"] == "pass" and verdict["exit_code"] == 0 and verdict["pairing"]["paired"]
+    assert [r["line"] for r in verdict["rules"]] == [6, 7, 8, 9]
+    assert verdict["settings"]["slo"] == {"ttft_s": 0.15, "tpot_s": 0.025, "e2e_s": None}
+    assert (tmp_path / "v.md").read_text().startswith("## batchmark gate: ✅ pass")
+
+
+def test_regression_exits_1_and_names_the_failing_rules(runs, capsys):
+    code = gate(runs, "slow", "--quiet")
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("gate: REGRESSION:") and "tpot.p50 <= +5% (fail: +30" in out
+    assert out.count("\n") == 1
+
+
+def test_json_to_stdout(runs, capsys):
+    assert gate(runs, "slow", "--json", "-") == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["verdict"] == "fail"
+    assert "REGRESSION" in captured.err
+
+
+def test_rules_on_the_command_line_and_absolute_limits_without_a_baseline(runs, capsys):
+    code = main(["gate", "--candidate", str(runs["slow"]), "--rule", "ttft.p50 <= 10s", "--rule", "error_rate <= 1%"])
+    assert code == 0
+    assert "absolute limits only" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda t: t.replace('"goodput >= -5%"', '"goodput >= 5%%"'), ":8: field rules[2].threshold:"),
+        (lambda t: t.replace("alpha = 0.05", "alpha = 1.5"), ":2: field gate.alpha:"),
+        (lambda t: t.replace('"tpot.p50 <= +5%"', '"tpot.p50 =< +5%"'), ":7: field rules[1].operator:"),
+        (lambda t: t + "x = [\n", ":11: field x: not valid TOML"),
+    ],
+)
+def test_malformed_rules_file_exits_2_with_one_line(runs, capsys, edit, needle):
+    runs["rules"].write_text(edit(RULES))
+    assert gate(runs, "same") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"batchmark: error: {runs['rules']}") and needle in err, err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--rule", "ttft.p99 <= +10%", "--baseline", "{tmp}/nowhere"], "not a run directory"),
+        (["--rule", "ttft.p99 <= +10%", "--alpha", "0"], "--alpha"),
+        (["--rule", "ttft.p99 <= +10%", "--engine", "ghost"], "no engine 'ghost'"),
+        ([], "no rules"),
+        (["--rule", "ttft.p99 <= +10%", "--pairing", "paired", "--baseline", "{tmp}/short"], "requests are in both"),
+    ],
+)
+def test_invalid_input_exits_2(runs, tmp_path, capsys, argv, needle):
+    write_run(tmp_path / "short", synthetic_run(1, n=5))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    base = [] if "--baseline" in argv else ["--baseline", str(runs["base"])]
+    code = main(["gate", *base, "--candidate", str(runs["same"]), *argv])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
