@@ -4,7 +4,6 @@ engines' order alternates across trials. Logic on synthetic runs; one tiny real 
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -15,7 +14,6 @@ from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence
 from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary
-from harness.cli import main
 from harness.engine_factory import parse_engine_specs
 from harness.gate import GateConfig, rules_from_texts
 from harness.gate.synthetic import synthetic_run
@@ -63,58 +61,45 @@ def test_missed_targets_are_reported():
     assert s["false_alarm"]["rate"] == 0.5 and s["detection"]["rate"] == 1.0 and not s["met"]
 
 
-class BusyRunner:
-    """A model step of fixed CPU work: like real compute (and like the injected slowdown, which spins), it
-    competes for the CPU, so both suffer a loaded machine alike."""
+class FakeClock:
+    """A clock that moves only when told to, plus a tick per reading, so the spin loop ends."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+
+class FixedRunner:
+    """A model step that takes exactly 4 ms on the fake clock."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
 
     def execute(self, plan):
-        end = time.perf_counter() + 0.004
-        while time.perf_counter() < end:
-            pass
+        self.clock.now += 0.004
         return [5 for c in plan.chunks if c.samples and c.num_tokens]
 
 
-def step_times(slowdown: float) -> float:
+def step_times(slowdown: float) -> list[float]:
+    clock = FakeClock()
     blocks = BlockManager(64, 16)
     scheduler = ContinuousScheduler(ContinuousConfig(max_running=4), make_policy("fcfs"), blocks, eos=None)
-    core = EngineCore(scheduler, BusyRunner(), blocks_total=lambda: 64, blocks_used=lambda: blocks.num_used,
-                      slowdown=slowdown)  # fmt: skip
+    core = EngineCore(scheduler, FixedRunner(clock), blocks_total=lambda: 64, blocks_used=lambda: blocks.num_used,
+                      slowdown=slowdown, clock=clock)  # fmt: skip
     for i in range(4):
-        scheduler.enqueue(Sequence.from_request(Request(f"r{i}", [3] * 8, 100, ignore_eos=True), i, 0.0))
-    durations = []
+        scheduler.enqueue(Sequence.from_request(Request(f"r{i}", [3] * 8, 20, ignore_eos=True), i, 0.0))
+    durations: list[float] = []
     core.step_sink = lambda step: durations.append(step["t_end"] - step["t_start"])
     while scheduler.has_work():
         core.step()
-    return min(durations)  # the least disturbed step: a loaded machine only ever adds time
+    return durations
 
 
 def test_the_engine_slowdown_option_lengthens_every_step_by_its_share():
     base, slow = step_times(0.0), step_times(0.5)
-    assert 1.35 < slow / base < 1.75, (base, slow)
-
-
-def test_calibrate_command_on_the_embedded_model(tmp_path, capsys):
-    out = tmp_path / "cal"
-    code = main(["calibrate", "--workload", "chat-small", "--requests", "12", "--rate", "1000", "--engine",
-                 "continuous", "--pairs", "1", "--slowdown", "3", "--rule", "tpot.p50 <= +5%", "--out", str(out),
-                 "--threads", "1"])  # fmt: skip
-    printed = capsys.readouterr().out
-    data = json.loads((out / "calibration.json").read_text())
-    assert data["summary"]["detection"]["failed"] == 1, printed  # four times slower steps cannot be missed
-    assert "A/A false-alarm rate: " in printed and code in (0, 1)
-    assert code == (0 if data["summary"]["met"] else 1)
-
-
-@pytest.mark.parametrize(
-    ("argv", "needle"),
-    [
-        (["--engine", "zero"], "in-process engine"),
-        (["--engine", "continuous", "--engine", "static"], "exactly one --engine"),
-        (["--engine", "continuous", "--pairs", "0"], "--pairs"),
-        (["--engine", "continuous", "--rule", "tpot <= +5%"], "statistic"),
-    ],
-)
-def test_bad_calibrate_flags_get_one_line(tmp_path, capsys, argv, needle):
-    assert main(["calibrate", "--out", str(tmp_path / "c"), *argv]) == 2
-    err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1, err
+    assert len(base) == len(slow) == 20
+    for b, s in zip(base, slow, strict=True):
+        assert s / b == pytest.approx(1.5, rel=0.01), (b, s)
