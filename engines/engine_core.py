@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from engines.api import AdmitEvent, EngineEvent, FinishEvent, Request, StepSink, TokenEvent
+from engines.compute_threads import enter_compute_thread
 from engines.plan import StepPlan
 from engines.policy import SchedulingPolicy
 from engines.sequence import Sequence
@@ -83,6 +84,7 @@ class EngineCore:
             self._wake.notify()
 
     def start(self) -> None:
+        self._stop = False  # an engine stopped after one run can serve the next
         self._thread = threading.Thread(target=self._run, name="batchmark-engine", daemon=True)
         self._thread.start()
 
@@ -95,6 +97,7 @@ class EngineCore:
 
     # -- the engine thread -----------------------------------------------------------------
     def _run(self) -> None:
+        enter_compute_thread()
         try:
             while True:
                 with self._wake:

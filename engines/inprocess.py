@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from engines import compute_threads
 from engines.api import Engine, EngineEvent, FinishEvent, Request, StepSink
 from engines.block_manager import BlockManager, blocks_for_budget
 from engines.engine_core import EngineCore
@@ -170,8 +171,6 @@ class InProcessEngine(Engine):
 
     # -- manifest -------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        import torch
-
         options = asdict(self.options)
         options.pop("static" if self.options.kind == "continuous" else "continuous")
         return {
@@ -182,6 +181,6 @@ class InProcessEngine(Engine):
             "kv_bytes_per_token": ModelRunner.kv_bytes_per_token(self.loaded.model),
             "attention": self.runner.attention_backend,
             "kernel": kernel_info(),
-            "torch_threads": torch.get_num_threads(),
+            "torch_threads": compute_threads.count(),
             "model": self.loaded.describe(),
         }

@@ -69,6 +69,7 @@ class ModelRunner:
         positions: list[int] = []
         slots: list[int] = []
         token_seq: list[int] = []
+        spans: list[tuple[int, int, bool]] = []  # rows of each chunk, and whether it starts at position 0
         last_row: dict[int, int] = {}
         short = [i for i, c in enumerate(plan.chunks) if c.num_tokens + c.num_pad <= LONG_CHUNK]
         long = [i for i, c in enumerate(plan.chunks) if c.num_tokens + c.num_pad > LONG_CHUNK]
@@ -91,6 +92,7 @@ class ModelRunner:
                 positions.extend([last] * chunk.num_pad)
                 slots.extend([self.scratch_slot] * chunk.num_pad)
             token_seq.extend([row] * (end - start + chunk.num_pad))
+            spans.append((len(ids) - (end - start + chunk.num_pad), len(ids), start == 0))
         if not long:
             num_short_rows = len(ids)
         width = max(1, max(len(c.seq.block_table) for c in plan.chunks))
@@ -113,6 +115,7 @@ class ModelRunner:
             "num_samples": sum(c.samples for c in plan.chunks),
             "max_len": int(pos.max().item()) + 1 if positions else 1,
             "num_short_rows": num_short_rows,
+            "spans": spans,
         }
 
     @torch.inference_mode()
@@ -137,7 +140,7 @@ class ModelRunner:
             q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
             self.k_cache[index].index_copy_(0, batch["slots"], k)
             self.v_cache[index].index_copy_(0, batch["slots"], v)
-            out = self._attention(index, q.contiguous(), batch)
+            out = self._attention(index, q.contiguous(), k, v, batch)
             hidden = hidden + attn.o_proj(out.view(num_tokens, self.num_heads * self.head_dim))
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
         rows = batch["sample_rows"]
@@ -146,13 +149,12 @@ class ModelRunner:
         logits = self.model.lm_head(inner.norm(hidden.index_select(0, rows)))
         return logits.argmax(dim=-1).tolist()[: batch["num_samples"]]
 
-    def _attention(self, layer: int, q: torch.Tensor, batch: dict[str, Any]) -> torch.Tensor:
+    def _attention(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                   batch: dict[str, Any]) -> torch.Tensor:  # fmt: skip
         k_pool = self.k_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
         v_pool = self.v_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
-        if self._native is None:
-            return self._attention_torch(q, k_pool, v_pool, batch, 0)
-        short = batch["num_short_rows"]
         out = torch.empty_like(q)
+        short = batch["num_short_rows"] if self._native is not None else 0
         if short:
             tables = batch["block_tables"]
             failed = self._native.paged_attention(
@@ -163,35 +165,55 @@ class ModelRunner:
             )  # fmt: skip
             if failed:
                 raise MemoryError("paged attention kernel could not allocate its score buffer")
-        if short < q.shape[0]:
-            out[short:] = self._attention_torch(q, k_pool, v_pool, batch, short)[short:]
+        for start, end, count, fresh in _span_groups(batch["spans"], short):
+            if fresh:
+                self._attention_fresh(q, k, v, out, start, end, count)
+            else:
+                self._attention_cached(q, k_pool, v_pool, out, batch, start, end)
         return out
 
-    def _attention_torch(
-        self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, batch: dict[str, Any], first: int
-    ) -> torch.Tensor:
-        """Gather each sequence's context, then SDPA with a position mask (rows from `first` on)."""
-        out = torch.empty_like(q)
+    def _sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **mask: Any) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, scale=self.scale, enable_gqa=self.num_kv_heads != self.num_heads, **mask
+        )
+
+    def _attention_fresh(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                         start: int, end: int, count: int) -> None:  # fmt: skip
+        """`count` prefills of equal length starting at position 0: their own keys are their whole
+        context, so one causal SDPA over [count, heads, length, dim] does them all, with no gather."""
+        length = (end - start) // count
+
+        def split(x: torch.Tensor) -> torch.Tensor:
+            return x[start:end].view(count, length, x.shape[1], self.head_dim).transpose(1, 2)
+
+        result = self._sdpa(split(q), split(k), split(v), is_causal=True)
+        out[start:end] = result.transpose(1, 2).reshape(end - start, self.num_heads, self.head_dim)
+
+    def _attention_cached(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, out: torch.Tensor,
+                          batch: dict[str, Any], start: int, end: int) -> None:  # fmt: skip
+        """One chunk whose context is (partly) in the cache: gather it through the block table, mask by position."""
         bs = self.block_size
-        token_seq = batch["token_seq"].tolist()
-        positions = batch["token_pos"].to(torch.int64)
-        tables = batch["block_tables"].to(torch.int64)
-        start = first
-        while start < len(token_seq):
-            row = token_seq[start]
-            end = start
-            while end < len(token_seq) and token_seq[end] == row:
-                end += 1
-            pos = positions[start:end]
-            length = int(pos.max().item()) + 1
-            ar = torch.arange(length)
-            slots = tables[row][ar // bs] * bs + ar % bs
-            k = k_pool[slots].transpose(0, 1)  # [Hkv, L, D]
-            v = v_pool[slots].transpose(0, 1)
-            mask = ar.unsqueeze(0) <= pos.unsqueeze(1)  # [q, L]
-            out[start:end] = torch.nn.functional.scaled_dot_product_attention(
-                q[start:end].transpose(0, 1), k, v, attn_mask=mask, scale=self.scale,
-                enable_gqa=self.num_kv_heads != self.num_heads,
-            ).transpose(0, 1)  # fmt: skip
-            start = end
-        return out
+        positions = batch["token_pos"][start:end].to(torch.int64)
+        row = int(batch["token_seq"][start])
+        length = int(positions.max().item()) + 1
+        ar = torch.arange(length)
+        slots = batch["block_tables"][row].to(torch.int64)[ar // bs] * bs + ar % bs
+        k = k_pool[slots].transpose(0, 1)  # [Hkv, L, D]
+        v = v_pool[slots].transpose(0, 1)
+        mask = ar.unsqueeze(0) <= positions.unsqueeze(1)  # [q, L]
+        out[start:end] = self._sdpa(q[start:end].transpose(0, 1), k, v, attn_mask=mask).transpose(0, 1)
+
+
+def _span_groups(spans: list[tuple[int, int, bool]], first: int) -> list[tuple[int, int, int, bool]]:
+    """Rows from `first` on as (start, end, chunks, fresh): runs of fresh spans of one length merge."""
+    groups: list[tuple[int, int, int, bool]] = []
+    for start, end, fresh in spans:
+        if start < first:
+            continue
+        if groups and fresh and groups[-1][3]:
+            g_start, g_end, count, _ = groups[-1]
+            if (g_end - g_start) // count == end - start and g_end == start:
+                groups[-1] = (g_start, end, count + 1, True)
+                continue
+        groups.append((start, end, 1, fresh))
+    return groups

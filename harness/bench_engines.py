@@ -8,6 +8,7 @@ measures throughput capacity, not latency under load.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -15,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from engines import compute_threads
 from engines.api import FinishEvent, Request, TokenEvent
+from engines.compute_threads import run_in_compute_thread
 from engines.inprocess import EngineOptions, InProcessEngine
 from engines.model.loader import LoadedModel
 from engines.raw_loop import RawLoop
@@ -93,17 +96,24 @@ OFFLINE_STEP_TOKENS = 2048
 
 
 def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
-               step_tokens: int = OFFLINE_STEP_TOKENS) -> dict[str, float]:  # fmt: skip
+               step_tokens: int = OFFLINE_STEP_TOKENS, continuous_first: bool = False) -> dict[str, float]:  # fmt: skip
     tokenizer = loaded.tokenizer
     avoid = {t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id) if t is not None}
     requests = workload.build(int(loaded.model.config.vocab_size), avoid)
     mean_output = round(float(np.mean([r.max_tokens for r in requests])))
-    raw = RawLoop(loaded.model).run([list(r.prompt_token_ids) for r in requests], mean_output, batch_size=batch)
-    static = asyncio.run(run_offline(InProcessEngine(loaded, EngineOptions(
-        kind="static", static=StaticConfig(max_batch_size=batch))), requests))  # fmt: skip
-    continuous = asyncio.run(run_offline(InProcessEngine(loaded, EngineOptions(
-        kind="continuous", continuous=ContinuousConfig(max_running=batch, max_batched_tokens=step_tokens))),
-        requests))  # fmt: skip
+    prompts = [list(r.prompt_token_ids) for r in requests]
+    # on a compute thread, as the engines' loops run: the same OpenMP conditions for all three
+    raw = run_in_compute_thread(lambda: RawLoop(loaded.model).run(prompts, mean_output, batch_size=batch))
+    options = {
+        "static": EngineOptions(kind="static", static=StaticConfig(max_batch_size=batch)),
+        "continuous": EngineOptions(
+            kind="continuous", continuous=ContinuousConfig(max_running=batch, max_batched_tokens=step_tokens)
+        ),
+    }
+    # Which engine goes first alternates between trials, so a drift in machine load does not favour one.
+    order = ["continuous", "static"] if continuous_first else ["static", "continuous"]
+    runs = {kind: asyncio.run(run_offline(InProcessEngine(loaded, options[kind]), requests)) for kind in order}
+    static, continuous = runs["static"], runs["continuous"]
     return {
         "raw_tok_s": raw.tok_s,
         "static_tok_s": static.tok_s,
@@ -123,12 +133,13 @@ def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
 
 def bench_engines(loaded: LoadedModel, workload: OfflineWorkload, batch: int, repeat: int,
                   step_tokens: int = OFFLINE_STEP_TOKENS) -> dict[str, Any]:  # fmt: skip
-    import torch
-
-    trials = [bench_once(loaded, workload, batch, step_tokens) for _ in range(repeat)]
+    # Warm-up, not measured: compiles the attention kernel and pays first-call costs for all three.
+    bench_once(loaded, dataclasses.replace(workload, requests=min(workload.requests, batch), max_output=16,
+                                           min_output=min(workload.min_output, 16)), batch, step_tokens)  # fmt: skip
+    trials = [bench_once(loaded, workload, batch, step_tokens, continuous_first=i % 2 == 1) for i in range(repeat)]
     medians = {key: statistics.median(t[key] for t in trials) for key in trials[0]}
     return {**medians, "trials": trials, "repeat": repeat, "workload": workload.__dict__, "batch": batch,
-            "continuous_max_batched_tokens": step_tokens, "torch_threads": torch.get_num_threads()}  # fmt: skip
+            "continuous_max_batched_tokens": step_tokens, "torch_threads": compute_threads.count()}  # fmt: skip
 
 
 def format_table(result: dict[str, Any]) -> str:

@@ -31,12 +31,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_model_from_args(args: argparse.Namespace):  # -> LoadedModel
-    import torch
-
+    from engines import compute_threads
     from engines.model.loader import load_model
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    compute_threads.configure(args.threads)
     return load_model(args.model, dtype=args.dtype)
 
 

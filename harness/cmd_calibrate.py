@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(cal)
     cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
     cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
-    cal.add_argument("--trials", type=int, default=1, help="interleaved trials per pair, order alternating (default 1)")
+    cal.add_argument("--trials", type=int, default=8,
+                     help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
+                          "trials (default 8)")  # fmt: skip
     cal.add_argument(
         "--concurrent",
         action="store_true",
@@ -30,20 +32,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--rule", action="append", default=[], metavar="RULE",
                      help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"))  # fmt: skip
     cal.add_argument("--alpha", type=float, help="gate significance level (default 0.05)")
+    cal.add_argument("--unit", choices=("auto", "request", "trial"), help="the gate's unit (default auto)")
+    cal.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
     cal.add_argument("--max-false-alarm", type=float, default=0.05, help="target (default 0.05)")
     cal.add_argument("--min-detection", type=float, default=0.95, help="target (default 0.95)")
     cal.set_defaults(run=calibrate_command)
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    import torch
-
+    from engines import compute_threads
     from harness.calibrate import CalibrationPlan, calibrate
     from harness.cmd_run import _engine_specs
     from harness.cmd_workload import overrides_from
     from harness.errors import HarnessInputError
     from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
     from harness.gate.replay import ConcurrentReplay, InProcessReplay
+    from harness.gate.trials import use_trials
     from workloads import load_workload
 
     if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
@@ -51,11 +55,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
     rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])
-    config = merged(config, rules=rules, alpha=args.alpha, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)
+    config = merged(config, rules=rules, alpha=args.alpha, unit=args.unit, min_trials=args.min_trials,
+                    slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)  # fmt: skip
     if (problem := settings_problem(config)) is not None:
         raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    compute_threads.configure(args.threads)
     specs = _engine_specs(args)
     if len(specs) != 1:
         raise HarnessInputError("calibrate: give exactly one --engine (it is paired with itself)")
@@ -79,6 +83,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     print(f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
           f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
           f"slowdown {plan.slowdown:.0%}")  # fmt: skip
+    trials = list(range(plan.trials))
+    print(f"the gate judges {'trials' if use_trials(config.unit, trials, trials, config.min_trials) else 'requests'}")
     mode = "concurrently, one worker process per side" if args.concurrent else "one after the other"
     print(f"the two sides of each pair run {mode}")
     try:

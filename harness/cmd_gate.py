@@ -25,6 +25,10 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trial", type=int, help="compare this trial only (default: all trials, pooled)")
     parser.add_argument("--alpha", type=float, help="significance level (default 0.05)")
     parser.add_argument("--pairing", choices=("auto", "paired", "unpaired"), help="default auto")
+    parser.add_argument("--unit", choices=("auto", "request", "trial"),
+                        help="what is independent: requests or whole trials (default auto: trials when both "
+                             "runs hold --min-trials)")  # fmt: skip
+    parser.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
     parser.add_argument("--n-boot", type=int, help="bootstrap resamples (default 2000)")
     parser.add_argument("--gate-seed", dest="gate_seed", type=int, help="bootstrap seed (default 0)")
     parser.add_argument("--slo-ttft-ms", type=float, help="SLO for goodput / slo_attainment (default: the baseline's)")
@@ -33,8 +37,10 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     gate = sub.add_parser("gate", help="CI regression gate: noise-aware rules, candidate run vs baseline run")
-    gate.add_argument("--baseline", type=Path, metavar="RUN", help="baseline run directory or records.jsonl")
-    gate.add_argument("--candidate", type=Path, metavar="RUN", required=True, help="candidate run directory")
+    gate.add_argument("--baseline", type=Path, nargs="+", metavar="RUN",
+                      help="baseline run directory or records.jsonl; several: their trials, in order")  # fmt: skip
+    gate.add_argument("--candidate", type=Path, nargs="+", metavar="RUN", required=True,
+                      help="candidate run directory; several: their trials, in order")  # fmt: skip
     add_gate_arguments(gate)
     gate.add_argument("--json", type=Path, metavar="PATH", help="write the JSON verdict here ('-': stdout)")
     gate.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown summary here")
@@ -49,8 +55,9 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
     config = merged(config, rules=(*config.rules, *extra), alpha=args.alpha, pairing=args.pairing,
-                    n_boot=args.n_boot, seed=args.gate_seed, slo_ttft_ms=args.slo_ttft_ms,
-                    slo_tpot_ms=args.slo_tpot_ms, baseline_engine=args.baseline_engine or args.engine,
+                    unit=args.unit, min_trials=args.min_trials, n_boot=args.n_boot, seed=args.gate_seed,
+                    slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
+                    baseline_engine=args.baseline_engine or args.engine,
                     candidate_engine=args.candidate_engine or args.engine)  # fmt: skip
     if not config.rules:
         raise HarnessInputError("gate: no rules; give --rules FILE or --rule 'ttft.p99 <= +10%'")
@@ -61,11 +68,12 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
 
 
 def gate_command(args: argparse.Namespace) -> int:
-    from harness.gate import evaluate, load_run, one_line, to_markdown
+    from harness.gate import evaluate, one_line, to_markdown
+    from harness.gate.inputs import load_runs
 
     config = config_from_args(args)
-    candidate = load_run(args.candidate, engine=config.candidate_engine, trial=args.trial)
-    baseline = load_run(args.baseline, engine=config.baseline_engine, trial=args.trial) if args.baseline else None
+    candidate = load_runs(args.candidate, engine=config.candidate_engine, trial=args.trial)
+    baseline = load_runs(args.baseline, engine=config.baseline_engine, trial=args.trial) if args.baseline else None
     verdict = evaluate(config, baseline, candidate)
     markdown = to_markdown(verdict)
     data = json.dumps(verdict.to_json(), indent=2, allow_nan=False) + "\n"

@@ -115,14 +115,12 @@ def _any_in_process(args: argparse.Namespace) -> bool:
 
 
 def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
-    import torch
-
+    from engines import compute_threads
     from harness.console import print_summary
     from harness.run import run_benchmark
     from workloads import load_workload
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    compute_threads.configure(args.threads)
     specs = _engine_specs(args)
     overrides = overrides_from(args)
     if overrides.get("max_context") is None and any(s.in_process for s in specs) and args.model is None:

@@ -69,8 +69,7 @@ def _plan(args: argparse.Namespace) -> Any:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    import torch
-
+    from engines import compute_threads
     from harness.cmd_run import _engine_specs, _settings
     from harness.cmd_workload import overrides_from
     from harness.errors import HarnessInputError
@@ -79,8 +78,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     from workloads import load_workload
 
     plan = _plan(args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    compute_threads.configure(args.threads)
     specs = _engine_specs(args)
     overrides = overrides_from(args)
     if overrides.get("max_context") is None and any(s.in_process for s in specs) and args.model is None:

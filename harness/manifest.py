@@ -58,7 +58,9 @@ def hardware() -> dict[str, Any]:
     if "torch" in sys.modules:
         import torch
 
-        info["torch_threads"] = torch.get_num_threads()
+        from engines import compute_threads
+
+        info["torch_threads"] = compute_threads.count()
         info["cuda_available"] = bool(torch.cuda.is_available())
     return info
 

@@ -119,8 +119,10 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
     avoid: set[int] = set()
     vocab_size = 8192
     if any(spec.in_process for spec in specs):
+        from engines import compute_threads
         from engines.model.loader import load_model
 
+        compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
         loaded = load_model(settings.model_path, dtype=settings.dtype)
         vocab_size = int(loaded.model.config.vocab_size)
         tok = loaded.tokenizer

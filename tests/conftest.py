@@ -12,9 +12,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def embedded():
-    import torch
-
+    from engines import compute_threads
     from engines.model.loader import load_model
 
-    torch.set_num_threads(2)
+    compute_threads.configure(2)
     return load_model()

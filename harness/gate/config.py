@@ -17,6 +17,7 @@ from harness.errors import HarnessInputError
 from harness.gate.rules import Rule, RuleError, parse_rule
 
 Pairing = Literal["auto", "paired", "unpaired"]
+Unit = Literal["auto", "request", "trial"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class GateConfig:
     min_samples: int = 10  # fewer values than this on either side: the rule cannot be judged (no_data)
     pairing: Pairing = "auto"  # auto: paired when both runs replayed the identical schedule
     buckets: int = 10  # a rate's steady window is cut into this many slices to see its noise
+    unit: Unit = "auto"  # what is independent: requests, or whole trials (auto: trials when both runs hold min_trials)
+    min_trials: int = 3
     baseline_engine: str | None = None
     candidate_engine: str | None = None
     slo_ttft_ms: float | None = None  # SLO for goodput and slo_attainment; default: the baseline run's
@@ -37,7 +40,8 @@ class GateConfig:
 
 _SETTING_TYPES: dict[str, tuple[type, ...]] = {
     "alpha": (float, int), "n_boot": (int,), "seed": (int,), "min_samples": (int,), "pairing": (str,),
-    "buckets": (int,), "baseline_engine": (str,), "candidate_engine": (str,), "engine": (str,),
+    "buckets": (int,), "unit": (str,), "min_trials": (int,), "baseline_engine": (str,), "candidate_engine": (str,),
+    "engine": (str,),
     "slo_ttft_ms": (float, int), "slo_tpot_ms": (float, int), "slo_e2e_ms": (float, int),
 }  # fmt: skip
 _RULE_KEYS = ("check", "alpha")
@@ -51,6 +55,8 @@ def settings_problem(config: GateConfig) -> tuple[str, str] | None:
         ("min_samples", config.min_samples < 2, ">= 2"),
         ("buckets", config.buckets < 3, ">= 3"),
         ("pairing", config.pairing not in ("auto", "paired", "unpaired"), "auto, paired or unpaired"),
+        ("unit", config.unit not in ("auto", "request", "trial"), "auto, request or trial"),
+        ("min_trials", config.min_trials < 2, ">= 2"),
     )
     for name, bad, allowed in checks:
         if bad:

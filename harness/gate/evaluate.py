@@ -6,6 +6,7 @@ the bootstrap, and a one-sided p-value from the test that fits the metric (harne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from harness.gate.metrics import LATENCY_METRICS, is_central, quantile_of
 from harness.gate.pairing import Pairing, decide_pairing, paired_frame
 from harness.gate.prepare import Prepared, prepare
 from harness.gate.rules import Rule
+from harness.gate.trials import compare_trials, use_trials
 from harness.gate.verdict import RuleResult, Verdict
 from harness.metrics import SLO
 
@@ -30,6 +32,8 @@ class _Context:
     base: Prepared | None
     cand: Prepared
     joined: pd.DataFrame | None  # both sides' per-request columns matched on the pairing key
+    trials: tuple[list[int], list[int]] | None = None  # judged trial by trial (harness.gate.trials)
+    trial_paired: bool = False  # trial k replayed the same schedule on both sides
 
 
 def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> Verdict:
@@ -51,10 +55,14 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
     else:
         pairing = Pairing(False, (), 0, "no baseline: absolute limits only")
     ctx = _Context(config, pairing, base, cand, joined)
+    if baseline is not None and use_trials(config.unit, baseline.trials, candidate.trials, config.min_trials):
+        ctx.trials = (baseline.trials, candidate.trials)
+        ctx.trial_paired = pairing.paired and baseline.trials == candidate.trials
     # each rule draws from its own stream, so adding a rule never changes another rule's result
     results = [evaluate_rule(rule, ctx, np.random.default_rng([config.seed, i])) for i, rule in enumerate(config.rules)]
     settings = {"alpha": config.alpha, "n_boot": config.n_boot, "seed": config.seed, "min_samples": config.min_samples,
-                "pairing": config.pairing, "buckets": config.buckets, "slo": slo.to_json()}  # fmt: skip
+                "pairing": config.pairing, "buckets": config.buckets, "slo": slo.to_json(),
+                "unit": "trial" if ctx.trials else "request", "min_trials": config.min_trials}  # fmt: skip
     return Verdict(results, pairing.to_json(), _describe(baseline), _describe(candidate) or {}, settings, notes)
 
 
@@ -89,17 +97,28 @@ def _worse(rule: Rule) -> sig.Side:
     return "greater" if rule.higher_is_worse else "less"
 
 
-def _finite(x: np.ndarray) -> np.ndarray:
-    return x[np.isfinite(x)]
-
-
-def _latency_values(p: Prepared, metric: str) -> np.ndarray:
-    return _finite(p.itl if metric == "itl" else p.latencies[metric].to_numpy(dtype=np.float64))
+def _judge_trials(rule: Rule, ctx: _Context, r: RuleResult, per_trial: Callable[[Prepared, int], float],
+                  what: str) -> bool:  # fmt: skip
+    """When the gate judges trials, fill `r` from one statistic per trial and return True."""
+    if ctx.trials is None or ctx.base is None:
+        return False
+    ta, tb = ctx.trials
+    a = np.array([per_trial(ctx.base, t) for t in ta], dtype=np.float64)
+    b = np.array([per_trial(ctx.cand, t) for t in tb], dtype=np.float64)
+    r.paired, r.n_baseline, r.n_candidate = ctx.trial_paired, len(ta), len(tb)
+    found = compare_trials(a, b, relative=rule.threshold.kind == "relative", paired=ctx.trial_paired,
+                           worse=_worse(rule), alpha=r.alpha, what=what)  # fmt: skip
+    if found is None:
+        r.change = None
+        return True
+    r.change, r.ci_low, r.ci_high = found.change, found.ci_low, found.ci_high
+    r.p_value, r.test = found.p_value, found.test
+    return True
 
 
 def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
     stat, n_boot = rule.stat or "mean", ctx.config.n_boot
-    b = _latency_values(ctx.cand, rule.metric)
+    b = ctx.cand.latency_values(rule.metric)
     r.n_candidate = b.size
     if b.size < ctx.config.min_samples:
         return
@@ -124,13 +143,15 @@ def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: Rule
         keep = np.isfinite(a) & np.isfinite(b)
         a, b = a[keep], b[keep]
     else:
-        a, b = _latency_values(ctx.base, metric), _latency_values(ctx.cand, metric)
+        a, b = ctx.base.latency_values(metric), ctx.cand.latency_values(metric)
     r.paired, r.n_baseline, r.n_candidate = paired, a.size, b.size
     if min(a.size, b.size) < ctx.config.min_samples:
         return
     relative = rule.threshold.kind == "relative"
     r.baseline, r.candidate = sig.stat_value(a, stat), sig.stat_value(b, stat)
     r.change = sig.change(r.baseline, r.candidate, relative)
+    if _judge_trials(rule, ctx, r, lambda p, t: sig.stat_value(p.latency_values(metric, t), stat), f"{rule.name}"):
+        return
     sa, sb = sig.bootstrap_stat(a, b, stat, paired=paired, n_boot=ctx.config.n_boot, rng=rng)
     r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
     q = quantile_of(stat)
@@ -183,12 +204,18 @@ def _share_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRe
         if ra is None or rb is None:
             return
         r.baseline, r.candidate = ra.value, rb.value
+        r.change = sig.change(r.baseline, r.candidate, relative)
+        if _judge_trials(rule, ctx, r, lambda p, t: _trial_rate(p, "goodput", t), "goodput"):
+            return
         same_slices = paired and ra.slices.size == rb.slices.size
         sa, sb = sig.bootstrap_stat(ra.slices, rb.slices, "mean", paired=same_slices, n_boot=ctx.config.n_boot,
                                     rng=rng)  # fmt: skip
         r.test = f"{test.test} on SLO outcomes"
     else:
         r.baseline, r.candidate = float(xa.mean()), float(xb.mean())
+        r.change = sig.change(r.baseline, r.candidate, relative)
+        if _judge_trials(rule, ctx, r, lambda p, t: float(np.mean(p.trial_column(column, t))), f"{column} shares"):
+            return
         sa, sb = sig.bootstrap_stat(xa.astype(np.float64), xb.astype(np.float64), "mean", paired=paired,
                                     n_boot=ctx.config.n_boot, rng=rng)  # fmt: skip
         r.test = test.test
@@ -219,10 +246,17 @@ def _rate_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
     relative = rule.threshold.kind == "relative"
     r.baseline, r.candidate = ra.value, rb.value
     r.change = sig.change(ra.value, rb.value, relative)
+    if _judge_trials(rule, ctx, r, lambda p, t: _trial_rate(p, rule.metric, t), rule.metric):
+        return
     sa, sb = sig.bootstrap_stat(ra.slices, rb.slices, "mean", paired=paired, n_boot=ctx.config.n_boot, rng=rng)
     r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
     test = sig.rank_test(ra.slices, rb.slices, paired=paired, worse=_worse(rule))
     r.p_value, r.test = test.p_value, f"{test.test} on {ra.slices.size} window slices"
+
+
+def _trial_rate(p: Prepared, metric: str, trial: int) -> float:
+    rates = p.rates(metric)
+    return rates.per_trial.get(trial, float("nan")) if rates is not None else float("nan")
 
 
 def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> tuple[SLO, list[str]]:

@@ -71,6 +71,24 @@ def load_run(path: Path, *, engine: str | None = None, trial: int | None = None)
     return sample
 
 
+def load_runs(paths: list[Path], *, engine: str | None = None, trial: int | None = None) -> RunSample:
+    """Several runs of one side as one sample, their trials numbered in the order given: runs made one
+    trial at a time, interleaved with the other side's (ABAB...), keep machine drift off one side."""
+    samples = [load_run(path, engine=engine, trial=trial) for path in paths]
+    if len(samples) == 1:
+        return samples[0]
+    frames, offset = [], 0
+    for sample in samples:
+        numbers = {t: offset + i for i, t in enumerate(sample.trials)}
+        frames.append(sample.records.assign(trial=sample.records["trial"].map(numbers)))
+        offset += len(numbers)
+    first = samples[0]
+    fingerprints = {s.fingerprint for s in samples}
+    return RunSample(" + ".join(s.source for s in samples), first.engine, pd.concat(frames, ignore_index=True),
+                     slo=first.slo, fingerprint=first.fingerprint if len(fingerprints) == 1 else None,
+                     closed_loop=any(s.closed_loop for s in samples))  # fmt: skip
+
+
 def _manifest(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}

@@ -21,6 +21,7 @@ class Rates:
     slices: np.ndarray  # per-slice rates, trial after trial
     value: float  # events in the windows / their total duration
     window: str  # "steady" or "whole_run" (the first trial's)
+    per_trial: dict[int, float] = field(default_factory=dict)  # each trial's events / its window
 
 
 @dataclass
@@ -36,6 +37,22 @@ class Prepared:
         if self._itl is None:
             self._itl = inter_token_latencies(self.sample.records)
         return self._itl
+
+    def latency_values(self, metric: str, trial: int | None = None) -> np.ndarray:
+        """A latency metric's finite values, of one trial or of all; ITL pools token gaps."""
+        if metric == "itl":
+            if trial is None:
+                x = self.itl
+            else:
+                records = self.sample.records
+                x = inter_token_latencies(records[records["trial"] == trial])
+        else:
+            lat = self.latencies if trial is None else self.latencies[self.latencies["trial"] == trial]
+            x = lat[metric].to_numpy(dtype=np.float64)
+        return x[np.isfinite(x)]
+
+    def trial_column(self, column: str, trial: int) -> np.ndarray:
+        return self.latencies.loc[self.latencies["trial"] == trial, column].to_numpy()
 
     def rates(self, metric: str) -> Rates | None:
         if metric not in self._rates:  # computed on first use: most rule sets name one or two rates
@@ -68,8 +85,9 @@ def _events(records: pd.DataFrame, lat: pd.DataFrame, metric: str) -> tuple[np.n
 
 def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) -> Rates | None:
     slices: list[np.ndarray] = []
+    per_trial: dict[int, float] = {}
     total, duration, kind = 0.0, 0.0, None
-    for _, idx in records.groupby("trial", sort=True).groups.items():
+    for trial_id, idx in records.groupby("trial", sort=True).groups.items():
         trial = records.loc[idx]
         window = steady_window(trial) or run_window(trial)
         if window is None:
@@ -82,6 +100,7 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
         slices.append(counts / (window.duration_s / buckets))
         total += float(counts.sum())
         duration += window.duration_s
+        per_trial[int(trial_id)] = float(counts.sum()) / window.duration_s
     if not slices:
         return None
-    return Rates(np.concatenate(slices), total / duration, kind or "steady")
+    return Rates(np.concatenate(slices), total / duration, kind or "steady", per_trial)

@@ -26,8 +26,10 @@ class InProcessReplay:
     """Replays a workload against engines with the model loaded once, writing only records.jsonl."""
 
     def __init__(self, model_path: str | None = None, dtype: str = "float32") -> None:
+        from engines import compute_threads
         from engines.model.loader import load_model
 
+        compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
         self.loaded = load_model(model_path, dtype=dtype)
         tok = self.loaded.tokenizer
         self.avoid = {t for t in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) if t is not None}
@@ -68,10 +70,9 @@ class InProcessReplay:
 
 def _worker(conn: Any, model_path: str | None, dtype: str, threads: int | None) -> None:
     try:
-        import torch
+        from engines import compute_threads
 
-        if threads:
-            torch.set_num_threads(threads)
+        compute_threads.configure(threads)
         replay = InProcessReplay(model_path, dtype)
         conn.send("ready")
         while (order := conn.recv()) is not None:

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.bench
 
 PAIRS = 20
 ARGV = ["calibrate", "--workload", "chat-small", "--requests", "32", "--rate", "1000", "--engine", "continuous",
-        "--pairs", str(PAIRS), "--trials", "4", "--threads", "1", "--slowdown", "0.10", "--rule", "tpot.p50 <= +5%",
+        "--pairs", str(PAIRS), "--trials", "8", "--threads", "1", "--slowdown", "0.10", "--rule", "tpot.p50 <= +5%",
         "--alpha", "0.05", "--max-false-alarm", "0.05", "--min-detection", "0.95", "--no-progress"]  # fmt: skip
 
 

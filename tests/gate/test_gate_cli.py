@@ -120,3 +120,20 @@ def test_invalid_input_exits_2(runs, tmp_path, capsys, argv, needle):
     assert code == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
+
+
+def test_several_runs_per_side_become_trials(tmp_path):
+    """Runs made one trial at a time, interleaved between the sides, are given as several RUNs per side."""
+    base = [write_run(tmp_path / f"b{k}", synthetic_run(10 + k, n=60, schedule_seed=k)) for k in range(4)]
+    slow = [write_run(tmp_path / f"c{k}", synthetic_run(20 + k, n=60, schedule_seed=k, speed=1.4)) for k in range(4)]
+    out = tmp_path / "verdict.json"
+    code = main(["gate", "--baseline", *map(str, base), "--candidate", *map(str, slow), "--rule", "tpot.p50 <= +5%",
+                 "--json", str(out), "--quiet"])  # fmt: skip
+    verdict = json.loads(out.read_text())
+    (rule,) = verdict["rules"]
+    assert code == 1 and rule["status"] == "fail"
+    assert verdict["settings"]["unit"] == "trial" and rule["n_baseline"] == rule["n_candidate"] == 4
+    assert rule["test"].startswith("paired t-test on 4 trials") and verdict["pairing"]["paired"]
+    same = main(["gate", "--baseline", *map(str, base), "--candidate", *map(str, base), "--rule", "tpot.p50 <= +5%",
+                 "--quiet"])  # fmt: skip
+    assert same == 0

@@ -192,12 +192,12 @@ def test_http_run_matches_in_process_run(servers, embedded):
     path (three processes must be scheduled instead of one), so the overhead is judged on the best of
     up to three alternating attempts; the outcomes must be identical in every attempt.
     """
-    import torch
+    from engines import compute_threads
 
     schedule = workload()
     url = servers["continuous"].url
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the server (--threads 1): equal compute on both sides
+    threads = compute_threads.count()
+    compute_threads.configure(1)  # as the server (--threads 1): equal compute on both sides
     try:
         drive(HttpEngine(url, MODEL, name="warm-up"), schedule[:2])  # first-request costs (connections, caches)
         attempts = []
@@ -206,7 +206,7 @@ def test_http_run_matches_in_process_run(servers, embedded):
             if within_overhead(attempts[-1]):
                 break
     finally:
-        torch.set_num_threads(threads)
+        compute_threads.configure(threads)
     print(f"\nE2E over HTTP vs in process ({len(schedule)} requests, {SPACING_S * 1e3:.0f} ms apart):")
     for i, attempt in enumerate(attempts):
         print(f"  attempt {i}: {attempt[3]}")

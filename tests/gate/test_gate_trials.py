@@ -1,0 +1,97 @@
+"""Trials as the gate's unit: run-to-run noise that moves every request of a run together.
+
+Synthetic runs get a per-trial speed factor (lognormal, 8%), as machine load gives real runs. Judged
+request by request, such noise looks significant; judged trial by trial it does not, while a real
+regression still fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
+from harness.gate.synthetic import synthetic_run
+from harness.gate.trials import compare_trials, use_trials
+
+RULES = ("tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s >= -5%", "slo_attainment >= -5pp")
+TRIAL_NOISE = 0.08
+
+
+def trials_run(seed: int, trials: int, *, speed: float = 1.0, engine: str = "e") -> list[dict]:
+    """`trials` trials, trial k replaying schedule k, each slowed or sped up as a whole by run noise."""
+    noise = np.random.default_rng([seed, 99])
+    records = []
+    for k in range(trials):
+        factor = float(noise.lognormal(0.0, TRIAL_NOISE))
+        for rec in synthetic_run(seed * 1000 + k, n=40, speed=speed * factor, schedule_seed=k, engine=engine):
+            records.append({**rec, "trial": k})
+    return records
+
+
+def gate(base, cand, rules=RULES, **settings):
+    config = GateConfig(rules=rules_from_texts(list(rules)), slo_ttft_ms=150, slo_tpot_ms=25, **settings)
+    return evaluate(config, sample_from_records(base), sample_from_records(cand))
+
+
+def test_auto_judges_trials_once_both_runs_hold_enough():
+    verdict = gate(trials_run(1, 5), trials_run(2, 5))
+    assert verdict.settings["unit"] == "trial"
+    for r in verdict.results:
+        assert r.test.startswith("paired t-test on 5 trials") and r.paired
+        assert r.n_baseline == r.n_candidate == 5
+    few = gate(trials_run(1, 2), trials_run(2, 2))
+    assert few.settings["unit"] == "request" and few.results[0].test == "wilcoxon"
+    forced = gate(trials_run(1, 2), trials_run(2, 2), unit="trial")
+    assert forced.settings["unit"] == "trial" and "2 trials" in forced.results[0].test
+    assert gate(trials_run(1, 5), trials_run(2, 5), unit="request").settings["unit"] == "request"
+
+
+def test_run_noise_alone_fails_no_more_often_than_alpha_by_trials_but_often_by_requests():
+    pairs = 100
+    runs = [(trials_run(2 * i, 5), trials_run(2 * i + 1, 5)) for i in range(pairs)]
+    by_trial = sum(not gate(a, b, rules=RULES[:1], n_boot=100).passed for a, b in runs)
+    by_request = sum(not gate(a, b, rules=RULES[:1], n_boot=100, unit="request").passed for a, b in runs)
+    print(f"A/A false alarms in {pairs} pairs: {by_trial} judged by trials, {by_request} by requests")
+    # alpha 0.05, and the rule needs the change past +5% as well: the binomial 99.9% bound of 100 draws at 5% is 13
+    assert by_trial <= 13
+    assert by_request > 2 * by_trial + 10  # the reason the unit exists
+
+
+def test_a_real_regression_fails_by_trials():
+    detected = sum(not gate(trials_run(2 * i, 6), trials_run(2 * i + 1, 6, speed=1.25), rules=RULES[:1],
+                            n_boot=100).passed for i in range(40))  # fmt: skip
+    assert detected >= 36
+    verdict = gate(trials_run(1, 6), trials_run(2, 6, speed=1.25), rules=RULES[:1])
+    (tpot,) = verdict.results
+    assert tpot.change == pytest.approx(0.25, abs=0.12) and tpot.ci_low < tpot.change < tpot.ci_high
+
+
+def test_unmatched_trials_use_welch():
+    base = trials_run(1, 4)
+    cand = [{**r, "trial": r["trial"] + 10} for r in trials_run(2, 5)]
+    verdict = gate(base, cand, rules=RULES[:1])
+    (tpot,) = verdict.results
+    assert tpot.test.startswith("Welch t-test on 4 + 5 trials") and not tpot.paired
+
+
+def test_compare_trials_edges():
+    same = np.array([1.0, 1.1, 0.9])
+    assert compare_trials(same, same, relative=True, paired=True, worse="greater", alpha=0.05, what="x").p_value == 1.0
+    shifted = compare_trials(same, same * 1.2, relative=True, paired=True, worse="greater", alpha=0.05, what="x")
+    assert shifted is not None and shifted.p_value == 0.0 and shifted.change == pytest.approx(0.2)
+    lower_is_worse = compare_trials(same, same * 1.2, relative=True, paired=True, worse="less", alpha=0.05, what="x")
+    assert lower_is_worse is not None and lower_is_worse.p_value == 1.0
+    assert compare_trials(np.array([0.0, 0.0]), np.array([1.0, 1.0]), relative=True, paired=True, worse="greater",
+                          alpha=0.05, what="x") is None  # no ratio of a zero  # fmt: skip
+    delta = compare_trials(np.array([0.0, 0.1, 0.0]), np.array([0.2, 0.2, 0.3]), relative=False, paired=False,
+                           worse="greater", alpha=0.05, what="x")  # fmt: skip
+    assert delta is not None and delta.change == pytest.approx(0.2) and delta.p_value < 0.05
+
+
+def test_use_trials():
+    assert use_trials("auto", [0, 1, 2], [0, 1, 2], 3)
+    assert not use_trials("auto", [0, 1], [0, 1, 2], 3)
+    assert use_trials("trial", [0, 1], [0, 1], 3)
+    assert not use_trials("trial", [0], [0, 1], 3)
+    assert not use_trials("request", [0, 1, 2], [0, 1, 2], 3)
