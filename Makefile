@@ -25,7 +25,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) -m pytest -q -s -m bench --benchmark-enable tests/benchmarks
+	$(PY) -m pytest -q -s -m bench --benchmark-enable tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

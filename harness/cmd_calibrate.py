@@ -20,9 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(cal)
     cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
     cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
-    cal.add_argument("--trials", type=int, default=8,
+    cal.add_argument("--trials", type=int, default=12,
                      help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
-                          "trials (default 8)")  # fmt: skip
+                          "trials (default 12)")  # fmt: skip
     cal.add_argument(
         "--concurrent",
         action="store_true",

@@ -1,7 +1,7 @@
 """What the HTTP path itself costs: `batchmark serve`'s app around a zero-latency engine, driven by the
 HTTP engine, against the same engine in process. No model runs, so this is the transport alone
 (aiohttp client and server, SSE framing, detokenization): the stated bound is 3 ms of median TTFT
-(measured ~0.9 ms on a busy 2-core machine)."""
+(measured ~0.9 ms on a busy 2-core machine). A speed target, so a benchmark: `make bench`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import asyncio
 import statistics
 import time
 
+import pytest
 from transformers import AutoTokenizer
 
 from engines.api import Engine, FinishEvent, Request, TokenEvent
@@ -17,6 +18,8 @@ from engines.model.embedded import TOKENIZER_DIR
 from engines.zero_engine import ZeroLatencyEngine
 from harness.server import make_app
 from harness.server.background import BackgroundServer
+
+pytestmark = pytest.mark.bench
 
 TRANSPORT_TTFT_LIMIT_S = 0.003
 REQUESTS = 150

@@ -2,9 +2,9 @@
 
 End to end: load generator -> HTTP engine -> `batchmark serve --engine continuous` -> continuous
 engine, against the same continuous engine in this process on the same open-loop schedule: the
-same tokens and counts for every request, median TTFT within `TTFT_OVERHEAD_LIMIT_S` (5 ms, the
-stated overhead of HTTP + SSE + a second process) and median TPOT within 30% (measured values are
-printed with `-s`; the transport alone costs ~0.9 ms, see test_http_overhead.py).
+same tokens and counts for every request. The timing bound (median TTFT within `TTFT_OVERHEAD_LIMIT_S`,
+5 ms, the stated overhead of HTTP + SSE + a second process; median TPOT within 30%) is a benchmark,
+run by `make bench`; the transport alone costs ~0.9 ms, see test_http_overhead.py.
 """
 
 from __future__ import annotations
@@ -186,33 +186,46 @@ def compare_once(url: str, embedded, schedule: list[Scheduled]) -> tuple[float, 
 
 
 def test_http_run_matches_in_process_run(servers, embedded):
-    """Records and metrics over HTTP equal those in process, up to a stated transport overhead.
+    """Records over HTTP equal those in process, token for token (compare_once asserts it); the overhead
+    is printed here and held to its bound by the benchmark below."""
+    (attempt,) = attempts_until_within(servers["continuous"].url, embedded, workload(), tries=1)
+    print(f"\nE2E over HTTP vs in process: {attempt[3]}")
+
+
+@pytest.mark.bench
+def test_http_overhead_within_bound(servers, embedded):
+    """Median extra TTFT over HTTP within `TTFT_OVERHEAD_LIMIT_S`, median TPOT within 30% (`make bench`).
 
     Other processes on a shared 2-core machine only ever add latency, and they add more to the HTTP
     path (three processes must be scheduled instead of one), so the overhead is judged on the best of
     up to three alternating attempts; the outcomes must be identical in every attempt.
     """
-    from engines import compute_threads
-
     schedule = workload()
-    url = servers["continuous"].url
-    threads = compute_threads.count()
-    compute_threads.configure(1)  # as the server (--threads 1): equal compute on both sides
-    try:
-        drive(HttpEngine(url, MODEL, name="warm-up"), schedule[:2])  # first-request costs (connections, caches)
-        attempts = []
-        for _ in range(3):
-            attempts.append(compare_once(url, embedded, schedule))
-            if within_overhead(attempts[-1]):
-                break
-    finally:
-        compute_threads.configure(threads)
+    attempts = attempts_until_within(servers["continuous"].url, embedded, schedule, tries=3)
     print(f"\nE2E over HTTP vs in process ({len(schedule)} requests, {SPACING_S * 1e3:.0f} ms apart):")
     for i, attempt in enumerate(attempts):
         print(f"  attempt {i}: {attempt[3]}")
     extra, tpot_local, tpot_remote, _ = next((a for a in attempts if within_overhead(a)), min(attempts))
     assert extra <= TTFT_OVERHEAD_LIMIT_S
     assert abs(tpot_remote - tpot_local) <= max(0.002, 0.3 * tpot_local)
+
+
+def attempts_until_within(url: str, embedded, schedule: list[Scheduled],
+                          tries: int) -> list[tuple[float, float, float, str]]:  # fmt: skip
+    from engines import compute_threads
+
+    threads = compute_threads.count()
+    compute_threads.configure(1)  # as the server (--threads 1): equal compute on both sides
+    try:
+        drive(HttpEngine(url, MODEL, name="warm-up"), schedule[:2])  # first-request costs (connections, caches)
+        attempts = []
+        for _ in range(tries):
+            attempts.append(compare_once(url, embedded, schedule))
+            if within_overhead(attempts[-1]):
+                break
+    finally:
+        compute_threads.configure(threads)
+    return attempts
 
 
 def within_overhead(attempt: tuple[float, float, float, str]) -> bool:
