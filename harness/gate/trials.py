@@ -8,7 +8,7 @@ alpha 0.05). With several trials per side the gate therefore computes each rule'
 trial and tests the trials: a one-sided t-test on the per-trial changes, paired by trial when trial k
 replayed the same schedule on both sides (log ratios for relative thresholds, differences for deltas),
 Welch's t-test otherwise. Its degrees of freedom come from the trials, so its power does too: give a
-CI gate five or more trials per side.
+CI gate eight or more trials per side.
 """
 
 from __future__ import annotations
