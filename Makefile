@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/batchmark bench engines
+	$(VENV)/bin/batchmark demo
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
