@@ -42,14 +42,19 @@ def compare_trials(a: np.ndarray, b: np.ndarray, *, relative: bool, paired: bool
     keep_a, keep_b = np.isfinite(a), np.isfinite(b)
     if paired:
         keep_a = keep_b = keep_a & keep_b
-    if relative:  # a ratio of 0 or of opposite signs has no log: compare differences of the values instead
-        keep_a &= a > 0
-        keep_b &= b > 0
-        if paired:
-            keep_a = keep_b = keep_a & keep_b
     a, b = a[keep_a], b[keep_b]
     if min(a.size, b.size) < 2:
         return None
+    if relative and not (np.all(a > 0) and np.all(b > 0)):
+        # a zero (no errors, no goodput) has no log ratio: test the differences, scaled by the baseline's mean
+        diff = compare_trials(a, b, relative=False, paired=paired, worse=worse, alpha=alpha, what=what)
+        assert diff is not None
+        scale = float(a.mean())
+        if scale <= 0:
+            edge = 0.0 if diff.change == 0 else float(np.sign(diff.change)) * float("inf")
+            return TrialComparison(edge, edge, edge, diff.p_value, diff.test)
+        return TrialComparison(diff.change / scale, diff.ci_low / scale, diff.ci_high / scale, diff.p_value,
+                               diff.test)  # fmt: skip
     xa, xb = (np.log(a), np.log(b)) if relative else (a, b)
     if paired:
         d = xb - xa

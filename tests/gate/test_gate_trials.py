@@ -82,8 +82,17 @@ def test_compare_trials_edges():
     assert shifted is not None and shifted.p_value == 0.0 and shifted.change == pytest.approx(0.2)
     lower_is_worse = compare_trials(same, same * 1.2, relative=True, paired=True, worse="less", alpha=0.05, what="x")
     assert lower_is_worse is not None and lower_is_worse.p_value == 1.0
-    assert compare_trials(np.array([0.0, 0.0]), np.array([1.0, 1.0]), relative=True, paired=True, worse="greater",
-                          alpha=0.05, what="x") is None  # no ratio of a zero  # fmt: skip
+    zeros = np.zeros(4)  # no errors on either side: nothing changed, no log ratio needed
+    none_either = compare_trials(zeros, zeros, relative=True, paired=True, worse="greater", alpha=0.05, what="x")
+    assert none_either is not None and none_either.change == 0.0 and none_either.p_value == 1.0
+    from_zero = compare_trials(zeros, np.full(4, 0.1), relative=True, paired=True, worse="greater", alpha=0.05,
+                               what="x")  # fmt: skip
+    assert from_zero is not None and from_zero.change == float("inf") and from_zero.p_value == 0.0
+    some = compare_trials(np.array([0.1, 0.0, 0.1, 0.2]), np.array([0.2, 0.1, 0.2, 0.3]), relative=True, paired=True,
+                          worse="greater", alpha=0.05, what="x")  # fmt: skip
+    assert some is not None and some.change == pytest.approx(1.0) and some.p_value == 0.0  # +0.1 on a mean of 0.1
+    assert compare_trials(np.array([1.0]), np.array([1.0]), relative=True, paired=True, worse="greater", alpha=0.05,
+                          what="x") is None  # one trial: no spread to test against  # fmt: skip
     delta = compare_trials(np.array([0.0, 0.1, 0.0]), np.array([0.2, 0.2, 0.3]), relative=False, paired=False,
                            worse="greater", alpha=0.05, what="x")  # fmt: skip
     assert delta is not None and delta.change == pytest.approx(0.2) and delta.p_value < 0.05
@@ -95,3 +104,9 @@ def test_use_trials():
     assert use_trials("trial", [0, 1], [0, 1], 3)
     assert not use_trials("trial", [0], [0, 1], 3)
     assert not use_trials("request", [0, 1, 2], [0, 1, 2], 3)
+
+
+def test_a_relative_rule_on_a_zero_share_is_judged_not_no_data():
+    verdict = gate(trials_run(1, 5), trials_run(2, 5), rules=["error_rate <= +10%", "goodput >= -50%"])
+    assert [r.status for r in verdict.results] == ["pass", "pass"] and verdict.passed
+    assert verdict.results[0].change == 0.0
