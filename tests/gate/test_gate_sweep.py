@@ -87,7 +87,7 @@ def test_sweep_on_the_embedded_model_finds_continuous_capacity_above_static(tmp_
     )
     out = tmp_path / "sweep"
     code = main(["sweep", "--workload", str(spec), "--engine", "static:max_batch=8", "--engine",
-                 "continuous:max_running=8", "--rates", "5,10,20,40", "--slo-ttft-ms", "300", "--slo-tpot-ms", "60",
+                 "continuous:max_running=8", "--rates", "5,10,20,40,80", "--slo-ttft-ms", "150", "--slo-tpot-ms", "60",
                  "--out", str(out), "--no-progress"])  # fmt: skip
     assert code == 0
     data = json.loads((out / "sweep.json").read_text())
