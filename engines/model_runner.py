@@ -115,7 +115,8 @@ class ModelRunner:
             "num_samples": sum(c.samples for c in plan.chunks),
             "max_len": int(pos.max().item()) + 1 if positions else 1,
             "num_short_rows": num_short_rows,
-            "spans": spans,
+            # rows past the kernel's, grouped once per step rather than once per layer
+            "span_groups": _span_groups(spans, num_short_rows if self._native is not None else 0),
         }
 
     @torch.inference_mode()
@@ -165,7 +166,7 @@ class ModelRunner:
             )  # fmt: skip
             if failed:
                 raise MemoryError("paged attention kernel could not allocate its score buffer")
-        for start, end, count, fresh in _span_groups(batch["spans"], short):
+        for start, end, count, fresh in batch["span_groups"]:
             if fresh:
                 self._attention_fresh(q, k, v, out, start, end, count)
             else:
