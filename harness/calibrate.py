@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -81,7 +82,8 @@ def run_pair(kind: str, index: int, plan: CalibrationPlan, specs: tuple[Any, Any
     records = pd.concat(frames, ignore_index=True)
     verdict = evaluate(config, sample_from_records(records, engine="baseline", source=f"{kind}-{index:02d}"),
                        sample_from_records(records, engine="candidate", source=f"{kind}-{index:02d}"))  # fmt: skip
-    rules = [{"rule": r.rule, "status": r.status, "change": r.change, "p_value": r.p_value} for r in verdict.results]
+    rules = [{"rule": r.rule, "status": r.status, "change": r.change, "p_value": r.p_value, "trial_sd": r.trial_sd,
+              "threshold_kind": r.threshold_kind, "threshold": r.threshold} for r in verdict.results]  # fmt: skip
     return PairResult(kind, index, seed, not verdict.passed, time.perf_counter() - started, os.getloadavg()[0], rules)
 
 
@@ -99,6 +101,53 @@ def calibrate(plan: CalibrationPlan, spec: Any, config: GateConfig, load: LoadWo
                 f"({r.seconds:.0f} s, load {r.load_average:.1f})")  # fmt: skip
             _write(out, plan, config, results)
     return _write(out, plan, config, results)
+
+
+def trials_needed(effect: float, threshold: float, trial_sd: float, alpha: float, power: float = 0.95,
+                  most: int = 1000) -> int | None:  # fmt: skip
+    """Fewest trials per side for a paired trial gate to fail on a change of `effect` with probability `power`.
+
+    The gate fails when the mean change is past `threshold` and its one-sided t-test has p < alpha: the
+    first is normal, the second a noncentral t; both hold at least as often as the sum of their misses
+    allows. All on the tested scale (log ratios for relative rules). None when no n up to `most` clears
+    it (the effect is within the threshold, or too small for the noise).
+    """
+    if not (np.isfinite(trial_sd) and trial_sd > 0) or effect <= threshold:
+        return None
+    for n in range(3, most + 1):
+        se = trial_sd / np.sqrt(n)
+        past = stats.norm.sf((threshold - effect) / se)  # P(mean change past the threshold)
+        significant = stats.nct.sf(stats.t.ppf(1.0 - alpha, n - 1), n - 1, effect / se)  # P(t-test p < alpha)
+        if 1.0 - (1.0 - past) - (1.0 - significant) >= power:  # both at once, at least (Bonferroni)
+            return n
+    return None
+
+
+def noise(results: list[PairResult], alpha: float) -> list[dict[str, Any]]:
+    """Per rule judged by trials: the run-to-run noise the A/A pairs measured, the changes, and the trials a
+    gate needs on this machine to catch the injected slowdown in 95% of runs."""
+    out = []
+    texts = dict.fromkeys(x["rule"] for r in results for x in r.rules)
+    for text in texts:
+        got = {kind: [x for r in results if r.kind == kind for x in r.rules if x["rule"] == text] for kind in KINDS}
+        sds = [x["trial_sd"] for x in got["aa"] if x.get("trial_sd") is not None]
+        if not sds:
+            continue
+        kind = got["aa"][0]["threshold_kind"]
+        scale = np.log1p if kind == "relative" else (lambda v: v)
+        aa = [scale(x["change"]) for x in got["aa"] if x["change"] is not None]
+        slow = [scale(x["change"]) for x in got["slowdown"] if x["change"] is not None]
+        sd, effect = float(np.median(sds)), float(np.mean(slow)) if slow else float("nan")
+        threshold = abs(float(scale(got["aa"][0]["threshold"])))
+        sign = 1.0 if not slow or effect >= 0 else -1.0  # lower-is-worse rules move down under a slowdown
+        back = np.expm1 if kind == "relative" else (lambda v: v)
+        past = bool(slow) and sign * effect > threshold
+        out.append({"rule": text, "scale": "log ratio" if kind == "relative" else "difference",
+                    "trial_sd": sd, "aa_mean_change": float(back(np.mean(aa))) if aa else None,
+                    "slowdown_mean_change": float(back(effect)) if slow else None, "slowdown_past_threshold": past,
+                    "trials_for_95pct_detection": trials_needed(sign * effect, threshold, sd, alpha) if past
+                    else None})  # fmt: skip
+    return out
 
 
 def summary(plan: CalibrationPlan, results: list[PairResult]) -> dict[str, Any]:
@@ -122,6 +171,7 @@ def _write(out: Path, plan: CalibrationPlan, config: GateConfig, results: list[P
         "rules": [r.text for r in config.rules],
         "alpha": config.alpha,
         "summary": summary(plan, results),
+        "noise": noise(results, config.alpha),
         "pairs": [dataclasses.asdict(r) for r in results],
     }
     (out / "calibration.json").write_text(json.dumps(data, indent=2, default=_none) + "\n")

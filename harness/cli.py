@@ -20,7 +20,9 @@ COMMAND_MODULES = (
     "harness.cmd_serve",
     "harness.cmd_probe",
     "harness.cmd_report",
-    "harness.cmd_gate", "harness.cmd_sweep", "harness.cmd_calibrate",
+    "harness.cmd_gate",
+    "harness.cmd_sweep",
+    "harness.cmd_calibrate",
 )
 
 

@@ -20,9 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_arguments(cal)
     cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
     cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
-    cal.add_argument("--trials", type=int, default=12,
+    cal.add_argument("--trials", type=int, default=24,
                      help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
-                          "trials (default 12)")  # fmt: skip
+                          "trials (default 24)")  # fmt: skip
     cal.add_argument(
         "--concurrent",
         action="store_true",
@@ -98,6 +98,19 @@ def calibrate_command(args: argparse.Namespace) -> int:
         part = s[name]
         print(f"{label}: {part['failed']}/{part['pairs']} = {part['rate']:.0%} "
               f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})")  # fmt: skip
+    for n in data["noise"]:
+        sd = f"{n['trial_sd']:.1%}" if n["scale"] == "log ratio" else f"{n['trial_sd']:.4g}"
+        need = n["trials_for_95pct_detection"] or (
+            "more than 1000" if n["slowdown_past_threshold"] else "none, the slowdown stayed within the threshold"
+        )
+        aa, slow = _signed(n["aa_mean_change"]), _signed(n["slowdown_mean_change"])
+        print(f"noise of {n['rule']}: one trial's change has sd {sd} ({n['scale']}, median over A/A pairs); "
+              f"A/A changes averaged {aa}, the slowdown's {slow}; trials per side to catch it in 95% of gates "
+              f"at alpha {config.alpha}: {need}")  # fmt: skip
     print(f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
           f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}")  # fmt: skip
     return 0 if s["met"] else 1
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"

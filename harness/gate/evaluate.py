@@ -112,7 +112,7 @@ def _judge_trials(rule: Rule, ctx: _Context, r: RuleResult, per_trial: Callable[
         r.change = None
         return True
     r.change, r.ci_low, r.ci_high = found.change, found.ci_low, found.ci_high
-    r.p_value, r.test = found.p_value, found.test
+    r.p_value, r.test, r.trial_sd = found.p_value, found.test, found.trial_sd
     return True
 
 

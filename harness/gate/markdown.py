@@ -49,13 +49,20 @@ def to_markdown(verdict: Verdict) -> str:
         interval = "-" if r.ci_low is None else f"{fmt_change(r, r.ci_low)} … {fmt_change(r, r.ci_high)}"
         p = "-" if r.p_value is None else f"{r.p_value:.2g}"
         cells = [f"`{r.rule}`", fmt_value(r.baseline, r.unit), fmt_value(r.candidate, r.unit),
-                 fmt_change(r, r.change), interval, p, r.test or "-", MARKS[r.status]]  # fmt: skip
+                 fmt_change(r, r.change), interval, p, _test(r), MARKS[r.status]]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("A rule fails only when the change is past its threshold and significant (p <= alpha, one-sided); "
                  "each interval end is a one-sided (1 - alpha) bound.")  # fmt: skip
     lines += [f"- note: {note}" for note in verdict.notes]
     return "\n".join(lines) + "\n"
+
+
+def _test(r: RuleResult) -> str:
+    if r.trial_sd is None:
+        return r.test or "-"
+    noise = f"{r.trial_sd:.1%}" if r.threshold_kind == "relative" else fmt_value(r.trial_sd, r.unit)
+    return f"{r.test}; one trial's change has sd {noise}"
 
 
 def one_line(verdict: Verdict) -> str:

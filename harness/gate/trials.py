@@ -28,6 +28,7 @@ class TrialComparison:
     ci_high: float
     p_value: float
     test: str
+    trial_sd: float  # of one trial's change, on the tested scale (log for relative rules): the run-to-run noise
 
 
 def use_trials(mode: str, trials_a: list[int], trials_b: list[int], min_trials: int) -> bool:
@@ -52,15 +53,17 @@ def compare_trials(a: np.ndarray, b: np.ndarray, *, relative: bool, paired: bool
         scale = float(a.mean())
         if scale <= 0:
             edge = 0.0 if diff.change == 0 else float(np.sign(diff.change)) * float("inf")
-            return TrialComparison(edge, edge, edge, diff.p_value, diff.test)
+            return TrialComparison(edge, edge, edge, diff.p_value, diff.test, diff.trial_sd)
         return TrialComparison(diff.change / scale, diff.ci_low / scale, diff.ci_high / scale, diff.p_value,
-                               diff.test)  # fmt: skip
+                               diff.test, diff.trial_sd / scale)  # fmt: skip
     xa, xb = (np.log(a), np.log(b)) if relative else (a, b)
     if paired:
         d = xb - xa
-        mean, se, df = float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)), float(d.size - 1)
+        trial_sd = float(d.std(ddof=1))
+        mean, se, df = float(d.mean()), trial_sd / np.sqrt(d.size), float(d.size - 1)
         name = f"paired t-test on {d.size} trials' {what}"
     else:
+        trial_sd = float(np.sqrt(xa.var(ddof=1) + xb.var(ddof=1)))  # of one candidate trial minus one baseline
         va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
         mean, se = float(xb.mean() - xa.mean()), float(np.sqrt(va + vb))
         df = float((va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))) if va + vb > 0 else 1.0
@@ -74,4 +77,4 @@ def compare_trials(a: np.ndarray, b: np.ndarray, *, relative: bool, paired: bool
         margin = float(stats.t.ppf(1.0 - alpha, df)) * se
         low, high = mean - margin, mean + margin
     back = (lambda x: float(np.expm1(x))) if relative else float
-    return TrialComparison(back(mean), back(low), back(high), p, name)
+    return TrialComparison(back(mean), back(low), back(high), p, name, trial_sd)

@@ -32,6 +32,7 @@ class RuleResult:
     ci_low: float | None = None  # interval of `change`, each end a one-sided (1 - alpha) bound
     ci_high: float | None = None
     p_value: float | None = None
+    trial_sd: float | None = None  # judged by trials: sd of one trial's change (log scale for relative rules)
     test: str = ""
     alpha: float = 0.05
     paired: bool = False

@@ -64,4 +64,3 @@ def test_the_engine_loop_runs_on_a_compute_thread(embedded, two_compute_threads)
     assert torch.get_num_threads() == 1
     asyncio.run(one())  # a stopped engine starts again
     assert len(seen) >= 6
-

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from engines.api import Request
 from engines.block_manager import BlockManager
@@ -13,7 +15,7 @@ from engines.engine_core import EngineCore
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence
-from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary
+from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary, trials_needed
 from harness.engine_factory import parse_engine_specs
 from harness.gate import GateConfig, rules_from_texts
 from harness.gate.synthetic import synthetic_run
@@ -103,3 +105,41 @@ def test_the_engine_slowdown_option_lengthens_every_step_by_its_share():
     assert len(base) == len(slow) == 20
     for b, s in zip(base, slow, strict=True):
         assert s / b == pytest.approx(1.5, rel=0.01), (b, s)
+
+
+def _detection_by_simulation(effect: float, threshold: float, sd: float, alpha: float, n: int) -> float:
+    """The gate's trial rule applied to simulated paired trials: an independent check of `trials_needed`."""
+    rng = np.random.default_rng(n)
+    d = rng.normal(effect, sd, size=(20_000, n))
+    mean, se = d.mean(1), d.std(1, ddof=1) / np.sqrt(n)
+    return float(((mean > threshold) & (stats.t.sf(mean / se, n - 1) < alpha)).mean())
+
+
+@pytest.mark.parametrize(("effect", "sd", "alpha"), [(0.12, 0.10, 0.01), (0.12, 0.10, 0.05), (0.2, 0.05, 0.05)])
+def test_trials_needed_is_the_fewest_that_catch_the_change_95_percent_of_the_time(effect, sd, alpha):
+    threshold = float(np.log(1.05))
+    n = trials_needed(effect, threshold, sd, alpha)
+    assert n is not None and n >= 3
+    assert _detection_by_simulation(effect, threshold, sd, alpha, n) >= 0.94
+    if n > 4:
+        assert _detection_by_simulation(effect, threshold, sd, alpha, n - 2) < 0.95
+    assert trials_needed(effect, threshold, 2 * sd, alpha) > n  # noisier machine, more trials
+
+
+def test_trials_needed_is_none_for_a_change_within_the_threshold():
+    assert trials_needed(0.04, 0.05, 0.01, 0.05) is None
+    assert trials_needed(0.1, 0.05, 0.0, 0.05) is None
+    assert trials_needed(0.0501, 0.05, 0.5, 0.05, most=50) is None
+
+
+def test_calibration_reports_the_noise_and_the_trials_a_gate_needs(tmp_path):
+    config = GateConfig(rules=rules_from_texts(["tpot.p50 <= +5%"]))
+    plan = CalibrationPlan(pairs=3, slowdown=0.15, trials=4, seed=7)
+    spec = parse_engine_specs(["continuous"], {})[0]
+    data = calibrate(plan, spec, config, load=lambda seed: seed, run_one=FakeReplay(), out=tmp_path, log=print)
+    (noise,) = data["noise"]
+    assert noise["rule"] == "tpot.p50 <= +5%" and noise["scale"] == "log ratio" and noise["trial_sd"] > 0
+    assert noise["slowdown_mean_change"] == pytest.approx(0.15, abs=0.05) and abs(noise["aa_mean_change"]) < 0.05
+    expected = trials_needed(np.log1p(noise["slowdown_mean_change"]), np.log(1.05), noise["trial_sd"], config.alpha)
+    assert noise["trials_for_95pct_detection"] == expected and noise["slowdown_past_threshold"]
+    assert all(x["trial_sd"] is not None for p in data["pairs"] for x in p["rules"])

@@ -126,11 +126,12 @@ def test_several_runs_per_side_become_trials(tmp_path):
     """Runs made one trial at a time, interleaved between the sides, are given as several RUNs per side."""
     base = [write_run(tmp_path / f"b{k}", synthetic_run(10 + k, n=60, schedule_seed=k)) for k in range(4)]
     slow = [write_run(tmp_path / f"c{k}", synthetic_run(20 + k, n=60, schedule_seed=k, speed=1.4)) for k in range(4)]
-    out = tmp_path / "verdict.json"
+    out, md = tmp_path / "verdict.json", tmp_path / "verdict.md"
     code = main(["gate", "--baseline", *map(str, base), "--candidate", *map(str, slow), "--rule", "tpot.p50 <= +5%",
-                 "--json", str(out), "--quiet"])  # fmt: skip
+                 "--json", str(out), "--markdown", str(md), "--quiet"])  # fmt: skip
     verdict = json.loads(out.read_text())
     (rule,) = verdict["rules"]
+    assert 0 < rule["trial_sd"] < 0.2 and f"one trial's change has sd {rule['trial_sd']:.1%}" in md.read_text()
     assert code == 1 and rule["status"] == "fail"
     assert verdict["settings"]["unit"] == "trial" and rule["n_baseline"] == rule["n_candidate"] == 4
     assert rule["test"].startswith("paired t-test on 4 trials") and verdict["pairing"]["paired"]

@@ -110,3 +110,14 @@ def test_a_relative_rule_on_a_zero_share_is_judged_not_no_data():
     verdict = gate(trials_run(1, 5), trials_run(2, 5), rules=["error_rate <= +10%", "goodput >= -50%"])
     assert [r.status for r in verdict.results] == ["pass", "pass"] and verdict.passed
     assert verdict.results[0].change == 0.0
+
+
+def test_trial_sd_is_the_spread_of_one_trials_change():
+    rng = np.random.default_rng(5)
+    a = np.exp(rng.normal(0.0, 0.05, 16))
+    b = a * np.exp(rng.normal(0.1, 0.08, 16))  # paired: each trial's ratio has log-sd 0.08
+    paired = compare_trials(a, b, relative=True, paired=True, worse="greater", alpha=0.05, what="x")
+    assert paired is not None and paired.trial_sd == pytest.approx(np.std(np.log(b / a), ddof=1))
+    welch = compare_trials(a, b, relative=True, paired=False, worse="greater", alpha=0.05, what="x")
+    expected = np.sqrt(np.var(np.log(a), ddof=1) + np.var(np.log(b), ddof=1))
+    assert welch is not None and welch.trial_sd == pytest.approx(expected)
