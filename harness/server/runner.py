@@ -12,6 +12,8 @@ from aiohttp import web
 from harness.server.app import begin_shutdown, drain
 from harness.server.state import STATE
 
+_AFTER_DRAIN_S = 1.0  # the short handlers (health, metrics) that arrived just before the listener closed
+
 
 async def serve(
     app: web.Application,
@@ -21,14 +23,29 @@ async def serve(
     announce: Callable[[str], None] = print,
     stop: asyncio.Event | None = None,
 ) -> bool:
-    """Serve until `stop` is set or a signal arrives. Returns True if every request in flight finished."""
+    """Serve until `stop` is set or a signal arrives. Returns True if every request in flight finished.
+
+    The first SIGINT/SIGTERM drains; a second one during the drain stops waiting (the operator's "now").
+    """
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
+    state = app.get(STATE)
+
+    def on_signal() -> None:
+        if stop.is_set() and state is not None:
+            announce(f"second signal: aborting {state.in_flight} requests")
+            state.abandon_drain()
+        stop.set()
+
+    handled: list[signal.Signals] = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            loop.add_signal_handler(sig, stop.set)
-    # handler_cancellation: a client that disconnects cancels its handler, which aborts its sequence
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+            loop.add_signal_handler(sig, on_signal)
+            handled.append(sig)
+    # handler_cancellation: a client that disconnects cancels its handler, which aborts its sequence.
+    # shutdown_timeout: the graceful wait is our drain (bounded by --drain-timeout); what still runs after it is
+    # cancelled at once, not given aiohttp's default 60 s more
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=_AFTER_DRAIN_S)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, backlog=2048)
@@ -36,17 +53,18 @@ async def serve(
         bound = runner.addresses[0]
         announce(f"listening on http://{bound[0]}:{bound[1]}")
         await stop.wait()
-        state = app.get(STATE)
         if state is None:  # not a batchmark app (a test server): aiohttp's own shutdown is enough
             return True
         begin_shutdown(app)
         announce(f"shutting down: draining {state.in_flight} requests (up to {state.drain_timeout_s:g} s)")
         drained = await drain(app)
-        if not drained:
+        if not drained and not state.drain_abandoned:
             announce(f"drain timed out; aborting {state.in_flight} requests")
         return drained
     finally:
         await runner.cleanup()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.remove_signal_handler(sig)
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+            # the process is on its way out: a late repeat of the signal must not turn a clean drain into death
+            # by signal (exit -15 instead of 0) while the interpreter tears down
+            signal.signal(sig, signal.SIG_IGN)

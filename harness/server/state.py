@@ -39,6 +39,7 @@ class ServerState:
     _ids: itertools.count = field(default_factory=itertools.count)
     _prefix: str = field(default_factory=lambda: secrets.token_hex(3))
     _idle: asyncio.Event | None = None
+    _abandoned: asyncio.Event | None = None
 
     def new_id(self, kind: str) -> str:
         return f"{kind}-{self._prefix}-{next(self._ids)}"
@@ -53,17 +54,32 @@ class ServerState:
         if self.in_flight == 0 and self._idle is not None:
             self._idle.set()
 
+    def abandon_drain(self) -> None:
+        """Stop waiting for requests in flight (an operator's second signal): wait_idle returns False now."""
+        if self._abandoned is None:
+            self._abandoned = asyncio.Event()
+        self._abandoned.set()
+
+    @property
+    def drain_abandoned(self) -> bool:
+        return self._abandoned is not None and self._abandoned.is_set()
+
     async def wait_idle(self, timeout_s: float) -> bool:
-        """Wait until no request is in flight; False if `timeout_s` passed first."""
+        """Wait until no request is in flight; False if `timeout_s` passed or the drain was abandoned first."""
         if self.in_flight == 0:
             return True
         if self._idle is None:
             self._idle = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
-        except TimeoutError:
+        if self._abandoned is None:
+            self._abandoned = asyncio.Event()
+        if self._abandoned.is_set():
             return False
-        return True
+        idle = asyncio.ensure_future(self._idle.wait())
+        abandoned = asyncio.ensure_future(self._abandoned.wait())
+        await asyncio.wait((idle, abandoned), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        idle.cancel()
+        abandoned.cancel()
+        return self.in_flight == 0
 
 
 STATE: web.AppKey[ServerState] = web.AppKey("batchmark_state", ServerState)

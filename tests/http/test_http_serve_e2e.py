@@ -78,8 +78,9 @@ class ServeProcess:
             self._queue.put(line)
         self._queue.put(None)
 
-    def stop(self, timeout_s: float = 60.0) -> tuple[int, str]:
-        if self.proc.poll() is None:
+    def stop(self, timeout_s: float = 60.0, *, signalled: bool = False) -> tuple[int, str]:
+        """SIGTERM (unless the caller already sent one: a second signal is not what is under test), then wait."""
+        if not signalled and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=timeout_s)
@@ -280,7 +281,7 @@ def test_probe_tells_static_from_continuous(servers, kind):
     assert [v for v, _ in verdicts] == [kind] * 5, verdicts
 
 
-# -- SIGTERM (last: it stops the static server) --------------------------------------------------------
+# -- SIGTERM (last: they stop the servers) ------------------------------------------------------------
 def test_sigterm_drains_running_requests_then_exits_0(servers):
     server = servers["static"]
 
@@ -305,7 +306,7 @@ def test_sigterm_drains_running_requests_then_exits_0(servers):
             await engine.stop()
 
     events, late = asyncio.run(go())
-    code, output = server.stop()
+    code, output = server.stop(signalled=True)  # the one SIGTERM above must be enough to exit
     assert events[-1].reason == "length" and events[-1].output_tokens == 200  # drained, not cut
     refused = late[-1]
     assert (refused.reason, refused.error_type) == ("error", "http_status")
@@ -313,3 +314,29 @@ def test_sigterm_drains_running_requests_then_exits_0(servers):
     assert refused.time < events[-1].time  # refused while the running request was still streaming
     assert code == 0, output
     assert "draining 1 requests" in output and "stopped\n" in output
+
+
+def test_second_sigterm_aborts_the_drain(servers):
+    server = servers["continuous"]
+    max_tokens = 1900  # fits the KV cache; a full drain would stream all of them
+
+    async def go():
+        engine = HttpEngine(server.url, MODEL)
+        await engine.start()
+        try:
+            events = []
+            async for event in engine.generate(Request("cut", [7, 8, 9], max_tokens, ignore_eos=True)):
+                events.append(event)
+                if isinstance(event, TokenEvent) and event.index == 2:
+                    server.proc.send_signal(signal.SIGTERM)
+                elif isinstance(event, TokenEvent) and event.index == 40:
+                    server.proc.send_signal(signal.SIGTERM)  # the operator insists
+            return events
+        finally:
+            await engine.stop()
+
+    events = asyncio.run(go())
+    code, output = server.stop(signalled=True)
+    assert events[-1].output_tokens < max_tokens and events[-1].reason != "length"  # cut, not drained
+    assert code == 0, output
+    assert "second signal: aborting 1 requests" in output and "stopped with requests still running" in output

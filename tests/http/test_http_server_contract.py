@@ -291,26 +291,44 @@ async def _begin(server: BackgroundServer) -> None:
     begin_shutdown(server.app)
 
 
-def test_stop_drains_in_flight_requests(embedded):
-    """SIGTERM semantics: stop() waits for a running stream to finish instead of cutting it."""
-    app = lambda: make_app(engine_for(embedded), embedded.tokenizer, MODEL)  # noqa: E731
-    s = BackgroundServer(app)
+def _stop_while_streaming(s: BackgroundServer, max_tokens: int) -> tuple[str, bool | None]:
+    """Start `s`, stream one request, stop the server after its first event: (the rest of the stream, drained)."""
     s.start()
-    body = {"model": MODEL, "prompt": [4, 5, 6], "max_tokens": 80, "ignore_eos": True, "stream": True}
+    body = {"model": MODEL, "prompt": [4, 5, 6], "max_tokens": max_tokens, "ignore_eos": True, "stream": True}
 
     async def go():
         async with aiohttp.ClientSession() as session:
             running = await session.post(s.url + "/v1/completions", json=body)
             await _read_some(running, 1)
             stopper = asyncio.get_running_loop().run_in_executor(None, s.stop)
-            rest = await running.text()
+            try:
+                rest = await running.text()
+            except aiohttp.ClientPayloadError:  # the server cut the stream
+                rest = ""
             return rest, await stopper
 
-    rest, drained = asyncio.run(go())
+    return asyncio.run(go())
+
+def test_stop_drains_in_flight_requests(embedded):
+    """SIGTERM semantics: stop() waits for a running stream to finish instead of cutting it."""
+    app = lambda: make_app(engine_for(embedded), embedded.tokenizer, MODEL)  # noqa: E731
+    s = BackgroundServer(app)
+    rest, drained = _stop_while_streaming(s, max_tokens=80)
     assert drained is True
     assert rest.endswith("data: [DONE]\n\n")
     assert any("draining 1 requests" in line for line in s.lines)
 
+
+
+def test_drain_timeout_aborts_what_still_runs(embedded):
+    """After --drain-timeout the rest is cut at once (not after aiohttp's own 60 s shutdown grace)."""
+    engine = lambda: engine_for(embedded, KVConfig(memory_mb=32))  # noqa: E731
+    app = lambda: make_app(engine(), embedded.tokenizer, MODEL, drain_timeout_s=0.3)  # noqa: E731
+    s = BackgroundServer(app)
+    rest, drained = _stop_while_streaming(s, max_tokens=1500)
+    assert drained is False
+    assert '"finish_reason":"length"' not in rest  # cut: 1500 tokens take seconds, the drain allowed 0.3 s
+    assert any("drain timed out; aborting 1 requests" in line for line in s.lines), s.lines
 
 @pytest.mark.parametrize("streaming", [True, False])
 def test_client_disconnect_aborts_and_frees_kv(embedded, streaming):
