@@ -290,7 +290,12 @@ def test_sigterm_drains_running_requests_then_exits_0(servers):
         await engine.start()
 
         async def late_request():
-            await asyncio.sleep(0.2)  # the signal has been handled; the long request is still running
+            async with aiohttp.ClientSession() as session:  # wait until the server has handled the signal
+                for _ in range(1000):
+                    async with session.get(server.url + "/health") as health:
+                        if health.status == 503:
+                            break
+                    await asyncio.sleep(0.01)
             return [e async for e in engine.generate(Request("late", [7, 8, 9], 5, ignore_eos=True))]
 
         try:
