@@ -45,18 +45,21 @@ class BlockManager:
         return num_blocks <= len(self._free)
 
     def allocate(self, seq: Sequence, num_blocks: int) -> None:
-        if num_blocks > len(self._free):
-            raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {len(self._free)} free")
-        for _ in range(num_blocks):
-            block = self._free.popleft()
-            self._owner[block] = seq.request_id
-            seq.block_table.append(block)
+        if not num_blocks:  # most calls: a decode step that stays inside its last block
+            return
+        free = self._free
+        if num_blocks > len(free):
+            raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {len(free)} free")
+        blocks = [free.popleft() for _ in range(num_blocks)]
+        self._owner.update(dict.fromkeys(blocks, seq.request_id))
+        seq.block_table.extend(blocks)
 
     def free(self, seq: Sequence) -> None:
+        owner, rid = self._owner, seq.request_id
         for block in seq.block_table:
-            if self._owner.pop(block, None) != seq.request_id:
-                raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not own it")
-            self._free.append(block)
+            if owner.pop(block, None) != rid:
+                raise RuntimeError(f"{rid}: block {block} freed by a sequence that does not own it")
+        self._free.extend(seq.block_table)
         seq.block_table.clear()
 
     def owners(self) -> dict[int, str]:

@@ -13,12 +13,17 @@ from engines.api import Engine
 from harness.errors import HarnessInputError
 
 IN_PROCESS = ("static", "continuous")
-KINDS = (*IN_PROCESS, "zero", "http")
+SIMULATED = ("sim",)
+KINDS = (*IN_PROCESS, "zero", "http", *SIMULATED)
 OPTION_TYPES: dict[str, type] = {
     "label": str, "policy": str, "max_batch": int, "batch_timeout_ms": float, "max_running": int,
     "max_batched_tokens": int, "chunked_prefill": bool, "kv_memory_mb": float, "kv_blocks": int,
     "block_size": int, "step_delay_ms": float, "url": str, "model": str, "api": str, "timeout_s": float,
     "connections": int, "api_key_env": str, "slowdown": float,
+    # sim: the scheduler it runs, then a fitted profile or the roofline's inputs (engines/sim/build.py)
+    "scheduler": str, "profile": str, "hardware": str, "tp": int, "mfu_prefill": float, "mfu_decode": float,
+    "mbu": float, "overhead_ms": float, "allreduce_latency_us": float, "gpu_memory_utilization": float,
+    "activation_gb": float, "twin": str, "noise": bool, "seed": int,
 }  # fmt: skip
 
 
@@ -31,6 +36,14 @@ class EngineSpec:
     @property
     def in_process(self) -> bool:
         return self.kind in IN_PROCESS
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind in SIMULATED
+
+    @property
+    def has_step_trace(self) -> bool:
+        return self.in_process or self.simulated
 
 
 def _convert(key: str, raw: str, text: str) -> Any:
@@ -54,12 +67,15 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
         if kind not in KINDS:
             raise HarnessInputError(f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)})")
         options = {k: v for k, v in defaults.items() if v is not None}
+        if kind == "sim":
+            options.pop("model", None)  # the flags' model is the served one; a simulated model is named in the spec
         for item in filter(None, rest.split(",")):
             key, eq, raw = item.partition("=")
             if not eq:
                 raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
             options[key.strip()] = _convert(key.strip(), raw.strip(), text)
-        label = options.pop("label", None) or kind
+        default_label = f"sim-{options.get('scheduler', 'continuous')}" if kind == "sim" else kind
+        label = options.pop("label", None) or default_label
         specs.append(EngineSpec(kind, label, options))
     labels = [s.label for s in specs]
     seen: dict[str, int] = {}
@@ -69,6 +85,9 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
             spec.label = f"{spec.label}-{seen[spec.label]}"
     if len({s.label for s in specs}) != len(specs):
         raise HarnessInputError(f"--engine: labels must be distinct, got {[s.label for s in specs]}")
+    for spec in specs:
+        if spec.simulated:  # building one costs a config read: catch every bad value before any work starts
+            build_engine(spec, None)
     return specs
 
 
@@ -80,6 +99,10 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
         return ZeroLatencyEngine(spec.label)
     if spec.kind == "http":
         return _build_http(spec)
+    if spec.kind == "sim":
+        from engines.sim.build import build_sim_engine
+
+        return build_sim_engine(o, spec.label)  # type: ignore[return-value]
     from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
     from engines.scheduler import ContinuousConfig
     from engines.static_scheduler import StaticConfig

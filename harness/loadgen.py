@@ -45,6 +45,7 @@ class LoopOutcome:
     wall_time_s: float = 0.0
     stopped_early: dict[str, Any] | None = None
     not_sent: int = 0
+    simulation_wall_s: float | None = None  # virtual-time engines: wall_time_s is virtual, this is real
 
 
 RecordSink = Callable[[RequestRecord], None]

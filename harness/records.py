@@ -7,7 +7,7 @@ table of these records (and, for utilisation, of the engine's step trace).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 RECORD_SCHEMA_VERSION = 1
@@ -38,4 +38,4 @@ class RequestRecord:
     trial: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))  # shallow: asdict would deep-copy every token time

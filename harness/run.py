@@ -19,10 +19,12 @@ from typing import Any
 from engines.api import Request
 from harness.engine_factory import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
+from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import LoopOutcome, Progress, Scheduled, run_closed_loop, run_open_loop
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.stop_rules import StopRules
+from harness.virtual_time import is_virtual, run_virtual_closed_loop, run_virtual_open_loop
 
 GIL_SWITCH_S = 0.0005
 
@@ -41,12 +43,17 @@ class RunSettings:
     report: bool = True
 
 
-def build_schedule(workload: Any, vocab_size: int, avoid_ids: set[int], seed: int) -> list[Scheduled]:
+def build_schedule(workload: Any, vocab_size: int, avoid_ids: set[int], seed: int,
+                   lengths_only: bool = False) -> list[Scheduled]:  # fmt: skip
     """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
-    trace's output length is what every engine must produce)."""
+    trace's output length is what every engine must produce). `lengths_only`: every engine only counts
+    prompt tokens (simulated engines), so a prompt is `range(n)`, not n drawn ids."""
     from workloads import token_id_prompts
 
-    prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=tuple(sorted(avoid_ids)))
+    if lengths_only:
+        prompts: dict[str, Any] = {r.request_id: range(r.input_tokens) for r in workload.requests}
+    else:
+        prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=tuple(sorted(avoid_ids)))
     return [
         Scheduled(
             Request(
@@ -76,17 +83,22 @@ def _progress_printer(label: str, trial: int) -> Progress:
 async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Scheduled], workload: Any,
                           records: JsonlWriter, steps_path: Path | None, settings: RunSettings,
                           trial: int) -> tuple[LoopOutcome, dict[str, Any]]:  # fmt: skip
+    if spec.simulated and "seed" not in spec.options:  # a simulated trial draws its noise from the run's seed
+        spec = EngineSpec(spec.kind, spec.label, {**spec.options, "seed": settings.seed * 1000 + trial})
     engine = build_engine(spec, loaded)
-    steps = JsonlWriter(steps_path) if steps_path is not None else None
+    virtual = is_virtual(engine)
+    steps: Any = None
+    if steps_path is not None:  # a simulated hour is half a million steps: written in batches
+        steps = BatchedJsonlWriter(steps_path) if virtual else JsonlWriter(steps_path)
     origin = [0.0]  # the loop's t0: step times are written on the same clock as the records
 
     def write_step(step: dict[str, Any]) -> None:
         step["t_start"] -= origin[0]
         step["t_end"] -= origin[0]
-        steps.write(step)  # type: ignore[union-attr]
+        steps.write(step)
 
     if steps is not None:
-        engine.set_step_sink(write_step)
+        engine.set_step_sink(steps.write if virtual else write_step)  # virtual time starts at 0
     await engine.start()
     progress = _progress_printer(spec.label, trial) if settings.progress else None
 
@@ -96,7 +108,15 @@ async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Schedule
     common: dict[str, Any] = {"label": spec.label, "trial": trial, "stop_rules": settings.stop_rules,
                               "progress": progress, "on_start": lambda t0: origin.__setitem__(0, t0)}  # fmt: skip
     try:
-        if workload.closed_loop_users:
+        if virtual:
+            common.pop("label")
+            if workload.closed_loop_users:
+                outcome = run_virtual_closed_loop(engine, schedule, sink, label=spec.label,  # type: ignore[arg-type]
+                                                  users=workload.closed_loop_users,
+                                                  think_time_s=workload.think_time_s, **common)  # fmt: skip
+            else:
+                outcome = run_virtual_open_loop(engine, schedule, sink, label=spec.label, **common)  # type: ignore[arg-type]
+        elif workload.closed_loop_users:
             outcome = await run_closed_loop(engine, schedule, sink, users=workload.closed_loop_users,
                                             think_time_s=workload.think_time_s, **common)  # fmt: skip
         else:
@@ -127,7 +147,7 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
         vocab_size = int(loaded.model.config.vocab_size)
         tok = loaded.tokenizer
         avoid = {t for t in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) if t is not None}
-    schedule = build_schedule(workload, vocab_size, avoid, settings.seed)
+    schedule = build_schedule(workload, vocab_size, avoid, settings.seed, lengths_only=all(s.simulated for s in specs))
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
             writer.write({"request_id": r.request_id, "arrival_s": r.arrival_s, "input_tokens": r.input_tokens,
@@ -162,7 +182,7 @@ def _replay_all(specs: list[EngineSpec], loaded: Any, schedule: list[Scheduled],
     with JsonlWriter(out / "records.jsonl") as records:
         for trial in range(settings.repeat):
             for spec in specs:
-                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.in_process else None
+                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
                 outcome, described = asyncio.run(
                     _one_engine_run(spec, loaded, schedule, workload, records, steps_path, settings, trial)
                 )
@@ -171,6 +191,8 @@ def _replay_all(specs: list[EngineSpec], loaded: Any, schedule: list[Scheduled],
                     _write_json(out / "manifest.json", manifest)
                 outcomes.append({"engine": spec.label, "trial": trial, "wall_time_s": outcome.wall_time_s,
                                  "stopped_early": outcome.stopped_early, "not_sent": outcome.not_sent})  # fmt: skip
+                if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
+                    outcomes[-1]["simulation_wall_s"] = outcome.simulation_wall_s
                 gc.collect()
 
 
@@ -188,7 +210,8 @@ def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
         steps = load_steps(steps_path) if steps_path.exists() else None
         summary = summarize(subset, steps, slo=slo, price_per_hour=price_per_hour,
                             wall_time_s=outcome["wall_time_s"], seed=seed)  # fmt: skip
-        runs.append({**outcome, "summary": summary})
+        # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
+        runs.append({**{k: v for k, v in outcome.items() if k != "simulation_wall_s"}, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {
         "schema_version": 1,
