@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "harness.cmd_gate",
     "harness.cmd_sweep",
     "harness.cmd_calibrate",
+    "harness.cmd_sim",
 )
 
 
