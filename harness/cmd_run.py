@@ -132,6 +132,13 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         print(f"  note: {note}")
     metrics = run_benchmark(workload, specs, settings, sys.argv)
     print_summary(metrics)
+    if any(spec.simulated for spec in specs):
+        import json
+
+        from reports.simulated import manifest_notices
+
+        for line in manifest_notices(json.loads((settings.out_dir / "manifest.json").read_text(encoding="utf-8"))):
+            print(line)
     out = settings.out_dir
     if settings.report:
         _write_report(out)

@@ -27,6 +27,7 @@ from harness.errors import HarnessInputError
 from harness.metrics import SLO, load_records, request_latencies, summarize
 from harness.metrics.frame import RECORD_COLUMNS
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
+from reports.simulated import display_name
 from reports.steps import StepTrace, read_trace
 
 RECORD_SCHEMA = pa.schema(
@@ -336,6 +337,7 @@ def load_runs(paths: list[Path], labels: list[str] | None = None) -> list[RunDat
         for er in run.engine_runs:
             trials[er.engine] += 1
         for er in run.engine_runs:
-            name = er.engine if trials[er.engine] == 1 else f"{er.engine} t{er.trial}"
+            name = display_name(er.engine, run.manifest)
+            name = name if trials[er.engine] == 1 else f"{name} t{er.trial}"
             er.label = name if len(runs) == 1 else f"{run.label}/{name}"
     return runs
