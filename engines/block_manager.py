@@ -17,6 +17,8 @@ def blocks_for_budget(budget_bytes: int, bytes_per_token: int, block_size: int) 
 
 
 class BlockManager:
+    """A fixed pool of `num_blocks` KV blocks of `block_size` tokens; each block has one owning sequence."""
+
     def __init__(self, num_blocks: int, block_size: int) -> None:
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError(f"need positive num_blocks and block_size, got {num_blocks}, {block_size}")
@@ -42,9 +44,11 @@ class BlockManager:
         return max(0, total - len(seq.block_table))
 
     def can_allocate(self, num_blocks: int) -> bool:
+        """Whether `num_blocks` are free now."""
         return num_blocks <= len(self._free)
 
     def allocate(self, seq: Sequence, num_blocks: int) -> None:
+        """Append `num_blocks` free blocks to `seq`'s block table."""
         if not num_blocks:  # most calls: a decode step that stays inside its last block
             return
         free = self._free
@@ -55,6 +59,7 @@ class BlockManager:
         seq.block_table.extend(blocks)
 
     def free(self, seq: Sequence) -> None:
+        """Return every block `seq` holds to the pool."""
         owner, rid = self._owner, seq.request_id
         for block in seq.block_table:
             if owner.pop(block, None) != rid:

@@ -63,5 +63,5 @@ def step_features(plan: StepPlan) -> StepFeatures:
             chunks += 1
             # row i of the chunk attends start + i + 1 keys; its pad rows look at the last real position
             attended += num * start + num * (num + 1) // 2 + npad * (start + num)
-            sampled += chunk.samples
+            sampled += chunk.yields_token
     return StepFeatures(prefill, chunks, decode, pad, attended, kv_read, sampled)

@@ -78,7 +78,7 @@ def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path) -> dict[
     spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}")], {})[0]
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []
-    steps: list[dict[str, Any]] = []
+    steps: list[Any] = []  # StepRecords
     sim.set_step_sink(steps.append)
     schedule = schedule_from_run(run_dir)
     workload = manifest.get("workload") or {}
@@ -89,7 +89,7 @@ def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path) -> dict[
     else:
         outcome = run_virtual_open_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
     slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
-    return summarize(records_frame(records), steps_frame(steps), slo=slo,
+    return summarize(records_frame(records), steps_frame([s.to_json() for s in steps]), slo=slo,
                      price_per_hour=settings.get("price_per_hour", 2.0), wall_time_s=outcome.wall_time_s,
                      seed=manifest.get("seed", 0))  # fmt: skip
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engines.api import Engine
+from engines.options import ENGINE_OPTIONS
 from harness.errors import HarnessInputError
 
 IN_PROCESS = ("static", "continuous")
@@ -20,11 +21,8 @@ OPTION_TYPES: dict[str, type] = {
     "max_batched_tokens": int, "chunked_prefill": bool, "kv_memory_mb": float, "kv_blocks": int,
     "block_size": int, "step_delay_ms": float, "url": str, "model": str, "api": str, "timeout_s": float,
     "connections": int, "api_key_env": str, "slowdown": float,
-    # sim: the scheduler it runs, then a fitted profile or the roofline's inputs (engines/sim/build.py)
-    "scheduler": str, "profile": str, "hardware": str, "tp": int, "mfu_prefill": float, "mfu_decode": float,
-    "mbu": float, "overhead_ms": float, "allreduce_latency_us": float, "gpu_memory_utilization": float,
-    "activation_gb": float, "twin": str, "noise": bool, "seed": int,
 }  # fmt: skip
+OPTION_TYPES.update({o.name: o.type for o in ENGINE_OPTIONS if o.applies_to("sim")})  # the simulator's, from the table
 
 
 @dataclass

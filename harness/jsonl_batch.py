@@ -14,6 +14,7 @@ Each batch is flushed when written, so an interrupted run keeps all but the last
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -27,17 +28,20 @@ _NEEDS_ESCAPE = r"[^ !#-\[\]-~]"  # anything but printable ASCII less '"' and '\
 
 
 class BatchedJsonlWriter:
-    """`write(dict)` per record; every record must have the same keys in the same order."""
+    """`write(item)` per record: dicts with the same keys in the same order, or, given `fields`, objects
+    whose attributes of those names are written (a dataclass record without building its dict)."""
 
-    def __init__(self, path: Path, batch_rows: int = BATCH_ROWS) -> None:
+    def __init__(self, path: Path, batch_rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.batch_rows = batch_rows
+        self._fields = fields
+        self._values = operator.attrgetter(*fields) if fields else None
         self._file: IO[bytes] = path.open("ab")
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[Any] = []
         self.count = 0
 
-    def write(self, item: dict[str, Any]) -> None:
+    def write(self, item: Any) -> None:
         self._rows.append(item)
         if len(self._rows) >= self.batch_rows:
             self.flush()
@@ -45,7 +49,11 @@ class BatchedJsonlWriter:
     def flush(self) -> None:
         rows, self._rows = self._rows, []
         if rows:
-            self._file.write(format_lines(rows))
+            if self._values is not None and self._fields is not None:
+                text = format_columns(self._fields, list(zip(*map(self._values, rows), strict=True)))
+            else:
+                text = format_lines(rows)
+            self._file.write(text)
             self._file.flush()
             self.count += len(rows)
 
@@ -66,12 +74,21 @@ def format_lines(rows: Sequence[dict[str, Any]]) -> bytes:
     return b"".join(_bytes(chunk) for chunk in _chunks(lines))
 
 
+def format_columns(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> bytes:
+    """The JSON Lines text of rows given column-wise: `columns[i][j]` is field `names[i]` of row j."""
+    lines = pc.binary_join_element_wise(_object_text(names, columns), "\n", "")
+    return b"".join(_bytes(chunk) for chunk in _chunks(lines))
+
+
 def _objects(rows: Sequence[dict[str, Any]]) -> pa.Array:
     """One JSON object text per dict; column-wise when all share their keys, else json.dumps each."""
     keys = tuple(rows[0])
     if not keys or any(tuple(row) != keys for row in rows):
         return pa.array([_dumps(row) for row in rows], pa.string())
-    columns = zip(*(row.values() for row in rows), strict=True)
+    return _object_text(keys, list(zip(*(row.values() for row in rows), strict=True)))
+
+
+def _object_text(keys: Sequence[str], columns: Sequence[Sequence[Any]]) -> pa.Array:
     parts: list[Any] = []
     for i, (key, values) in enumerate(zip(keys, columns, strict=True)):
         parts.append(pa.scalar(("{" if i == 0 else ",") + json.dumps(key) + ":"))

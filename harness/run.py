@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from engines.api import Request
+from engines.step_record import STEP_FIELDS, StepRecord
 from harness.engine_factory import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import LoopOutcome, Progress, Scheduled, run_closed_loop, run_open_loop
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
+from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.stop_rules import StopRules
 from harness.virtual_time import is_virtual, run_virtual_closed_loop, run_virtual_open_loop
 
@@ -41,6 +43,7 @@ class RunSettings:
     dtype: str = "float32"
     progress: bool = False
     report: bool = True
+    n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
 
 
 def build_schedule(workload: Any, vocab_size: int, avoid_ids: set[int], seed: int,
@@ -89,16 +92,16 @@ async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Schedule
     virtual = is_virtual(engine)
     steps: Any = None
     if steps_path is not None:  # a simulated hour is half a million steps: written in batches
-        steps = BatchedJsonlWriter(steps_path) if virtual else JsonlWriter(steps_path)
+        steps = BatchedJsonlWriter(steps_path, fields=STEP_FIELDS) if virtual else JsonlWriter(steps_path)
     origin = [0.0]  # the loop's t0: step times are written on the same clock as the records
 
-    def write_step(step: dict[str, Any]) -> None:
-        step["t_start"] -= origin[0]
-        step["t_end"] -= origin[0]
-        steps.write(step)
+    def write_step(step: StepRecord) -> None:
+        step.t_start -= origin[0]
+        step.t_end -= origin[0]
+        steps.write(step.to_json())
 
     if steps is not None:
-        engine.set_step_sink(steps.write if virtual else write_step)  # virtual time starts at 0
+        engine.set_step_sink(steps.write if virtual else write_step)  # virtual time starts at 0: no shift
     await engine.start()
     progress = _progress_printer(spec.label, trial) if settings.progress else None
 
@@ -171,7 +174,7 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
     manifest["finished_at_unix"] = time.time()
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
-    metrics = compute_metrics(out, settings.slo, settings.price_per_hour, settings.seed, outcomes)
+    metrics = compute_metrics(out, settings.slo, settings.price_per_hour, settings.seed, outcomes, settings.n_boot)
     _write_json(out / "metrics.json", metrics)
     return metrics
 
@@ -196,8 +199,8 @@ def _replay_all(specs: list[EngineSpec], loaded: Any, schedule: list[Scheduled],
                 gc.collect()
 
 
-def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
-                    outcomes: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int, outcomes: list[dict[str, Any]],
+                    n_boot: int = DEFAULT_N_BOOT) -> dict[str, Any]:  # fmt: skip
     from harness.metrics.compare_runs import compare_engines, repeat_summary
 
     records = load_records(out / "records.jsonl")
@@ -209,7 +212,7 @@ def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
         steps_path = out / "steps" / f"{outcome['engine']}-t{outcome['trial']}.jsonl"
         steps = load_steps(steps_path) if steps_path.exists() else None
         summary = summarize(subset, steps, slo=slo, price_per_hour=price_per_hour,
-                            wall_time_s=outcome["wall_time_s"], seed=seed)  # fmt: skip
+                            wall_time_s=outcome["wall_time_s"], seed=seed, n_boot=n_boot)  # fmt: skip
         # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
         runs.append({**{k: v for k, v in outcome.items() if k != "simulation_wall_s"}, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}

@@ -15,6 +15,7 @@ from typing import Any
 
 from engines.block_manager import blocks_for_budget
 from engines.errors import EngineInputError
+from engines.options import check_options, defaults
 from engines.scheduler import ContinuousConfig
 from engines.sim.engine import CostModel, SimEngine, SimOptions
 from engines.sim.fitted import load_profile
@@ -24,30 +25,27 @@ from engines.sim.roofline import RooflineCost, RooflineParams
 from engines.sim.shape import load_shape
 from engines.static_scheduler import StaticConfig
 
-DEFAULT_MODEL = "llama-3.1-8b"
-DEFAULT_HARDWARE = "h100"
+DEFAULT_MODEL = "llama-3.1-8b"  # `model` has no table default: for an http engine it means the served name
 ROOFLINE_KEYS = tuple(f.name for f in fields(RooflineParams) if f.name not in ("weight_bytes", "kv_bytes"))
 # Keys that choose the roofline's inputs; a fitted profile already fixes them.
 ROOFLINE_ONLY = ("model", "hardware", "tp", *ROOFLINE_KEYS)
 
 
-def build_sim_engine(o: dict[str, Any], label: str) -> SimEngine:
-    """`o` holds the spec's options (already typed); `label` names the engine in records and reports."""
-    kind = o.get("scheduler", "continuous")
-    if kind not in ("static", "continuous"):
-        raise EngineInputError(f"--engine {label}: scheduler={kind!r}, expected continuous or static")
-    static = StaticConfig(max_batch_size=o.get("max_batch", 32), batch_timeout_s=o.get("batch_timeout_ms", 50.0) / 1e3)
-    continuous = ContinuousConfig(max_running=o.get("max_running", 32),
-                                  max_batched_tokens=o.get("max_batched_tokens", 512),
-                                  chunked_prefill=o.get("chunked_prefill", True))  # fmt: skip
-    block_size = o.get("block_size", 16)
-    if min(static.max_batch_size, continuous.max_running, continuous.max_batched_tokens, block_size) < 1:
-        raise EngineInputError(f"--engine {label}: batch sizes, token budget and block size must be >= 1")
+def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
+    """`values` are the spec's options (the engine option table checks them); `label` names the engine."""
+    given = {k: v for k, v in values.items() if v is not None and k != "label"}
+    checked = check_options("sim", given, f"--engine {label}")
+    o = {**defaults("sim"), **checked}
+    kind = o["scheduler"]
+    static = StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3)
+    continuous = ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
+                                  chunked_prefill=o["chunked_prefill"])  # fmt: skip
+    block_size = o["block_size"]
     cost: CostModel
-    if o.get("profile"):
-        given = [k for k in ROOFLINE_ONLY if k in o]
-        if given:
-            raise EngineInputError(f"--engine {label}: profile= fixes the cost model; drop {', '.join(given)}")
+    if o["profile"]:
+        fixed = [k for k in ROOFLINE_ONLY if k in checked]
+        if fixed:
+            raise EngineInputError(f"--engine {label}: profile= fixes the cost model; drop {', '.join(fixed)}")
         fitted = load_profile(o["profile"])
         cost = fitted
         engine = fitted.engine
@@ -57,10 +55,10 @@ def build_sim_engine(o: dict[str, Any], label: str) -> SimEngine:
         gap = fitted.step_gap_s
         source = {"profile": str(o["profile"]), "fitted_on": fitted.fit.get("sources")}
     else:
-        shape = load_shape(o.get("model", DEFAULT_MODEL))
-        hw = accelerator(o.get("hardware", DEFAULT_HARDWARE))
-        params = RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS if k in o})
-        roofline = RooflineCost(shape, hw, int(o.get("tp", 1)), params)
+        shape = load_shape(o["model"] or DEFAULT_MODEL)
+        hw = accelerator(o["hardware"])
+        params = RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS})
+        roofline = RooflineCost(shape, hw, o["tp"], params)
         cost = roofline
         bytes_per_token = roofline.kv_bytes_per_token
         max_context = shape.max_context
@@ -68,9 +66,9 @@ def build_sim_engine(o: dict[str, Any], label: str) -> SimEngine:
         default_blocks = blocks_for_budget(capacity, bytes_per_token, block_size)
         gap = 0.0
         source = {"model": shape.name, "hardware": hw.name, "tp": roofline.tp}
-    if o.get("kv_blocks") is not None:
+    if "kv_blocks" in checked:
         num_blocks = int(o["kv_blocks"])
-    elif o.get("kv_memory_mb") is not None:
+    elif "kv_memory_mb" in checked:  # the table's default is the in-process engines': a sim's is the cost model's
         if bytes_per_token <= 0:
             raise EngineInputError(f"--engine {label}: kv_memory_mb needs the profile's kv_bytes_per_token")
         num_blocks = blocks_for_budget(int(o["kv_memory_mb"] * 2**20), bytes_per_token, block_size)
@@ -81,14 +79,14 @@ def build_sim_engine(o: dict[str, Any], label: str) -> SimEngine:
     if num_blocks < 1:
         raise EngineInputError(f"--engine {label}: the KV pool holds no block of {block_size} tokens")
     step_noise = gap_noise = None
-    if o.get("profile") and o.get("noise", True) and fitted.noise:
-        seed = int(o.get("seed", 0))
+    if o["profile"] and o["noise"] and fitted.noise:
+        seed = o["seed"] or 0
         step_noise = BlockResampler(fitted.noise["step_ratio"], seed) if fitted.noise.get("step_ratio") else None
         gap_noise = BlockResampler(fitted.noise["gap_s"], seed + 1) if fitted.noise.get("gap_s") else None
         source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
-    options = SimOptions(kind=kind, policy=o.get("policy", "fcfs"), static=static, continuous=continuous,
+    options = SimOptions(kind=kind, policy=o["policy"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap)  # fmt: skip
-    if o.get("twin"):
+    if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
     description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}
     return SimEngine(

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from engines.api import FinishEvent, Request, StepSink
 from engines.block_manager import BlockManager
-from engines.engine_core import trace_record
+from engines.engine_core import step_record
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence
@@ -128,22 +128,22 @@ class SimEngine:
             if self._step_noise is not None:
                 duration *= self._step_noise()
             t_end = t_start + duration
-            finished = scheduler.postprocess(plan, [SIM_TOKEN] * sum(c.samples for c in plan.chunks))
             admitted = []
-            sampled = []
+            sampled = []  # every chunk that yields a token computes at least one
             for chunk in plan.chunks:
                 seq = chunk.seq
                 if seq.admit_time is None:
                     seq.admit_time = t_start
-                    admitted.append(seq.request_id)
-                if chunk.samples and chunk.num_tokens:
-                    sampled.append(seq.request_id)
+                    admitted.append(seq.request.request_id)
+                if chunk.yields_token:
+                    sampled.append(seq.request.request_id)
+            finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
             done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
                                 s.num_output_tokens, t_end, preemptions=s.preemptions) for s in finished]  # fmt: skip
             if self.step_sink is not None:
                 used = self.blocks.num_used
-                self.step_sink(trace_record(self._step, scheduler, plan, finished, t_start, t_end, used,
-                                            self.blocks.num_blocks, features))  # fmt: skip
+                self.step_sink(step_record(self._step, scheduler, plan, finished, t_start, t_end, used,
+                                           self.blocks.num_blocks, features))  # fmt: skip
             self._step += 1
             self.now = t_end + (gap if self._gap_noise is None else self._gap_noise())
             if on_step(t_start, t_end, admitted, sampled, done):

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from engines.errors import EngineInputError
+from engines.options import OPTIONS
 from engines.sim.hardware import Accelerator
 from engines.sim.shape import ModelShape
 from engines.step_features import StepFeatures
@@ -30,15 +31,21 @@ from engines.step_features import StepFeatures
 GB = 1e9
 
 
+def _default(name: str) -> float:
+    return OPTIONS[name].default
+
+
 @dataclass(frozen=True)
 class RooflineParams:
-    mfu_prefill: float = 0.45
-    mfu_decode: float = 0.30
-    mbu: float = 0.80
-    overhead_ms: float = 1.0  # scheduling, input preparation, kernel launches: per step, whatever its size
-    allreduce_latency_us: float = 8.0
-    gpu_memory_utilization: float = 0.90  # vLLM's default share of device memory it may use
-    activation_gb: float | None = None  # activation reserve per device; None: estimated (see kv_capacity)
+    """Efficiency factors and memory settings; defaults from the engine option table."""
+
+    mfu_prefill: float = _default("mfu_prefill")
+    mfu_decode: float = _default("mfu_decode")
+    mbu: float = _default("mbu")
+    overhead_ms: float = _default("overhead_ms")  # scheduling, input preparation, launches: per step
+    allreduce_latency_us: float = _default("allreduce_latency_us")
+    gpu_memory_utilization: float = _default("gpu_memory_utilization")
+    activation_gb: float | None = None  # activation reserve per device; None: estimated (see kv_capacity_bytes)
     weight_bytes: int = 2  # bf16
     kv_bytes: int = 2
 

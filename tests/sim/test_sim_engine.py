@@ -110,7 +110,7 @@ def test_a_stop_rule_ends_a_hopeless_simulation(tmp_path: Path) -> None:
         ("sim:hardware=b200", "unknown hardware 'b200' (known: h100, h200, a100, l40s, mi300x)"),
         ("sim:model=gpt-5", "unknown model 'gpt-5'"),
         ("sim:model=llama-3.1-70b", "does not fit on 1 x h100"),
-        ("sim:scheduler=orca", "scheduler='orca', expected continuous or static"),
+        ("sim:scheduler=orca", "scheduler='orca': expected one of static, continuous"),
         ("sim:profile=/nonexistent.json", "cannot read profile"),
         ("sim:tp=two", "tp='two' is not a int"),
     ],
