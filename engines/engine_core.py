@@ -187,7 +187,7 @@ def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[
         max_slots=scheduler.max_slots,
         tokens_computed=plan.num_tokens,
         padded_tokens=plan.num_pad,
-        idle_slots=len(plan.chunks) - len(computing),  # held by finished members of a static batch
+        idle_slots=features.held_rows,  # held by finished members of a static batch
         empty_slots=max(0, scheduler.max_slots - len(plan.chunks)),
         admitted=plan.admitted,
         finished=[seq.request_id for seq in finished],

@@ -25,7 +25,8 @@ class StepFeatures(NamedTuple):
     prefill_tokens: int = 0  # real tokens of prefill chunks
     prefill_chunks: int = 0
     decode_seqs: int = 0  # one-token chunks extending a sequence that has output
-    padded_rows: int = 0  # rows computed and thrown away
+    padded_rows: int = 0  # rows computed and thrown away: prompt padding and held slots
+    held_rows: int = 0  # of those, the rows of finished static members held in their slots (one each)
     attended_context: int = 0  # (query row, key) pairs the attention computes, pad rows included
     kv_read_tokens: int = 0  # cached context tokens read, once per chunk
     sampled_rows: int = 0  # rows that go through the LM head (a finished member's pad row too)
@@ -44,7 +45,7 @@ FEATURE_NAMES: tuple[str, ...] = StepFeatures._fields
 
 def step_features(plan: StepPlan) -> StepFeatures:
     """The counts of `plan`, taken before it runs."""
-    prefill = chunks = decode = pad = attended = kv_read = sampled = 0
+    prefill = chunks = decode = pad = held = attended = kv_read = sampled = 0
     for chunk in plan.chunks:
         num = chunk.num_tokens
         npad = chunk.num_pad
@@ -52,6 +53,7 @@ def step_features(plan: StepPlan) -> StepFeatures:
         pad += npad
         kv_read += start
         if not num:  # a finished static member: one pad row looking at its context, LM head included
+            held += npad
             attended += npad * max(start, 1)
             sampled += 1
         elif num == 1 and not npad and chunk.seq.num_output_tokens:
@@ -64,4 +66,4 @@ def step_features(plan: StepPlan) -> StepFeatures:
             # row i of the chunk attends start + i + 1 keys; its pad rows look at the last real position
             attended += num * start + num * (num + 1) // 2 + npad * (start + num)
             sampled += chunk.yields_token
-    return StepFeatures(prefill, chunks, decode, pad, attended, kv_read, sampled)
+    return StepFeatures(prefill, chunks, decode, pad, held, attended, kv_read, sampled)

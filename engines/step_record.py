@@ -45,7 +45,7 @@ class StepRecord:
     # and the resources involved: tokens, blocks, need_blocks, free_blocks, output_tokens}
     decisions: list[dict[str, Any]]
     # What the step computed (`engines.step_features`, counted before it ran), for fitting step-time models;
-    # its pad rows are `padded_tokens` above. Traces older than these fields read them as 0.
+    # its pad rows are `padded_tokens` and its held rows `idle_slots` above. Older traces read them as 0.
     prefill_tokens: int  # real tokens of prefill chunks
     prefill_chunks: int
     decode_seqs: int  # one-token chunks extending a sequence that has output

@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid.add_argument("--engine", action="append", dest="engines", default=[],
                      help="only this engine of the run (repeatable)")  # fmt: skip
     fid.add_argument("--json", type=Path, help="also write the table as JSON here")
+    fid.add_argument("--no-noise", dest="noise", action="store_false",
+                     help="the profile's mean model only, without its measured noise")  # fmt: skip
     fid.set_defaults(run=fidelity_command)
 
 
@@ -57,7 +59,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     real = json.loads((args.real_run / "metrics.json").read_text(encoding="utf-8"))["engines"]
     table = []
     for engine in engines:
-        simulated = simulate_twin(args.real_run, engine, args.profile)
+        simulated = simulate_twin(args.real_run, engine, args.profile, noise=args.noise)
         rows = fidelity_rows(real[engine["name"]], simulated)
         table.append({"engine": engine["name"], "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
@@ -66,7 +68,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path) -> dict[str, Any]:
+def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path, noise: bool = True) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own."""
     from harness.engine_factory import build_engine, parse_engine_specs
     from harness.metrics import SLO, records_frame, steps_frame, summarize
@@ -75,7 +77,7 @@ def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path) -> dict[
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest.get("settings") or {}
-    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}")], {})[0]
+    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise)], {})[0]
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []
     steps: list[Any] = []  # StepRecords

@@ -24,8 +24,9 @@ from harness.errors import HarnessInputError
 from harness.loadgen import Scheduled
 from harness.metrics.frame import read_jsonl
 
-# The trace field each step feature is read from (padded rows were always traced as padded_tokens).
-TRACE_FIELDS = {name: ("padded_tokens" if name == "padded_rows" else name) for name in FEATURE_NAMES}
+# The trace field each step feature is read from (pad and held rows were traced before the features were).
+_TRACED_BEFORE = {"padded_rows": "padded_tokens", "held_rows": "idle_slots"}
+TRACE_FIELDS = {name: _TRACED_BEFORE.get(name, name) for name in FEATURE_NAMES}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def fit_run(run_dir: Path, engines: Sequence[str] = ()) -> FittedCost:
 # ------------------------------------------------------------------------------------------------ twins
 
 
-def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str) -> str:
+def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True) -> str:
     """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile`."""
     kind = engine.get("kind")
     if kind not in ("static", "continuous"):
@@ -116,7 +117,8 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str) -> str:
     o = engine.get("options") or {}
     kv = o.get("kv") or {}
     items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy", "fcfs"),
-             "block_size": kv.get("block_size", 16)}  # fmt: skip
+             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(),
+             "twin": engine.get("name")}  # fmt: skip
     if engine.get("kv_blocks"):
         items["kv_blocks"] = engine["kv_blocks"]
     if kind == "static":

@@ -20,7 +20,7 @@ from engines.scheduler import ContinuousConfig
 from engines.sim.engine import CostModel, SimEngine, SimOptions
 from engines.sim.fitted import load_profile
 from engines.sim.hardware import accelerator
-from engines.sim.noise import BLOCK, BlockResampler
+from engines.sim.noise import BLOCK, GAP_STREAM, BlockResampler, StepNoise
 from engines.sim.roofline import RooflineCost, RooflineParams
 from engines.sim.shape import load_shape
 from engines.static_scheduler import StaticConfig
@@ -81,8 +81,9 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     step_noise = gap_noise = None
     if o["profile"] and o["noise"] and fitted.noise:
         seed = o["seed"] or 0
-        step_noise = BlockResampler(fitted.noise["step_ratio"], seed) if fitted.noise.get("step_ratio") else None
-        gap_noise = BlockResampler(fitted.noise["gap_s"], seed + 1) if fitted.noise.get("gap_s") else None
+        step_noise = StepNoise.from_profile(fitted.noise, seed)
+        gaps = fitted.noise.get("gap_s")
+        gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
         source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
     options = SimOptions(kind=kind, policy=o["policy"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap)  # fmt: skip

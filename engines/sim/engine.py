@@ -55,7 +55,7 @@ class SimEngine:
     virtual_time = True
 
     def __init__(self, options: SimOptions, cost: CostModel, *, max_context: int, name: str | None = None,
-                 description: dict[str, Any] | None = None, step_noise: Callable[[], float] | None = None,
+                 description: dict[str, Any] | None = None, step_noise: Callable[[float], float] | None = None,
                  gap_noise: Callable[[], float] | None = None) -> None:  # fmt: skip
         self.name = name or f"sim-{options.kind}"
         self.options = options
@@ -69,7 +69,7 @@ class SimEngine:
         else:
             self.scheduler = ContinuousScheduler(options.continuous, policy, self.blocks, None)
         self._description = description or {}
-        self._step_noise = step_noise  # a factor on each predicted step time (engines.sim.noise)
+        self._step_noise = step_noise  # predicted step time -> noisy one (engines.sim.noise)
         self._gap_noise = gap_noise  # each gap between steps, instead of the mean gap
         self.now = 0.0
         self._seq_no = 0
@@ -126,7 +126,7 @@ class SimEngine:
             t_start = self.now
             duration = cost.step_time(features)
             if self._step_noise is not None:
-                duration *= self._step_noise()
+                duration = self._step_noise(duration)
             t_end = t_start + duration
             admitted = []
             sampled = []  # every chunk that yields a token computes at least one

@@ -1,13 +1,14 @@
 """The fitted cost model: step time as a linear function of the step's work, fitted on a real trace.
 
-    step = c0 + c_p x prefill_tokens + c_c x prefill_chunks + c_d x decode_seqs
-              + c_a x attended_context + c_pad x padded_rows
+    step = c0 + c_p x prefill tokens + c_c x prefill chunks + c_d x decode sequences
+              + c_a x attended pairs + c_pp x prompt pad rows + c_h x held rows
 
 Non-negative least squares (scipy's NNLS) on every traced step of a batchmark run, in-process or
 served: each trace record carries the step's counts (`engines.step_features`) and its measured
 duration. A feature that is zero throughout the trace (no static batch, so no pad rows) says nothing
-about its price; it is priced as its nearest measured kin (a pad row as a decode sequence, which is
-what the in-process runner computes for a held slot) and the profile says so. A feature that varies
+about its price; it is priced as its nearest measured kin (a prompt's pad row as a prefill token, a
+held slot's row as a decode sequence: what the in-process runner computes for them) and the profile
+says so. A feature that varies
 too little to separate from the others is an error naming it. The time between back-to-back steps
 (publishing events, writing the trace) is measured too and added after every simulated step, and
 what the model leaves unexplained is kept to be replayed (`engines.sim.noise`).
@@ -23,14 +24,25 @@ from typing import Any
 import numpy as np
 
 from engines.errors import EngineInputError
-from engines.sim.noise import keep_blocks
+from engines.sim.noise import keep_blocks, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
 PROFILE_VERSION = 1
-REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "padded_rows")
+REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "prompt_pad_rows", "held_rows")
+KIN = {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs"}  # the price of a feature never seen
 MIN_STEPS = 50
 MIN_DISTINCT = 3  # a feature needs at least this many distinct values to be fitted
-_INDEX = tuple(FEATURE_NAMES.index(name) for name in REGRESSORS)
+_F = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def regressors(features: np.ndarray) -> np.ndarray:
+    """The regressor columns of step features (rows of FEATURE_NAMES): prompt pad rows are the pad rows
+    that are not held slots."""
+    f = features.astype(np.float64)
+    columns = {name: f[:, _F[name]] for name in ("prefill_tokens", "prefill_chunks", "decode_seqs",
+                                                  "attended_context", "held_rows")}  # fmt: skip
+    columns["prompt_pad_rows"] = f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]
+    return np.column_stack([columns[name] for name in REGRESSORS])
 
 
 @dataclass
@@ -42,15 +54,16 @@ class FittedCost:
     step_gap_s: float = 0.0
     engine: dict[str, Any] = field(default_factory=dict)  # kv bytes per token, block size, model, context
     fit: dict[str, Any] = field(default_factory=dict)  # quality and provenance
-    noise: dict[str, list[float]] = field(default_factory=dict)  # "step_ratio", "gap_s" (engines.sim.noise)
+    noise: dict[str, list[float]] = field(default_factory=dict)  # engines.sim.noise
     kind: str = "fitted"
 
     def __post_init__(self) -> None:
         self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in REGRESSORS)
 
     def step_time(self, f: StepFeatures) -> float:
-        p, c, d, a, pad = self._coef
-        return self.intercept_s + p * f[0] + c * f[1] + d * f[2] + a * f[4] + pad * f[3]
+        p, c, d, a, pp, h = self._coef
+        prefill, chunks, decode, pad, held, attended = f[:6]
+        return self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held) + h * held
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,8 +133,7 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
     columns = [np.ones(n)]
     used: list[str] = []
     absent: list[str] = []
-    for name, index in zip(REGRESSORS, _INDEX, strict=True):
-        values = steps.features[:, index].astype(np.float64)
+    for name, values in zip(REGRESSORS, regressors(steps.features).T, strict=True):
         if not values.any():
             absent.append(name)
             continue
@@ -135,7 +147,7 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
         columns.append(values)
     x = np.column_stack(columns)
     scale = np.abs(x).max(axis=0)
-    solution, _ = nnls(x / scale, steps.duration_s)
+    solution, _ = nnls(x / scale, steps.duration_s)  # unweighted: the mean step, so throughput, is unbiased
     coef = solution / scale
     if np.linalg.matrix_rank(x / scale) < x.shape[1]:
         raise EngineInputError(f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
@@ -145,12 +157,10 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
     total = float(np.sum((steps.duration_s - steps.duration_s.mean()) ** 2))
     coefficients = {name: 0.0 for name in REGRESSORS}
     coefficients.update({name: float(c) for name, c in zip(used, coef[1:], strict=True)})
-    borrowed = {}
-    if "padded_rows" in absent:  # a held slot or a pad row computes what a decode row computes
-        coefficients["padded_rows"] = coefficients["decode_seqs"]
-        borrowed["padded_rows"] = "decode_seqs"
+    borrowed = {name: KIN[name] for name in absent if name in KIN}
+    for name, kin in borrowed.items():  # a row nobody measured costs what the row it computes like costs
+        coefficients[name] = coefficients[kin]
     gap = _mean_gap(steps.gaps_s)
-    ratio = steps.duration_s / np.maximum(predicted, 1e-9)
     fit = {
         "steps": n,
         "sources": steps.sources,
@@ -163,7 +173,9 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
         "total_error": float(predicted.sum() / steps.duration_s.sum() - 1.0),
         "back_to_back_gaps": int(steps.gaps_s.size),
     }
-    noise = {"step_ratio": keep_blocks(ratio), "gap_s": keep_blocks(steps.gaps_s)} if steps.gaps_s.size else {}
+    noise = step_noise(predicted, steps.duration_s)
+    if steps.gaps_s.size:
+        noise["gap_s"] = keep_blocks(steps.gaps_s)
     return FittedCost(float(coef[0]), coefficients, gap, {}, fit, noise)
 
 

@@ -88,9 +88,8 @@ class RooflineCost:
             self._ar_fixed = self._ar_per_row = 0.0
 
     def step_time(self, f: StepFeatures) -> float:
-        prefill, _, decode, pad, attended, kv_read, sampled = f
-        # pad rows run with the phase of their step: inside a prefill's GEMMs, or beside decode rows
-        prefill_rows = prefill + pad if prefill else 0
+        prefill, _, decode, pad, held, attended, kv_read, sampled = f
+        prefill_rows = prefill + pad - held  # prompt padding runs inside its prefill's GEMMs
         rows = prefill + decode + pad
         pair_head = self._pair_flops * attended + self._head_flops * sampled  # split in proportion to rows
         prefill_share = prefill_rows / rows if rows else 0.0
