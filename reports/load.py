@@ -29,7 +29,6 @@ from harness.metrics.frame import RECORD_COLUMNS
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 from harness.records import RecordError
 from reports.arrow import arrow_schema
-from reports.simulated import display_name
 from reports.steps import StepTrace, read_trace
 
 RECORD_SCHEMA = arrow_schema(REQUEST_RECORD_COLUMNS)
@@ -306,7 +305,6 @@ def load_runs(paths: list[Path], labels: list[str] | None = None) -> list[RunDat
         for er in run.engine_runs:
             trials[er.engine] += 1
         for er in run.engine_runs:
-            name = display_name(er.engine, run.manifest)
-            name = name if trials[er.engine] == 1 else f"{name} t{er.trial}"
+            name = er.engine if trials[er.engine] == 1 else f"{er.engine} t{er.trial}"
             er.label = name if len(runs) == 1 else f"{run.label}/{name}"
     return runs

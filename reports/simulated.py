@@ -1,9 +1,9 @@
 """Simulated engines in a report: said on every page that shows their numbers, with the cost model.
 
 A run's manifest marks each simulated engine (`"simulated": true`) and describes its cost model. The
-report puts one line per simulated engine in its header, a "Simulation" section with the cost models'
-parameters, and, when a run holds a measured engine and its simulated twin, the fidelity table
-(`harness.metrics.fidelity`): how far the simulation landed from what was measured.
+report puts one line per simulated engine in its header, above every number, a "Simulation" section
+with the cost models' parameters, and, when a run holds a measured engine and its simulated twin, the
+fidelity table (`harness.metrics.fidelity`): how far the simulation landed from what was measured.
 """
 
 from __future__ import annotations
@@ -16,19 +16,9 @@ from reports.fmt import esc
 if TYPE_CHECKING:
     from reports.load import RunData
 
-SUFFIX = " (simulated)"
-
-
 def simulated_engines(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     engines = manifest.get("engines") if isinstance(manifest, dict) else None
     return {str(e.get("name")): e for e in engines or [] if isinstance(e, dict) and e.get("simulated")}
-
-
-def display_name(name: str, manifest: dict[str, Any]) -> str:
-    """An engine's name in figures and tables: simulated engines say so unless their name does."""
-    if name in simulated_engines(manifest) and "sim" not in name.lower():
-        return name + SUFFIX
-    return name
 
 
 def cost_model_text(engine: dict[str, Any]) -> str:
