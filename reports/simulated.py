@@ -16,6 +16,7 @@ from reports.fmt import esc
 if TYPE_CHECKING:
     from reports.load import RunData
 
+
 def simulated_engines(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     engines = manifest.get("engines") if isinstance(manifest, dict) else None
     return {str(e.get("name")): e for e in engines or [] if isinstance(e, dict) and e.get("simulated")}
