@@ -23,9 +23,8 @@ from engines.model.loader import LoadedModel
 from engines.options import in_process_options
 from engines.raw_loop import RawLoop
 from engines.step_record import StepRecord
-from harness.loadgen import Scenario, Scheduled
+from harness.loadgen import Scenario, Scheduled, replay_engine
 from harness.records import RequestRecord
-from harness.replay import replay_engine
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class InProcessReplay:
     def replay_to(self, workload: Any, specs: Sequence[Any], records_path: Path) -> None:
         from harness.engine_specs import build_engine
         from harness.jsonl import JsonlWriter
-        from harness.replay import build_schedule, dispatcher_first, replay_engine
+        from harness.loadgen import build_schedule, dispatcher_first, replay_engine
 
         loaded = self.loaded
         schedule = build_schedule(workload, loaded.vocab_size, loaded.special_token_ids, 0)

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engines.api import Engine
+from engines.model.embedded import EmbeddedModelConfig
 from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, in_process_options
 from harness.errors import HarnessInputError
+
+EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
 
 
 @dataclass
@@ -76,3 +79,13 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     from engines.inprocess import InProcessEngine
 
     return InProcessEngine(loaded, in_process_options(spec.kind, spec.options), name=spec.label)
+
+
+def load_for_engines(source: str, specs: list[Any], model_path: str | None, **overrides: Any) -> tuple[Any, dict]:
+    """The workload to replay against `specs`, and the overrides it was loaded with. With an in-process
+    engine on the embedded model, trace rows longer than its context are clipped (the notes say so)."""
+    from workloads import load_workload
+
+    if overrides.get("max_context") is None and any(s.in_process for s in specs) and model_path is None:
+        overrides["max_context"] = EMBEDDED_CONTEXT
+    return load_workload(source, **overrides), overrides

@@ -80,10 +80,6 @@ class RoundResult:
     z_done: list[float]
     problem: str | None = None  # why this round cannot count
 
-    @property
-    def separation_steps(self) -> float:
-        return (self.static_ttft_s - self.continuous_ttft_s) / self.step_s if self.step_s > 0 else 0.0
-
 
 @dataclass
 class ProbeResult:

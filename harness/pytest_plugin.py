@@ -55,10 +55,9 @@ class Batchmark:
         against the engines on the identical schedule; returns the run directory."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from harness.engine_specs import parse_engine_specs
+        from harness.engine_specs import load_for_engines, parse_engine_specs
         from harness.loadgen import Scenario
         from harness.metrics import SLO
-        from harness.replay import load_for_engines
         from harness.run import RunSettings, run_benchmark
 
         specs = parse_engine_specs(list(engines), {})

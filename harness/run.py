@@ -18,11 +18,18 @@ from typing import Any
 
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
-from harness.loadgen import Progress, Scenario, Scheduled
+from harness.loadgen import (
+    DEFAULT_VOCAB_SIZE,
+    Progress,
+    Scenario,
+    Scheduled,
+    StopRules,
+    build_schedule,
+    dispatcher_first,
+    replay_engine,
+)
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
-from harness.replay import DEFAULT_VOCAB_SIZE, build_schedule, dispatcher_first, replay_engine
-from harness.stop_rules import StopRules
 
 
 @dataclass

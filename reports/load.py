@@ -204,26 +204,17 @@ def run_slo(manifest: dict[str, Any], metrics: dict[str, Any] | None) -> SLO:
         if isinstance(limits, dict):
             return SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
-    limits = settings.get("slo", manifest.get("slo"))
+    limits = settings.get("slo")
     if isinstance(limits, dict):
         return SLO(**{k: limits[k] for k in ("ttft_s", "tpot_s", "e2e_s") if k in limits})
     return SLO()
 
 
 def _price(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The price the run was costed at (`settings.price_per_hour` of the manifest), else the default."""
     settings = manifest.get("settings")
     if isinstance(settings, dict) and isinstance(settings.get("price_per_hour"), int | float):
         return {"price_per_hour": float(settings["price_per_hour"])}
-    price = manifest.get("price")
-    if isinstance(price, dict):
-        out = {}
-        if "price_per_hour" in price or "per_hour" in price:
-            out["price_per_hour"] = float(price.get("price_per_hour", price.get("per_hour")))
-        if "accelerators" in price:
-            out["accelerators"] = int(price["accelerators"])
-        return out
-    if isinstance(manifest.get("price_per_hour"), int | float):
-        return {"price_per_hour": float(manifest["price_per_hour"])}
     return {}
 
 

@@ -144,5 +144,5 @@ def test_the_checker_sees_what_it_forbids():
     """The rules above could pass vacuously if the parser missed imports: it must see the known edges."""
     assert "engines.api" in GRAPH["engines.inprocess"]
     assert "harness.metrics.columns" in GRAPH["reports.load"]
-    assert "workloads" in GRAPH["harness.replay"]  # an import inside a function counts
+    assert "workloads" in GRAPH["harness.loadgen.replay"]  # an import inside a function counts
     assert "workloads.model" not in GRAPH["workloads.fingerprint"]  # a TYPE_CHECKING import does not

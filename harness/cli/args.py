@@ -86,8 +86,8 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load_run_workload(args: argparse.Namespace, specs: list[Any], **fixed: Any) -> tuple[Any, dict[str, Any]]:
-    """`harness.replay.load_for_engines` of `--workload` with the workload flags (and `fixed` on top)."""
-    from harness.replay import load_for_engines
+    """`harness.engine_specs.load_for_engines` of `--workload` with the workload flags (and `fixed` on top)."""
+    from harness.engine_specs import load_for_engines
 
     return load_for_engines(args.workload, specs, args.model, **{**workload_overrides(args), **fixed})
 
@@ -176,8 +176,8 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
 
 def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
     from harness.errors import HarnessInputError
+    from harness.loadgen import StopRules
     from harness.run import RunSettings
-    from harness.stop_rules import StopRules
 
     if args.repeat < 1:
         raise HarnessInputError(f"--repeat {args.repeat}: must be >= 1")

@@ -14,17 +14,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from engines.api import Engine, Request
-from engines.model.embedded import EmbeddedModelConfig
 from engines.step_record import StepRecord
-from harness.loadgen import LoopOutcome, Progress, RecordSink, Scenario, Scheduled, run_scenario
-from harness.stop_rules import StopRules
+from harness.loadgen.scenarios import LoopOutcome, Progress, RecordSink, Scenario, Scheduled, run_scenario
+from harness.loadgen.stop_rules import StopRules
 
 # An in-process engine's thread holds the GIL between torch calls; the default 5 ms switch interval
 # would let it delay the dispatcher by that much. 0.5 ms keeps schedule lag well under 1 ms.
 GIL_SWITCH_S = 0.0005
 # Prompts for engines without a model of ours (HTTP, zero) are drawn from this many ids.
 DEFAULT_VOCAB_SIZE = 8192
-EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
 
 
 @contextlib.contextmanager
@@ -36,16 +34,6 @@ def dispatcher_first() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(switch)
-
-
-def load_for_engines(source: str, specs: list[Any], model_path: str | None, **overrides: Any) -> tuple[Any, dict]:
-    """The workload to replay against `specs`, and the overrides it was loaded with. With an in-process
-    engine on the embedded model, trace rows longer than its context are clipped (the notes say so)."""
-    from workloads import load_workload
-
-    if overrides.get("max_context") is None and any(s.in_process for s in specs) and model_path is None:
-        overrides["max_context"] = EMBEDDED_CONTEXT
-    return load_workload(source, **overrides), overrides
 
 
 def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], seed: int) -> list[Scheduled]:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
+from harness.loadgen.stop_rules import StopRules, StopState
 from harness.records import RequestRecord
-from harness.stop_rules import StopRules, StopState
 
 # asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
 # until this long before a request is due and yields in a tight loop for the rest.
