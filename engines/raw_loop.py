@@ -55,9 +55,12 @@ class RawLoop:
             k_cache[index, :, :, start:end] = k
             v_cache[index, :, :, start:end] = v
             out = F.scaled_dot_product_attention(
-                q, k_cache[index, :, :, :end], v_cache[index, :, :, :end],
-                is_causal=length > 1, enable_gqa=self.kv_heads != self.heads,
-            )  # fmt: skip
+                q,
+                k_cache[index, :, :, :end],
+                v_cache[index, :, :, :end],
+                is_causal=length > 1,
+                enable_gqa=self.kv_heads != self.heads,
+            )
             out = out.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim)
             hidden = hidden + attn.o_proj(out)
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))

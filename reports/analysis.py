@@ -34,5 +34,6 @@ def analyse(run_dirs: list[Path] | Path, *, labels: list[str] | None = None) -> 
     runs = load_runs(dirs, labels)
     series = [er for run in runs for er in run.primary()]
     comparisons = compare_runs(runs)
-    return Analysis(runs, series, comparisons, verdict(runs, series, comparisons),
-                    series_colors([er.label for er in series]))  # fmt: skip
+    return Analysis(
+        runs, series, comparisons, verdict(runs, series, comparisons), series_colors([er.label for er in series])
+    )

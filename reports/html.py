@@ -77,8 +77,13 @@ class Section:
             if missing:
                 self.parts.append(f'<p class="note">{esc(missing)}</p>')
             return
-        div = fig.to_html(full_html=False, include_plotlyjs=False, config=PLOTLY_CONFIG,
-                          div_id=f"fig-{self.id}-{len(self.parts)}", default_width="100%")  # fmt: skip
+        div = fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            config=PLOTLY_CONFIG,
+            div_id=f"fig-{self.id}-{len(self.parts)}",
+            default_width="100%",
+        )
         self.parts.append(f'<div class="figure">{div}</div>')
         if note:
             self.parts.append(f'<p class="note">{esc(note)}</p>')

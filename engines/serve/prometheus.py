@@ -94,14 +94,27 @@ class ServerMetrics:
             metric("batchmark_kv_blocks_used", "gauge", "KV-cache blocks in use.", [("", used)])
         if total is not None:
             metric("batchmark_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", [("", total)])
-        metric("batchmark_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
-               [("", self.prompt_tokens)])  # fmt: skip
-        metric("batchmark_generation_tokens_total", "counter", "Output tokens generated.",
-               [("", self.generation_tokens)])  # fmt: skip
-        metric("batchmark_requests_finished_total", "counter", "Finished requests by reason.",
-               [(f'{{reason="{k}"}}', v) for k, v in sorted(self.finished.items())])  # fmt: skip
-        metric("batchmark_requests_rejected_total", "counter", "Requests refused before the engine, by status.",
-               [(f'{{status="{k}"}}', v) for k, v in sorted(self.rejected.items())])  # fmt: skip
+        metric(
+            "batchmark_prompt_tokens_total",
+            "counter",
+            "Prompt tokens of admitted requests.",
+            [("", self.prompt_tokens)],
+        )
+        metric(
+            "batchmark_generation_tokens_total", "counter", "Output tokens generated.", [("", self.generation_tokens)]
+        )
+        metric(
+            "batchmark_requests_finished_total",
+            "counter",
+            "Finished requests by reason.",
+            [(f'{{reason="{k}"}}', v) for k, v in sorted(self.finished.items())],
+        )
+        metric(
+            "batchmark_requests_rejected_total",
+            "counter",
+            "Requests refused before the engine, by status.",
+            [(f'{{status="{k}"}}', v) for k, v in sorted(self.rejected.items())],
+        )
         lines.extend(self.step_seconds.render())
         lines.extend(self.ttft_seconds.render())
         return "\n".join(lines) + "\n"

@@ -149,8 +149,11 @@ def _rules(data: dict[str, Any], lines: list[str], fail: Any) -> list[Rule]:
         line = _find_table(lines, "rule", nth=i)
         unknown = sorted(set(table) - set(_RULE_KEYS))
         if unknown:
-            raise fail(_find_key(lines, unknown[0], line or 0), f"rule[{i}].{unknown[0]}",
-                       f"unknown key (known: {', '.join(_RULE_KEYS)})")  # fmt: skip
+            raise fail(
+                _find_key(lines, unknown[0], line or 0),
+                f"rule[{i}].{unknown[0]}",
+                f"unknown key (known: {', '.join(_RULE_KEYS)})",
+            )
         check = table.get("check")
         if not isinstance(check, str):
             raise fail(line, f"rule[{i}].check", 'each [[rule]] needs check = "METRIC[.STAT] <= THRESHOLD"')

@@ -95,8 +95,9 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
         kind = kind or window.kind
         times, weights = _events(trial, lat.loc[idx], metric)
         keep = np.isfinite(times)
-        counts, _ = np.histogram(times[keep], bins=np.linspace(window.start, window.end, buckets + 1),
-                                 weights=weights[keep])  # fmt: skip
+        counts, _ = np.histogram(
+            times[keep], bins=np.linspace(window.start, window.end, buckets + 1), weights=weights[keep]
+        )
         slices.append(counts / (window.duration_s / buckets))
         total += float(counts.sum())
         duration += window.duration_s

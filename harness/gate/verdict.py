@@ -66,14 +66,16 @@ class Verdict:
         return [r for r in self.results if r.status in FAILING]
 
     def to_json(self) -> dict[str, Any]:
-        return jsonable({
-            "schema_version": VERDICT_SCHEMA_VERSION,
-            "verdict": "pass" if self.passed else "fail",
-            "exit_code": self.exit_code,
-            "rules": [asdict(r) for r in self.results],
-            "pairing": self.pairing,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "settings": self.settings,
-            "notes": self.notes,
-        })  # fmt: skip
+        return jsonable(
+            {
+                "schema_version": VERDICT_SCHEMA_VERSION,
+                "verdict": "pass" if self.passed else "fail",
+                "exit_code": self.exit_code,
+                "rules": [asdict(r) for r in self.results],
+                "pairing": self.pairing,
+                "baseline": self.baseline,
+                "candidate": self.candidate,
+                "settings": self.settings,
+                "notes": self.notes,
+            }
+        )

@@ -15,7 +15,6 @@ from harness.loadgen.scenarios import (
     Scenario,
     Scheduled,
     run_closed_loop,
-    run_offline,
     run_open_loop,
     run_scenario,
 )
@@ -34,7 +33,6 @@ __all__ = [
     "dispatcher_first",
     "replay_engine",
     "run_closed_loop",
-    "run_offline",
     "run_open_loop",
     "run_scenario",
 ]

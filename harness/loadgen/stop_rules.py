@@ -38,8 +38,7 @@ class StopState:
 
     def _fire(self, rule: str, value: float, limit: float) -> None:
         if self.reason is None:
-            self.reason = {"rule": rule, "value": value, "limit": limit,
-                           "at_s": time.perf_counter() - self._started}  # fmt: skip
+            self.reason = {"rule": rule, "value": value, "limit": limit, "at_s": time.perf_counter() - self._started}
 
     def observe(self, record: RequestRecord) -> None:
         rules = self.rules

@@ -32,8 +32,9 @@ class Point:
     why: str
 
 
-def measure_point(run_dir: Path, engine: str, rate: float, phase: str, percentile: float, slo: SLO,
-                  min_attainment: float) -> Point:  # fmt: skip
+def measure_point(
+    run_dir: Path, engine: str, rate: float, phase: str, percentile: float, slo: SLO, min_attainment: float
+) -> Point:
     """Read one engine's share of a finished run directory. The rate meets the SLO when no stop rule fired
     and at least `min_attainment` of its requests met every limit (DistServe's goodput criterion)."""
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -57,12 +58,23 @@ def measure_point(run_dir: Path, engine: str, rate: float, phase: str, percentil
     else:
         meets, why = True, f"SLO met by {_pct(attainment)}"
     return Point(
-        engine=engine, rate=rate, phase=phase, run_dir=str(run_dir), requests=len(records),
-        achieved_rps=steady.get("request_rate") or whole.get("request_rate"), whole_run_rps=whole.get("request_rate"),
+        engine=engine,
+        rate=rate,
+        phase=phase,
+        run_dir=str(run_dir),
+        requests=len(records),
+        achieved_rps=steady.get("request_rate") or whole.get("request_rate"),
+        whole_run_rps=whole.get("request_rate"),
         output_tok_s=steady.get("output_token_rate") or whole.get("output_token_rate"),
-        ttft_s=_pq(lat["ttft"], percentile), tpot_s=_pq(lat["tpot"], percentile), e2e_s=_pq(lat["e2e"], percentile),
-        attainment=attainment, goodput_rps=goodput, stopped=stopped, meets=meets, why=why,
-    )  # fmt: skip
+        ttft_s=_pq(lat["ttft"], percentile),
+        tpot_s=_pq(lat["tpot"], percentile),
+        e2e_s=_pq(lat["e2e"], percentile),
+        attainment=attainment,
+        goodput_rps=goodput,
+        stopped=stopped,
+        meets=meets,
+        why=why,
+    )
 
 
 def _pq(values: pd.Series, percentile: float) -> float | None:

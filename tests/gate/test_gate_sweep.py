@@ -17,10 +17,27 @@ def fake_measure(limits: dict[str, float], calls: list[tuple[float, tuple[str, .
 
     def measure(rate, engines, phase):
         calls.append((rate, tuple(engines), phase))
-        return {e: Point(engine=e, rate=rate, phase=phase, run_dir="", requests=10, achieved_rps=rate,
-                         whole_run_rps=rate, output_tok_s=None, ttft_s=None, tpot_s=None, e2e_s=None,
-                         attainment=1.0 if rate <= limits[e] else 0.5, goodput_rps=None, stopped=None,
-                         meets=rate <= limits[e], why="") for e in engines}  # fmt: skip
+        return {
+            e: Point(
+                engine=e,
+                rate=rate,
+                phase=phase,
+                run_dir="",
+                requests=10,
+                achieved_rps=rate,
+                whole_run_rps=rate,
+                output_tok_s=None,
+                ttft_s=None,
+                tpot_s=None,
+                e2e_s=None,
+                attainment=1.0 if rate <= limits[e] else 0.5,
+                goodput_rps=None,
+                stopped=None,
+                meets=rate <= limits[e],
+                why="",
+            )
+            for e in engines
+        }
 
     return measure
 
@@ -86,9 +103,26 @@ def test_sweep_on_the_embedded_model_finds_continuous_capacity_above_static(tmp_
         'output = { dist = "uniform", low = 4, high = 32 }\n'
     )
     out = tmp_path / "sweep"
-    code = main(["sweep", "--workload", str(spec), "--engine", "static:max_batch=8", "--engine",
-                 "continuous:max_running=8", "--rates", "5,10,20,40,80", "--slo-ttft-ms", "150", "--slo-tpot-ms", "60",
-                 "--out", str(out), "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "sweep",
+            "--workload",
+            str(spec),
+            "--engine",
+            "static:max_batch=8",
+            "--engine",
+            "continuous:max_running=8",
+            "--rates",
+            "5,10,20,40,80",
+            "--slo-ttft-ms",
+            "150",
+            "--slo-tpot-ms",
+            "60",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     data = json.loads((out / "sweep.json").read_text())
     static, cont = data["capacity"]["static"], data["capacity"]["continuous"]
