@@ -18,6 +18,8 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 @dataclass
 class RawResult:
+    """What the raw loop produced: output tokens, seconds and forward steps."""
+
     output_tokens: int
     seconds: float
     steps: int
@@ -28,6 +30,8 @@ class RawResult:
 
 
 class RawLoop:
+    """Fixed batches through the model with a contiguous KV cache and no scheduler: the ceiling."""
+
     def __init__(self, model: Any) -> None:
         config = model.config
         self.model = model

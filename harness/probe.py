@@ -37,6 +37,8 @@ PROMPT_WORD = "probe"
 
 @dataclass(frozen=True)
 class ProbeConfig:
+    """How the probe loads the endpoint: rounds, long and short requests, their lengths, timeouts."""
+
     url: str
     model: str | None = None  # None: the first model GET /v1/models lists
     api: str = "completions"
@@ -55,6 +57,8 @@ class ProbeConfig:
 
 @dataclass
 class Timeline:
+    """When one probe request was sent and when each of its tokens arrived."""
+
     sent: float
     tokens: list[float] = field(default_factory=list)
     finish: FinishEvent | None = None
@@ -70,6 +74,8 @@ class Timeline:
 
 @dataclass
 class RoundResult:
+    """One probe round: the predictions for each batching style and where the short requests landed."""
+
     step_s: float
     long_left_s: float  # from the short requests' send to the long batch's last token
     continuous_ttft_s: float
@@ -83,6 +89,8 @@ class RoundResult:
 
 @dataclass
 class ProbeResult:
+    """The probe's verdict (continuous, static or inconclusive), its confidence and every round."""
+
     url: str
     model: str
     verdict: str  # continuous | static | inconclusive

@@ -13,6 +13,8 @@ from reports.verdict import Verdict, verdict
 
 @dataclass
 class Analysis:
+    """Everything the report, the exports and the Markdown summary show, computed once."""
+
     runs: list[RunData]
     series: list[EngineRun]  # one per engine per run (its first trial), in run then engine order
     comparisons: list[Comparison]

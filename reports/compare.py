@@ -42,6 +42,8 @@ N_BOOT = 1000
 
 @dataclass
 class Comparison:
+    """Two engine runs compared: paired per request when their schedules match, else by distribution."""
+
     a: EngineRun  # the baseline
     b: EngineRun
     kind: str  # "paired" or "unpaired"

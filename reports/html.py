@@ -67,6 +67,8 @@ footer {{ color: var(--muted); font-size: 12px; padding: 0 32px 24px; }}
 
 @dataclass
 class Section:
+    """One section of the HTML report: its title, how to read it, and its figures and tables."""
+
     id: str
     title: str
     how: str = ""  # one paragraph: what is shown and how to read it

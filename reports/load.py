@@ -117,6 +117,8 @@ class EngineRun:
 
 @dataclass
 class RunData:
+    """One run directory as the report reads it: manifest, schedule, metrics and every engine run."""
+
     path: Path
     label: str
     manifest: dict[str, Any]

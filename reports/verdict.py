@@ -29,6 +29,8 @@ Z95 = 1.959963984540054
 
 @dataclass
 class Estimate:
+    """A number with its confidence interval, when it has one."""
+
     value: float | None
     low: float | None = None
     high: float | None = None
@@ -40,6 +42,8 @@ class Estimate:
 
 @dataclass
 class Headline:
+    """One headline metric across engines, and which engine clearly wins it, if any."""
+
     key: str
     name: str
     better: str  # "lower" or "higher"
@@ -73,6 +77,8 @@ class Headline:
 
 @dataclass
 class Verdict:
+    """The report's one-paragraph answer: which engine wins which headline metrics."""
+
     headlines: list[Headline]
     flags: list[dict[str, str]]  # {"series", "name", "message"}
     lines: list[str] = field(default_factory=list)  # the sentences at the top of the report

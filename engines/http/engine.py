@@ -62,6 +62,8 @@ _FINISH_REASONS = {"length": "length", "stop": "stop", "abort": "abort"}
 
 @dataclass(frozen=True)
 class HttpEngineConfig:
+    """Everything that configures an HTTP engine; `describe()` reports it, the URL without credentials."""
+
     url: str
     model: str
     api: Api = "completions"
@@ -92,6 +94,8 @@ class _Aborted(Exception):
 
 
 class HttpEngine(Engine):
+    """Any OpenAI-compatible server behind the one engine interface: one streaming POST per request, typed failures."""
+
     def __init__(
         self,
         url: str,

@@ -19,6 +19,8 @@ TTFT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 
 
 class Histogram:
+    """A Prometheus histogram with fixed buckets, safe to observe from several threads."""
+
     def __init__(self, name: str, help_text: str, buckets: Sequence[float]) -> None:
         self.name = name
         self.help = help_text

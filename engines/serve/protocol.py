@@ -19,6 +19,8 @@ CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
 
 @dataclass
 class GenerationParams:
+    """What a completions or chat request asks for, checked and with the server's defaults filled in."""
+
     api: Api
     max_tokens: int | None  # None: the server's default
     stream: bool = False

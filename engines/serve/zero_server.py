@@ -80,6 +80,8 @@ def _error(status: str, message: str) -> bytes:
 
 
 class ZeroProtocol(asyncio.Protocol):
+    """One HTTP/1.1 connection of the zero-delay server, on a bare asyncio protocol."""
+
     def __init__(self, token_delay_s: float) -> None:
         self.delay = token_delay_s
         self.buf = b""

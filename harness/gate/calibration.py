@@ -18,6 +18,8 @@ KINDS = ("aa", "slowdown")
 
 @dataclass(frozen=True)
 class CalibrationPlan:
+    """How many pairs of each kind, the injected slowdown, trials per pair, and the targets to meet."""
+
     pairs: int = 20  # of each kind
     slowdown: float = 0.10
     trials: int = 1  # interleaved repeats per pair, pooled by the gate
@@ -28,6 +30,8 @@ class CalibrationPlan:
 
 @dataclass
 class PairResult:
+    """One calibration pair's verdict, per rule, with the machine's load when it ended."""
+
     kind: str
     index: int
     seed: int

@@ -41,8 +41,6 @@ class GateConfig:
     rules: tuple[Rule, ...] = field(default_factory=tuple)
 
 
-
-
 def _setting_types() -> dict[str, tuple[type, ...]]:
     """What a rules file may write for each setting, from GateConfig's annotations (a float takes an int)."""
     out: dict[str, tuple[type, ...]] = {}

@@ -19,6 +19,8 @@ from harness.metrics import SLO, load_records, records_frame
 
 @dataclass
 class RunSample:
+    """One side of a gate comparison: an engine's records from one or more runs, with their SLO and fingerprint."""
+
     source: str
     engine: str
     records: pd.DataFrame

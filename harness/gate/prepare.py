@@ -18,6 +18,8 @@ from harness.metrics.frame import flatten_token_times
 
 @dataclass
 class Rates:
+    """A rate metric cut into slices of the steady window, so its noise can be seen."""
+
     slices: np.ndarray  # per-slice rates, trial after trial
     value: float  # events in the windows / their total duration
     window: str  # "steady" or "whole_run" (the first trial's)
@@ -26,6 +28,8 @@ class Rates:
 
 @dataclass
 class Prepared:
+    """One side's records with the latencies and SLO verdicts every rule reads, computed once."""
+
     sample: RunSample
     latencies: pd.DataFrame  # request_latencies plus `meets_slo` and `failed`
     buckets: int

@@ -36,6 +36,8 @@ class RuleError(ValueError):
 
 @dataclass(frozen=True)
 class Threshold:
+    """How far a metric may move: relative (+10%), a delta (+1pp, +5ms) or an absolute limit (<= 2s)."""
+
     kind: ThresholdKind
     value: float  # relative: a fraction (+0.10); delta and absolute: the metric's base unit (s, tok/s, share)
     text: str
@@ -43,6 +45,8 @@ class Threshold:
 
 @dataclass(frozen=True)
 class Rule:
+    """One parsed gate rule: metric, statistic, direction and threshold, with where it was written."""
+
     text: str
     metric: str
     stat: str | None  # "mean", "p50", "p99.9"; None for rates and shares

@@ -32,6 +32,8 @@ EXACT_SIGNED_RANK_MAX_N = 16  # 2**16 sign patterns: exact and still a few milli
 
 @dataclass(frozen=True)
 class TestResult:
+    """A significance test's name and one-sided p-value."""
+
     test: str
     p_value: float
 

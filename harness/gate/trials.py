@@ -23,6 +23,8 @@ from harness.gate.significance import Side
 
 @dataclass(frozen=True)
 class TrialComparison:
+    """The change between two sides judged over whole trials: its size, interval, test and noise."""
+
     change: float  # relative: geometric mean of per-trial ratios - 1; delta: mean per-trial difference
     ci_low: float  # each end a one-sided (1 - alpha) bound, as the gate's other intervals
     ci_high: float

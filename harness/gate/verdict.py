@@ -20,6 +20,8 @@ VERDICT_SCHEMA_VERSION = 1
 
 @dataclass
 class RuleResult:
+    """One rule's outcome: pass, fail or no_data, with the numbers behind it."""
+
     rule: str
     name: str  # metric or metric.stat
     threshold_kind: str  # relative, delta or absolute
@@ -46,6 +48,8 @@ class RuleResult:
 
 @dataclass
 class Verdict:
+    """Every rule's result and the gate's exit code."""
+
     results: list[RuleResult]
     pairing: dict[str, Any]
     baseline: dict[str, Any] | None

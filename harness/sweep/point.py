@@ -14,6 +14,8 @@ from harness.metrics import SLO, load_records, request_latencies, slo_table
 
 @dataclass
 class Point:
+    """One engine at one offered rate: throughput, latencies, SLO attainment and whether it meets the SLO."""
+
     engine: str
     rate: float  # offered load, requests/s
     phase: str  # "probe", "climb" or "search"

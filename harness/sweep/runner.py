@@ -22,6 +22,8 @@ SWEEP_SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class SweepPlan:
+    """Which rates to try (given, or spread below the measured saturation) and how to search for capacity."""
+
     rates: tuple[float, ...] = ()  # empty: automatic (probe the saturation throughput, then spread below it)
     points: int = 6
     low_fraction: float = 0.1

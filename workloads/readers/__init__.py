@@ -26,6 +26,8 @@ EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "js
 
 @dataclass(frozen=True)
 class TraceTable:
+    """A trace read into the one workload table, with its format, column mapping and hash."""
+
     frame: pd.DataFrame  # shared by the cache: treat as read-only
     notes: tuple[str, ...]
     format: str
