@@ -122,36 +122,26 @@ def occupancy_overview(series: list[EngineRun], colors: dict[str, str]) -> go.Fi
         running = steps_mean_per_bin(t0, t1, st["num_running"].to_numpy(dtype=np.float64), edges) / covered
         held = steps_mean_per_bin(t0, t1, st["idle_slots"].to_numpy(dtype=np.float64), edges) / covered
         slots = int(st["max_slots"].max())
-        fig.add_trace(
-            go.Scatter(
-                x=mid,
-                y=running,
-                mode="lines",
-                stackgroup=f"s{r}",
-                name="slots computing",
-                legendgroup="computing",
-                showlegend=r == 0,
-                line={"color": colors[er.label], "width": 0.5},
-                hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>computing %{{y:.2f}} of {slots}<extra></extra>",
-            ),
-            row=r + 1,
-            col=1,
+        stacked = (
+            (running, "slots computing", "computing", colors[er.label], f"computing %{{y:.2f}} of {slots}"),
+            (held, "slots held idle", "held", PHASE_COLORS["held"], "held idle %{y:.2f}"),
         )
-        fig.add_trace(
-            go.Scatter(
-                x=mid,
-                y=held,
-                mode="lines",
-                stackgroup=f"s{r}",
-                name="slots held idle",
-                legendgroup="held",
-                showlegend=r == 0,
-                line={"color": PHASE_COLORS["held"], "width": 0.5},
-                hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>held idle %{{y:.2f}}<extra></extra>",
-            ),
-            row=r + 1,
-            col=1,
-        )
+        for y, name, group, color, hover in stacked:
+            fig.add_trace(
+                go.Scatter(
+                    x=mid,
+                    y=y,
+                    mode="lines",
+                    stackgroup=f"s{r}",
+                    name=name,
+                    legendgroup=group,
+                    showlegend=r == 0,
+                    line={"color": color, "width": 0.5},
+                    hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>{hover}<extra></extra>",
+                ),
+                row=r + 1,
+                col=1,
+            )
         fig.add_hline(y=slots, line_dash="dot", line_color="#555", row=r + 1, col=1)
         fig.update_yaxes(title_text="slots", range=[0, slots * 1.08], row=r + 1, col=1)
     fig.update_xaxes(
