@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.cmd_sim import simulate_twin
+from harness.cli.sim import simulate_twin
 from harness.metrics.fidelity import fidelity_rows
 from harness.simulation import run_engines
 

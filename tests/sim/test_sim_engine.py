@@ -11,7 +11,7 @@ import pytest
 from engines.scheduler import ContinuousScheduler
 from engines.static_scheduler import StaticScheduler
 from harness.cli import main
-from harness.engine_factory import build_engine, parse_engine_specs
+from harness.engine_specs import build_engine, parse_engine_specs
 from harness.metrics import load_records, load_steps
 
 SIM_STATIC = "sim:scheduler=static,max_batch=8"
@@ -110,9 +110,9 @@ def test_a_stop_rule_ends_a_hopeless_simulation(tmp_path: Path) -> None:
         ("sim:hardware=b200", "unknown hardware 'b200' (known: h100, h200, a100, l40s, mi300x)"),
         ("sim:model=gpt-5", "unknown model 'gpt-5'"),
         ("sim:model=llama-3.1-70b", "does not fit on 1 x h100"),
-        ("sim:scheduler=orca", "scheduler='orca': expected one of static, continuous"),
+        ("sim:scheduler=orca", "scheduler='orca' expected one of static, continuous"),
         ("sim:profile=/nonexistent.json", "cannot read profile"),
-        ("sim:tp=two", "tp='two' is not a int"),
+        ("sim:tp=two", "tp='two' is not an integer"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str,

@@ -1,12 +1,13 @@
 """Virtual-time scenarios: the load generator for engines that run on their own clock (the simulator).
 
-The timing rules are the real-time scenarios' (harness.loadgen), on the engine's virtual clock, with
+The timing rules are the real-time scenarios' (`scenarios.py`), on the engine's virtual clock, with
 no asyncio and no sleeping: a simulated hour replays in seconds.
 - Open loop: request i arrives at `at_i`. The engine runs every step that starts before that instant
   (`run_until`), then takes the request; a step that is running when a request arrives delays it to the
   next step, as a real engine loop does. Send time equals scheduled time: there is no dispatcher to lag.
 - Closed loop: a user sends its next request `think_time_s` after its previous one finished; the
   engine pauses after any step that finished a request so the next arrival is never late.
+- Offline: every request arrives at t0.
 The engine is known only through `VirtualTimeEngine`: submit at a time, run until a time, abort.
 Record times are seconds on the virtual clock from its t0 = 0.
 """
@@ -20,9 +21,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from engines.api import FinishEvent, Request
-from harness.loadgen import LoopOutcome, OnStart, Progress, RecordSink, Scheduled
+from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled
+from harness.loadgen.stop_rules import StopRules, StopState
 from harness.records import RequestRecord
-from harness.stop_rules import StopRules, StopState
 
 PROGRESS_EVERY_S = 0.5
 
@@ -181,3 +182,17 @@ def run_virtual_closed_loop(engine: VirtualTimeEngine, schedule: list[Scheduled]
     if not run.stopped():
         engine.run_until(math.inf, run.on_step)
     return run.outcome(started)
+
+
+def run_virtual_scenario(engine: VirtualTimeEngine, schedule: list[Scheduled], sink: RecordSink, scenario: Scenario,
+                         *, label: str, trial: int = 0, stop_rules: StopRules | None = None,
+                         progress: Progress | None = None, on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
+    """`schedule` offered to a virtual-time engine as `scenario` says."""
+    common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress,
+                              "on_start": on_start}  # fmt: skip
+    if scenario.kind == "closed":
+        return run_virtual_closed_loop(engine, schedule, sink, users=scenario.users,
+                                       think_time_s=scenario.think_time_s, **common)  # fmt: skip
+    if scenario.kind == "offline":
+        schedule = [Scheduled(item.request, 0.0) for item in schedule]
+    return run_virtual_open_loop(engine, schedule, sink, **common)

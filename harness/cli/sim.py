@@ -70,10 +70,10 @@ def fidelity_command(args: argparse.Namespace) -> int:
 
 def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path, noise: bool = True) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own."""
-    from harness.engine_factory import build_engine, parse_engine_specs
+    from harness.engine_specs import build_engine, parse_engine_specs
+    from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
     from harness.metrics import SLO, records_frame, steps_frame, summarize
     from harness.simulation import schedule_from_run, twin_spec_text
-    from harness.virtual_time import run_virtual_closed_loop, run_virtual_open_loop
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest.get("settings") or {}
