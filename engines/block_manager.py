@@ -40,8 +40,8 @@ class BlockManager:
 
     def blocks_needed(self, seq: Sequence, num_new_tokens: int) -> int:
         """Extra blocks `seq` needs to hold `num_new_tokens` more computed tokens."""
-        total = self.blocks_for_tokens(seq.num_computed_tokens + num_new_tokens)
-        return max(0, total - len(seq.block_table))
+        extra = -(-(seq.num_computed_tokens + num_new_tokens) // self.block_size) - len(seq.block_table)
+        return extra if extra > 0 else 0
 
     def can_allocate(self, num_blocks: int) -> bool:
         """Whether `num_blocks` are free now."""

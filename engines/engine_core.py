@@ -174,23 +174,23 @@ class EngineCore:
 def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[Sequence], t_start: float,
                 t_end: float, blocks_used: int, blocks_total: int, features: StepFeatures) -> StepRecord:  # fmt: skip
     """The record of one computed step; the simulator's engine loop writes the same ones."""
-    computing = [c.seq.request_id for c in plan.chunks if c.num_tokens]
+    computing = [c.seq.request.request_id for c in plan.chunks if c.num_tokens]
     return StepRecord(
         step=step,
         scheduler=scheduler.kind,
         t_start=t_start,
         t_end=t_end,
-        phase=plan.phase,
+        phase=features.phase,
         batch_id=plan.batch_id,
         running_ids=computing,
         num_running=len(computing),
         max_slots=scheduler.max_slots,
-        tokens_computed=plan.num_tokens,
-        padded_tokens=plan.num_pad,
+        tokens_computed=features.prefill_tokens + features.decode_seqs,
+        padded_tokens=features.padded_rows,
         idle_slots=features.held_rows,  # held by finished members of a static batch
         empty_slots=max(0, scheduler.max_slots - len(plan.chunks)),
         admitted=plan.admitted,
-        finished=[seq.request_id for seq in finished],
+        finished=[seq.request.request_id for seq in finished],
         preempted=plan.preempted,
         waiting=len(scheduler.waiting),
         blocked_reason=plan.blocked_reason,

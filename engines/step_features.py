@@ -36,6 +36,13 @@ class StepFeatures(NamedTuple):
         """Every row the layers compute."""
         return self.prefill_tokens + self.decode_seqs + self.padded_rows
 
+    @property
+    def phase(self) -> str:
+        """`StepPlan.phase`, from the counts: prefill chunks, decode sequences, or both ("mixed")."""
+        if self.prefill_chunks:
+            return "mixed" if self.decode_seqs else "prefill"
+        return "decode"
+
     def to_json(self) -> dict[str, int]:
         return self._asdict()
 

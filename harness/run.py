@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.step_record import STEP_FIELDS
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
@@ -83,7 +82,7 @@ async def _one_engine_run(
     steps: Any = None
     write_step: Any = None
     if steps_path is not None and spec.simulated:  # a simulated hour is half a million steps: Arrow batches
-        steps = BatchedJsonlWriter(steps_path, fields=STEP_FIELDS)
+        steps = BatchedJsonlWriter(steps_path)
         write_step = steps.write
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
@@ -94,7 +93,9 @@ async def _one_engine_run(
             engine,
             schedule,
             settings.scenario,
-            lambda record: records.write(record.to_json()),
+            (lambda record: records.write_fast(record.to_json()))
+            if spec.simulated
+            else (lambda record: records.write(record.to_json())),
             label=spec.label,
             trial=trial,
             steps=write_step,

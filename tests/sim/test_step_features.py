@@ -43,3 +43,16 @@ def test_static_padding_is_counted_apart_from_real_rows() -> None:
 def test_the_names_are_the_fields() -> None:
     assert StepFeatures._fields == FEATURE_NAMES
     assert set(StepFeatures().to_json()) == set(FEATURE_NAMES)
+
+
+def test_the_counts_agree_with_the_plan() -> None:
+    plans = [
+        StepPlan([Chunk(seq(10, computed=12, outputs=3), 1, yields_token=True)]),
+        StepPlan([Chunk(seq(10, computed=6), 4, yields_token=True), Chunk(seq(9, computed=9, outputs=1), 1, True)]),
+        StepPlan([Chunk(seq(3), 3, yields_token=True, num_pad=2), Chunk(seq(1), 1, yields_token=True, num_pad=4)]),
+        StepPlan([Chunk(seq(3, computed=6, outputs=4), 0, yields_token=False, num_pad=1)]),
+        StepPlan([]),
+    ]
+    for plan in plans:
+        f = step_features(plan)
+        assert (f.phase, f.prefill_tokens + f.decode_seqs, f.padded_rows) == (plan.phase, plan.num_tokens, plan.num_pad)
