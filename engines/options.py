@@ -156,7 +156,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("kv_blocks", int, None, "exact number of KV blocks (overrides --kv-memory-mb)", _SCHEDULED, low=1),
     Option("block_size", int, 16, "tokens per KV block", _SCHEDULED, low=1, metavar="N"),
     Option("step_delay_ms", float, 0.0, "a fixed delay added to every engine step", IN_PROCESS, low=0, metavar="MS"),
-    Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", IN_PROCESS, low=0, flag=False),
+    Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", _SCHEDULED, low=0, flag=False),
     Option("url", str, None, "http: base URL of an OpenAI-compatible server", _HTTP),
     Option(
         "model",

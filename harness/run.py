@@ -12,6 +12,7 @@ import gc
 import json
 import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,10 @@ async def _one_engine_run(
     settings: RunSettings,
     trial: int,
 ) -> tuple[Any, dict[str, Any]]:
-    if spec.simulated and spec.options.get("seed") is None:  # a simulated trial draws its noise from the run's
-        spec = EngineSpec(spec.kind, spec.label, {**spec.options, "seed": settings.seed * 1000 + trial})
+    if spec.simulated and spec.options.get("seed") is None:
+        # each simulated engine and trial draws its own noise, fixed by the run's seed (an A/A pair differs)
+        seed = (settings.seed * 1000 + trial) * 4096 + zlib.crc32(spec.label.encode()) % 4096
+        spec = EngineSpec(spec.kind, spec.label, {**spec.options, "seed": seed})
     engine = build_engine(spec, loaded)
     steps: Any = None
     write_step: Any = None

@@ -117,7 +117,7 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
     o = engine.get("options") or {}
     kv = o.get("kv") or {}
     items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy", "fcfs"),
-             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(),
+             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(), "seed": 0,
              "twin": engine.get("name")}  # fmt: skip
     if engine.get("kv_blocks"):
         items["kv_blocks"] = engine["kv_blocks"]

@@ -10,6 +10,7 @@ was fitted on) unless `kv_blocks` or `kv_memory_mb` say otherwise.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import fields
 from typing import Any
 
@@ -80,13 +81,14 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         raise EngineInputError(f"--engine {label}: the KV pool holds no block of {block_size} tokens")
     step_noise = gap_noise = None
     if o["profile"] and o["noise"] and fitted.noise:
-        seed = o["seed"] or 0
+        seed = o["seed"] if o["seed"] is not None else zlib.crc32(label.encode())  # engines draw apart
         step_noise = StepNoise.from_profile(fitted.noise, seed)
         gaps = fitted.noise.get("gap_s")
         gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
         source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
     options = SimOptions(kind=kind, policy=o["policy"], static=static, continuous=continuous,
-                         block_size=block_size, num_blocks=num_blocks, step_gap_s=gap)  # fmt: skip
+                         block_size=block_size, num_blocks=num_blocks, step_gap_s=gap,
+                         slowdown=o["slowdown"])  # fmt: skip
     if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
     description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}

@@ -47,6 +47,7 @@ class SimOptions:
     block_size: int = 16
     num_blocks: int = 1
     step_gap_s: float = 0.0  # engine-loop time between two steps (a fitted profile measures it)
+    slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
 
 
 class SimEngine:
@@ -109,7 +110,7 @@ class SimEngine:
     def run_until(self, until: float, on_step: StepCallback) -> None:
         """Run every step that starts before `until` (math.inf: until no work is left); idle time
         moves the clock to `until`. Returns early when `on_step` asks to pause."""
-        scheduler, cost, gap = self.scheduler, self.cost, self.options.step_gap_s
+        scheduler, cost, gap, slowdown = self.scheduler, self.cost, self.options.step_gap_s, self.options.slowdown
         while self.now < until:
             if not scheduler.has_work():
                 if until != math.inf:
@@ -127,6 +128,8 @@ class SimEngine:
             duration = cost.step_time(features)
             if self._step_noise is not None:
                 duration = self._step_noise(duration)
+            if slowdown:
+                duration *= 1.0 + slowdown
             t_end = t_start + duration
             admitted = []
             sampled = []  # every chunk that yields a token computes at least one
