@@ -17,19 +17,19 @@ MODEL, HARDWARE = "llama-3.1-8b", "h100"
 ENGINES = (f"sim:scheduler=static,model={MODEL},hardware={HARDWARE}", f"sim:model={MODEL},hardware={HARDWARE}")
 
 
-def simulate_at_scale(out: Path, *, workload: str = "azure-conv", report: bool = True) -> Path:
-    """Simulate static and continuous batching on `workload` into the run directory `out`; print the
-    comparison, labelled as simulated, with the cost model's parameters. Returns `out`."""
+def simulate_at_scale(out: Path, *, workload: str = "azure-conv") -> Path:
+    """Simulate static and continuous batching on `workload` into the run directory `out` (no report:
+    the CLI writes it); print the comparison, labelled as simulated, with the cost model's parameters."""
     from harness.engine_specs import parse_engine_specs
+    from harness.metrics.simulation import manifest_notices
     from harness.run import RunSettings, run_benchmark
-    from reports.simulated import manifest_notices
     from workloads import load_workload
 
     trace = load_workload(workload)
     specs = parse_engine_specs(list(ENGINES), {})
     print(f"\nSIMULATED at scale: {trace.name}, all {len(trace.requests):,} requests at the recorded rate, static vs "
           f"continuous batching for {MODEL} on one {HARDWARE.upper()} (virtual time, roofline cost model)")  # fmt: skip
-    settings = RunSettings(out_dir=out, report=report, n_boot=200)
+    settings = RunSettings(out_dir=out, report=False, n_boot=200)
     argv = ["batchmark", "demo", "(simulated at scale)", *[a for e in ENGINES for a in ("--engine", e)]]
     metrics = run_benchmark(trace, specs, settings, argv)
     print(format_summary(metrics).replace("\n", "\n  ").join(["  ", ""]))
@@ -39,10 +39,4 @@ def simulate_at_scale(out: Path, *, workload: str = "azure-conv", report: bool =
     took = sum(o.get("simulation_wall_s", 0.0) for o in manifest["outcomes"])
     gpu_minutes = sum(o["wall_time_s"] for o in manifest["outcomes"]) / 60
     print(f"  simulated {gpu_minutes:.1f} GPU-minutes in {took:.1f} s of simulation")
-    if report:
-        from reports import analyse, markdown_summary, write_report
-
-        analysis = analyse([out])
-        (out / "summary.md").write_text(markdown_summary(analysis))
-        print(f"  report (simulated): {write_report(analysis, out / 'report.html').resolve()}")
     return out

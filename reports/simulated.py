@@ -3,59 +3,20 @@
 A run's manifest marks each simulated engine (`"simulated": true`) and describes its cost model. The
 report puts one line per simulated engine in its header, above every number, a "Simulation" section
 with the cost models' parameters, and, when a run holds a measured engine and its simulated twin, the
-fidelity table (`harness.metrics.fidelity`): how far the simulation landed from what was measured.
+fidelity table (`harness.metrics.simulation`): how far the simulation landed from what was measured.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.metrics.fidelity import fidelity_rows, twins
+from harness.metrics.simulation import cost_model_text, fidelity_rows, manifest_notices, simulated_engines, twins
 from reports.fmt import esc
+
+__all__ = ["cost_model_text", "fidelity_html", "fidelity_tables", "notices", "simulated_engines"]
 
 if TYPE_CHECKING:
     from reports.load import RunData
-
-
-def simulated_engines(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    engines = manifest.get("engines") if isinstance(manifest, dict) else None
-    return {str(e.get("name")): e for e in engines or [] if isinstance(e, dict) and e.get("simulated")}
-
-
-def cost_model_text(engine: dict[str, Any]) -> str:
-    """One line: which cost model, on what, with which parameters."""
-    cm = engine.get("cost_model") or {}
-    blocks = engine.get("kv_blocks")
-    pool = f"; KV pool {blocks:,} blocks" if isinstance(blocks, int) else ""
-    if cm.get("kind") == "roofline":
-        model, hw, p = cm.get("model") or {}, cm.get("hardware") or {}, cm.get("params") or {}
-        return (
-            f"roofline cost model: {model.get('name')} on {cm.get('tp')} x {hw.get('name')} "
-            f"({hw.get('bf16_tflops')} TFLOPS bf16 dense, {hw.get('memory_tb_s')} TB/s, {hw.get('memory_gb')} GB); "
-            f"MFU prefill {p.get('mfu_prefill')}, decode {p.get('mfu_decode')}; MBU {p.get('mbu')}; "
-            f"{p.get('overhead_ms')} ms per-step overhead{pool}"
-        )
-    if cm.get("kind") == "fitted":
-        fit = cm.get("fit") or {}
-        coef = cm.get("coefficients") or {}
-        terms = ", ".join(f"{k} {v * 1e6:.3g} us" for k, v in coef.items() if v)
-        r2 = fit.get("r2")
-        quality = f", R^2 {r2:.3f}" if isinstance(r2, int | float) else ""
-        source = (engine.get("simulated_with") or {}).get("profile")
-        return (
-            f"fitted cost model {source or ''}: step = {cm.get('intercept_s', 0) * 1e6:.0f} us + {terms}; "
-            f"{cm.get('step_gap_s', 0) * 1e6:.0f} us between steps (fitted on {fit.get('steps')} steps of "
-            f"{fit.get('run_dir')}{quality}){pool}"
-        )
-    return f"cost model {cm.get('kind')!r}{pool}"
-
-
-def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
-    """One line per simulated engine of a run: what it is and what it ran on."""
-    return [
-        f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the {cost_model_text(engine)}."
-        for name, engine in simulated_engines(manifest).items()
-    ]
 
 
 def notices(runs: list[RunData]) -> list[str]:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from engines.errors import EngineInputError
+from engines.sim.files import read_json_object
 from engines.sim.noise import keep_blocks, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
@@ -89,13 +90,8 @@ class FittedCost:
 
 def load_profile(path: str | Path) -> FittedCost:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise EngineInputError(f"sim: cannot read profile {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise EngineInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or data.get("kind") != "fitted":
+    data = read_json_object(path, "profile")
+    if data.get("kind") != "fitted":
         raise EngineInputError(f"{path}: not a batchmark step-time profile (write one with `batchmark sim fit`)")
     if data.get("profile_version") != PROFILE_VERSION:
         raise EngineInputError(f"{path}: profile_version {data.get('profile_version')!r}, expected {PROFILE_VERSION}")

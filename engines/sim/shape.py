@@ -7,12 +7,12 @@ a rounding error and are left out of the FLOPs (their bytes are counted with the
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from engines.errors import EngineInputError
+from engines.sim.files import read_json_object
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
@@ -73,14 +73,7 @@ def load_shape(name_or_path: str) -> ModelShape:
                                    "or give a config.json path)")  # fmt: skip
     if path.is_dir():
         path = path / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise EngineInputError(f"sim: cannot read model config {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise EngineInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if not isinstance(config, dict):
-        raise EngineInputError(f"{path}: a config.json holds one JSON object")
+    config = read_json_object(path, "model config")
     config = config.get("text_config", config) if "hidden_size" not in config else config
     return shape_from_config(config, name=path.stem if path.name != "config.json" else path.parent.name,
                              source=str(path))  # fmt: skip

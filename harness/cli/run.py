@@ -49,7 +49,7 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     metrics = run_benchmark(workload, specs, settings, sys.argv)
     print_summary(metrics)
     if any(spec.simulated for spec in specs):
-        from reports.simulated import manifest_notices
+        from harness.metrics.simulation import manifest_notices
 
         for line in manifest_notices(json.loads((settings.out_dir / "manifest.json").read_text(encoding="utf-8"))):
             print(line)
@@ -83,5 +83,7 @@ def demo_command(args: argparse.Namespace) -> int:
             setattr(args, name, value)
     out, _ = execute(args)
     print(f"run directory: {out.resolve()}")
-    simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"), report=not args.no_report)
+    scale = simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"))
+    if not args.no_report:
+        _write_report(scale)
     return 0

@@ -48,7 +48,7 @@ def fit_command(args: argparse.Namespace) -> int:
 
 def fidelity_command(args: argparse.Namespace) -> int:
     from harness.errors import HarnessInputError
-    from harness.metrics.fidelity import fidelity_rows
+    from harness.metrics.simulation import fidelity_rows
     from harness.simulation import run_engines
 
     engines = [e for e in run_engines(args.real_run) if e.get("kind") in ("static", "continuous")]

@@ -18,4 +18,4 @@ def test_the_comparison_is_labelled_simulated(tmp_path: Path, capsys: pytest.Cap
     assert "sim-static" in printed and "sim-continuous" in printed and "roofline cost model" in printed
     manifest = json.loads((out / "manifest.json").read_text())
     assert [e["cost_model"]["hardware"]["name"] for e in manifest["engines"]] == ["h100", "h100"]
-    assert 'id="simulated-notice"' in (out / "report.html").read_text(encoding="utf-8")
+    assert not (out / "report.html").exists()  # `batchmark demo` writes it, as for every run

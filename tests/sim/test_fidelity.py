@@ -14,7 +14,7 @@ import pytest
 
 from harness.cli import main
 from harness.cli.sim import simulate_twin
-from harness.metrics.fidelity import fidelity_rows
+from harness.metrics.simulation import fidelity_rows
 from harness.simulation import run_engines
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity"

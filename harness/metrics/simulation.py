@@ -1,7 +1,8 @@
-"""Simulator fidelity: how far a simulated engine's headline metrics land from a measured twin's.
+"""Simulated engines in a run: what they are (one line each, from the manifest), and their fidelity,
+how far a simulated engine's headline metrics land from a measured twin's.
 
 Pure functions of summaries (`harness.metrics.summarize`) and of the engine descriptions in a run's
-manifest, so the CLI (`batchmark sim fidelity`) and the report compute the same table.
+manifest, so the console, the CLI (`batchmark sim fidelity`) and the report say the same.
 """
 
 from __future__ import annotations
@@ -61,3 +62,44 @@ def twins(engines: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
         if twin is not None and any(e["name"] == twin for e in real):
             pairs.append((str(twin), str(sim["name"])))
     return pairs
+
+
+def simulated_engines(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    engines = manifest.get("engines") if isinstance(manifest, dict) else None
+    return {str(e.get("name")): e for e in engines or [] if isinstance(e, dict) and e.get("simulated")}
+
+
+def cost_model_text(engine: dict[str, Any]) -> str:
+    """One line: which cost model, on what, with which parameters."""
+    cm = engine.get("cost_model") or {}
+    blocks = engine.get("kv_blocks")
+    pool = f"; KV pool {blocks:,} blocks" if isinstance(blocks, int) else ""
+    if cm.get("kind") == "roofline":
+        model, hw, p = cm.get("model") or {}, cm.get("hardware") or {}, cm.get("params") or {}
+        return (
+            f"roofline cost model: {model.get('name')} on {cm.get('tp')} x {hw.get('name')} "
+            f"({hw.get('bf16_tflops')} TFLOPS bf16 dense, {hw.get('memory_tb_s')} TB/s, {hw.get('memory_gb')} GB); "
+            f"MFU prefill {p.get('mfu_prefill')}, decode {p.get('mfu_decode')}; MBU {p.get('mbu')}; "
+            f"{p.get('overhead_ms')} ms per-step overhead{pool}"
+        )
+    if cm.get("kind") == "fitted":
+        fit = cm.get("fit") or {}
+        coef = cm.get("coefficients") or {}
+        terms = ", ".join(f"{k} {v * 1e6:.3g} us" for k, v in coef.items() if v)
+        r2 = fit.get("r2")
+        quality = f", R^2 {r2:.3f}" if isinstance(r2, int | float) else ""
+        source = (engine.get("simulated_with") or {}).get("profile")
+        return (
+            f"fitted cost model {source or ''}: step = {cm.get('intercept_s', 0) * 1e6:.0f} us + {terms}; "
+            f"{cm.get('step_gap_s', 0) * 1e6:.0f} us between steps (fitted on {fit.get('steps')} steps of "
+            f"{fit.get('run_dir')}{quality}){pool}"
+        )
+    return f"cost model {cm.get('kind')!r}{pool}"
+
+
+def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
+    """One line per simulated engine of a run: what it is and what it ran on."""
+    return [
+        f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the {cost_model_text(engine)}."
+        for name, engine in simulated_engines(manifest).items()
+    ]
