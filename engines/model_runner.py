@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+import torch.nn.functional as F
 
+from engines.fused_layers import apply_rope, fused_model, greedy, rms_norm
 from engines.kernels import load_paged_attention
 from engines.plan import StepPlan
 
@@ -43,7 +44,7 @@ class ModelRunner:
         shape = (len(layers), slots, self.num_kv_heads, self.head_dim)
         self.k_cache = torch.zeros(shape, dtype=dtype)
         self.v_cache = torch.zeros(shape, dtype=dtype)
-        self._layers = layers
+        self._fused = fused_model(model)
         attn = layers[0].self_attn
         self.scale = float(getattr(attn, "scaling", 1.0 / math.sqrt(self.head_dim)))
         self._native = load_paged_attention() if dtype == torch.float32 else None
@@ -125,30 +126,27 @@ class ModelRunner:
         if not plan.chunks:
             return []
         batch = self._prepare(plan)
-        inner = self.model.model
-        hidden = inner.embed_tokens(batch["ids"])
-        cos, sin = inner.rotary_emb(hidden, batch["positions"].unsqueeze(0))
-        cos, sin = cos[0], sin[0]
+        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
+        fused = self._fused
+        hidden = F.embedding(batch["ids"], fused.embed)
+        cos, sin = fused.rope.lookup(batch["positions"], batch["max_len"] - 1)
         num_tokens = hidden.shape[0]
-        for index, layer in enumerate(self._layers):
-            attn = layer.self_attn
-            x = layer.input_layernorm(hidden)
-            q = attn.q_proj(x).view(num_tokens, self.num_heads, self.head_dim)
-            k = attn.k_proj(x).view(num_tokens, self.num_kv_heads, self.head_dim)
-            v = attn.v_proj(x).view(num_tokens, self.num_kv_heads, self.head_dim)
-            if hasattr(attn, "q_norm"):  # Qwen3 normalises queries and keys per head before RoPE
-                q, k = attn.q_norm(q), attn.k_norm(k)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
+        for index, layer in enumerate(fused.layers):
+            qkv = layer.qkv(rms_norm(hidden, layer.input_norm)).view(num_tokens, heads + 2 * kv_heads, dim)
+            qk, v = qkv[:, : heads + kv_heads], qkv[:, heads + kv_heads :]
+            if layer.q_norm is not None and layer.k_norm is not None:
+                qk = torch.cat((rms_norm(qk[:, :heads], layer.q_norm), rms_norm(qk[:, heads:], layer.k_norm)), 1)
+            qk = apply_rope(qk, cos, sin)
+            q, k = qk[:, :heads].contiguous(), qk[:, heads:]
             self.k_cache[index].index_copy_(0, batch["slots"], k)
             self.v_cache[index].index_copy_(0, batch["slots"], v)
-            out = self._attention(index, q.contiguous(), k, v, batch)
-            hidden = hidden + attn.o_proj(out.view(num_tokens, self.num_heads * self.head_dim))
-            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+            out = self._attention(index, q, k, v, batch)
+            hidden += layer.o(out.view(num_tokens, heads * dim))
+            hidden += layer.mlp(rms_norm(hidden, layer.post_norm))
         rows = batch["sample_rows"]
         if rows.numel() == 0:
             return []
-        logits = self.model.lm_head(inner.norm(hidden.index_select(0, rows)))
-        return logits.argmax(dim=-1).tolist()[: batch["num_samples"]]
+        return greedy(fused.logits(hidden.index_select(0, rows)))[: batch["num_samples"]]
 
     def _attention(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                    batch: dict[str, Any]) -> torch.Tensor:  # fmt: skip
