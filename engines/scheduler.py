@@ -69,20 +69,22 @@ class ContinuousScheduler:
         for seq in list(self.running):  # oldest first, so preemption victims are not yet planned
             if seq.status is not SequenceStatus.RUNNING:
                 continue
-            num = min(seq.num_uncomputed, budget)
+            uncomputed = seq.num_uncomputed
+            num = min(uncomputed, budget)
             if num <= 0:
                 plan.decide(3, "defer", seq, why="token_budget")
                 continue
-            need = self.blocks.blocks_needed(seq, num)
-            while not self.blocks.can_allocate(need):
-                victim = self.running[-1]
-                self.preempt(victim, plan)
-                if victim is seq:
-                    break
-            if seq.status is not SequenceStatus.RUNNING:
-                continue
-            self.blocks.allocate(seq, need)
-            plan.chunks.append(Chunk(seq, num, samples=num == seq.num_uncomputed))
+            need = self.blocks.blocks_needed(seq, num)  # 0 on most decode steps: the last block has room
+            if need:
+                while not self.blocks.can_allocate(need):
+                    victim = self.running[-1]
+                    self.preempt(victim, plan)
+                    if victim is seq:
+                        break
+                if seq.status is not SequenceStatus.RUNNING:
+                    continue
+                self.blocks.allocate(seq, need)
+            plan.chunks.append(Chunk(seq, num, samples=num == uncomputed))
             budget -= num
         return budget
 
