@@ -106,7 +106,7 @@ class ModelRunner:
         slots = np.where(is_pad, self.scratch_slot, blocks * bs + positions % bs)
         # A finished member of a static batch still runs its whole row, LM head included, as a padded
         # batch does; its logits are computed and thrown away.
-        sample_rows = [last_row[i] for i, c in enumerate(chunks) if c.samples]
+        sample_rows = [last_row[i] for i, c in enumerate(chunks) if c.yields_token]
         sample_rows += [last_row[i] + c.num_pad for i, c in enumerate(chunks) if not c.num_tokens and c.num_pad]
         num_short_rows = spans[num_short_chunks - 1][1] if num_short_chunks else 0
         pos = torch.from_numpy(positions)
@@ -118,7 +118,7 @@ class ModelRunner:
             "token_pos": pos.to(torch.int32),
             "block_tables": torch.from_numpy(tables),
             "sample_rows": torch.tensor(sample_rows, dtype=torch.int64),
-            "num_samples": sum(c.samples for c in chunks),
+            "num_samples": sum(c.yields_token for c in chunks),
             "max_len": int(positions.max()) + 1 if len(ids) else 1,
             "num_short_rows": num_short_rows,
             # rows past the kernel's, grouped once per step rather than once per layer
