@@ -96,24 +96,28 @@ OFFLINE_STEP_TOKENS = 2048
 
 
 def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
-               step_tokens: int = OFFLINE_STEP_TOKENS, continuous_first: bool = False) -> dict[str, float]:  # fmt: skip
+               step_tokens: int = OFFLINE_STEP_TOKENS, reverse: bool = False) -> dict[str, float]:  # fmt: skip
     tokenizer = loaded.tokenizer
     avoid = {t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id) if t is not None}
     requests = workload.build(int(loaded.model.config.vocab_size), avoid)
     mean_output = round(float(np.mean([r.max_tokens for r in requests])))
     prompts = [list(r.prompt_token_ids) for r in requests]
-    # on a compute thread, as the engines' loops run: the same OpenMP conditions for all three
-    raw = run_in_compute_thread(lambda: RawLoop(loaded.model).run(prompts, mean_output, batch_size=batch))
     options = {
         "static": EngineOptions(kind="static", static=StaticConfig(max_batch_size=batch)),
         "continuous": EngineOptions(
             kind="continuous", continuous=ContinuousConfig(max_running=batch, max_batched_tokens=step_tokens)
         ),
     }
-    # Which engine goes first alternates between trials, so a drift in machine load does not favour one.
-    order = ["continuous", "static"] if continuous_first else ["static", "continuous"]
-    runs = {kind: asyncio.run(run_offline(InProcessEngine(loaded, options[kind]), requests)) for kind in order}
-    static, continuous = runs["static"], runs["continuous"]
+    # Back to back with continuous in the middle, so each of its two ratios compares neighbours; the order
+    # flips between trials, so a drift in machine load does not favour one.
+    order = ["raw", "continuous", "static"]
+    runs: dict[str, Any] = {}
+    for kind in order[::-1] if reverse else order:
+        if kind == "raw":  # on a compute thread, as the engines' loops run: the same OpenMP conditions
+            runs[kind] = run_in_compute_thread(lambda: RawLoop(loaded.model).run(prompts, mean_output, batch))
+        else:
+            runs[kind] = asyncio.run(run_offline(InProcessEngine(loaded, options[kind]), requests))
+    raw, static, continuous = runs["raw"], runs["static"], runs["continuous"]
     return {
         "raw_tok_s": raw.tok_s,
         "static_tok_s": static.tok_s,
@@ -136,7 +140,7 @@ def bench_engines(loaded: LoadedModel, workload: OfflineWorkload, batch: int, re
     # Warm-up, not measured: compiles the attention kernel and pays first-call costs for all three.
     bench_once(loaded, dataclasses.replace(workload, requests=min(workload.requests, batch), max_output=16,
                                            min_output=min(workload.min_output, 16)), batch, step_tokens)  # fmt: skip
-    trials = [bench_once(loaded, workload, batch, step_tokens, continuous_first=i % 2 == 1) for i in range(repeat)]
+    trials = [bench_once(loaded, workload, batch, step_tokens, reverse=i % 2 == 1) for i in range(repeat)]
     medians = {key: statistics.median(t[key] for t in trials) for key in trials[0]}
     return {**medians, "trials": trials, "repeat": repeat, "workload": workload.__dict__, "batch": batch,
             "continuous_max_batched_tokens": step_tokens, "torch_threads": compute_threads.count()}  # fmt: skip
