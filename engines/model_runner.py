@@ -153,8 +153,9 @@ class ModelRunner:
             return []
         return greedy(fused.logits(hidden.index_select(0, rows)))[: batch["num_samples"]]
 
-    def _attention(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                   batch: dict[str, Any]) -> torch.Tensor:  # fmt: skip
+    def _attention(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch: dict[str, Any]
+    ) -> torch.Tensor:
         k_pool = self.k_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
         v_pool = self.v_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
         out = torch.empty_like(q)
@@ -162,11 +163,22 @@ class ModelRunner:
         if short:
             tables = batch["block_tables"]
             failed = self._native.paged_attention(
-                q.data_ptr(), k_pool.data_ptr(), v_pool.data_ptr(), tables.data_ptr(), tables.shape[1],
-                batch["token_seq"].data_ptr(), batch["token_pos"].data_ptr(), out.data_ptr(),
-                short, self.num_heads, self.num_kv_heads, self.head_dim, self.block_size,
-                self.scale, batch["max_len"],
-            )  # fmt: skip
+                q.data_ptr(),
+                k_pool.data_ptr(),
+                v_pool.data_ptr(),
+                tables.data_ptr(),
+                tables.shape[1],
+                batch["token_seq"].data_ptr(),
+                batch["token_pos"].data_ptr(),
+                out.data_ptr(),
+                short,
+                self.num_heads,
+                self.num_kv_heads,
+                self.head_dim,
+                self.block_size,
+                self.scale,
+                batch["max_len"],
+            )
             if failed:
                 raise MemoryError("paged attention kernel could not allocate its score buffer")
         for start, end, count, fresh in batch["span_groups"]:
@@ -181,8 +193,9 @@ class ModelRunner:
             q, k, v, scale=self.scale, enable_gqa=self.num_kv_heads != self.num_heads, **mask
         )
 
-    def _attention_fresh(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
-                         start: int, end: int, count: int) -> None:  # fmt: skip
+    def _attention_fresh(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, start: int, end: int, count: int
+    ) -> None:
         """`count` prefills of equal length starting at position 0: their own keys are their whole
         context, so one causal SDPA over [count, heads, length, dim] does them all, with no gather."""
         length = (end - start) // count
@@ -193,8 +206,16 @@ class ModelRunner:
         result = self._sdpa(split(q), split(k), split(v), is_causal=True)
         out[start:end] = result.transpose(1, 2).reshape(end - start, self.num_heads, self.head_dim)
 
-    def _attention_cached(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, out: torch.Tensor,
-                          batch: dict[str, Any], start: int, end: int) -> None:  # fmt: skip
+    def _attention_cached(
+        self,
+        q: torch.Tensor,
+        k_pool: torch.Tensor,
+        v_pool: torch.Tensor,
+        out: torch.Tensor,
+        batch: dict[str, Any],
+        start: int,
+        end: int,
+    ) -> None:
         """One chunk whose context is (partly) in the cache: gather it through the block table, mask by position."""
         bs = self.block_size
         positions = batch["token_pos"][start:end].to(torch.int64)

@@ -20,6 +20,8 @@ from engines.fused_layers import apply_rope, fused_model, greedy, rms_norm
 
 @dataclass
 class RawResult:
+    """What the raw loop produced: output tokens, seconds and forward steps."""
+
     output_tokens: int
     seconds: float
     steps: int
@@ -30,6 +32,8 @@ class RawResult:
 
 
 class RawLoop:
+    """Fixed batches through the model with a contiguous KV cache and no scheduler: the ceiling."""
+
     def __init__(self, model: Any) -> None:
         config = model.config
         self.model = model
@@ -58,9 +62,12 @@ class RawLoop:
             k_cache[index, :, :, start:end] = heads_first(qk[:, heads:])
             v_cache[index, :, :, start:end] = heads_first(v)
             out = F.scaled_dot_product_attention(
-                heads_first(qk[:, :heads]), k_cache[index, :, :, :end], v_cache[index, :, :, :end],
-                is_causal=length > 1, enable_gqa=kv_heads != heads,
-            )  # fmt: skip
+                heads_first(qk[:, :heads]),
+                k_cache[index, :, :, :end],
+                v_cache[index, :, :, :end],
+                is_causal=length > 1,
+                enable_gqa=kv_heads != heads,
+            )
             hidden += layer.o(out.transpose(1, 2).reshape(batch * length, heads * dim))
             hidden += layer.mlp(rms_norm(hidden, layer.post_norm))
         return fused.logits(hidden.view(batch, length, -1)[:, -1])

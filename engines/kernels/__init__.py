@@ -2,7 +2,8 @@
 
 Only the paged-attention kernel lives here. When no compiler is available the model runner falls back
 to a pure-torch gather + SDPA path (same results, several times slower); `kernel_info()` says which
-one a run used so the manifest records it. `zeros_on_huge_pages` allocates the KV pool.
+one a run used so the manifest records it. `zeros_on_huge_pages` allocates the KV pool. Imports: the
+standard library only (ctypes; torch lazily, when a kernel or a tensor is asked for).
 """
 
 from __future__ import annotations

@@ -37,8 +37,10 @@ KINDS = ("continuous", "static")
 
 def p2_requests(vocab: int, seed: int = 0, count: int = REQUESTS) -> list[Request]:
     rng = np.random.default_rng(seed)
-    return [Request(f"p{i:03d}", rng.integers(3, vocab, size=PROMPT).tolist(), OUTPUT, ignore_eos=True)
-            for i in range(count)]  # fmt: skip
+    return [
+        Request(f"p{i:03d}", rng.integers(3, vocab, size=PROMPT).tolist(), OUTPUT, ignore_eos=True)
+        for i in range(count)
+    ]
 
 
 async def closed_loop(engine: Engine, requests: list[Request]) -> dict[str, float]:
@@ -46,16 +48,20 @@ async def closed_loop(engine: Engine, requests: list[Request]) -> dict[str, floa
     records: list[RequestRecord] = []
     await engine.start()
     try:
-        outcome = await run_closed_loop(engine, [Scheduled(r, 0.0) for r in requests], records.append,
-                                        label=engine.name, users=USERS)  # fmt: skip
+        outcome = await run_closed_loop(
+            engine, [Scheduled(r, 0.0) for r in requests], records.append, label=engine.name, users=USERS
+        )
     finally:
         await engine.stop()
     short = [r.request_id for r in records if r.output_tokens != OUTPUT or r.error_type]
     assert not short and len(records) == len(requests), f"{engine.name}: {len(short)} requests fell short"
     ttft = [r.t_first_token - r.t_sent for r in records if r.t_first_token is not None]
     tpot = [(r.token_times[-1] - r.token_times[0]) / (OUTPUT - 1) for r in records]
-    return {"tok_s": sum(r.output_tokens for r in records) / outcome.wall_time_s,
-            "ttft_p50_ms": 1e3 * statistics.median(ttft), "tpot_p50_ms": 1e3 * statistics.median(tpot)}  # fmt: skip
+    return {
+        "tok_s": sum(r.output_tokens for r in records) / outcome.wall_time_s,
+        "ttft_p50_ms": 1e3 * statistics.median(ttft),
+        "tpot_p50_ms": 1e3 * statistics.median(tpot),
+    }
 
 
 def interleaved(run_one: Callable[[str, int], dict[str, float]]) -> dict[str, list[dict[str, float]]]:
