@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Trials per comparison (the shape asks for 3): more make a median survive a busier machine.
+TRIALS = int(os.environ.get("BATCHMARK_BENCH_TRIALS", "3"))
 
 
 @pytest.fixture

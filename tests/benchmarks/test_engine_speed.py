@@ -3,8 +3,9 @@
 The P2 shape: 64 requests, 64-token prompts, 64 forced output tokens, 16 users in a closed loop, the
 embedded model in fp32 on one compute thread. Every request has the same length, so a static batch
 pads nothing and holds no finished member: continuous batching can only tie, and its own per-step
-bookkeeping must not make it lose. Targets, on the median of 3 interleaved trials (the engines'
-order alternates from trial to trial so that a drift in machine load does not favour one):
+bookkeeping must not make it lose. Targets, on the median of 3 interleaved trials (more with
+BATCHMARK_BENCH_TRIALS; the engines' order alternates from trial to trial so that a drift in machine
+load does not favour one):
 - in process (the harness's closed-loop load generator on `InProcessEngine`, `batchmark run`'s
   engine defaults): continuous >= 0.95x static output tok/s;
 - through `batchmark serve --threads 1` (serve's defaults otherwise), one client for both:
@@ -26,11 +27,12 @@ from engines.http import HttpEngine
 from engines.inprocess import EngineOptions, InProcessEngine
 from harness.loadgen import Scheduled, run_closed_loop
 from harness.records import RequestRecord
+from tests.benchmarks.conftest import TRIALS
 from tests.http.serve_process import ServeProcess
 
 pytestmark = pytest.mark.bench
 
-REQUESTS, PROMPT, OUTPUT, USERS, TRIALS = 64, 64, 64, 16, 3
+REQUESTS, PROMPT, OUTPUT, USERS = 64, 64, 64, 16
 TARGET_OVER_STATIC = 0.95
 KINDS = ("continuous", "static")
 

@@ -1,10 +1,10 @@
 """Engine throughput benchmark (`make bench`): the raw loop, static and continuous batching side by side.
 
 The default `batchmark bench engines` workload (256 requests, 64-token prompts, outputs uniform in
-8..128, batch 32), one compute thread, median of 3 trials after a warm-up, the engines' order
-alternating between trials. Targets: continuous >= 0.9x the raw loop (the hand-written batched loop
-with the same layer code and no scheduler, every output forced to the mean length, so no tail) and
-continuous >= 1.5x static on these mixed lengths.
+8..128, batch 32), one compute thread, median of 3 trials (more with BATCHMARK_BENCH_TRIALS) after a
+warm-up, the engines' order alternating between trials. Targets: continuous >= 0.9x the raw loop (the
+hand-written batched loop with the same layer code and no scheduler, every output forced to the mean
+length, so no tail) and continuous >= 1.5x static on these mixed lengths.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from harness.bench_engines import OfflineWorkload, bench_engines
+from tests.benchmarks.conftest import TRIALS
 
 pytestmark = pytest.mark.bench
 
@@ -20,7 +21,7 @@ def test_engine_throughput(benchmark, embedded, one_thread):
     results: list[dict] = []
 
     def three_trials() -> None:
-        results.append(bench_engines(embedded, OfflineWorkload(), batch=32, repeat=3))
+        results.append(bench_engines(embedded, OfflineWorkload(), batch=32, repeat=TRIALS))
 
     benchmark.pedantic(three_trials, rounds=1, iterations=1)
     (result,) = results
