@@ -1,8 +1,9 @@
 #!/bin/bash
-# Interleaved rounds of `vllm bench serve` against servers that are already up (docs/vllm-cpu.md).
+# Interleaved rounds of `vllm bench serve` against servers that are already up (docs/engine-speed.md).
 # Usage: VENV=/work/vllm-venv MODEL=/work/vllm-cmp/model RESULTS=out ROUNDS=3 compare.sh NAME=PORT [NAME=PORT ...]
 # Each round runs every server once, in an order rotated by one per round, so a change in machine load
 # lands on all of them alike; `uptime` is logged before every run. One warm-up run per server first.
+# (The folder is RESULTS, not OUT: vllm-bench.sh reads OUT as the output length.)
 set -euo pipefail
 : "${VENV:?the vllm-cpu virtualenv}" "${MODEL:?the checkpoint dir (its tokenizer)}"
 RESULTS=${RESULTS:-out}; ROUNDS=${ROUNDS:-3}; N=${N:-64}; C=${C:-16}
