@@ -9,7 +9,7 @@ engine can only approach this; `batchmark bench engines` reports each engine as 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -25,6 +25,7 @@ class RawResult:
     output_tokens: int
     seconds: float
     steps: int
+    tokens: list[list[int]] = field(default_factory=list)  # each prompt's greedy tokens, in prompt order
 
     @property
     def tok_s(self) -> float:
@@ -78,6 +79,7 @@ class RawLoop:
         layers = len(self.model.model.layers)
         dtype = next(self.model.parameters()).dtype
         produced = steps = 0
+        tokens: list[list[int]] = []
         t0 = time.perf_counter()
         for first in range(0, len(prompts), batch_size):
             group = prompts[first : first + batch_size]
@@ -89,11 +91,16 @@ class RawLoop:
             k_cache, v_cache = torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)
             logits = self._forward(ids, 0, k_cache, v_cache)
             position = ids.shape[1]
+            outputs: list[list[int]] = [[] for _ in group]
+            tokens += outputs
             for index in range(output_len):
-                token = torch.tensor(greedy(logits)).unsqueeze(1)
+                chosen = greedy(logits)
+                for out, token_id in zip(outputs, chosen, strict=True):
+                    out.append(token_id)
+                token = torch.tensor(chosen).unsqueeze(1)
                 produced += len(group)
                 steps += 1
                 if index + 1 < output_len:  # the last token needs no further forward pass
                     logits = self._forward(token, position, k_cache, v_cache)
                     position += 1
-        return RawResult(produced, time.perf_counter() - t0, steps)
+        return RawResult(produced, time.perf_counter() - t0, steps, tokens)
