@@ -19,7 +19,7 @@ from engines.api import AdmitEvent, EngineEvent, FinishEvent, Request, StepSink,
 from engines.compute_threads import enter_compute_thread
 from engines.contract import Runner, Scheduler
 from engines.plan import StepPlan
-from engines.sequence import Sequence
+from engines.sequence import Sequence, SequenceStatus
 from engines.step_features import StepFeatures, step_features
 from engines.step_record import StepRecord
 
@@ -113,6 +113,8 @@ class EngineCore:
                 seq = Sequence.from_request(item, self._seq_no, now)
                 self._seq_no += 1
                 self.scheduler.enqueue(seq)
+                if seq.status is SequenceStatus.FINISHED:  # shed by admission control
+                    events.append(self._finish_event(seq, now))
             else:
                 seq = self.scheduler.abort(item)
                 if seq is not None:
@@ -165,6 +167,8 @@ class EngineCore:
             seq.num_output_tokens,
             now,
             preemptions=seq.preemptions,
+            error_type=seq.error_type,
+            error_message=seq.error_message,
         )
 
     def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float,

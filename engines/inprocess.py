@@ -43,6 +43,7 @@ class EngineOptions:
 
     kind: Kind = "continuous"
     policy: str = "fcfs"
+    aging_s: float | None = None  # starvation aging (engines/aging.py)
     kv: KVConfig = field(default_factory=KVConfig)
     static: StaticConfig = field(default_factory=StaticConfig)
     continuous: ContinuousConfig = field(default_factory=ContinuousConfig)
@@ -73,7 +74,7 @@ class InProcessEngine(Engine):
         self.blocks = BlockManager(num_blocks, options.kv.block_size)
         pad = loaded.tokenizer.pad_token_id
         self.runner = ModelRunner(loaded.model, num_blocks, options.kv.block_size, pad if pad is not None else 0)
-        policy = make_policy(options.policy)
+        policy = make_policy(options.policy, options.aging_s)
         eos = loaded.eos_token_id
         scheduler: StaticScheduler | ContinuousScheduler
         if options.kind == "static":

@@ -20,6 +20,9 @@ from engines.errors import EngineInputError
 from engines.policy import POLICIES
 
 IN_PROCESS = ("static", "continuous")
+ADMISSION_MODES = ("off", "defer", "shed")
+FALLBACK_ACTIONS = ("off", "cap", "fcfs", "fair")
+FALLBACK_SIGNALS = ("wait", "kv", "queue")
 SIMULATED = ("sim",)
 KINDS = (*IN_PROCESS, "zero", "http", *SIMULATED)
 
@@ -143,6 +146,81 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         profiles={"serve": 2048, "offline": 2048},
     ),
     Option("chunked_prefill", bool, True, "continuous: prefill prompts whole", _CONTINUOUS),
+    # Recovery controls (docs/study.md), each off unless set; the manifest's engine options record them.
+    Option(
+        "aging_s",
+        float,
+        None,
+        "sjf/priority: a request queued longer than S seconds jumps the queue (starvation aging)",
+        _SCHEDULED,
+        low=0,
+        above=True,
+        metavar="S",
+    ),
+    Option(
+        "admission",
+        str,
+        "off",
+        "continuous: SLO-aware admission: shed (refuse at once; serve answers 429 + Retry-After) or defer "
+        "(queue behind all other work) a request whose predicted TTFT exceeds --admission-slo-ms",
+        _CONTINUOUS,
+        choices=ADMISSION_MODES,
+    ),
+    Option(
+        "admission_slo_ms",
+        float,
+        None,
+        "continuous: the TTFT admission control predicts against (default: a quarter of the run's --slo-ttft-ms)",
+        _CONTINUOUS,
+        low=0,
+        above=True,
+        metavar="MS",
+    ),
+    Option(
+        "fallback",
+        str,
+        "off",
+        "continuous: when --fallback-signal stays above its threshold for --fallback-hold-s: cap max_running, "
+        "or switch the policy to fcfs or fair (once, traced as a decision)",
+        _CONTINUOUS,
+        choices=FALLBACK_ACTIONS,
+    ),
+    Option(
+        "fallback_signal",
+        str,
+        "wait",
+        "continuous: the fallback's signal: wait (longest queued wait in s, default threshold 2), kv (share of "
+        "KV blocks in use, 0.95), queue (requests queued, 64)",
+        _CONTINUOUS,
+        choices=FALLBACK_SIGNALS,
+    ),
+    Option(
+        "fallback_threshold",
+        float,
+        None,
+        "continuous: the fallback signal's threshold (default: the signal's)",
+        _CONTINUOUS,
+        low=0,
+        metavar="X",
+    ),
+    Option(
+        "fallback_hold_s",
+        float,
+        2.0,
+        "continuous: how long the signal must stay above its threshold",
+        _CONTINUOUS,
+        low=0,
+        metavar="S",
+    ),
+    Option(
+        "fallback_max_running",
+        int,
+        None,
+        "continuous: --fallback cap: the max_running to fall back to (default: half)",
+        _CONTINUOUS,
+        low=1,
+        metavar="N",
+    ),
     Option(
         "kv_memory_mb",
         float,
@@ -247,7 +325,6 @@ def check_options(kind: str, values: Mapping[str, Any], where: str) -> dict[str,
 def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "online") -> Any:  # -> EngineOptions
     """The `EngineOptions` of a static or continuous engine: checked `values` over the profile's defaults."""
     from engines.inprocess import EngineOptions, KVConfig
-    from engines.scheduler import ContinuousConfig
     from engines.static_scheduler import StaticConfig
 
     given = {k: v for k, v in values.items() if v is not None and OPTIONS[k].applies_to(kind)}
@@ -257,11 +334,27 @@ def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "onl
         policy=o["policy"],
         kv=KVConfig(block_size=o["block_size"], memory_mb=o["kv_memory_mb"], blocks=o["kv_blocks"]),
         static=StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3),
-        continuous=ContinuousConfig(
-            max_running=o["max_running"],
-            max_batched_tokens=o["max_batched_tokens"],
-            chunked_prefill=o["chunked_prefill"],
-        ),
+        continuous=continuous_config(o, "--engine " + kind),
+        aging_s=o["aging_s"],
         step_delay_s=o["step_delay_ms"] / 1e3,
         slowdown=o["slowdown"],
     )
+
+
+def continuous_config(o: Mapping[str, Any], where: str) -> Any:  # -> ContinuousConfig
+    """Continuous batching's limits and recovery controls from checked option values `o` (every key set)."""
+    from engines.admission import AdmissionConfig
+    from engines.fallback import FallbackConfig
+    from engines.scheduler import ContinuousConfig
+
+    admission = None
+    if o["admission"] != "off":
+        if o["admission_slo_ms"] is None:
+            raise EngineInputError(f"{where}: admission={o['admission']} needs admission_slo_ms (--admission-slo-ms)")
+        admission = AdmissionConfig(o["admission"], o["admission_slo_ms"] / 1e3)
+    fallback = None
+    if o["fallback"] != "off":
+        fallback = FallbackConfig(o["fallback"], o["fallback_signal"], o["fallback_threshold"], o["fallback_hold_s"],
+                                  o["fallback_max_running"])  # fmt: skip
+    return ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
+                            chunked_prefill=o["chunked_prefill"], admission=admission, fallback=fallback)  # fmt: skip

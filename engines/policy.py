@@ -55,6 +55,15 @@ class SchedulingPolicy(abc.ABC):
     def charge(self, seq: Sequence, input_tokens: int, output_tokens: int) -> None:  # noqa: B027
         """Account service a sequence received (used by fair-share policies)."""
 
+    def promote(self, now: float) -> list[Sequence]:
+        """Sequences moved to the front because they waited too long (`engines/aging.py`); none here."""
+        return []
+
+    def ahead_of(self, seq: Sequence) -> int:
+        """How many queued sequences this order would serve before `seq`, not yet queued (SLO-aware
+        admission predicts its wait from this); all of them unless the order says otherwise."""
+        return len(self)
+
 
 class FCFS(SchedulingPolicy):
     """First come, first served; a preempted sequence goes back to the front (it arrived earlier)."""
@@ -120,6 +129,10 @@ class _KeyedPolicy(SchedulingPolicy):
 
     def __iter__(self) -> Iterator[Sequence]:
         return iter(sorted(self._live.values(), key=lambda s: (self.key(s), s.seq_no)))
+
+    def ahead_of(self, seq: Sequence) -> int:
+        mine = self.key(seq)
+        return sum(1 for _, _, other in self._heap if id(other) in self._live and self.key(other) < mine)
 
 
 class ShortestJobFirst(_KeyedPolicy):
@@ -187,9 +200,85 @@ class FairShare(SchedulingPolicy):
     def __iter__(self) -> Iterator[Sequence]:
         return iter(sorted((s for q in self._queues.values() for s in q), key=lambda s: s.seq_no))
 
+    def ahead_of(self, seq: Sequence) -> int:
+        """Served in turn by tenant: the k-th request of a tenant waits for about k of every other tenant's."""
+        own = len(self._queues.get(seq.request.tenant, ()))
+        return (
+            sum(min(len(queue), own + 1) for tenant, queue in self._queues.items() if tenant != seq.request.tenant)
+            + own
+        )
+
     def charge(self, seq: Sequence, input_tokens: int, output_tokens: int) -> None:
         tenant = seq.request.tenant
         self._counter[tenant] = self._counter.get(tenant, 0.0) + input_tokens + 2.0 * output_tokens
+
+
+class LanedQueue(SchedulingPolicy):
+    """`inner`'s order plus one first-come lane, served before it (`lane_first`) or only when it is empty.
+
+    The recovery controls are lanes: starvation aging puts requests that waited too long in front
+    (`engines/aging.py`), SLO-aware admission's defer mode puts those predicted to miss the SLO behind
+    (`engines/admission.py`). `inner` can be replaced (the fallback rule switches the policy).
+    """
+
+    lane_first = True
+
+    def __init__(self, inner: SchedulingPolicy) -> None:
+        self.inner = inner
+        self.lane: deque[Sequence] = deque()
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def add(self, seq: Sequence) -> None:
+        self.inner.add(seq)
+
+    def peek(self) -> Sequence | None:
+        if self.lane_first:
+            return self.lane[0] if self.lane else self.inner.peek()
+        head = self.inner.peek()
+        return head if head is not None or not self.lane else self.lane[0]
+
+    def pop(self) -> Sequence:
+        if self.lane and (self.lane_first or self.inner.peek() is None):
+            return self.lane.popleft()
+        return self.inner.pop()
+
+    def remove(self, seq: Sequence) -> None:
+        if seq in self.lane:
+            self.lane.remove(seq)
+        else:
+            self.inner.remove(seq)
+
+    def __len__(self) -> int:
+        return len(self.inner) + len(self.lane)
+
+    def __iter__(self) -> Iterator[Sequence]:
+        first, second = (self.lane, self.inner) if self.lane_first else (self.inner, self.lane)
+        yield from first
+        yield from second
+
+    def charge(self, seq: Sequence, input_tokens: int, output_tokens: int) -> None:
+        self.inner.charge(seq, input_tokens, output_tokens)
+
+    def promote(self, now: float) -> list[Sequence]:
+        return self.inner.promote(now)
+
+    def ahead_of(self, seq: Sequence) -> int:
+        return self.inner.ahead_of(seq) + (len(self.lane) if self.lane_first else 0)
+
+
+def switch_policy(queue: SchedulingPolicy, name: str) -> SchedulingPolicy:
+    """`queue` with its innermost order replaced by policy `name`, every queued sequence moved over."""
+    if isinstance(queue, LanedQueue):
+        queue.inner = switch_policy(queue.inner, name)
+        return queue
+    new = POLICIES[name]()
+    for seq in list(queue):
+        queue.remove(seq)
+        new.add(seq)
+    return new
 
 
 POLICIES: dict[str, type[SchedulingPolicy]] = {
@@ -197,10 +286,16 @@ POLICIES: dict[str, type[SchedulingPolicy]] = {
 }
 
 
-def make_policy(name: str) -> SchedulingPolicy:
+def make_policy(name: str, aging_s: float | None = None) -> SchedulingPolicy:
+    """The queue order `name`; with `aging_s`, wrapped so that no request waits much longer (`engines/aging.py`)."""
     from engines.errors import EngineInputError
 
     try:
-        return POLICIES[name]()
+        policy = POLICIES[name]()
     except KeyError:
         raise EngineInputError(f"--policy {name!r}: expected one of {', '.join(POLICIES)}") from None
+    if aging_s is None:
+        return policy
+    from engines.aging import AgingQueue
+
+    return AgingQueue(policy, aging_s)

@@ -9,14 +9,19 @@
 Limits: `max_running` sequences, `max_batched_tokens` per step, and the block manager's free blocks.
 When a running sequence needs a block and none is free, the newest running sequence is preempted
 (its blocks freed, to be recomputed from its tokens later) rather than failing.
+
+Recovery controls, each off unless configured: SLO-aware admission at stage 1 (`admission.py`), starvation
+aging in the queue (`aging.py`, built with the policy) and the fallback rule before each plan (`fallback.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engines.admission import AdmissionConfig, AdmissionGuard
 from engines.block_manager import BlockManager
 from engines.contract import abort_sequence, apply_step
+from engines.fallback import FallbackConfig, FallbackRule
 from engines.plan import Chunk, StepPlan
 from engines.policy import SchedulingPolicy
 from engines.sequence import Sequence, SequenceStatus
@@ -31,6 +36,8 @@ class ContinuousConfig:
     max_batched_tokens: int = 512  # small steps keep TPOT low while long prompts prefill (Sarathi)
     chunked_prefill: bool = True
     kv_watermark: float = 0.01  # share of blocks kept free at admission so running work can grow
+    admission: AdmissionConfig | None = None  # SLO-aware admission (off: None)
+    fallback: FallbackConfig | None = None  # the fallback rule (off: None)
 
 
 class ContinuousScheduler:
@@ -42,15 +49,18 @@ class ContinuousScheduler:
         self, config: ContinuousConfig, policy: SchedulingPolicy, blocks: BlockManager, eos: int | None
     ) -> None:
         self.config = config
-        self.waiting = policy
+        self.admission = AdmissionGuard(config.admission) if config.admission else None
+        self.fallback = FallbackRule(config.fallback) if config.fallback else None
+        self.waiting = self.admission.wrap(policy) if self.admission else policy
         self.blocks = blocks
         self.eos = eos
         self.running: list[Sequence] = []  # admission order: the last one is the first to be preempted
+        self.max_running = config.max_running  # the fallback rule may lower it
         self._watermark = int(config.kv_watermark * blocks.num_blocks)
 
     @property
     def max_slots(self) -> int:
-        return self.config.max_running
+        return self.max_running
 
     def has_work(self) -> bool:
         return bool(self.running) or len(self.waiting) > 0
@@ -59,15 +69,24 @@ class ContinuousScheduler:
         return None  # never waits on purpose: work is taken as soon as it exists
 
     def enqueue(self, seq: Sequence) -> None:
-        """Stage 1."""
+        """Stage 1 (with admission control: unless it is deferred or shed, then FINISHED at once)."""
         seq.status = SequenceStatus.WAITING
-        self.waiting.add(seq)
+        if self.fallback is not None:
+            self.fallback.enqueued(seq)
+        if self.admission is None or self.admission.check(seq, self.waiting, len(self.running), self.max_running):
+            self.waiting.add(seq)
 
     def schedule(self, now: float) -> StepPlan:
         """Stage 3 for what runs, then stage 5 (or 2, when nothing ran) with the budget left."""
         plan = StepPlan()
+        if self.fallback is not None:
+            self.fallback.observe(now, self, plan)
+        for seq in self.waiting.promote(now):
+            plan.decide(Stage.FILL, "promote", seq, why="aging", waited_s=round(now - seq.enqueue_time, 4))
         budget = self.advance_running(plan, self.config.max_batched_tokens)
         self.fill_from_queue(plan, budget, Stage.FILL if self.running else Stage.FORM)
+        if self.admission is not None:
+            self.admission.after_step(plan, now)
         return plan
 
     def advance_running(self, plan: StepPlan, budget: int) -> int:
@@ -112,7 +131,7 @@ class ContinuousScheduler:
             num = min(seq.num_uncomputed, budget)
             need = self.blocks.blocks_needed(seq, num)
             reason = None
-            if len(self.running) >= self.config.max_running:
+            if len(self.running) >= self.max_running:
                 reason = "no_slot"
             elif budget <= 0 or (num < seq.num_uncomputed and not self.config.chunked_prefill):
                 reason = "token_budget"

@@ -34,6 +34,9 @@ class Sequence:
     admit_time: float | None = None
     finish_reason: str | None = None
     service: float = 0.0  # tokens of compute received, weighted as in VTC (input 1, output 2)
+    error_type: str | None = None  # why the engine refused it (admission control sheds with "slo_shed")
+    error_message: str | None = None
+    retry_after_s: float | None = None  # when shed: how long until the queue is predicted to have room
 
     @classmethod
     def from_request(cls, request: Request, seq_no: int, now: float) -> Sequence:

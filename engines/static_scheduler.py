@@ -69,6 +69,8 @@ class StaticScheduler:
 
     def _form_batch(self, now: float) -> StepPlan:
         plan = StepPlan()
+        for seq in self.waiting.promote(now):
+            plan.decide(Stage.FORM, "promote", seq, why="aging", waited_s=round(now - seq.enqueue_time, 4))
         head = self.waiting.peek()
         if head is None:
             return plan

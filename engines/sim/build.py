@@ -16,8 +16,7 @@ from typing import Any
 
 from engines.block_manager import blocks_for_budget
 from engines.errors import EngineInputError
-from engines.options import check_options, defaults
-from engines.scheduler import ContinuousConfig
+from engines.options import check_options, continuous_config, defaults
 from engines.sim.engine import CostModel, SimEngine, SimOptions
 from engines.sim.fitted import load_profile
 from engines.sim.hardware import accelerator
@@ -39,8 +38,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     o = {**defaults("sim"), **checked}
     kind = o["scheduler"]
     static = StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3)
-    continuous = ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
-                                  chunked_prefill=o["chunked_prefill"])  # fmt: skip
+    continuous = continuous_config(o, f"--engine {label}")
     block_size = o["block_size"]
     cost: CostModel
     if o["profile"]:
@@ -86,7 +84,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         gaps = fitted.noise.get("gap_s")
         gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
         source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
-    options = SimOptions(kind=kind, policy=o["policy"], static=static, continuous=continuous,
+    options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap,
                          slowdown=o["slowdown"])  # fmt: skip
     if o["twin"]:

@@ -20,7 +20,7 @@ from engines.block_manager import BlockManager
 from engines.engine_core import step_record
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
-from engines.sequence import Sequence
+from engines.sequence import Sequence, SequenceStatus
 from engines.static_scheduler import StaticConfig, StaticScheduler
 from engines.step_features import StepFeatures, step_features
 
@@ -42,6 +42,7 @@ StepCallback = Callable[[float, float, list[str], list[str], list[FinishEvent]],
 class SimOptions:
     kind: Literal["static", "continuous"] = "continuous"
     policy: str = "fcfs"
+    aging_s: float | None = None  # starvation aging (engines/aging.py)
     static: StaticConfig = field(default_factory=StaticConfig)
     continuous: ContinuousConfig = field(default_factory=ContinuousConfig)
     block_size: int = 16
@@ -63,7 +64,7 @@ class SimEngine:
         self.cost = cost
         self.max_context = max_context
         self.blocks = BlockManager(options.num_blocks, options.block_size)
-        policy = make_policy(options.policy)
+        policy = make_policy(options.policy, options.aging_s)
         self.scheduler: StaticScheduler | ContinuousScheduler
         if options.kind == "static":
             self.scheduler = StaticScheduler(options.static, policy, self.blocks, None)
@@ -98,6 +99,9 @@ class SimEngine:
         seq = Sequence.from_request(request, self._seq_no, self.now)
         self._seq_no += 1
         self.scheduler.enqueue(seq)
+        if seq.status is SequenceStatus.FINISHED:  # shed by admission control
+            return FinishEvent(request.request_id, "error", seq.num_prompt_tokens, 0, self.now,
+                               error_type=seq.error_type, error_message=seq.error_message)  # fmt: skip
         return None
 
     def abort(self, request_id: str) -> FinishEvent | None:
@@ -179,6 +183,7 @@ class SimEngine:
             "scheduler": self.options.kind,
             "options": {
                 "policy": self.options.policy,
+                "aging_s": self.options.aging_s,
                 self.options.kind: asdict(
                     self.options.static if self.options.kind == "static" else self.options.continuous
                 ),
