@@ -51,6 +51,7 @@ class RunSettings:
     progress: bool = False
     report: bool = True
     n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
+    warn_live: bool = True  # print a line when an early warning of the step trace first fires
 
 
 def _progress_printer(label: str, trial: int) -> Progress:
@@ -66,6 +67,23 @@ def _progress_printer(label: str, trial: int) -> Progress:
         sys.stderr.flush()
 
     return show
+
+
+def _watched(write_step: Any, label: str, trial: int) -> Any:
+    """`write_step`, also feeding the step-trace early warnings, which say so the first time each fires."""
+    from harness.metrics.warnings import WarningMonitor
+
+    def say(name: str, t: float, value: float) -> None:
+        threshold = monitor.settings.thresholds[name]
+        sys.stderr.write(f"\n[{label} t{trial}] early warning: {name} {value:.3g} > {threshold:g} at t={t:.1f} s\n")
+
+    monitor = WarningMonitor(on_fire=say)
+
+    def write(step: Any) -> None:
+        write_step(step)
+        monitor.observe(step)
+
+    return write
 
 
 async def _one_engine_run(
@@ -90,6 +108,8 @@ async def _one_engine_run(
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
         write_step = lambda step: steps.write(step.to_json())  # noqa: E731
+    if settings.warn_live and write_step is not None:
+        write_step = _watched(write_step, spec.label, trial)
     progress = _progress_printer(spec.label, trial) if settings.progress else None
     try:
         outcome = await replay_engine(
@@ -207,7 +227,9 @@ def _replay_all(
 
 def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json's content, from the files of the run directory `out`."""
+    from harness.metrics import jsonable
     from harness.metrics.compare_runs import compare_engines, repeat_summary
+    from harness.metrics.warnings import early_warnings
 
     slo, seed = settings.slo, settings.seed
     records = load_records(out / "records.jsonl")
@@ -227,6 +249,7 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             seed=seed,
             n_boot=settings.n_boot,
         )
+        summary["warnings"] = jsonable(early_warnings(subset, steps, slo))
         # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
         runs.append({**{k: v for k, v in outcome.items() if k != "simulation_wall_s"}, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}

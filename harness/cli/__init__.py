@@ -15,7 +15,7 @@ import sys
 
 from harness.errors import user_errors
 
-COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate", "sim")
+COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate", "sim", "study")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -63,6 +63,10 @@ def engine_specs(args: argparse.Namespace, default: tuple[str, ...] = ("static",
     defaults = engine_flag_values(args)
     in_process = any(text.split(":")[0] in IN_PROCESS for text in texts)
     defaults["model"] = defaults["model"] or (args.model if not in_process else None)
+    if defaults.get("admission_slo_ms") is None and hasattr(args, "slo_ttft_ms"):
+        from harness.engine_specs import admission_target_ms
+
+        defaults["admission_slo_ms"] = admission_target_ms(slo_from_args(args))
     return parse_engine_specs(texts, defaults)
 
 

@@ -1,0 +1,120 @@
+"""`batchmark study PLAN.toml`: a baseline and one-assumption variants on the identical schedules, judged
+by an acceptance plan written before the run (docs/study.md). Writes study.json, manifest.json (with the
+plan's SHA-256) and study.html under `--out`, one run directory per unit under `units/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli import args as shared
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    study = sub.add_parser(
+        "study",
+        help="baseline vs one-assumption variants, picked on a tuning slice and "
+        "confirmed on a held-out one, as an acceptance plan says",
+    )
+    study.add_argument("plan", type=Path, help="the acceptance plan (TOML, docs/study.md)")
+    study.add_argument(
+        "--sim", action="store_true", help="run every arm on the simulator (sim:...) instead of the plan's engine kind"
+    )
+    study.add_argument("--trials", type=int, help="override the plan's trials (the plan's hash still records it)")
+    study.add_argument("--out", type=Path, help="study directory (default runs/<time>-study-<plan>)")
+    study.add_argument("--no-report", action="store_true", help="skip study.html")
+    shared.add_model_flags(study)
+    study.set_defaults(run=study_command)
+
+
+def study_command(args: argparse.Namespace) -> int:
+    import dataclasses
+    import time
+
+    from engines import compute_threads
+    from harness.errors import HarnessInputError
+    from harness.manifest import build_manifest
+    from harness.study.plan import load_plan
+    from harness.study.runner import PICTURE, execute, plan_units, save_json
+    from harness.study.variants import resolve, simulated
+    from harness.study.verdict import decide
+    from workloads import load_workload
+
+    plan = load_plan(args.plan)
+    if args.trials is not None:
+        if args.trials < 1:
+            raise HarnessInputError(f"--trials {args.trials}: must be >= 1")
+        plan = dataclasses.replace(plan, trials=args.trials)
+    base = simulated(plan.baseline) if args.sim else plan.baseline
+    arms = resolve(base, list(plan.variants))
+    from harness.engine_specs import parse_engine_specs
+
+    parse_engine_specs([a.spec for a in arms], {"admission_slo_ms": 1.0})  # every arm's options checked first
+    workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
+    compute_threads.configure(args.threads)
+    out = args.out or shared.default_out("study", args.plan.stem)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = build_manifest(
+        argv=sys.argv,
+        workload=workload,
+        engines=[],
+        model=None,
+        seed=plan.seed,
+        settings={"plan": plan.to_json(), "simulated": args.sim},
+    )
+    manifest["plan_sha256"] = plan.sha256
+    manifest["arms"] = [dataclasses.asdict(a) for a in arms]
+    save_json(out / "manifest.json", manifest)
+    units = plan_units(plan, arms, out, args.model)
+    metrics = list(dict.fromkeys([m.metric for m in plan.metrics] + [plan.pick, *PICTURE]))
+    print(
+        f"study {plan.path}: {len(arms)} arms x {len(plan.slices)} slices x {plan.trials} trials = {len(units)} "
+        f"runs; plan sha256 {plan.sha256[:16]}"
+    )
+    started = time.perf_counter()
+    done: list[dict[str, Any]] = []
+
+    def progress(result: dict[str, Any]) -> None:
+        done.append(result)
+        pick = result["metrics"].get(plan.pick.label)
+        shown = "-" if pick is None else f"{pick:.4g}"
+        print(
+            f"  [{len(done)}/{len(units)}] {result['arm']:<16} {result['slice']:<9} t{result['trial']} "
+            f"{plan.pick.label} {shown} ({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
+        save_json(out / "study.json", _document(plan, arms, done, None, manifest))
+
+    results = execute(units, on_result=progress)
+    verdict = decide(plan, results, metrics)
+    save_json(out / "study.json", _document(plan, arms, results, verdict, manifest))
+    from harness.study.table import format_study
+
+    print(format_study(verdict, metrics))
+    for line in verdict["lines"]:
+        print(line)
+    if not args.no_report:
+        from reports.study import write_study_report
+
+        print(f"report: {write_study_report(out).resolve()}")
+    print(f"study directory: {out.resolve()}")
+    return 0
+
+
+def _document(
+    plan: Any, arms: list[Any], results: list[dict[str, Any]], verdict: dict[str, Any] | None, manifest: dict[str, Any]
+) -> dict[str, Any]:
+    import dataclasses
+
+    return {
+        "schema_version": 1,
+        "plan": plan.to_json(),
+        "plan_sha256": plan.sha256,
+        "arms": [dataclasses.asdict(a) for a in arms],
+        "units": results,
+        "verdict": verdict,
+        "git": manifest.get("git"),
+    }
