@@ -7,7 +7,8 @@ time to first token when it arrives and compares it with `slo_s`. The prediction
     tenant  the tenant's queued requests / the tenant's own admissions per second
     head    how long the tenant's oldest queued request has waited already
 
-with each rate measured over the last `window` admissions up to now. The tenant terms say what the policy
+with each rate measured over the last `window` admissions up to now, counting only admissions of steps
+that left work queued (when slots are free, admissions say how fast work arrives, not how fast it drains). The tenant terms say what the policy
 actually gives this tenant: under fair sharing a heavy tenant is served last, which no count of the
 queue can tell; and they fall back to nothing once its queue is empty, so a tenant is never shut out.
 Over the SLO, `shed` refuses the request at once (it finishes as an error of type `slo_shed`;
@@ -108,7 +109,7 @@ class AdmissionGuard:
 
     def after_step(self, plan: StepPlan, now: float) -> None:
         """Count the step's admissions towards the rates; the step's record carries the arrival decisions."""
-        if plan.admitted:
+        if plan.admitted and plan.blocked_reason is not None:  # the queue outlasted the step: a drain-rate sample
             self._admits.extend([now] * len(plan.admitted))
             admitted = set(plan.admitted)
             for chunk in plan.chunks:

@@ -56,3 +56,8 @@ class AgingQueue(LanedQueue):
             self.lane.append(head)
             promoted.append(head)
         return promoted
+
+
+def aged(policy: SchedulingPolicy, after_s: float | None) -> SchedulingPolicy:
+    """`policy` with starvation aging after `after_s` seconds (None: off, `policy` itself)."""
+    return policy if after_s is None else AgingQueue(policy, after_s)

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from engines import compute_threads
+from engines.aging import aged
 from engines.api import Engine, EngineEvent, FinishEvent, Request, StepSink
 from engines.block_manager import BlockManager, blocks_for_budget
 from engines.engine_core import EngineCore
@@ -74,7 +75,7 @@ class InProcessEngine(Engine):
         self.blocks = BlockManager(num_blocks, options.kv.block_size)
         pad = loaded.tokenizer.pad_token_id
         self.runner = ModelRunner(loaded.model, num_blocks, options.kv.block_size, pad if pad is not None else 0)
-        policy = make_policy(options.policy, options.aging_s)
+        policy = aged(make_policy(options.policy), options.aging_s)
         eos = loaded.eos_token_id
         scheduler: StaticScheduler | ContinuousScheduler
         if options.kind == "static":

@@ -286,16 +286,10 @@ POLICIES: dict[str, type[SchedulingPolicy]] = {
 }
 
 
-def make_policy(name: str, aging_s: float | None = None) -> SchedulingPolicy:
-    """The queue order `name`; with `aging_s`, wrapped so that no request waits much longer (`engines/aging.py`)."""
+def make_policy(name: str) -> SchedulingPolicy:
     from engines.errors import EngineInputError
 
     try:
-        policy = POLICIES[name]()
+        return POLICIES[name]()
     except KeyError:
         raise EngineInputError(f"--policy {name!r}: expected one of {', '.join(POLICIES)}") from None
-    if aging_s is None:
-        return policy
-    from engines.aging import AgingQueue
-
-    return AgingQueue(policy, aging_s)

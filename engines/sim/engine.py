@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from engines.aging import aged
 from engines.api import FinishEvent, Request, StepSink
 from engines.block_manager import BlockManager
 from engines.engine_core import step_record
@@ -64,7 +65,7 @@ class SimEngine:
         self.cost = cost
         self.max_context = max_context
         self.blocks = BlockManager(options.num_blocks, options.block_size)
-        policy = make_policy(options.policy, options.aging_s)
+        policy = aged(make_policy(options.policy), options.aging_s)
         self.scheduler: StaticScheduler | ContinuousScheduler
         if options.kind == "static":
             self.scheduler = StaticScheduler(options.static, policy, self.blocks, None)

@@ -93,6 +93,7 @@ class Variant:
     name: str
     change: dict[str, Any]
     base: str | None = None  # another variant's name; None: the baseline
+    reference: bool = False  # measured for comparison (e.g. a tenant alone), never picked
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,9 @@ class StudyPlan:
             "workload": self.workload,
             "workload_options": self.workload_options,
             "baseline": self.baseline,
-            "variants": [{"name": v.name, "change": v.change, "base": v.base} for v in self.variants],
+            "variants": [
+                {"name": v.name, "change": v.change, "base": v.base, "reference": v.reference} for v in self.variants
+            ],
             "metrics": [
                 {"metric": m.metric.label, "threshold": m.threshold.text() if m.threshold else None}
                 for m in self.metrics
@@ -240,7 +243,17 @@ def load_plan(path: Path) -> StudyPlan:
         problem = change_problem(base_spec, change)
         if problem:
             raise fail(_find_key(lines, "change", line or 0), f"{where}.change", problem)
-        variants.append(Variant(name, dict(change), None if base in (None, "baseline") else base))
+        reference = entry.get("reference", False)
+        if not isinstance(reference, bool):
+            raise fail(_find_key(lines, "reference", line or 0), f"{where}.reference", "expected true or false")
+        unknown_keys = sorted(set(entry) - {"name", "base", "change", "reference"})
+        if unknown_keys:
+            raise fail(
+                _find_key(lines, unknown_keys[0], line or 0),
+                f"{where}.{unknown_keys[0]}",
+                "unknown key (known: name, base, change, reference)",
+            )
+        variants.append(Variant(name, dict(change), None if base in (None, "baseline") else base, reference))
         names.add(name)
     if not variants:
         raise fail(_find_table(lines, "variants"), "variants", "required: at least one [[variants]] entry")
@@ -288,7 +301,7 @@ def load_plan(path: Path) -> StudyPlan:
         path=path,
         sha256=hashlib.sha256(source).hexdigest(),
         decision=data["decision"],
-        workload=data["workload"],
+        workload=_beside(path, data["workload"]),
         baseline=base_spec,
         variants=tuple(variants),
         metrics=tuple(metrics),
@@ -299,4 +312,14 @@ def load_plan(path: Path) -> StudyPlan:
         slo_ttft_ms=data.get("slo_ttft_ms"),
         slo_tpot_ms=data.get("slo_tpot_ms"),
         workload_options=dict(options),
+    )
+
+
+def _beside(plan: Path, workload: str) -> str:
+    """A workload file named relative to the plan is read from beside it; a preset name stays as it is."""
+    candidate = plan.parent / workload
+    return (
+        str(candidate)
+        if Path(workload).suffix and not Path(workload).is_absolute() and candidate.exists()
+        else workload
     )

@@ -145,7 +145,7 @@ def decide(plan: StudyPlan, results: list[dict[str, Any]], metrics: list[Metric]
     labels = [m.label for m in metrics]
     tables = aggregate(results, labels)
     tuning, held = (tables.get(s.name, {}) for s in plan.slices)
-    variants = [v.name for v in plan.variants]
+    variants = [v.name for v in plan.variants if not v.reference]
     if "baseline" not in tuning or "baseline" not in held or any(v not in tuning or v not in held for v in variants):
         return {"outcome": "incomplete", "lines": ["the study did not finish every unit: no verdict"], "tables": tables}
     passing = [v for v in variants if _passes(plan, tuning, v)[0]]

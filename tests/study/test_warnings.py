@@ -1,0 +1,88 @@
+"""Early warnings: they fire under overload and not on a calm run, the lead time is onset - firing, and the
+monitor that runs on the streamed step trace fires when the table computed afterwards says it did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.metrics import SLO, load_records, load_steps
+from harness.metrics.warnings import (
+    STEP_SIGNALS,
+    WarningMonitor,
+    WarningSettings,
+    early_warnings,
+    first_firing,
+    longest_wait,
+    warning_timeline,
+)
+
+SLO_2S = SLO(ttft_s=2.0, tpot_s=0.2)
+
+
+def test_overload_warns_and_the_lead_time_is_onset_minus_firing(overload_run: Path) -> None:
+    metrics = json.loads((overload_run / "metrics.json").read_text())
+    w = next(r["summary"]["warnings"] for r in metrics["runs"] if r["engine"] == "fcfs")
+    onset = w["slo_violation_onset_s"]
+    assert onset is not None
+    fired = {k: v for k, v in w["signals"].items() if v["first_fire_s"] is not None}
+    assert {"queue_growth", "longest_wait"} <= set(fired)
+    for signal in fired.values():
+        assert signal["lead_s"] == pytest.approx(onset - signal["first_fire_s"])
+    assert fired["longest_wait"]["first_fire_s"] <= onset  # waiting past half the SLO precedes missing it
+    assert w["earliest"] in fired and w["signals"]["kv_utilisation"]["first_fire_s"] is None  # KV is plentiful
+
+
+def test_a_calm_run_raises_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "calm"
+    argv = ["run", "--out", str(out), "--no-report", "--no-progress", "--workload", "noisy-neighbour",
+            "--rate", "2", "--duration", "20", "--engine", "sim"]  # fmt: skip
+    assert main(argv) == 0
+    w = json.loads((out / "metrics.json").read_text())["runs"][0]["summary"]["warnings"]
+    assert w["slo_violation_onset_s"] is None and w["earliest"] is None
+    assert all(s["first_fire_s"] is None for s in w["signals"].values())
+
+
+def test_the_streaming_monitor_agrees_with_the_table(overload_run: Path) -> None:
+    steps = load_steps(overload_run / "steps" / "fcfs-t0.jsonl")
+    records = load_records(overload_run / "records.jsonl")
+    records = records[records["engine"] == "fcfs"]
+    settings = WarningSettings()
+    live = WarningMonitor(settings)
+    for row in steps.to_dict(orient="records"):
+        live.observe(row)
+    table = first_firing(warning_timeline(records, steps, SLO_2S, settings), settings.thresholds)
+    assert live.fired  # something fired while the trace streamed
+    for name in STEP_SIGNALS:
+        assert live.fired.get(name) == table[name]
+
+
+def test_longest_wait_counts_only_requests_not_yet_admitted() -> None:
+    records = pd.DataFrame({"t_scheduled": [0.0, 1.0], "t_admitted": [5.0, 1.5], "t_finish": [6.0, 2.0],
+                            "token_times": [[5.5], [1.8]], "t_sent": [0.0, 1.0]})  # fmt: skip
+    waits = longest_wait(records, np.array([1.2, 4.0, 5.0, 7.0]))
+    assert waits.tolist() == pytest.approx([1.2, 4.0, 0.0, 0.0])
+
+
+def test_thresholds_are_overridable_and_checked() -> None:
+    settings = WarningSettings().with_thresholds({"kv_utilisation": 0.5})
+    assert settings.thresholds["kv_utilisation"] == 0.5 and settings.thresholds["queue_growth"] == 0.2
+    with pytest.raises(ValueError, match="unknown warning 'kv'"):
+        WarningSettings().with_thresholds({"kv": 0.5})
+
+
+def test_no_records_means_no_data_not_zero() -> None:
+    empty = load_records_empty()
+    w = early_warnings(empty, None, SLO_2S)
+    assert w["slo_violation_onset_s"] is None and w["signals"] == {}
+
+
+def load_records_empty() -> pd.DataFrame:
+    from harness.metrics import records_frame
+
+    return records_frame([])
