@@ -8,9 +8,10 @@ time to first token when it arrives and compares it with `slo_s`. The prediction
     head    how long the tenant's oldest queued request has waited already
 
 with each rate measured over the last `window` admissions up to now, counting only admissions of steps
-that left work queued (when slots are free, admissions say how fast work arrives, not how fast it drains). The tenant terms say what the policy
-actually gives this tenant: under fair sharing a heavy tenant is served last, which no count of the
-queue can tell; and they fall back to nothing once its queue is empty, so a tenant is never shut out.
+that left work queued (when slots are free, admissions say how fast work arrives, not how fast it
+drains). The tenant terms say what the policy actually gives this tenant: under fair sharing a heavy
+tenant is served last, which no count of the queue can tell; and they fall back to nothing once its
+queue is empty, so a tenant is never shut out.
 Over the SLO, `shed` refuses the request at once (it finishes as an error of type `slo_shed`;
 `batchmark serve` answers 429 with Retry-After), and `defer` queues it behind all work that can still
 make the SLO, served when the queue is otherwise empty. Before `MIN_ADMITS` admissions have been seen
