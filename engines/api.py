@@ -63,6 +63,7 @@ class FinishEvent:
     preemptions: int = 0
     error_type: str | None = None
     error_message: str | None = None
+    retry_after_s: float | None = None  # shed by admission control: when the queue is predicted to have room
 
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent

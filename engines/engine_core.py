@@ -169,6 +169,7 @@ class EngineCore:
             preemptions=seq.preemptions,
             error_type=seq.error_type,
             error_message=seq.error_message,
+            retry_after_s=seq.retry_after_s,
         )
 
     def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float,

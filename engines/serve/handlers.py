@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 import time
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
 from aiohttp import web
 
-from engines.api import FinishEvent, Request, TokenEvent
+from engines.api import EngineEvent, FinishEvent, Request, TokenEvent
 from engines.errors import EngineInputError
 from engines.serve.chat import chat_prompt_ids
 from engines.serve.detokenize import IncrementalDetokenizer
@@ -88,11 +90,16 @@ async def _generate(http: web.Request, api: str) -> web.StreamResponse:
 async def _stream(
     http: web.Request, state: ServerState, request: Request, chunks: _Chunks, t_arrival: float
 ) -> web.StreamResponse:
-    response = web.StreamResponse(headers=SSE_HEADERS)
-    await response.prepare(http)
-    detok = IncrementalDetokenizer(state.tokenizer)
     async with aclosing(submit(state, request, t_arrival)) as events:
-        async for event in events:
+        # With admission control a request may be shed before it is queued: look at its first event before
+        # the 200 goes out, so a shed request gets its 429. (Headers then wait for the admission.)
+        first = await anext(events) if _admission_on(state) else None
+        if type(first) is FinishEvent and first.error_type == "slo_shed":
+            raise _shed(first)
+        response = web.StreamResponse(headers=SSE_HEADERS)
+        await response.prepare(http)
+        detok = IncrementalDetokenizer(state.tokenizer)
+        async for event in _then(first, events):
             if type(event) is TokenEvent:
                 await response.write(chunks.token(detok.step(event.token_id), event.token_id))
             elif type(event) is FinishEvent:
@@ -116,6 +123,8 @@ async def _complete(state: ServerState, request: Request, chunks: _Chunks, t_arr
             elif type(event) is FinishEvent:
                 finish = event
     assert finish is not None  # the engine contract: the last event is always a finish
+    if finish.error_type == "slo_shed":
+        raise _shed(finish)
     if finish.reason == "error":
         status = 400 if finish.error_type == "invalid_request" else 500
         raise ApiError(status, finish.error_message or "generation failed", code=finish.error_type)
@@ -124,6 +133,25 @@ async def _complete(state: ServerState, request: Request, chunks: _Chunks, t_arr
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def _admission_on(state: ServerState) -> bool:
+    options = getattr(state.engine, "options", None)
+    return getattr(getattr(options, "continuous", None), "admission", None) is not None
+
+
+def _shed(finish: FinishEvent) -> ApiError:
+    """429 with Retry-After: admission control predicted this request would miss its TTFT SLO."""
+    retry = max(1, math.ceil(finish.retry_after_s or 1.0))
+    return ApiError(429, finish.error_message or "shed by admission control; retry later", code="slo_shed",
+                    headers={"Retry-After": str(retry)})  # fmt: skip
+
+
+async def _then(first: EngineEvent | None, events: AsyncIterator[EngineEvent]) -> AsyncIterator[EngineEvent]:
+    if first is not None:
+        yield first
+    async for event in events:
+        yield event
+
+
 async def _read_json(http: web.Request, state: ServerState) -> dict[str, Any]:
     too_big = ApiError(
         413,

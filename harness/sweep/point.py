@@ -32,6 +32,10 @@ class Point:
     stopped: str | None  # the stop rule that ended a trial early
     meets: bool
     why: str
+    # fairness across tenants (first trial; None with one tenant)
+    jain: float | None = None  # Jain's index over per-tenant service rates
+    worst_slowdown: float | None = None  # the worst tenant's p99 slowdown
+    vtc_gap: float | None = None  # the VTC service gap between tenants, service units
 
 
 def measure_point(
@@ -53,6 +57,8 @@ def measure_point(
     steady = (first.get("throughput") or {}).get("steady") or {}
     whole = (first.get("throughput") or {}).get("whole_run") or {}
     goodput = (first.get("slo") or {}).get("goodput_rps_steady")
+    fair = first.get("fairness") or {}
+    slowdowns = (fair.get("p99_slowdown_by_tenant") or {}).values()
     if stopped is not None:
         meets, why = False, f"stop rule {stopped} fired"
     elif attainment is None or attainment < min_attainment:
@@ -74,6 +80,9 @@ def measure_point(
         attainment=attainment,
         goodput_rps=goodput,
         stopped=stopped,
+        jain=fair.get("jain_index") if fair.get("tenants", 0) > 1 else None,
+        worst_slowdown=max(slowdowns) if slowdowns else None,
+        vtc_gap=(fair.get("vtc_gap") or {}).get("gap"),
         meets=meets,
         why=why,
     )

@@ -114,6 +114,9 @@ def _document(
                     "e2e_s",
                     "attainment",
                     "goodput_rps",
+                    "jain",
+                    "worst_slowdown",
+                    "vtc_gap",
                     "meets",
                 )
             }

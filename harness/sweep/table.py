@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-HEADER = ("rate", "engine", "achieved r/s", "out tok/s", "TTFT", "TPOT", "E2E", "SLO met", "goodput r/s", "")
+HEADER = (
+    "rate",
+    "engine",
+    "achieved r/s",
+    "out tok/s",
+    "TTFT",
+    "TPOT",
+    "E2E",
+    "SLO met",
+    "goodput r/s",
+    "Jain",
+    "worst slowdown",
+    "VTC gap",
+    "",
+)
 
 
 def _ms(v: float | None) -> str:
@@ -31,6 +45,9 @@ def format_table(data: dict[str, Any]) -> str:
                 _ms(p["e2e_s"]),
                 "-" if p["attainment"] is None else f"{p['attainment']:.0%}",
                 _num(p["goodput_rps"]),
+                _num(p.get("jain"), ".3f"),
+                _num(p.get("worst_slowdown"), ".1f"),
+                _num(p.get("vtc_gap"), ".3g"),
                 "ok" if p["meets"] else f"breaks: {p['why']}",
             ]
         )

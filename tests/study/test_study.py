@@ -112,3 +112,16 @@ def test_variants_build_on_each_other_through_the_option_table() -> None:
     arms = resolve("continuous:max_running=16", [*plan.variants])
     assert arms[1].spec == "continuous:max_running=16,max_batched_tokens=64,label=budget-64"
     assert simulated("continuous:step_delay_ms=5,policy=fair") == "sim:scheduler=continuous,policy=fair"
+
+
+def test_sweep_reports_fairness_at_every_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--workload", "noisy-neighbour", "--duration", "10", "--rates", "4,17.5", "--no-progress",
+            "--engine", "sim:label=fcfs", "--engine", "sim:policy=fair,label=fair", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    assert "Jain" in capsys.readouterr().out
+    curve = json.loads((out / "sweep.json").read_text())["curve"]
+    for engine in ("fcfs", "fair"):
+        assert all(0 < p["jain"] <= 1 and p["worst_slowdown"] >= 1 and p["vtc_gap"] > 0 for p in curve[engine])
+    # at twice capacity the fair order spreads the slowdown: its worst tenant fares better than fcfs's
+    assert curve["fair"][-1]["worst_slowdown"] < curve["fcfs"][-1]["worst_slowdown"]
