@@ -89,3 +89,22 @@ def test_aging_ends_starvation_under_sjf() -> None:
     aged = _long_wait({"aging_s": 0.5})
     assert starved > 4.0  # shortest-job-first serves the stream of short requests first
     assert aged < 1.0  # aged past 0.5 s, the long request goes next
+
+
+def test_defer_holds_back_instead_of_refusing() -> None:
+    """Deferred requests are served once nothing that can still make the SLO waits; none is refused."""
+    engine = build_sim_engine({"max_running": 1, "admission": "defer", "admission_slo_ms": 20}, "defer")
+    steps: list = []
+    engine.set_step_sink(steps.append)
+    items = [Scheduled(Request(f"r{i}", range(16), 8, ignore_eos=True), i * 0.03) for i in range(60)]
+    records: dict = {}
+    run_virtual_open_loop(engine, items, lambda r: records.__setitem__(r.request_id, r), label="defer")
+    assert all(r.error_type is None and r.output_tokens == 8 for r in records.values())  # nothing refused
+    deferred = {d["id"] for s in steps for d in s.decisions if d["action"] == "defer" and d["stage"] == 1}
+    assert deferred and len(deferred) < len(records)
+    kept = [r for rid, r in records.items() if rid not in deferred]
+    held = [r for rid, r in records.items() if rid in deferred]
+    # every deferred request was admitted after every request that was queued normally before it arrived
+    for r in held:
+        earlier = [k for k in kept if k.t_scheduled < r.t_scheduled]
+        assert all(k.t_admitted <= r.t_admitted for k in earlier)
