@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.metrics.slo import SLO, slo_table
+from harness.metrics.throughput import rate_problem, steady_window
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
 from reports.load import EngineRun, RunData
@@ -32,6 +33,7 @@ class Estimate:
     value: float | None
     low: float | None = None
     high: float | None = None
+    reason: str | None = None  # why value is None, when it is undefined rather than unknown
 
     @property
     def has_ci(self) -> bool:
@@ -91,7 +93,7 @@ def _pct(er: EngineRun, metric: str, label: str) -> Estimate:
 
 
 def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATCHES) -> Estimate:
-    """Events per second in [start, end] with a batch-means 95% CI."""
+    """Events per second in [start, end] with a batch-means 95% CI (cut at zero: a rate is never negative)."""
     if not (end > start) or times.size == 0:
         return Estimate(None)
     edges = np.linspace(start, end, batches + 1)
@@ -99,7 +101,7 @@ def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATC
     rates = counts / np.diff(edges)
     mean, sd = float(rates.mean()), float(rates.std(ddof=1))
     half = float(sps.t.ppf(0.975, batches - 1)) * sd / math.sqrt(batches)
-    return Estimate(mean, mean - half, mean + half)
+    return Estimate(mean, max(mean - half, 0.0), mean + half)
 
 
 def wilson(successes: int, n: int) -> Estimate:
@@ -112,32 +114,31 @@ def wilson(successes: int, n: int) -> Estimate:
     return Estimate(p, center - half, center + half)
 
 
+def steady_rate_problem(er: EngineRun) -> str | None:
+    """Why the run's steady-window rates are undefined (None: they are defined): the rule of
+    `harness.metrics.throughput.rate_problem`, applied to the records, so runs recorded before the rule
+    existed are judged by it too."""
+    return rate_problem(er.records, steady_window(er.records), "steady")
+
+
 def _steady(er: EngineRun) -> tuple[float, float] | None:
-    w = ((er.summary.get("throughput") or {}).get("steady")) or {}
-    return (float(w["start"]), float(w["end"])) if w.get("start") is not None and w.get("end") is not None else None
-
-
-def _window(er: EngineRun) -> tuple[float, float] | None:
-    return _steady(er) or (
-        (float(w["start"]), float(w["end"]))
-        if (w := ((er.summary.get("throughput") or {}).get("whole_run")) or {}).get("start") is not None
-        else None
-    )
+    window = steady_window(er.records)
+    return (window.start, window.end) if window is not None and steady_rate_problem(er) is None else None
 
 
 def throughput_estimate(er: EngineRun) -> Estimate:
-    window = _window(er)
+    window = _steady(er)
     if window is None:
-        return Estimate(None)
+        return Estimate(None, reason=steady_rate_problem(er))
     ok = er.latencies["succeeded"].to_numpy()
     tokens = er.tokens.flat[ok[er.tokens.owner]] if er.tokens.flat.size else er.tokens.flat
     return batch_means(tokens, *window)
 
 
 def goodput_estimate(er: EngineRun) -> Estimate:
-    window = _window(er)
+    window = _steady(er)
     if window is None:
-        return Estimate(None)
+        return Estimate(None, reason=steady_rate_problem(er))
     limits = ((er.summary.get("slo") or {}).get("slo")) or {}
     slo = SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     met = slo_table(er.latencies, slo)["meets_slo"].to_numpy()
@@ -183,9 +184,15 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
             kinds = ", ".join(f"{k}: {v}" for k, v in by_type.items())
             message = f"{failed} requests failed ({kinds}); they count against SLO attainment"
             flags.append({"series": er.label, "name": "failed_requests", "message": message})
-        if _steady(er) is None:
-            flags.append({"series": er.label, "name": "no_steady_window",
-                          "message": "no steady window (a burst?): throughput is over the whole run"})  # fmt: skip
+        problem = steady_rate_problem(er)
+        if problem is not None:
+            flags.append(
+                {
+                    "series": er.label,
+                    "name": "steady_rates_undefined",
+                    "message": f"throughput and goodput are n/a: {problem}",
+                }
+            )
     for run in runs:
         for note in run.notes:
             flags.append({"series": run.label, "name": "report_note", "message": note})

@@ -10,6 +10,12 @@ Counting inside a window [start, end] (both ends inclusive), successful requests
 requests at their finish time, output tokens at their own arrival times (so a long request
 straddling a window edge contributes only the tokens produced inside it), prompt tokens at the
 request's first token (when prefill is known to be done).
+
+A rate is only reported when its window can carry one: a window that does not exist (a burst, every
+request scheduled at one instant) or in which fewer than `MIN_WINDOW_REQUESTS` successful requests
+finished measures a transient, not a throughput. Such a rate is None with a `reason`, never 0.0: on a
+burst of 64 requests at "1000 req/s" the steady window is 60 ms long and holds no completion, and a
+0 tok/s there compared with another 0 tok/s once let a gate pass a candidate 3.6x slower.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from harness.metrics.frame import flatten_token_times
 from harness.metrics.latency import done_time, succeeded
 
 DEFAULT_WARMUP_FRACTION = 0.1
+# Below five completions a window holds a transient, and a rate from so few events is off by 45% or more
+# (the relative error of a count k is about 1 / sqrt(k)).
+MIN_WINDOW_REQUESTS = 5
 
 
 @dataclass(frozen=True)
@@ -61,8 +70,52 @@ def run_window(records: pd.DataFrame) -> Window | None:
     return Window("whole_run", start, end) if end > start else None
 
 
-def throughput(records: pd.DataFrame, window: Window | None) -> dict[str, float | int | str | None]:
-    """Requests/s, output tokens/s and total (prompt + output) tokens/s inside `window`."""
+def missing_window_reason(records: pd.DataFrame, kind: str) -> str:
+    """Why the run has no window of this kind (steady_window / run_window returned None)."""
+    if records.empty:
+        return "no requests"
+    if kind != "steady":
+        return f"no {kind.replace('_', ' ')} window: the run has no extent in time"
+    if records["t_scheduled"].nunique() <= 1:
+        return "no steady window: every request was scheduled at the same instant (a burst); see the whole-run rate"
+    return "no steady window: the arrivals after warm-up all share one instant"
+
+
+def finished_in(records: pd.DataFrame, window: Window) -> int:
+    """Successful requests that finished inside `window` (both ends inclusive)."""
+    return int((succeeded(records) & records["t_finish"].between(window.start, window.end)).sum())
+
+
+def rate_problem(
+    records: pd.DataFrame, window: Window | None, kind: str = "steady", min_requests: int = MIN_WINDOW_REQUESTS
+) -> str | None:
+    """Why a rate over `window` would measure nothing (None: it measures something).
+
+    Shared by throughput, goodput and the CI gate, so all three call the same window degenerate.
+    """
+    if window is None:
+        return missing_window_reason(records, kind)
+    n = finished_in(records, window)
+    if n >= min_requests:
+        return None
+    whole = run_window(records)
+    span = f" of a {whole.duration_s:.3g} s run" if whole is not None and kind == "steady" else ""
+    return (
+        f"only {n} request{'s' if n != 1 else ''} finished inside the {window.duration_s:.3g} s "
+        f"{kind.replace('_', ' ')} window{span} (a rate needs {min_requests}): it would measure a transient"
+    )
+
+
+def throughput(
+    records: pd.DataFrame, window: Window | None, *, kind: str | None = None, min_requests: int = MIN_WINDOW_REQUESTS
+) -> dict[str, float | int | str | None]:
+    """Requests/s, output tokens/s and total (prompt + output) tokens/s inside `window`.
+
+    Counts are always given; the rates are None, with `reason` saying why, when `rate_problem` finds the
+    window degenerate.
+    """
+    kind = kind or (window.kind if window is not None else "steady")
+    reason = rate_problem(records, window, kind, min_requests)
     if window is None:
         return {
             "kind": None,
@@ -75,6 +128,7 @@ def throughput(records: pd.DataFrame, window: Window | None) -> dict[str, float 
             "request_rate": None,
             "output_token_rate": None,
             "total_token_rate": None,
+            "reason": reason,
         }
     ok = records[succeeded(records)]
     s, e = window.start, window.end
@@ -84,14 +138,16 @@ def throughput(records: pd.DataFrame, window: Window | None) -> dict[str, float 
     prompt_tokens = int(ok.loc[ok["t_first_token"].between(s, e), "prompt_tokens"].sum())
     n_req = int(finished.sum())
     d = window.duration_s
+    defined = reason is None
     return {
         **window.to_json(),
         "requests": n_req,
         "output_tokens": out_tokens,
         "prompt_tokens": prompt_tokens,
-        "request_rate": n_req / d,
-        "output_token_rate": out_tokens / d,
-        "total_token_rate": (out_tokens + prompt_tokens) / d,
+        "request_rate": n_req / d if defined else None,
+        "output_token_rate": out_tokens / d if defined else None,
+        "total_token_rate": (out_tokens + prompt_tokens) / d if defined else None,
+        "reason": reason,
     }
 
 
@@ -114,7 +170,7 @@ def run_windows(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_WARMU
 def throughput_table(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_WARMUP_FRACTION) -> pd.DataFrame:
     """Rows "warmup", "steady", "drain" and "whole_run", with the columns of `throughput`."""
     windows = run_windows(records, warmup_fraction=warmup_fraction)
-    rows = {name: throughput(records, window) for name, window in windows.items()}
+    rows = {name: throughput(records, window, kind=name) for name, window in windows.items()}
     table = pd.DataFrame.from_dict(rows, orient="index").drop(columns="kind")
     table.index.name = "window"
     return table

@@ -41,7 +41,7 @@ def test_slo_table_per_request(frame) -> None:
 
 
 def test_goodput_and_attainment_hand_computed(frame) -> None:
-    g = goodput(frame, SLO_1S)
+    g = goodput(frame, SLO_1S, min_requests=1)
     assert g["met"] == 2
     assert g["attainment"] == pytest.approx(2 / 5)  # failures count in the denominator
     assert g["violations"] == {"failed": 1, "ttft": 1, "tpot": 1, "e2e": 0}
@@ -50,6 +50,22 @@ def test_goodput_and_attainment_hand_computed(frame) -> None:
     assert g["goodput_rps_whole_run"] == pytest.approx(0.5)
     # Steady: floor(0.1 * 5) = 0 -> [0, 4], the same interval here.
     assert g["goodput_rps_steady"] == pytest.approx(0.5)
+
+
+def test_goodput_over_too_few_completions_is_undefined_with_a_reason(frame) -> None:
+    # Four requests succeed: too few for a rate (MIN_WINDOW_REQUESTS), so goodput is n/a, not 0.0 or 0.5.
+    g = goodput(frame, SLO_1S)
+    assert g["goodput_rps_steady"] is None and g["goodput_rps_whole_run"] is None
+    assert "only 4 requests finished" in g["goodput_rps_steady_reason"]
+    assert g["attainment"] == pytest.approx(2 / 5)  # the share stays defined: it is not a rate
+
+
+def test_goodput_of_a_burst_names_the_burst() -> None:
+    burst = records_frame([make_record(f"r{i}", t_scheduled=0.0, ttft=0.1 * (i + 1)) for i in range(12)])
+    g = goodput(burst, SLO_1S)
+    assert g["goodput_rps_steady"] is None and "burst" in g["goodput_rps_steady_reason"]
+    assert g["goodput_rps_whole_run"] == pytest.approx(10 / 1.2)  # 10 of 12 met TTFT <= 1 s, over 1.2 s
+    assert g["goodput_rps_whole_run_reason"] is None
 
 
 def test_e2e_limit_and_disabled_limits(frame) -> None:

@@ -56,3 +56,24 @@ def test_burst_has_no_steady_window() -> None:
     tp = throughput(frame, None)
     assert tp["request_rate"] is None and tp["requests"] == 0
     assert run_window(records_frame([])) is None
+
+
+def test_a_burst_reports_no_steady_rate_with_the_reason_not_zero() -> None:
+    frame = records_frame([make_record(f"r{i}", t_scheduled=0.0, ttft=0.1 * (i + 1)) for i in range(8)])
+    tp = throughput(frame, steady_window(frame))
+    assert tp["output_token_rate"] is None and tp["request_rate"] is None
+    assert "burst" in tp["reason"]
+    whole = throughput(frame, run_window(frame))
+    assert whole["reason"] is None and whole["request_rate"] == pytest.approx(8 / 0.8)
+
+
+def test_a_window_that_sees_too_few_completions_is_not_a_rate() -> None:
+    # 64 requests due within 63 ms ("1000 req/s"), each taking a second: the steady window [6 ms, 63 ms]
+    # holds no completion. Its rate is undefined, not 0 tok/s.
+    recs = [make_record(f"r{i}", t_scheduled=i / 1000, ttft=1.0, gaps=[0.1] * 4) for i in range(64)]
+    frame = records_frame(recs)
+    tp = throughput(frame, steady_window(frame))
+    assert tp["requests"] == 0 and tp["output_tokens"] == 0
+    assert tp["output_token_rate"] is None
+    assert tp["reason"].startswith("only 0 requests finished inside the 0.057 s steady window of a 1.46 s run")
+    assert throughput_table(frame).loc["steady", "reason"] == tp["reason"]
