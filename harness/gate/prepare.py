@@ -1,7 +1,10 @@
 """Per-side tables the rules read: request latencies, pooled token gaps, SLO outcomes and windowed rates.
 
-Rates are cut into equal slices of each trial's steady window (the whole run when there is none, as
-in a burst) so their noise can be seen: one number per run has no variance to test against.
+Rates are cut into equal slices of each trial's steady window so their noise can be seen: one number
+per run has no variance to test against. A trial without a usable steady window (a burst, or one in
+which fewer than `MIN_WINDOW_REQUESTS` requests finished: `harness.metrics.throughput.rate_problem`)
+leaves the rate undefined, and the rule `no_data` with that reason. The whole run is not substituted:
+on a burst its rate is the makespan's, which is not what a steady-state rule compares.
 """
 
 from __future__ import annotations
@@ -12,16 +15,19 @@ import numpy as np
 import pandas as pd
 
 from harness.gate.inputs import RunSample
-from harness.metrics import SLO, inter_token_latencies, request_latencies, run_window, slo_table, steady_window
+from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
 from harness.metrics.frame import flatten_token_times
+from harness.metrics.throughput import finished_in, rate_problem
 
 
 @dataclass
 class Rates:
     slices: np.ndarray  # per-slice rates, trial after trial
     value: float  # events in the windows / their total duration
-    window: str  # "steady" or "whole_run" (the first trial's)
+    window: str  # "steady"
     per_trial: dict[int, float] = field(default_factory=dict)  # each trial's events / its window
+    finished: int = 0  # successful requests that finished inside the windows: what the rate rests on
+    problem: str | None = None  # why the rate is undefined (then slices is empty and value NaN)
 
 
 @dataclass
@@ -86,13 +92,16 @@ def _events(records: pd.DataFrame, lat: pd.DataFrame, metric: str) -> tuple[np.n
 def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) -> Rates | None:
     slices: list[np.ndarray] = []
     per_trial: dict[int, float] = {}
-    total, duration, kind = 0.0, 0.0, None
-    for trial_id, idx in records.groupby("trial", sort=True).groups.items():
+    total, duration, finished = 0.0, 0.0, 0
+    groups = records.groupby("trial", sort=True).groups
+    for trial_id, idx in groups.items():
         trial = records.loc[idx]
-        window = steady_window(trial) or run_window(trial)
-        if window is None:
-            continue
-        kind = kind or window.kind
+        window = steady_window(trial)
+        problem = rate_problem(trial, window, "steady")
+        if problem is not None or window is None:
+            where = f"trial {trial_id}: " if len(groups) > 1 else ""
+            return Rates(np.empty(0), float("nan"), "steady", problem=f"{where}{problem}")
+        finished += finished_in(trial, window)
         times, weights = _events(trial, lat.loc[idx], metric)
         keep = np.isfinite(times)
         counts, _ = np.histogram(times[keep], bins=np.linspace(window.start, window.end, buckets + 1),
@@ -103,4 +112,4 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
         per_trial[int(trial_id)] = float(counts.sum()) / window.duration_s
     if not slices:
         return None
-    return Rates(np.concatenate(slices), total / duration, kind or "steady", per_trial)
+    return Rates(np.concatenate(slices), total / duration, "steady", per_trial, finished)
