@@ -194,6 +194,11 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
                 }
             )
     for run in runs:
+        for er in run.engine_runs:
+            busy = (er.machine or {}).get("message") if (er.machine or {}).get("busy") else None
+            if busy:
+                message = f"trial {er.trial} {busy}: its timings include the neighbours' load"
+                flags.append({"series": er.label, "name": "busy_machine", "message": message})
         for note in run.notes:
             flags.append({"series": run.label, "name": "report_note", "message": note})
     return flags

@@ -54,6 +54,7 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
                                   [*LATENCY_METRICS, "meets_slo", "failed"])  # fmt: skip
     else:
         pairing = Pairing(False, (), 0, "no baseline: absolute limits only")
+    notes += _busy_notes(baseline, candidate)
     ctx = _Context(config, pairing, base, cand, joined)
     if baseline is not None and use_trials(config.unit, baseline.trials, candidate.trials, config.min_trials):
         ctx.trials = (baseline.trials, candidate.trials)
@@ -303,8 +304,22 @@ def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -
     return base_slo or candidate.slo or SLO(), notes
 
 
+def _busy_notes(baseline: RunSample | None, candidate: RunSample) -> list[str]:
+    """A shared CI runner is the normal case: say which trials ran while the machine was busy."""
+    notes = []
+    for side, sample in (("baseline", baseline), ("candidate", candidate)):
+        if sample is None or not sample.busy_trials:
+            continue
+        busy = sample.busy_trials
+        which = ", ".join(str(t) for t in busy)
+        notes.append(f"machine busy during {len(busy)} of {len(sample.trials)} {side} trial(s) ({which}): "
+                     f"{next(iter(busy.values()))}; their timings include the neighbours' load")  # fmt: skip
+    return notes
+
+
 def _describe(sample: RunSample | None) -> dict[str, object] | None:
     if sample is None:
         return None
     return {"source": sample.source, "engine": sample.engine, "trials": sample.trials,
-            "requests": len(sample.records), "fingerprint": sample.fingerprint}  # fmt: skip
+            "requests": len(sample.records), "fingerprint": sample.fingerprint,
+            "busy_trials": sample.busy_trials, "machine": sample.machine}  # fmt: skip
