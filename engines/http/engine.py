@@ -2,7 +2,7 @@
 
 One `aiohttp.ClientSession` per engine: pooled keep-alive connections and a read buffer big enough
 that long streams never stall on the client (aiohttp's 64 KiB default cut throughput ~10x at 50K-token
-contexts, ANCHORS complaint 2). Per request:
+contexts). Per request:
 
 - `AdmitEvent`: the server cannot be seen admitting a request, so this is the time the request was
   sent (taken just before the POST), emitted once the server answered 2xx.
@@ -10,7 +10,8 @@ contexts, ANCHORS complaint 2). Per request:
   carried it arrived. A chunk that carries several tokens (its `token_ids`, or a running usage total)
   gives several events with the same time. Without either, a chunk with content counts as one token.
   When the final usage says more tokens than were counted, the missing ones are added at the time of
-  the last content chunk (they cannot have arrived later), so counts follow the server (complaint 6).
+  the last content chunk (they cannot have arrived later), so counts follow the server's usage:
+  counting chunks or re-tokenizing text miscounts them.
   `token_id` is the server's id when it sends ids (`return_token_ids`), else -1: text is never
   re-tokenized to guess ids.
 - `FinishEvent`: reason from the server's `finish_reason`; token counts from its usage when present.

@@ -48,7 +48,7 @@ def decoding_batch(blocks: BlockManager) -> ContinuousScheduler:
         request = Request(f"r{i}", list(range(3, 3 + PROMPT)), 100_000, ignore_eos=True)
         scheduler.enqueue(Sequence.from_request(request, i, 0.0))
     plan = scheduler.schedule(0.0)
-    scheduler.postprocess(plan, [5] * BATCH)
+    scheduler.remove_finished(plan, [5] * BATCH)
     return scheduler
 
 
@@ -58,7 +58,7 @@ def test_scheduler_step(benchmark, embedded):
 
     def step() -> None:
         plan = scheduler.schedule(0.0)
-        scheduler.postprocess(plan, [5] * len(plan.chunks))
+        scheduler.remove_finished(plan, [5] * len(plan.chunks))
 
     benchmark.pedantic(step, rounds=300, iterations=1)
     scheduler_s = median_time(step, 300)

@@ -12,10 +12,10 @@ import pytest
 
 from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
 from engines.scheduler import ContinuousConfig
-from harness.server import begin_shutdown, make_app
-from harness.server.background import BackgroundServer
-from harness.server.chat import chat_prompt_ids
-from harness.server.state import STATE
+from engines.serve import begin_shutdown, make_app
+from engines.serve.background import BackgroundServer
+from engines.serve.chat import chat_prompt_ids
+from engines.serve.state import STATE
 
 MODEL = "test-model"
 KV = KVConfig(memory_mb=8)  # small: the test pool holds 64 blocks of 16 tokens
@@ -309,6 +309,7 @@ def _stop_while_streaming(s: BackgroundServer, max_tokens: int) -> tuple[str, bo
 
     return asyncio.run(go())
 
+
 def test_stop_drains_in_flight_requests(embedded):
     """SIGTERM semantics: stop() waits for a running stream to finish instead of cutting it."""
     app = lambda: make_app(engine_for(embedded), embedded.tokenizer, MODEL)  # noqa: E731
@@ -317,7 +318,6 @@ def test_stop_drains_in_flight_requests(embedded):
     assert drained is True
     assert rest.endswith("data: [DONE]\n\n")
     assert any("draining 1 requests" in line for line in s.lines)
-
 
 
 def test_drain_timeout_aborts_what_still_runs(embedded):
@@ -329,6 +329,7 @@ def test_drain_timeout_aborts_what_still_runs(embedded):
     assert drained is False
     assert '"finish_reason":"length"' not in rest  # cut: 1500 tokens take seconds, the drain allowed 0.3 s
     assert any("drain timed out; aborting 1 requests" in line for line in s.lines), s.lines
+
 
 @pytest.mark.parametrize("streaming", [True, False])
 def test_client_disconnect_aborts_and_frees_kv(embedded, streaming):
