@@ -20,6 +20,8 @@ COMMAND_MODULES = (
     "harness.cmd_serve",
     "harness.cmd_probe",
     "harness.cmd_report",
+    "harness.cmd_compare",
+    "harness.cmd_import",
     "harness.cmd_gate",
     "harness.cmd_sweep",
     "harness.cmd_calibrate",

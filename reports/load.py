@@ -288,9 +288,9 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     if not manifest:
         notes.append("no manifest.json: lineage unknown")
     frame, tokens = read_records(records_path)
-    if frame.empty:
-        raise HarnessInputError(f"{records_path}: no records")
     known = _summaries(metrics)
+    if frame.empty and not known:
+        raise HarnessInputError(f"{records_path}: no records")
     slo = run_slo(manifest, metrics)
     run_label = label or path.resolve().name
     engine_runs: list[EngineRun] = []
@@ -317,6 +317,12 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
                                        **_price(manifest))  # fmt: skip
             notes.append(f"{engine} trial {trial}: summary computed by the report (metrics.json lacks it)")
         engine_runs.append(er)
+    for (engine, trial), entry in known.items():  # summaries without records: another tool's aggregates only
+        if not any(er.engine == engine and er.trial == trial for er in engine_runs):
+            empty = frame.iloc[0:0].reset_index(drop=True)
+            er = EngineRun(run_label, engine, trial, empty, tokens.take(np.empty(0, dtype=np.int64)), None)
+            er.summary, er.summary_source = entry["summary"], "metrics.json (aggregates only, no records)"
+            engine_runs.append(er)
     return RunData(path, run_label, manifest, read_schedule(path / "requests.jsonl"), metrics, engine_runs, notes)
 
 

@@ -14,7 +14,7 @@ from reports.analysis import Analysis, analyse
 from reports.compare import Comparison
 from reports.downsample import DOWNSAMPLING
 from reports.figures_compare import comparison_figure
-from reports.figures_workload import workload_figure, workload_stats
+from reports.figures_workload import workload_figure, workload_frame, workload_stats
 from reports.fmt import esc
 from reports.html import Section, page
 from reports.load import EngineRun, RunData
@@ -95,8 +95,11 @@ def _run_sections(runs: list[RunData]) -> list[Section]:
     for run in runs:
         if len(runs) > 1:
             wl.html(f"<h3>{esc(run.label)}</h3>")
-        wl.figure(workload_figure(run))
-        wl.table(tables.kv_table(workload_stats(run)))
+        if workload_frame(run).empty:
+            wl.html('<p class="note">No per-request data (another tool\'s aggregates): no workload to show.</p>')
+        else:
+            wl.figure(workload_figure(run))
+            wl.table(tables.kv_table(workload_stats(run)))
         summary = f"{esc(run.label)}: {esc(str(run.path))}"
         body = tables.dict_table(run.manifest) if run.manifest else "no manifest.json"
         lineage.html(f"<details{' open' if len(runs) == 1 else ''}><summary>{summary}</summary>{body}</details>")
@@ -123,9 +126,10 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     tenants = Section("tenants", "Tenants and fairness", "Per-tenant latency and the service each tenant received "
                       "per second while it had work waiting (VTC weights: 1 per prompt token, 2 per output "
                       "token).")  # fmt: skip
-    tenants.figure(fl.tenant_figure(series, colors))
-    tenants.table(tables.fairness_table(series))
-    tenants.table(tables.tenant_table(series), "Per tenant")
+    drawable = [er for er in series if not er.records.empty]
+    tenants.figure(fl.tenant_figure(drawable, colors))
+    tenants.table(tables.fairness_table(drawable))
+    tenants.table(tables.tenant_table(drawable), "Per tenant")
     cost = Section("cost", "Cost", "Price per accelerator-hour times the engine run's wall time; on the CPU machine "
                    "the price is only a way to turn time into a comparable unit.")  # fmt: skip
     cost.table(tables.cost_table(series))
@@ -137,7 +141,12 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
                "window; SLO attainment uses a Wilson interval.</p>")  # fmt: skip
     sources = {er.summary_source for er in series}
     about.html(f"<p>Summaries: {esc(', '.join(sorted(sources)))}. Figures show each engine's first trial.</p>")
-    sections = [head, metrics, *_latency_sections(series, colors), *_engine_sections(series, colors), tenants, cost,
+    # Another tool's aggregates (an import without per-request data) have numbers for the tables, nothing to draw.
+    drawn = [er for er in series if not er.records.empty]
+    if len(drawn) < len(series):
+        about.html("<p>Without records (another tool's aggregates only), not drawn: "
+                   f"{esc(', '.join(er.label for er in series if er.records.empty))}.</p>")  # fmt: skip
+    sections = [head, metrics, *_latency_sections(drawn, colors), *_engine_sections(drawn, colors), tenants, cost,
                 _comparison_section(a.comparisons), *_run_sections(a.runs), about]  # fmt: skip
     n_dirs = len(a.runs)
     subtitle = (f"{', '.join(a.labels)} · {n_dirs} run director{'y' if n_dirs == 1 else 'ies'} · "

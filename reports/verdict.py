@@ -118,6 +118,8 @@ def steady_rate_problem(er: EngineRun) -> str | None:
     """Why the run's steady-window rates are undefined (None: they are defined): the rule of
     `harness.metrics.throughput.rate_problem`, applied to the records, so runs recorded before the rule
     existed are judged by it too."""
+    if er.records.empty:  # another tool's aggregates: the summary says why it has no steady window
+        return ((er.summary.get("throughput") or {}).get("steady") or {}).get("reason") or "no records"
     return rate_problem(er.records, steady_window(er.records), "steady")
 
 
@@ -199,6 +201,13 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
             if busy:
                 message = f"trial {er.trial} {busy}: its timings include the neighbours' load"
                 flags.append({"series": er.label, "name": "busy_machine", "message": message})
+        imported = run.manifest.get("imported")
+        if isinstance(imported, dict):
+            for label, info in (imported.get("runs") or {}).items():
+                series_label = label if len(runs) == 1 else f"{run.label}/{label}"
+                for note in [f"imported from {imported.get('tool')} ({imported.get('schema')})",
+                             *((info or {}).get("notes") or [])]:  # fmt: skip
+                    flags.append({"series": series_label, "name": "imported", "message": note})
         for note in run.notes:
             flags.append({"series": run.label, "name": "report_note", "message": note})
     return flags
