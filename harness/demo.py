@@ -1,0 +1,167 @@
+"""The default benchmark, bounded on any machine: measure this machine first, then size the load to it.
+
+`batchmark demo` replays a slice of the Azure LLM inference trace (conversation) against static and
+continuous batching. A fixed rate cannot suit every machine: on a quiet 2-core machine the old fixed
+slice took 2 min 23 s, on a busy one 16 min 22 s, because static batching was left to grind through a
+queue that grew without bound. So the demo
+
+1. **calibrates** (a few seconds): the continuous engine prefills a burst of the slice's own prompts
+   (prompt tokens/s, P) and decodes a batch of short requests (output tokens/s at that batch, D); the
+   continuous engine's capacity for the slice's mix is C = 1 / (mean prompt / P + mean output / D);
+2. **sizes the load** to `LOAD_SHARE` of C: continuous batching then keeps up, while static batching,
+   whose batches run as long as their longest member and whose new arrivals wait for the whole batch,
+   has its queue build and its TTFT break the SLO. The slice holds `rate x ARRIVALS_S` requests, its real
+   inter-arrival pattern replayed faster or slower (time_scale) to reach the rate;
+3. **bounds each engine's run** (`stop rule max_run_s`): arrivals end after `ARRIVALS_S`; an engine
+   still busy `DRAIN_S` later is stopped, its unfinished requests recorded as aborted (failures, so they
+   count against SLO attainment and goodput), and the console and report say it stopped early.
+
+Both engines replay the identical schedule, so the comparison is paired request by request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from engines import compute_threads
+from engines.api import Request
+from harness.engine_factory import EngineSpec, build_engine
+from harness.loadgen import Scheduled, run_open_loop
+
+TRACE = "azure-conv"
+TRACE_START_S = 600.0  # ten minutes into the trace: past its start-up ramp
+ARRIVALS_S = 30.0  # how long requests keep arriving, per engine run
+DRAIN_S = 15.0  # how long an engine may keep working after the last arrival before it is stopped
+LOAD_SHARE = 0.6  # of the continuous engine's measured capacity
+MIN_REQUESTS, MAX_REQUESTS = 24, 400
+PREFILL_BURST = 4  # prompts of the slice prefilled at once (one output token each)
+REPEATS = 3
+DECODE_BATCH, DECODE_TOKENS, DECODE_PROMPT = 16, 48, 16  # a decode batch of short requests
+SLO_TTFT_MS, SLO_TPOT_MS = 2000.0, 200.0  # MLPerf llama2-70b server limits, as the run defaults
+
+
+@dataclass(frozen=True)
+class Speed:
+    """What the calibration measured on this machine, for the continuous engine."""
+
+    prefill_tok_s: float  # prompt tokens per second, prefilling PREFILL_BURST prompts at once
+    decode_tok_s: float  # output tokens per second with DECODE_BATCH requests decoding together
+    seconds: float  # the calibration's own wall time
+    threads: int  # compute threads chosen (the faster decode here and now)
+    decode_by_threads: dict[int, float]  # decode tok/s measured with each thread count tried
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    rate: float  # offered requests per second
+    requests: int
+    time_scale: float  # the trace slice's speed-up (> 1) or slow-down (< 1)
+    capacity: float  # the continuous engine's estimated capacity for the slice's mix, req/s
+    max_run_s: float  # each engine run stops this long after its start
+    mean_prompt: float
+    mean_output: float
+
+    def overrides(self) -> dict[str, Any]:
+        """Workload options for `load_workload(TRACE, ...)`."""
+        return {"start_s": TRACE_START_S, "first": self.requests, "time_scale": self.time_scale}
+
+    def describe(self, speed: Speed) -> str:
+        tried = ", ".join(f"{v:,.0f} tok/s with {t}" for t, v in sorted(speed.decode_by_threads.items()))
+        threads = (f"decoding ran at {tried} compute thread(s), so the engines use {speed.threads}; " if tried
+                   else f"{speed.threads} compute thread(s) as asked; ")  # fmt: skip
+        return (
+            f"calibration ({speed.seconds:.1f} s): {threads}continuous batching prefills {speed.prefill_tok_s:,.0f} prompt "
+            f"tok/s and decodes {speed.decode_tok_s:,.0f} tok/s at batch {DECODE_BATCH} on this machine, so it "
+            f"serves about {self.capacity:.2f} req/s of this mix (mean prompt {self.mean_prompt:.0f}, output "
+            f"{self.mean_output:.0f} tokens); the demo offers {LOAD_SHARE:.0%} of that: {self.rate:.2f} req/s, "
+            f"{self.requests} requests over {ARRIVALS_S:.0f} s (the trace slice replayed at {self.time_scale:.2f}x), "
+            f"each engine stopped at {self.max_run_s:.0f} s"
+        )
+
+
+def slice_stats(workload: Any) -> tuple[float, float, float]:
+    """(mean prompt tokens, mean output tokens, requests per trace second) of a trace slice."""
+    prompts = np.array([r.input_tokens for r in workload.requests], dtype=float)
+    outputs = np.array([r.output_tokens for r in workload.requests], dtype=float)
+    arrivals = np.array([r.arrival_s for r in workload.requests], dtype=float)
+    span = float(arrivals.max() - arrivals.min()) or 1.0
+    return float(prompts.mean()), float(outputs.mean()), (len(arrivals) - 1) / span
+
+
+def plan(speed: Speed, mean_prompt: float, mean_output: float, trace_rate: float) -> DemoPlan:
+    """The load for this machine: LOAD_SHARE of the continuous engine's capacity for the slice's mix."""
+    capacity = 1.0 / (mean_prompt / speed.prefill_tok_s + mean_output / speed.decode_tok_s)
+    rate = LOAD_SHARE * capacity
+    requests = int(np.clip(round(rate * ARRIVALS_S), MIN_REQUESTS, MAX_REQUESTS))
+    rate = requests / ARRIVALS_S
+    time_scale = rate / trace_rate  # time_scale > 1 replays the trace faster
+    return DemoPlan(rate, requests, time_scale, capacity, ARRIVALS_S + DRAIN_S, mean_prompt, mean_output)
+
+
+def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, seed: int = 0) -> Speed:
+    """Prefill and decode speed of the continuous engine here and now (a few seconds), and the number of
+    compute threads that is fastest now.
+
+    Threads first: with another process on one of two cores, a two-thread decode step waits for the
+    thread that shares its core, and decoding ran at 160-300 tok/s with two threads against 840-1030 with
+    one (measured side by side); on a quiet machine two threads win. Then, since on a shared machine one
+    burst can take ten times another (0.7 s and 10.6 s for the same prefill, minutes apart), each burst
+    runs `REPEATS` times, prefill and decode interleaved, and the median counts. `threads` given (the
+    user's --threads) is kept as it is.
+    """
+    started = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    vocab = int(loaded.model.config.vocab_size)
+    tok = loaded.tokenizer
+    avoid = {t for t in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) if t is not None}
+
+    def ids(n: int) -> list[int]:
+        x = rng.integers(0, vocab, n)
+        return [int(v) if int(v) not in avoid else (int(v) + 1) % vocab for v in x]
+
+    prefill = [Request(f"p{i}", ids(n), 1, ignore_eos=True) for i, n in enumerate(prompts[:PREFILL_BURST])]
+    decode = [Request(f"d{i}", ids(DECODE_PROMPT), DECODE_TOKENS, ignore_eos=True) for i in range(DECODE_BATCH)]
+    warm = [prefill[0], *decode[:4]]  # the first steps pay for allocation and thread start
+    probe = [replace(r, max_tokens=DECODE_TOKENS // 3) for r in decode]  # short: a slow thread count costs little
+    candidates = [threads] if threads else sorted({os.cpu_count() or 1, 1})
+    by_threads: dict[int, list[float]] = {t: [] for t in candidates}
+    for _ in range(2 if len(candidates) > 1 else 0):  # interleaved, so a change in load hits every count
+        for t in candidates:
+            compute_threads.configure(t)
+            by_threads[t].append(_bursts(loaded, [warm, probe])[1])
+    chosen = min(candidates, key=lambda t: float(np.median(by_threads[t])) if by_threads[t] else 0.0)
+    compute_threads.configure(chosen)
+    times = _bursts(loaded, [warm] + [prefill, decode] * REPEATS)[1:]
+    prefill_tok_s = sum(len(r.prompt_token_ids) for r in prefill) / float(np.median(times[0::2]))
+    # the decode burst also prefilled its short prompts: take that share out at the measured prefill speed
+    d_decode = max(float(np.median(times[1::2])) - DECODE_BATCH * DECODE_PROMPT / prefill_tok_s, 1e-3)
+    probe_tokens = DECODE_BATCH * (DECODE_TOKENS // 3)
+    tried = {t: probe_tokens / float(np.median(v)) for t, v in by_threads.items() if v}
+    return Speed(prefill_tok_s, DECODE_BATCH * DECODE_TOKENS / d_decode, time.perf_counter() - started, chosen, tried)
+
+
+def _bursts(loaded: Any, bursts: list[list[Request]]) -> list[float]:
+    """Makespan of each burst (its requests all sent at once), one after another on one continuous engine."""
+    engine = build_engine(EngineSpec("continuous", "calibration", {}), loaded)
+    spans: list[float] = []
+
+    async def go() -> None:
+        await engine.start()
+        try:
+            for n, burst in enumerate(bursts):
+                finished: list[float] = []
+                schedule = [Scheduled(replace(r, request_id=f"{r.request_id}-{n}"), 0.0) for r in burst]
+                await run_open_loop(engine, schedule, lambda rec: finished.append(rec.t_finish or 0.0),
+                                    label="calibration")  # fmt: skip
+                spans.append(max(max(finished, default=0.0), 1e-3))
+        finally:
+            await engine.stop()
+
+    asyncio.run(go())
+    return spans
