@@ -71,18 +71,21 @@ class DemoPlan:
         """Workload options for `load_workload(TRACE, ...)`."""
         return {"start_s": TRACE_START_S, "first": self.requests, "time_scale": self.time_scale}
 
-    def describe(self, speed: Speed) -> str:
+    def describe(self, speed: Speed) -> list[str]:
+        """The calibration and the load it chose, as console lines."""
         tried = ", ".join(f"{v:,.0f} tok/s with {t}" for t, v in sorted(speed.decode_by_threads.items()))
-        threads = (f"decoding ran at {tried} compute thread(s), so the engines use {speed.threads}; " if tried
-                   else f"{speed.threads} compute thread(s) as asked; ")  # fmt: skip
-        return (
-            f"calibration ({speed.seconds:.1f} s): {threads}continuous batching prefills {speed.prefill_tok_s:,.0f} prompt "
-            f"tok/s and decodes {speed.decode_tok_s:,.0f} tok/s at batch {DECODE_BATCH} on this machine, so it "
-            f"serves about {self.capacity:.2f} req/s of this mix (mean prompt {self.mean_prompt:.0f}, output "
-            f"{self.mean_output:.0f} tokens); the demo offers {LOAD_SHARE:.0%} of that: {self.rate:.2f} req/s, "
-            f"{self.requests} requests over {ARRIVALS_S:.0f} s (the trace slice replayed at {self.time_scale:.2f}x), "
-            f"each engine stopped at {self.max_run_s:.0f} s"
-        )
+        threads = f"decode ran at {tried} thread(s): using {speed.threads}" if tried else f"{speed.threads} thread(s)"
+        return [
+            f"calibration ({speed.seconds:.1f} s): {threads}; continuous batching prefills "
+            f"{speed.prefill_tok_s:,.0f} prompt tok/s and decodes {speed.decode_tok_s:,.0f} tok/s at batch "
+            f"{DECODE_BATCH}",
+            f"  so it serves about {self.capacity:.2f} req/s of this trace's mix (mean prompt "
+            f"{self.mean_prompt:.0f}, output {self.mean_output:.0f} tokens)",
+            f"  load: {LOAD_SHARE:.0%} of that, {self.rate:.2f} req/s: {self.requests} requests over "
+            f"{ARRIVALS_S:.0f} s "
+            f"(the trace's own arrival pattern at {self.time_scale:.2f}x speed); each engine stops at "
+            f"{self.max_run_s:.0f} s",
+        ]
 
 
 def slice_stats(workload: Any) -> tuple[float, float, float]:
@@ -157,7 +160,7 @@ def _bursts(loaded: Any, bursts: list[list[Request]]) -> list[float]:
             for n, burst in enumerate(bursts):
                 finished: list[float] = []
                 schedule = [Scheduled(replace(r, request_id=f"{r.request_id}-{n}"), 0.0) for r in burst]
-                await run_open_loop(engine, schedule, lambda rec: finished.append(rec.t_finish or 0.0),
+                await run_open_loop(engine, schedule, lambda rec, out=finished: out.append(rec.t_finish or 0.0),
                                     label="calibration")  # fmt: skip
                 spans.append(max(max(finished, default=0.0), 1e-3))
         finally:

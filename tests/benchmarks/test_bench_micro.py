@@ -20,8 +20,8 @@ from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence
 from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
-from harness.gate.synthetic import synthetic_run
 from harness.metrics import records_frame, summarize
+from tests.fixtures.gate_runs import synthetic_run
 
 pytestmark = pytest.mark.bench
 

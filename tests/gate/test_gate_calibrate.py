@@ -18,8 +18,8 @@ from engines.sequence import Sequence
 from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary, trials_needed
 from harness.engine_factory import parse_engine_specs
 from harness.gate import GateConfig, rules_from_texts
-from harness.gate.synthetic import synthetic_run
 from harness.jsonl import JsonlWriter
+from tests.fixtures.gate_runs import synthetic_run
 
 
 class FakeReplay:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from harness.cli import main
-from harness.gate.synthetic import synthetic_run
 from harness.jsonl import JsonlWriter
+from tests.fixtures.gate_runs import synthetic_run
 
 BUSY = {"sampled": True, "busy": True, "reasons": ["other processes used 62% of the machine's CPU"],
         "load_avg_1m": 3.1, "others_share": 0.62, "steal_share": 0.0}  # fmt: skip

@@ -10,8 +10,8 @@ import pytest
 
 from harness.cli import main
 from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
-from harness.gate.synthetic import synthetic_run
 from harness.jsonl import JsonlWriter
+from tests.fixtures.gate_runs import synthetic_run
 
 # The rules of the CI example before it was fixed, which passed a candidate 3.6x slower on a burst.
 OLD_EXAMPLE = ["tpot.p50 <= +5%", "ttft.p90 <= +10%", "output_tok_s >= -5%", "error_rate <= 1%"]

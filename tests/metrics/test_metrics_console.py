@@ -2,7 +2,7 @@
 
 from harness.console import format_summary
 from harness.metrics import records_frame, summarize
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 def _metrics(records: list[dict]) -> dict:

@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 from harness.metrics import records_frame, summarize
-from harness.metrics.synthetic import make_record
 from reports import analyse, markdown_summary
+from tests.fixtures.records import make_record
 
 
 def test_a_busy_trial_is_a_validity_flag(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ HTML report, never as 0.0; and no interval reaches below zero."""
 import json
 from pathlib import Path
 
-from harness.metrics.synthetic import make_record
 from reports import analyse, markdown_summary, write_report
+from tests.fixtures.records import make_record
 
 
 def _write_run(path: Path, records: list[dict]) -> Path:
