@@ -53,7 +53,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bar (default: when stderr is a terminal)")  # fmt: skip
+                        help="live progress on stderr (default on): a bar on a terminal, else a status line "
+                             "every few seconds")  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -85,7 +86,9 @@ def _settings(args: argparse.Namespace, workload_name: str) -> Any:
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
     )
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    from harness.progress import default_mode
+
+    progress = default_mode() if args.progress is not False else None
     return RunSettings(
         out_dir=args.out or Path("runs") / f"{stamp}-{slug}",
         repeat=args.repeat,

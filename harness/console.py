@@ -48,6 +48,9 @@ def format_summary(metrics: dict[str, Any]) -> str:
         for reason in sorted(reasons):
             lines.append(f"! {row['engine']}: steady-window rates n/a: {reason}")
     for run in metrics["runs"]:
+        machine = run.get("machine") or {}
+        if machine.get("busy"):
+            lines.append(f"! {run['engine']} trial {run['trial']} {machine['message']}")
         if run.get("stopped_early"):
             s = run["stopped_early"]
             lines.append(f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "

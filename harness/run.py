@@ -20,9 +20,11 @@ from engines.api import Request
 from engines.step_record import StepRecord
 from harness.engine_factory import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
-from harness.loadgen import LoopOutcome, Progress, Scheduled, run_closed_loop, run_open_loop
+from harness.loadgen import LoopOutcome, Scheduled, run_closed_loop, run_open_loop
+from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
+from harness.progress import Mode, ProgressPrinter
 from harness.stop_rules import StopRules
 
 GIL_SWITCH_S = 0.0005
@@ -38,7 +40,7 @@ class RunSettings:
     stop_rules: StopRules = field(default_factory=StopRules)
     model_path: str | None = None
     dtype: str = "float32"
-    progress: bool = False
+    progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
 
 
@@ -61,19 +63,6 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: set[int], seed: in
     ]  # fmt: skip
 
 
-def _progress_printer(label: str, trial: int) -> Progress:
-    started = time.perf_counter()
-
-    def show(sent: int, done: int, errors: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        bar = "#" * int(30 * done / max(total, 1))
-        sys.stderr.write(f"\r[{label} t{trial}] [{bar:<30}] {done}/{total} done, {sent - done} in flight, "
-                         f"{errors} errors, {elapsed:5.1f}s ")  # fmt: skip
-        sys.stderr.flush()
-
-    return show
-
-
 async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Scheduled], workload: Any,
                           records: JsonlWriter, steps_path: Path | None, settings: RunSettings,
                           trial: int) -> tuple[LoopOutcome, dict[str, Any]]:  # fmt: skip
@@ -89,7 +78,7 @@ async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Schedule
     if steps is not None:
         engine.set_step_sink(write_step)
     await engine.start()
-    progress = _progress_printer(spec.label, trial) if settings.progress else None
+    progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
 
     def sink(record: Any) -> None:
         records.write(record.to_json())
@@ -108,7 +97,7 @@ async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Schedule
         if steps is not None:
             steps.close()
         if progress is not None:
-            sys.stderr.write("\n")
+            progress.close()
     return outcome, engine.describe()
 
 
@@ -164,14 +153,16 @@ def _replay_all(specs: list[EngineSpec], loaded: Any, schedule: list[Scheduled],
         for trial in range(settings.repeat):
             for spec in specs:
                 steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.in_process else None
-                outcome, described = asyncio.run(
-                    _one_engine_run(spec, loaded, schedule, workload, records, steps_path, settings, trial)
-                )
+                with measured() as noise:  # what else the machine did meanwhile (harness.machine)
+                    outcome, described = asyncio.run(
+                        _one_engine_run(spec, loaded, schedule, workload, records, steps_path, settings, trial)
+                    )
                 if trial == 0:
                     manifest["engines"].append(described)
                     _write_json(out / "manifest.json", manifest)
                 outcomes.append({"engine": spec.label, "trial": trial, "wall_time_s": outcome.wall_time_s,
-                                 "stopped_early": outcome.stopped_early, "not_sent": outcome.not_sent})  # fmt: skip
+                                 "stopped_early": outcome.stopped_early, "not_sent": outcome.not_sent,
+                                 "machine": noise})  # fmt: skip
                 gc.collect()
 
 

@@ -21,3 +21,10 @@ def test_a_burst_prints_na_and_the_reason_not_zero() -> None:
 def test_a_steady_run_prints_its_rates() -> None:
     text = format_summary(_metrics([make_record(f"r{i}", t_scheduled=0.5 * i, gaps=[0.05] * 3) for i in range(40)]))
     assert "n/a" not in text
+
+
+def test_a_trial_on_a_busy_machine_is_said_on_the_console() -> None:
+    metrics = _metrics([make_record(f"r{i}", t_scheduled=0.5 * i, gaps=[0.05] * 3) for i in range(40)])
+    busy = "ran on a busy machine: other processes used 55% of the machine's CPU (1-min load average 2.9)"
+    metrics["runs"][0]["machine"] = {"busy": True, "message": busy}
+    assert f"! e trial 0 {busy}" in format_summary(metrics)
