@@ -51,6 +51,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-error-rate", type=float, help="end a run when this share of recent requests fail")
     parser.add_argument("--stop-in-flight", type=int, help="end a run when more requests than this are in flight")
     parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
+    parser.add_argument("--stop-run-s", type=float,
+                        help="end each engine run this many seconds after it starts: nothing more is sent, what "
+                             "is in flight is aborted and recorded (the demo's default: 45)")  # fmt: skip
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="live progress on stderr (default on): a bar on a terminal, else a status line "
@@ -61,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="replay a workload against one or more engines")
     add_run_arguments(run)
     run.set_defaults(run=run_command)
-    demo = sub.add_parser("demo", help="the default benchmark: an Azure conv slice, static vs continuous")
+    demo = sub.add_parser("demo", help="the default benchmark, sized to this machine: the Azure conversation trace, "
+                          "static vs continuous batching, about two minutes")  # fmt: skip
     add_run_arguments(demo)
     demo.set_defaults(run=demo_command, workload="azure-conv")
 
@@ -74,6 +78,8 @@ def _settings(args: argparse.Namespace, workload_name: str) -> Any:
 
     if args.repeat < 1:
         raise HarnessInputError(f"--repeat {args.repeat}: must be >= 1")
+    if args.stop_run_s is not None and not args.stop_run_s > 0:
+        raise HarnessInputError(f"--stop-run-s {args.stop_run_s}: must be > 0")
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     slug = Path(workload_name).stem.replace(" ", "_")
     defaults = SLO()
@@ -85,6 +91,7 @@ def _settings(args: argparse.Namespace, workload_name: str) -> Any:
         max_error_rate=args.stop_error_rate,
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
+        max_run_s=args.stop_run_s,
     )
     from harness.progress import default_mode
 
@@ -157,22 +164,86 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    """Azure conv, a slice replayed faster than real time so the embedded model is loaded hard."""
-    for name, value in DEMO_DEFAULTS.items():
+    """The Azure conversation trace against static and continuous batching, sized to this machine (harness.demo)."""
+    from harness import demo
+
+    chosen = [flag for flag, dest in SHAPING.items() if getattr(args, dest) is not None]
+    for name, value in {"slo_ttft_ms": demo.SLO_TTFT_MS, "slo_tpot_ms": demo.SLO_TPOT_MS}.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    plan_lines: list[str] = []
+    if chosen or args.workload != demo.TRACE:
+        print(f"demo: no calibration ({', '.join(chosen) or '--workload'} given): the load is yours")
+    else:
+        plan_lines = _calibrated(args)
     out, _ = execute(args)
+    for line in plan_lines:
+        print(line)
+    if not args.no_report:
+        _closing(out)
     print(f"run directory: {out.resolve()}")
     return 0
 
 
-# 9 s of Azure conv from minute 10 (about 40 requests, ~1,000-token prompts) replayed at 0.15x speed, so
-# they arrive over a minute at ~0.7 req/s: more than static batching sustains with the embedded model on
-# 2 cores, less than continuous batching does, so the scheduler decides the outcome.
-DEMO_DEFAULTS: dict[str, Any] = {
-    "start_s": 600.0,
-    "duration_s": 9.0,
-    "time_scale": 0.15,
-    "slo_ttft_ms": 2000.0,
-    "slo_tpot_ms": 200.0,
-}
+# The workload flags that shape the load; when any is given the demo replays what was asked instead.
+SHAPING = {"--start": "start_s", "--duration": "duration_s", "--time-scale": "time_scale", "--rate": "rate",
+           "--first": "first", "--requests": "requests"}  # fmt: skip
+
+
+def _calibrated(args: argparse.Namespace) -> list[str]:
+    """Measure this machine, then set the workload flags and threads of `args` to the load it can carry."""
+    from engines import compute_threads
+    from engines.model.loader import load_model
+    from harness import demo
+    from workloads import load_workload
+
+    compute_threads.configure(args.threads)
+    loaded = load_model(args.model, dtype=args.dtype)  # cached: the run itself loads it again at no cost
+    sample = load_workload(demo.TRACE, start_s=demo.TRACE_START_S, first=200, max_context=16384)
+    mean_prompt, mean_output, trace_rate = demo.slice_stats(sample)
+    print("demo: calibrating this machine (a few seconds) ...", flush=True)
+    speed = demo.calibrate(loaded, [r.input_tokens for r in sample.requests], threads=args.threads)
+    plan = demo.plan(speed, mean_prompt, mean_output, trace_rate)
+    for name, value in plan.overrides().items():
+        setattr(args, name, value)
+    args.threads = speed.threads
+    if args.stop_run_s is None:
+        args.stop_run_s = plan.max_run_s
+    lines = plan.describe(speed)
+    for line in lines:
+        print(line)
+    return lines
+
+
+def _closing(out: Path) -> None:
+    """What the demo showed, from its report's verdict, and where to look in the report."""
+    from reports import analyse
+
+    analysis = analyse([out])
+    heads = {h.key: h for h in analysis.verdict.headlines}
+    report = (out / "report.html").resolve()
+    print("")
+    print("what this showed:")
+    for key in ("ttft_p99", "goodput_rps"):
+        h = heads.get(key)
+        if h is None:
+            continue
+        cells = [f"{label} {h.formatter(e.value)} [{h.formatter(e.low)}, {h.formatter(e.high)}]" if e.has_ci
+                 else f"{label} {h.formatter(e.value) if e.value is not None else 'n/a'}"
+                 for label, e in h.estimates.items()]  # fmt: skip
+        if h.winner and h.clear:
+            verdict = f"{h.winner} wins by {h.margin}: the 95% intervals do not overlap"
+        elif h.winner:
+            verdict = f"{h.winner} ahead, but the 95% intervals overlap: too close to call on this run"
+        else:
+            verdict = "no winner"
+        print(f"  {h.name}: {'; '.join(cells)}. {verdict}.")
+    for flag in analysis.verdict.flags:
+        if flag["name"] in ("stopped_early", "busy_machine", "steady_rates_undefined"):
+            print(f"  ! {flag['series']}: {flag['message']}")
+    print("where to look in the report:")
+    print(f"  {report}#summary   the verdict: every headline metric with its interval, and the validity flags")
+    print(f"  {report}#timeline  the same requests in both engines: under static batching new arrivals wait for")
+    print("                        the whole running batch (grey), finished members hold their slots (pink)")
+    print(f"  {report}#occupancy slots computing vs held idle, step by step, from the engines' step traces")
+    print(f"  {report}#latency   TTFT and E2E distributions from the scheduled arrival (no coordinated omission)")

@@ -10,9 +10,10 @@ queue that grew without bound. So the demo
    continuous engine's capacity for the slice's mix is C = 1 / (mean prompt / P + mean output / D);
 2. **sizes the load** to `LOAD_SHARE` of C: continuous batching then keeps up, while static batching,
    whose batches run as long as their longest member and whose new arrivals wait for the whole batch,
-   has its queue build and its TTFT break the SLO. The slice holds `rate x ARRIVALS_S` requests, its real
+   has its queue build and its TTFT break the SLO. The slice holds `rate x ARRIVALS_S` requests (on a
+   slow machine the schedule grows to `MAX_ARRIVALS_S` before it shrinks below `MIN_REQUESTS`), its real
    inter-arrival pattern replayed faster or slower (time_scale) to reach the rate;
-3. **bounds each engine's run** (`stop rule max_run_s`): arrivals end after `ARRIVALS_S`; an engine
+3. **bounds each engine's run** (`stop rule max_run_s`): arrivals end after that span; an engine
    still busy `DRAIN_S` later is stopped, its unfinished requests recorded as aborted (failures, so they
    count against SLO attainment and goodput), and the console and report say it stopped early.
 
@@ -33,16 +34,25 @@ from engines import compute_threads
 from engines.api import Request
 from harness.engine_factory import EngineSpec, build_engine
 from harness.loadgen import Scheduled, run_open_loop
+from harness.stop_rules import StopRules
 
 TRACE = "azure-conv"
 TRACE_START_S = 600.0  # ten minutes into the trace: past its start-up ramp
 ARRIVALS_S = 30.0  # how long requests keep arriving, per engine run
 DRAIN_S = 15.0  # how long an engine may keep working after the last arrival before it is stopped
-LOAD_SHARE = 0.6  # of the continuous engine's measured capacity
-MIN_REQUESTS, MAX_REQUESTS = 24, 400
-PREFILL_BURST = 4  # prompts of the slice prefilled at once (one output token each)
+# Of the continuous engine's estimated capacity. The estimate decodes short contexts while the trace's prompts
+# are long (slower decode steps), and a shared machine's speed moves by 2x within a minute (measured while
+# writing this): at 60% the continuous engine once fell behind and was stopped with 5 of 24 unfinished.
+LOAD_SHARE = 0.45
+MIN_REQUESTS, MAX_REQUESTS = 16, 400
+MAX_ARRIVALS_S = 40.0  # a slow machine gets a longer schedule (up to this) before it gets fewer than MIN_REQUESTS
+PREFILL_BURST = 2  # prompts of the slice prefilled at once (one output token each)
 REPEATS = 3
-DECODE_BATCH, DECODE_TOKENS, DECODE_PROMPT = 16, 48, 16  # a decode batch of short requests
+BUDGET_S = 10.0  # stop repeating the measurement once the calibration has taken this long
+DECODE_BATCH, DECODE_TOKENS, DECODE_PROMPT = 16, 32, 16  # a decode batch of short requests
+WARM_PROMPT = 256
+PROBE_TOKENS = 12  # per request of the thread-count probe
+PROBE_CUTOFF = 2.0
 SLO_TTFT_MS, SLO_TPOT_MS = 2000.0, 200.0  # MLPerf llama2-70b server limits, as the run defaults
 
 
@@ -63,6 +73,7 @@ class DemoPlan:
     requests: int
     time_scale: float  # the trace slice's speed-up (> 1) or slow-down (< 1)
     capacity: float  # the continuous engine's estimated capacity for the slice's mix, req/s
+    arrivals_s: float  # how long requests keep arriving
     max_run_s: float  # each engine run stops this long after its start
     mean_prompt: float
     mean_output: float
@@ -82,7 +93,7 @@ class DemoPlan:
             f"  so it serves about {self.capacity:.2f} req/s of this trace's mix (mean prompt "
             f"{self.mean_prompt:.0f}, output {self.mean_output:.0f} tokens)",
             f"  load: {LOAD_SHARE:.0%} of that, {self.rate:.2f} req/s: {self.requests} requests over "
-            f"{ARRIVALS_S:.0f} s "
+            f"{self.arrivals_s:.0f} s "
             f"(the trace's own arrival pattern at {self.time_scale:.2f}x speed); each engine stops at "
             f"{self.max_run_s:.0f} s",
         ]
@@ -101,10 +112,14 @@ def plan(speed: Speed, mean_prompt: float, mean_output: float, trace_rate: float
     """The load for this machine: LOAD_SHARE of the continuous engine's capacity for the slice's mix."""
     capacity = 1.0 / (mean_prompt / speed.prefill_tok_s + mean_output / speed.decode_tok_s)
     rate = LOAD_SHARE * capacity
-    requests = int(np.clip(round(rate * ARRIVALS_S), MIN_REQUESTS, MAX_REQUESTS))
-    rate = requests / ARRIVALS_S
+    # the rate stays what the machine can carry; on a slow machine the schedule grows (to MAX_ARRIVALS_S)
+    # rather than the load, and only then does it hold fewer than MIN_REQUESTS
+    span = float(np.clip(MIN_REQUESTS / rate, ARRIVALS_S, MAX_ARRIVALS_S))
+    requests = int(np.clip(round(rate * span), 2, MAX_REQUESTS))
+    span = min(requests / rate, MAX_ARRIVALS_S)
+    rate = requests / span
     time_scale = rate / trace_rate  # time_scale > 1 replays the trace faster
-    return DemoPlan(rate, requests, time_scale, capacity, ARRIVALS_S + DRAIN_S, mean_prompt, mean_output)
+    return DemoPlan(rate, requests, time_scale, capacity, span, span + DRAIN_S, mean_prompt, mean_output)
 
 
 def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, seed: int = 0) -> Speed:
@@ -130,39 +145,52 @@ def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, se
 
     prefill = [Request(f"p{i}", ids(n), 1, ignore_eos=True) for i, n in enumerate(prompts[:PREFILL_BURST])]
     decode = [Request(f"d{i}", ids(DECODE_PROMPT), DECODE_TOKENS, ignore_eos=True) for i in range(DECODE_BATCH)]
-    warm = [prefill[0], *decode[:4]]  # the first steps pay for allocation and thread start
-    probe = [replace(r, max_tokens=DECODE_TOKENS // 3) for r in decode]  # short: a slow thread count costs little
+    warm = [Request("w", ids(WARM_PROMPT), 2, ignore_eos=True), *decode[:4]]  # pays for allocation, thread start
+    probe = [replace(r, max_tokens=PROBE_TOKENS) for r in decode[: DECODE_BATCH // 2]]  # a slow count costs little
     candidates = [threads] if threads else sorted({os.cpu_count() or 1, 1})
     by_threads: dict[int, list[float]] = {t: [] for t in candidates}
     for _ in range(2 if len(candidates) > 1 else 0):  # interleaved, so a change in load hits every count
         for t in candidates:
+            # a count more than PROBE_CUTOFF times slower than the best so far is stopped there: it has lost
+            best = min((min(v) for v in by_threads.values() if v), default=None)
             compute_threads.configure(t)
-            by_threads[t].append(_bursts(loaded, [warm, probe])[1])
+            limit = None if best is None else PROBE_CUTOFF * best
+            by_threads[t].append(_bursts(loaded, [warm, probe], limit_s=limit)[1])
     chosen = min(candidates, key=lambda t: float(np.median(by_threads[t])) if by_threads[t] else 0.0)
     compute_threads.configure(chosen)
-    times = _bursts(loaded, [warm] + [prefill, decode] * REPEATS)[1:]
+    left = BUDGET_S - (time.perf_counter() - started)
+    times = _bursts(loaded, [warm] + [prefill, decode] * REPEATS, budget_s=left)[1:]
     prefill_tok_s = sum(len(r.prompt_token_ids) for r in prefill) / float(np.median(times[0::2]))
     # the decode burst also prefilled its short prompts: take that share out at the measured prefill speed
     d_decode = max(float(np.median(times[1::2])) - DECODE_BATCH * DECODE_PROMPT / prefill_tok_s, 1e-3)
-    probe_tokens = DECODE_BATCH * (DECODE_TOKENS // 3)
+    probe_tokens = len(probe) * PROBE_TOKENS
     tried = {t: probe_tokens / float(np.median(v)) for t, v in by_threads.items() if v}
     return Speed(prefill_tok_s, DECODE_BATCH * DECODE_TOKENS / d_decode, time.perf_counter() - started, chosen, tried)
 
 
-def _bursts(loaded: Any, bursts: list[list[Request]]) -> list[float]:
-    """Makespan of each burst (its requests all sent at once), one after another on one continuous engine."""
+def _bursts(loaded: Any, bursts: list[list[Request]], *, budget_s: float | None = None,
+            limit_s: float | None = None) -> list[float]:  # fmt: skip
+    """Makespan of each burst (its requests all sent at once), one after another on one continuous engine.
+
+    With `budget_s`, bursts after the first three stop once that much time has passed (pairs stay whole);
+    with `limit_s`, a burst is stopped (max_run_s) at that makespan, which is then its (censored) span.
+    """
     engine = build_engine(EngineSpec("continuous", "calibration", {}), loaded)
     spans: list[float] = []
 
     async def go() -> None:
         await engine.start()
         try:
+            began = time.perf_counter()
             for n, burst in enumerate(bursts):
-                finished: list[float] = []
+                if budget_s is not None and n >= 3 and n % 2 == 1 and time.perf_counter() - began > budget_s:
+                    break
                 schedule = [Scheduled(replace(r, request_id=f"{r.request_id}-{n}"), 0.0) for r in burst]
-                await run_open_loop(engine, schedule, lambda rec, out=finished: out.append(rec.t_finish or 0.0),
-                                    label="calibration")  # fmt: skip
-                spans.append(max(max(finished, default=0.0), 1e-3))
+                rules = StopRules(max_run_s=limit_s) if limit_s is not None else None
+                outcome = await run_open_loop(engine, schedule, lambda _rec: None, label="calibration",
+                                              stop_rules=rules)  # fmt: skip
+                # the loop's wall time: from t0 (the burst's due time) to its last request's end, or the limit
+                spans.append(max(outcome.wall_time_s, 1e-3))
         finally:
             await engine.stop()
 

@@ -1,9 +1,10 @@
 """Per-side tables the rules read: request latencies, pooled token gaps, SLO outcomes and windowed rates.
 
 Rates are cut into equal slices of each trial's steady window so their noise can be seen: one number
-per run has no variance to test against. A trial without a usable steady window (a burst, or one in
-which fewer than `MIN_WINDOW_REQUESTS` requests finished: `harness.metrics.throughput.rate_problem`)
-leaves the rate undefined, and the rule `no_data` with that reason. The whole run is not substituted:
+per run has no variance to test against. A trial without a usable steady window (a burst, or one
+shorter than its requests' median latency: `harness.metrics.throughput.rate_problem`) leaves the rate
+undefined, and the rule `no_data` with that reason; fewer than `min_samples` requests finished in the
+windows does too (harness.gate.evaluate). The whole run is not substituted:
 on a burst its rate is the makespan's, which is not what a steady-state rule compares.
 """
 

@@ -19,7 +19,6 @@ import pandas as pd
 from harness.metrics.latency import request_latencies
 from harness.metrics.throughput import (
     DEFAULT_WARMUP_FRACTION,
-    MIN_WINDOW_REQUESTS,
     Window,
     rate_problem,
     run_window,
@@ -59,12 +58,10 @@ def slo_table(latencies: pd.DataFrame, slo: SLO = DEFAULT_SLO) -> pd.DataFrame:
     )
 
 
-def _rate(
-    records: pd.DataFrame, good: pd.Series, window: Window | None, kind: str, min_requests: int
-) -> tuple[float | None, str | None]:
+def _rate(records: pd.DataFrame, good: pd.Series, window: Window | None, kind: str) -> tuple[float | None, str | None]:
     """SLO-meeting finishes per second in `window`, or None and why (the window is the throughput's, and is
-    judged by the same rule: a window without enough completions says nothing about goodput either)."""
-    problem = rate_problem(records, window, kind, min_requests)
+    judged by the same rule: a window too short to see requests through says nothing about goodput either)."""
+    problem = rate_problem(records, window, kind)
     if problem is not None or window is None:
         return None, problem
     return int((good & records["t_finish"].between(window.start, window.end)).sum()) / window.duration_s, None
@@ -75,7 +72,6 @@ def goodput(
     slo: SLO = DEFAULT_SLO,
     *,
     warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
-    min_requests: int = MIN_WINDOW_REQUESTS,
 ) -> dict[str, Any]:
     """SLO attainment share (over all requests, failures included) and goodput in requests/s.
 
@@ -89,9 +85,9 @@ def goodput(
     n_met = int(met["meets_slo"].sum())
     ok = lat["succeeded"]
     steady, steady_reason = _rate(
-        records, met["meets_slo"], steady_window(records, warmup_fraction=warmup_fraction), "steady", min_requests
+        records, met["meets_slo"], steady_window(records, warmup_fraction=warmup_fraction), "steady"
     )
-    whole, whole_reason = _rate(records, met["meets_slo"], run_window(records), "whole_run", min_requests)
+    whole, whole_reason = _rate(records, met["meets_slo"], run_window(records), "whole_run")
     return {
         "slo": slo.to_json(),
         "requests": total,

@@ -11,11 +11,13 @@ requests at their finish time, output tokens at their own arrival times (so a lo
 straddling a window edge contributes only the tokens produced inside it), prompt tokens at the
 request's first token (when prefill is known to be done).
 
-A rate is only reported when its window can carry one: a window that does not exist (a burst, every
-request scheduled at one instant) or in which fewer than `MIN_WINDOW_REQUESTS` successful requests
-finished measures a transient, not a throughput. Such a rate is None with a `reason`, never 0.0: on a
-burst of 64 requests at "1000 req/s" the steady window is 60 ms long and holds no completion, and a
-0 tok/s there compared with another 0 tok/s once let a gate pass a candidate 3.6x slower.
+A rate is only reported when its window can carry one. A window that does not exist (a burst, every
+request scheduled at one instant), or one shorter than the median successful request's end-to-end
+latency (requests arriving in it cannot be seen through it), measures a transient, not a throughput.
+Such a rate is None with a `reason`, never 0.0: on a burst of 64 requests at "1000 req/s" the steady
+window is 60 ms long and holds no completion, and a 0 tok/s there compared with another 0 tok/s once
+let a gate pass a candidate 3.6x slower. A long enough window in which an engine finished little is a
+real, low rate (a static batch engine in overload), and is reported as such.
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ from harness.metrics.frame import flatten_token_times
 from harness.metrics.latency import done_time, succeeded
 
 DEFAULT_WARMUP_FRACTION = 0.1
-# Below five completions a window holds a transient, and a rate from so few events is off by 45% or more
-# (the relative error of a count k is about 1 / sqrt(k)).
-MIN_WINDOW_REQUESTS = 5
 
 
 @dataclass(frozen=True)
@@ -86,28 +85,29 @@ def finished_in(records: pd.DataFrame, window: Window) -> int:
     return int((succeeded(records) & records["t_finish"].between(window.start, window.end)).sum())
 
 
-def rate_problem(
-    records: pd.DataFrame, window: Window | None, kind: str = "steady", min_requests: int = MIN_WINDOW_REQUESTS
-) -> str | None:
-    """Why a rate over `window` would measure nothing (None: it measures something).
+def rate_problem(records: pd.DataFrame, window: Window | None, kind: str = "steady") -> str | None:
+    """Why a rate over `window` would measure a transient (None: it measures a rate).
 
     Shared by throughput, goodput and the CI gate, so all three call the same window degenerate.
     """
     if window is None:
         return missing_window_reason(records, kind)
-    n = finished_in(records, window)
-    if n >= min_requests:
+    ok = records[succeeded(records)]
+    if ok.empty:
+        return None  # nothing succeeded over a real window: a true zero
+    e2e = float((ok["t_finish"] - ok["t_scheduled"]).median())
+    if window.duration_s >= e2e:
         return None
-    whole = run_window(records)
-    span = f" of a {whole.duration_s:.3g} s run" if whole is not None and kind == "steady" else ""
+    n = finished_in(records, window)
     return (
-        f"only {n} request{'s' if n != 1 else ''} finished inside the {window.duration_s:.3g} s "
-        f"{kind.replace('_', ' ')} window{span} (a rate needs {min_requests}): it would measure a transient"
+        f"the {window.duration_s:.3g} s {kind.replace('_', ' ')} window is shorter than the median request's "
+        f"latency ({e2e:.3g} s), so requests arriving in it cannot finish in it ({n} did): a rate over it "
+        "would measure a transient"
     )
 
 
 def throughput(
-    records: pd.DataFrame, window: Window | None, *, kind: str | None = None, min_requests: int = MIN_WINDOW_REQUESTS
+    records: pd.DataFrame, window: Window | None, *, kind: str | None = None
 ) -> dict[str, float | int | str | None]:
     """Requests/s, output tokens/s and total (prompt + output) tokens/s inside `window`.
 
@@ -115,7 +115,7 @@ def throughput(
     window degenerate.
     """
     kind = kind or (window.kind if window is not None else "steady")
-    reason = rate_problem(records, window, kind, min_requests)
+    reason = rate_problem(records, window, kind)
     if window is None:
         return {
             "kind": None,

@@ -41,7 +41,7 @@ def test_slo_table_per_request(frame) -> None:
 
 
 def test_goodput_and_attainment_hand_computed(frame) -> None:
-    g = goodput(frame, SLO_1S, min_requests=1)
+    g = goodput(frame, SLO_1S)
     assert g["met"] == 2
     assert g["attainment"] == pytest.approx(2 / 5)  # failures count in the denominator
     assert g["violations"] == {"failed": 1, "ttft": 1, "tpot": 1, "e2e": 0}
@@ -52,12 +52,13 @@ def test_goodput_and_attainment_hand_computed(frame) -> None:
     assert g["goodput_rps_steady"] == pytest.approx(0.5)
 
 
-def test_goodput_over_too_few_completions_is_undefined_with_a_reason(frame) -> None:
-    # Four requests succeed: too few for a rate (MIN_WINDOW_REQUESTS), so goodput is n/a, not 0.0 or 0.5.
-    g = goodput(frame, SLO_1S)
-    assert g["goodput_rps_steady"] is None and g["goodput_rps_whole_run"] is None
-    assert "only 4 requests finished" in g["goodput_rps_steady_reason"]
-    assert g["attainment"] == pytest.approx(2 / 5)  # the share stays defined: it is not a rate
+def test_goodput_over_a_window_too_short_to_see_requests_through_is_undefined() -> None:
+    # Twelve requests over 0.11 s, each taking 2 s: no steady window can see one finish, whatever the SLO.
+    short = records_frame([make_record(f"r{i}", t_scheduled=0.01 * i, ttft=2.0) for i in range(12)])
+    g = goodput(short, SLO(ttft_s=5.0))
+    assert g["attainment"] == 1.0 and g["goodput_rps_steady"] is None  # not 0.0 beside 100% met
+    assert g["goodput_rps_steady_reason"].startswith("the 0.1 s steady window is shorter than the median request's")
+    assert g["goodput_rps_whole_run"] == pytest.approx(12 / 2.11)
 
 
 def test_goodput_of_a_burst_names_the_burst() -> None:

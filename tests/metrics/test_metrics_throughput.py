@@ -75,5 +75,15 @@ def test_a_window_that_sees_too_few_completions_is_not_a_rate() -> None:
     tp = throughput(frame, steady_window(frame))
     assert tp["requests"] == 0 and tp["output_tokens"] == 0
     assert tp["output_token_rate"] is None
-    assert tp["reason"].startswith("only 0 requests finished inside the 0.057 s steady window of a 1.46 s run")
+    assert tp["reason"].startswith("the 0.057 s steady window is shorter than the median request's latency (1.4 s)")
     assert throughput_table(frame).loc["steady", "reason"] == tp["reason"]
+
+
+def test_a_long_window_in_which_little_finished_is_a_real_low_rate() -> None:
+    # Arrivals every 0.5 s for 20 s; one request in twenty succeeds (in 3 s), the rest fail. The window is
+    # longer than the median successful latency, so the low rate is measured, not hidden.
+    failed = {"error_type": "timeout", "finish_reason": "error"}
+    recs = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=3.0, **({} if i % 20 == 0 else failed)) for i in range(40)]
+    frame = records_frame(recs)
+    tp = throughput(frame, steady_window(frame))
+    assert tp["reason"] is None and tp["requests"] == 2 and tp["request_rate"] == pytest.approx(2 / 17.5)
