@@ -57,7 +57,7 @@ def _metric_rows(a: Analysis) -> list[str]:
             rows.append([f"{name} {label}", *(pct(er.summary, metric, label) for er in a.series)])
     for key, name in (("request_rate", "requests/s (steady)"), ("output_token_rate", "output tok/s (steady)")):
         steady = [((er.summary.get("throughput") or {}).get("steady") or {}) for er in a.series]
-        rows.append([name, *(fmt.rate(w.get(key), w.get("reason")) for w in steady)])
+        rows.append([name, *(fmt.rate(w.get(key), (w.get("reasons") or {}).get(key, w.get("reason"))) for w in steady)])
     rows.append(["SLO attainment", *(fmt.share((er.summary.get("slo") or {}).get("attainment")) for er in a.series)])
     rows.append(["slots computing", *(fmt.share((er.summary.get("utilisation") or {}).get("mean_running_share"))
                                       for er in a.series)])  # fmt: skip

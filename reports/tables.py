@@ -47,6 +47,12 @@ def _with_ci(p: dict[str, Any] | None, f: Callable[[Any], str]) -> str:
     return f"{f(p.get('value'))}" + (f' <span class="ci">{interval}</span>' if interval else "")
 
 
+def _reason(summary: dict[str, Any], window: str, rate: str) -> str | None:
+    """Why a window's rate is undefined (runs written before per-rate reasons give one for all)."""
+    w = _get(summary, "throughput", window) or {}
+    return (w.get("reasons") or {}).get(rate) if "reasons" in w else w.get("reason")
+
+
 def metric_table(series: list[EngineRun]) -> str:
     """Headline numbers of every engine run side by side; percentiles with their 95% bootstrap CI."""
     rows: list[list[str]] = []
@@ -75,9 +81,7 @@ def metric_table(series: list[EngineRun]) -> str:
         ):
             add(
                 f"{name} ({w})",
-                lambda s, w=window, k=key: fmt.rate(
-                    _get(s, "throughput", w, k), _get(s, "throughput", w, "reason"), html_title=True
-                ),
+                lambda s, w=window, k=key: fmt.rate(_get(s, "throughput", w, k), _reason(s, w, k), html_title=True),
             )
     add("SLO attainment", lambda s: fmt.share(_get(s, "slo", "attainment")))
     add(

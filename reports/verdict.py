@@ -114,33 +114,33 @@ def wilson(successes: int, n: int) -> Estimate:
     return Estimate(p, center - half, center + half)
 
 
-def steady_rate_problem(er: EngineRun) -> str | None:
-    """Why the run's steady-window rates are undefined (None: they are defined): the rule of
-    `harness.metrics.throughput.rate_problem`, applied to the records, so runs recorded before the rule
-    existed are judged by it too."""
+def steady_rate_problem(er: EngineRun, event: str = "finish") -> str | None:
+    """Why the run's steady-window rates of `event` ("finish" or "token") are undefined (None: defined): the
+    rule of `harness.metrics.throughput.rate_problem`, applied to the records, so runs recorded before the
+    rule existed are judged by it too."""
     if er.records.empty:  # another tool's aggregates: the summary says why it has no steady window
         return ((er.summary.get("throughput") or {}).get("steady") or {}).get("reason") or "no records"
-    return rate_problem(er.records, steady_window(er.records), "steady")
+    return rate_problem(er.records, steady_window(er.records), "steady", event)
 
 
-def _steady(er: EngineRun) -> tuple[float, float] | None:
+def _steady(er: EngineRun, event: str) -> tuple[float, float] | None:
     window = steady_window(er.records)
-    return (window.start, window.end) if window is not None and steady_rate_problem(er) is None else None
+    return (window.start, window.end) if window is not None and steady_rate_problem(er, event) is None else None
 
 
 def throughput_estimate(er: EngineRun) -> Estimate:
-    window = _steady(er)
+    window = _steady(er, "token")
     if window is None:
-        return Estimate(None, reason=steady_rate_problem(er))
+        return Estimate(None, reason=steady_rate_problem(er, "token"))
     ok = er.latencies["succeeded"].to_numpy()
     tokens = er.tokens.flat[ok[er.tokens.owner]] if er.tokens.flat.size else er.tokens.flat
     return batch_means(tokens, *window)
 
 
 def goodput_estimate(er: EngineRun) -> Estimate:
-    window = _steady(er)
+    window = _steady(er, "finish")
     if window is None:
-        return Estimate(None, reason=steady_rate_problem(er))
+        return Estimate(None, reason=steady_rate_problem(er, "finish"))
     limits = ((er.summary.get("slo") or {}).get("slo")) or {}
     slo = SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     met = slo_table(er.latencies, slo)["meets_slo"].to_numpy()

@@ -18,7 +18,9 @@ import pandas as pd
 from harness.gate.inputs import RunSample
 from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
 from harness.metrics.frame import flatten_token_times
-from harness.metrics.throughput import finished_in, rate_problem
+from harness.metrics.throughput import EVENTS, finished_in, rate_problem
+
+METRIC_RATES = {"output_tok_s": "output_token_rate", "total_tok_s": "total_token_rate"}  # gate name -> metrics
 
 
 @dataclass
@@ -98,7 +100,7 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
     for trial_id, idx in groups.items():
         trial = records.loc[idx]
         window = steady_window(trial)
-        problem = rate_problem(trial, window, "steady")
+        problem = rate_problem(trial, window, "steady", EVENTS.get(METRIC_RATES.get(metric, metric), "finish"))
         if problem is not None or window is None:
             where = f"trial {trial_id}: " if len(groups) > 1 else ""
             return Rates(np.empty(0), float("nan"), "steady", problem=f"{where}{problem}")

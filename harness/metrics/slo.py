@@ -61,7 +61,7 @@ def slo_table(latencies: pd.DataFrame, slo: SLO = DEFAULT_SLO) -> pd.DataFrame:
 def _rate(records: pd.DataFrame, good: pd.Series, window: Window | None, kind: str) -> tuple[float | None, str | None]:
     """SLO-meeting finishes per second in `window`, or None and why (the window is the throughput's, and is
     judged by the same rule: a window too short to see requests through says nothing about goodput either)."""
-    problem = rate_problem(records, window, kind)
+    problem = rate_problem(records, window, kind, "finish")
     if problem is not None or window is None:
         return None, problem
     return int((good & records["t_finish"].between(window.start, window.end)).sum()) / window.duration_s, None

@@ -182,7 +182,7 @@ def summary_table(summaries: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[
                 "e2e_p99_s": _pct(s, "e2e", "p99"),
                 "req_per_s": steady["request_rate"],
                 "out_tok_per_s": steady["output_token_rate"],
-                "rate_reason": steady.get("reason"),
+                "rate_reason": (steady.get("reasons") or {}).get("output_token_rate"),
                 "slo_attainment": s["slo"]["attainment"],
                 "goodput_rps": s["slo"]["goodput_rps_steady"],
                 "goodput_reason": s["slo"].get("goodput_rps_steady_reason"),

@@ -85,24 +85,41 @@ def finished_in(records: pd.DataFrame, window: Window) -> int:
     return int((succeeded(records) & records["t_finish"].between(window.start, window.end)).sum())
 
 
-def rate_problem(records: pd.DataFrame, window: Window | None, kind: str = "steady") -> str | None:
+RATES = ("request_rate", "output_token_rate", "total_token_rate")
+# What each rate counts, and so the latency after an arrival at which its events start to flow.
+EVENTS = {"request_rate": "finish", "goodput": "finish", "output_token_rate": "token", "total_token_rate": "token"}
+
+
+def rate_problem(
+    records: pd.DataFrame, window: Window | None, kind: str = "steady", event: str = "finish"
+) -> str | None:
     """Why a rate over `window` would measure a transient (None: it measures a rate).
 
-    Shared by throughput, goodput and the CI gate, so all three call the same window degenerate.
+    A rate of finishes (requests, goodput) needs a window at least as long as the median request's
+    end-to-end latency, a rate of tokens one at least as long as the median TTFT: a shorter window ends
+    before the events of the requests arriving in it could follow them. Shared by throughput, goodput
+    and the CI gate, so all three call the same window degenerate.
     """
     if window is None:
         return missing_window_reason(records, kind)
     ok = records[succeeded(records)]
     if ok.empty:
         return None  # nothing succeeded over a real window: a true zero
-    e2e = float((ok["t_finish"] - ok["t_scheduled"]).median())
-    if window.duration_s >= e2e:
+    start = ok["t_finish"] if event == "finish" else ok["t_first_token"]
+    lag = float((start - ok["t_scheduled"]).median())
+    if window.duration_s >= lag:
         return None
-    n = finished_in(records, window)
+    where = f"the {window.duration_s:.3g} s {kind.replace('_', ' ')} window"
+    transient = "a rate over it would measure a transient"
+    if event == "finish":
+        n = finished_in(records, window)
+        return (
+            f"{where} is shorter than the median request's latency ({lag:.3g} s), so requests arriving in it "
+            f"cannot finish in it ({n} did): {transient}"
+        )
     return (
-        f"the {window.duration_s:.3g} s {kind.replace('_', ' ')} window is shorter than the median request's "
-        f"latency ({e2e:.3g} s), so requests arriving in it cannot finish in it ({n} did): a rate over it "
-        "would measure a transient"
+        f"{where} is shorter than the median time to first token ({lag:.3g} s): tokens of the requests "
+        f"arriving in it cannot flow in it, so {transient}"
     )
 
 
@@ -115,7 +132,8 @@ def throughput(
     window degenerate.
     """
     kind = kind or (window.kind if window is not None else "steady")
-    reason = rate_problem(records, window, kind)
+    reasons = {rate: rate_problem(records, window, kind, EVENTS[rate]) for rate in RATES}
+    reason = next((r for r in reasons.values() if r is not None), None)
     if window is None:
         return {
             "kind": None,
@@ -129,6 +147,7 @@ def throughput(
             "output_token_rate": None,
             "total_token_rate": None,
             "reason": reason,
+            "reasons": reasons,
         }
     ok = records[succeeded(records)]
     s, e = window.start, window.end
@@ -138,16 +157,15 @@ def throughput(
     prompt_tokens = int(ok.loc[ok["t_first_token"].between(s, e), "prompt_tokens"].sum())
     n_req = int(finished.sum())
     d = window.duration_s
-    defined = reason is None
+    counts = {"request_rate": n_req, "output_token_rate": out_tokens, "total_token_rate": out_tokens + prompt_tokens}
     return {
         **window.to_json(),
         "requests": n_req,
         "output_tokens": out_tokens,
         "prompt_tokens": prompt_tokens,
-        "request_rate": n_req / d if defined else None,
-        "output_token_rate": out_tokens / d if defined else None,
-        "total_token_rate": (out_tokens + prompt_tokens) / d if defined else None,
-        "reason": reason,
+        **{rate: counts[rate] / d if reasons[rate] is None else None for rate in RATES},
+        "reason": reason,  # the first undefined rate's reason (None: every rate is defined)
+        "reasons": reasons,
     }
 
 

@@ -38,7 +38,7 @@ def test_the_gate_on_two_burst_runs_one_three_times_slower_fails():
     assert rules["tpot.p50 <= +5%"].status == "fail" and rules["ttft.p90 <= +10%"].status == "fail"
     throughput = rules["output_tok_s >= -5%"]
     assert throughput.status == "no_data" and throughput.change is None
-    assert "steady window is shorter than the median request's latency" in throughput.note
+    assert "steady window is shorter than the median time to first token" in throughput.note
 
 
 def test_a_degenerate_window_alone_is_no_data_never_a_pass():
@@ -46,6 +46,7 @@ def test_a_degenerate_window_alone_is_no_data_never_a_pass():
     assert {r.status for r in verdict.results} == {"no_data"} and not verdict.passed
     assert verdict.exit_code == 3 and verdict.to_json()["verdict"] == "no_data"
     assert all(r.note.startswith("baseline: the 0.0614 s steady window is shorter") for r in verdict.results)
+    assert "time to first token" in verdict.results[0].note and "request's latency" in verdict.results[1].note
 
 
 def test_an_exact_burst_names_the_burst():

@@ -87,3 +87,14 @@ def test_a_long_window_in_which_little_finished_is_a_real_low_rate() -> None:
     frame = records_frame(recs)
     tp = throughput(frame, steady_window(frame))
     assert tp["reason"] is None and tp["requests"] == 2 and tp["request_rate"] == pytest.approx(2 / 17.5)
+
+
+def test_an_overloaded_engine_keeps_its_token_rate_while_its_request_rate_is_a_transient() -> None:
+    # 40 requests over 4 s, each producing tokens from 0.2 s on but finishing only after 6 s: the window
+    # sees tokens flow (a real token rate) but cannot see requests through (no request rate).
+    recs = [make_record(f"r{i}", t_scheduled=0.1 * i, ttft=0.2, gaps=[0.2] * 29) for i in range(40)]
+    frame = records_frame(recs)
+    tp = throughput(frame, steady_window(frame))
+    assert tp["output_token_rate"] is not None and tp["output_token_rate"] > 0
+    assert tp["request_rate"] is None and "median request's latency (6 s)" in tp["reasons"]["request_rate"]
+    assert tp["reasons"]["output_token_rate"] is None and tp["reason"] == tp["reasons"]["request_rate"]
