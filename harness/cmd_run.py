@@ -53,7 +53,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
     parser.add_argument("--stop-run-s", type=float,
                         help="end each engine run this many seconds after it starts: nothing more is sent, what "
-                             "is in flight is aborted and recorded (the demo's default: 45)")  # fmt: skip
+                             "is in flight is aborted and recorded (demo: 10 s after the last arrival)")  # fmt: skip
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="live progress on stderr (default on): a bar on a terminal, else a status line "

@@ -39,7 +39,7 @@ from harness.stop_rules import StopRules
 TRACE = "azure-conv"
 TRACE_START_S = 600.0  # ten minutes into the trace: past its start-up ramp
 ARRIVALS_S = 30.0  # how long requests keep arriving, per engine run
-DRAIN_S = 15.0  # how long an engine may keep working after the last arrival before it is stopped
+DRAIN_S = 10.0  # how long an engine may keep working after the last arrival before it is stopped
 # Of the continuous engine's estimated capacity. The estimate decodes short contexts while the trace's prompts
 # are long (slower decode steps), and a shared machine's speed moves by 2x within a minute (measured while
 # writing this): at 60% the continuous engine once fell behind and was stopped with 5 of 24 unfinished.
@@ -50,7 +50,7 @@ PREFILL_BURST = 2  # prompts of the slice prefilled at once (one output token ea
 REPEATS = 3
 BUDGET_S = 10.0  # stop repeating the measurement once the calibration has taken this long
 DECODE_BATCH, DECODE_TOKENS, DECODE_PROMPT = 16, 32, 16  # a decode batch of short requests
-WARM_PROMPT = 256
+WARM_PROMPT = 64
 PROBE_TOKENS = 12  # per request of the thread-count probe
 PROBE_CUTOFF = 2.0
 SLO_TTFT_MS, SLO_TPOT_MS = 2000.0, 200.0  # MLPerf llama2-70b server limits, as the run defaults

@@ -22,7 +22,7 @@ def test_the_plan_offers_a_share_of_the_measured_capacity() -> None:
     assert slow.rate == pytest.approx(demo.LOAD_SHARE * 0.2, rel=0.15) and slow.arrivals_s == demo.MAX_ARRIVALS_S
     assert slow.max_run_s == pytest.approx(slow.arrivals_s + demo.DRAIN_S)
     text = "\n".join(plan.describe(speed))
-    assert "serves about 2.00 req/s" in text and "each engine stops at 45 s" in text
+    assert "serves about 2.00 req/s" in text and "each engine stops at 40 s" in text
 
 
 def test_calibration_measures_this_machine() -> None:
