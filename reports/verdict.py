@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.metrics.slo import SLO, slo_table
-from harness.metrics.throughput import rate_problem, steady_window
+from harness.metrics.throughput import events_problem, rate_problem, steady_window
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
 from reports.load import EngineRun, RunData
@@ -120,7 +120,15 @@ def steady_rate_problem(er: EngineRun, event: str = "finish") -> str | None:
     rule existed are judged by it too."""
     if er.records.empty:  # another tool's aggregates: the summary says why it has no steady window
         return ((er.summary.get("throughput") or {}).get("steady") or {}).get("reason") or "no records"
-    return rate_problem(er.records, steady_window(er.records), "steady", event)
+    window = steady_window(er.records)
+    if window is None or event == "finish":
+        return rate_problem(er.records, window, "steady", event)
+    return events_problem(_ok_tokens(er), window, "steady", "token")  # token times are flat here, not per row
+
+
+def _ok_tokens(er: EngineRun) -> np.ndarray:
+    ok = er.latencies["succeeded"].to_numpy()
+    return er.tokens.flat[ok[er.tokens.owner]] if er.tokens.flat.size else er.tokens.flat
 
 
 def _steady(er: EngineRun, event: str) -> tuple[float, float] | None:
@@ -132,9 +140,7 @@ def throughput_estimate(er: EngineRun) -> Estimate:
     window = _steady(er, "token")
     if window is None:
         return Estimate(None, reason=steady_rate_problem(er, "token"))
-    ok = er.latencies["succeeded"].to_numpy()
-    tokens = er.tokens.flat[ok[er.tokens.owner]] if er.tokens.flat.size else er.tokens.flat
-    return batch_means(tokens, *window)
+    return batch_means(_ok_tokens(er), *window)
 
 
 def goodput_estimate(er: EngineRun) -> Estimate:
@@ -186,15 +192,11 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
             kinds = ", ".join(f"{k}: {v}" for k, v in by_type.items())
             message = f"{failed} requests failed ({kinds}); they count against SLO attainment"
             flags.append({"series": er.label, "name": "failed_requests", "message": message})
-        problem = steady_rate_problem(er)
-        if problem is not None:
-            flags.append(
-                {
-                    "series": er.label,
-                    "name": "steady_rates_undefined",
-                    "message": f"throughput and goodput are n/a: {problem}",
-                }
-            )
+        tokens, finishes = steady_rate_problem(er, "token"), steady_rate_problem(er, "finish")
+        if tokens is not None or finishes is not None:
+            what = "throughput and goodput are" if tokens is not None else "request rate and goodput are"
+            message = f"{what} n/a: {tokens or finishes}"
+            flags.append({"series": er.label, "name": "steady_rates_undefined", "message": message})
     for run in runs:
         for er in run.engine_runs:
             busy = (er.machine or {}).get("message") if (er.machine or {}).get("busy") else None

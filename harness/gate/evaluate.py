@@ -121,8 +121,9 @@ def _usable(ctx: _Context, r: RuleResult, sides: dict[str, Rates | None]) -> boo
         if rates.problem is not None:
             r.note = f"{side}: {rates.problem}"
             return False
-    counts = {side: rates.finished for side, rates in sides.items() if rates is not None}
-    return not _too_few(ctx, r, counts.get("baseline"), counts["candidate"], "requests finished in the steady window")
+    counts = {side: rates.requests for side, rates in sides.items() if rates is not None}
+    what = "requests finished in" if next(iter(sides.values())).event == "finish" else "requests streaming in"
+    return not _too_few(ctx, r, counts.get("baseline"), counts["candidate"], f"{what} the steady window")
 
 
 def _worse(rule: Rule) -> sig.Side:

@@ -12,12 +12,11 @@ straddling a window edge contributes only the tokens produced inside it), prompt
 request's first token (when prefill is known to be done).
 
 A rate is only reported when its window can carry one. A window that does not exist (a burst, every
-request scheduled at one instant), or one shorter than the median successful request's end-to-end
-latency (requests arriving in it cannot be seen through it), measures a transient, not a throughput.
-Such a rate is None with a `reason`, never 0.0: on a burst of 64 requests at "1000 req/s" the steady
-window is 60 ms long and holds no completion, and a 0 tok/s there compared with another 0 tok/s once
-let a gate pass a candidate 3.6x slower. A long enough window in which an engine finished little is a
-real, low rate (a static batch engine in overload), and is reported as such.
+request scheduled at one instant), or one that none of the run's events of the rate's kind fell in
+(`rate_problem`), measures a transient: such a rate is None with a `reason`, never 0.0. On a burst of
+64 requests at "1000 req/s" the steady window is 60 ms long and closes before the first token, and a
+0 tok/s there compared with another 0 tok/s once let a gate pass a candidate 3.6x slower. A window in
+which an engine finished little is a real, low rate (a static batch engine in overload).
 """
 
 from __future__ import annotations
@@ -93,33 +92,36 @@ EVENTS = {"request_rate": "finish", "goodput": "finish", "output_token_rate": "t
 def rate_problem(
     records: pd.DataFrame, window: Window | None, kind: str = "steady", event: str = "finish"
 ) -> str | None:
-    """Why a rate over `window` would measure a transient (None: it measures a rate).
+    """Why a rate of `event`s ("finish": requests, goodput; "token": tokens) over `window` would say 0.0 for
+    "no data" (None: the rate measures something).
 
-    A rate of finishes (requests, goodput) needs a window at least as long as the median request's
-    end-to-end latency, a rate of tokens one at least as long as the median TTFT: a shorter window ends
-    before the events of the requests arriving in it could follow them. Shared by throughput, goodput
-    and the CI gate, so all three call the same window degenerate.
+    The window is degenerate for that rate when none of the run's events of that kind fell inside it
+    while the run had some: they all came before or after it, as in a burst whose steady window closes
+    before its first token, or a short run whose window closes before its first finish. A window with
+    events is a rate, however low (an overloaded engine's); a run with no such event at all (nothing
+    succeeded) is a true zero. Shared by throughput, goodput and the CI gate, so all three call the same
+    window degenerate.
     """
     if window is None:
         return missing_window_reason(records, kind)
     ok = records[succeeded(records)]
-    if ok.empty:
-        return None  # nothing succeeded over a real window: a true zero
-    start = ok["t_finish"] if event == "finish" else ok["t_first_token"]
-    lag = float((start - ok["t_scheduled"]).median())
-    if window.duration_s >= lag:
-        return None
-    where = f"the {window.duration_s:.3g} s {kind.replace('_', ' ')} window"
-    transient = "a rate over it would measure a transient"
     if event == "finish":
-        n = finished_in(records, window)
-        return (
-            f"{where} is shorter than the median request's latency ({lag:.3g} s), so requests arriving in it "
-            f"cannot finish in it ({n} did): {transient}"
-        )
+        return events_problem(ok["t_finish"].to_numpy(dtype=np.float64), window, kind, "finish")
+    times, _ = flatten_token_times(ok["token_times"])
+    return events_problem(times, window, kind, "token")
+
+
+def events_problem(times: np.ndarray, window: Window, kind: str, event: str) -> str | None:
+    """`rate_problem` for event times already at hand (successful requests' finishes, or their tokens)."""
+    noun = "request finished" if event == "finish" else "token was produced"
+    times = times[np.isfinite(times)]
+    inside = int(((times >= window.start) & (times <= window.end)).sum())
+    if inside or times.size == 0:
+        return None
+    first = float(times.min())
     return (
-        f"{where} is shorter than the median time to first token ({lag:.3g} s): tokens of the requests "
-        f"arriving in it cannot flow in it, so {transient}"
+        f"no {noun} inside the {window.duration_s:.3g} s {kind.replace('_', ' ')} window (the run's first came "
+        f"at {first:.3g} s, the window closed at {window.end:.3g} s): a rate over it would measure a transient"
     )
 
 
