@@ -142,8 +142,15 @@ class InProcessEngine(Engine):
             self.validate(request)
         except EngineInputError as exc:
             n = len(request.prompt_token_ids)
-            yield FinishEvent(request.request_id, "error", n, 0, time.perf_counter(),
-                              error_type="invalid_request", error_message=str(exc))  # fmt: skip
+            yield FinishEvent(
+                request.request_id,
+                "error",
+                n,
+                0,
+                time.perf_counter(),
+                error_type="invalid_request",
+                error_message=str(exc),
+            )
             return
         if request.request_id in self._streams:
             raise EngineInputError(f"request {request.request_id}: id already in flight")
@@ -170,8 +177,11 @@ class InProcessEngine(Engine):
         if self.core.error is not None:
             message = f"engine loop failed: {type(self.core.error).__name__}: {self.core.error}"
             for rid, queue in list(self._streams.items()):
-                queue.put_nowait(FinishEvent(rid, "error", 0, 0, time.perf_counter(),
-                                             error_type="engine_failure", error_message=message))  # fmt: skip
+                queue.put_nowait(
+                    FinishEvent(
+                        rid, "error", 0, 0, time.perf_counter(), error_type="engine_failure", error_message=message
+                    )
+                )
             return
         for event in events:
             queue = self._streams.get(event.request_id)

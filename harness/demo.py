@@ -32,9 +32,8 @@ import numpy as np
 
 from engines import compute_threads
 from engines.api import Request
-from harness.engine_factory import EngineSpec, build_engine
-from harness.loadgen import Scheduled, run_open_loop
-from harness.stop_rules import StopRules
+from harness.engine_specs import EngineSpec, build_engine
+from harness.loadgen import Scheduled, StopRules, run_open_loop
 
 TRACE = "azure-conv"
 TRACE_START_S = 600.0  # ten minutes into the trace: past its start-up ramp

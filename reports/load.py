@@ -118,6 +118,8 @@ class EngineRun:
 
 @dataclass
 class RunData:
+    """One run directory as the report reads it: manifest, schedule, metrics and every engine run."""
+
     path: Path
     label: str
     manifest: dict[str, Any]
@@ -205,26 +207,17 @@ def run_slo(manifest: dict[str, Any], metrics: dict[str, Any] | None) -> SLO:
         if isinstance(limits, dict):
             return SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
-    limits = settings.get("slo", manifest.get("slo"))
+    limits = settings.get("slo")
     if isinstance(limits, dict):
         return SLO(**{k: limits[k] for k in ("ttft_s", "tpot_s", "e2e_s") if k in limits})
     return SLO()
 
 
 def _price(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The price the run was costed at (`settings.price_per_hour` of the manifest), else the default."""
     settings = manifest.get("settings")
     if isinstance(settings, dict) and isinstance(settings.get("price_per_hour"), int | float):
         return {"price_per_hour": float(settings["price_per_hour"])}
-    price = manifest.get("price")
-    if isinstance(price, dict):
-        out = {}
-        if "price_per_hour" in price or "per_hour" in price:
-            out["price_per_hour"] = float(price.get("price_per_hour", price.get("per_hour")))
-        if "accelerators" in price:
-            out["accelerators"] = int(price["accelerators"])
-        return out
-    if isinstance(manifest.get("price_per_hour"), int | float):
-        return {"price_per_hour": float(manifest["price_per_hour"])}
     return {}
 
 
@@ -282,8 +275,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
                 steps = trace.frame if trace.exact else read_trace(trace_path, full_read_bytes=1 << 62).frame
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                er.summary = summarize(er.materialise(), steps, slo=slo, n_boot=n_boot, seed=seed,
-                                       **_price(manifest))  # fmt: skip
+                er.summary = summarize(er.materialise(), steps, slo=slo, n_boot=n_boot, seed=seed, **_price(manifest))
             notes.append(f"{engine} trial {trial}: summary computed by the report (metrics.json lacks it)")
         engine_runs.append(er)
     for (engine, trial), entry in known.items():  # summaries without records: another tool's aggregates only

@@ -8,11 +8,12 @@ arrival; percentiles use numpy's default linear interpolation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from workloads.model import Workload
+if TYPE_CHECKING:  # `Workload` calls these functions: at run time the import goes one way only
+    from workloads.model import Workload
 
 PREFIX_BLOCK_TOKENS = 512
 

@@ -24,6 +24,8 @@ PHASE_STREAM = 1  # a tenant's phase is drawn from its own child stream, so its 
 
 @dataclass(frozen=True)
 class TenantSpec:
+    """One synthetic tenant: its rate, arrival process, length distributions and priority."""
+
     name: str
     rate: float  # requests per second (a weight when the workload is a closed loop)
     input: LengthDist

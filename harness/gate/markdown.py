@@ -41,8 +41,10 @@ def to_markdown(verdict: Verdict) -> str:
     cand = verdict.candidate
     if verdict.baseline is not None:
         base = verdict.baseline
-        lines.append(f"baseline `{base['source']}` ({base['engine']}, {base['requests']} requests) vs candidate "
-                     f"`{cand['source']}` ({cand['engine']}, {cand['requests']} requests)")  # fmt: skip
+        lines.append(
+            f"baseline `{base['source']}` ({base['engine']}, {base['requests']} requests) vs candidate "
+            f"`{cand['source']}` ({cand['engine']}, {cand['requests']} requests)"
+        )
     else:
         lines.append(f"candidate `{cand['source']}` ({cand['engine']}, {cand['requests']} requests)")
     pairing = verdict.pairing
@@ -53,8 +55,16 @@ def to_markdown(verdict: Verdict) -> str:
     for r in verdict.results:
         interval = "-" if r.ci_low is None else f"{fmt_change(r, r.ci_low)} … {fmt_change(r, r.ci_high)}"
         p = "-" if r.p_value is None else f"{r.p_value:.2g}"
-        cells = [f"`{r.rule}`", fmt_value(r.baseline, r.unit), fmt_value(r.candidate, r.unit),
-                 fmt_change(r, r.change), interval, p, _test(r), MARKS[r.status]]  # fmt: skip
+        cells = [
+            f"`{r.rule}`",
+            fmt_value(r.baseline, r.unit),
+            fmt_value(r.candidate, r.unit),
+            fmt_change(r, r.change),
+            interval,
+            p,
+            _test(r),
+            MARKS[r.status],
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"- `{r.rule}`: **no data**: {r.note}" for r in verdict.results if r.status == "no_data"]

@@ -23,6 +23,8 @@ EXIT_PASS, EXIT_REGRESSION, EXIT_NO_DATA = 0, 1, 3  # 2 is invalid input (harnes
 
 @dataclass
 class RuleResult:
+    """One rule's outcome: pass, fail or no_data, with the numbers behind it."""
+
     rule: str
     name: str  # metric or metric.stat
     threshold_kind: str  # relative, delta or absolute
@@ -49,6 +51,8 @@ class RuleResult:
 
 @dataclass
 class Verdict:
+    """Every rule's result and the gate's exit code."""
+
     results: list[RuleResult]
     pairing: dict[str, Any]
     baseline: dict[str, Any] | None
@@ -71,14 +75,16 @@ class Verdict:
         return [r for r in self.results if r.status in FAILING]
 
     def to_json(self) -> dict[str, Any]:
-        return jsonable({
-            "schema_version": VERDICT_SCHEMA_VERSION,
-            "verdict": "pass" if self.passed else "fail" if self.exit_code == EXIT_REGRESSION else "no_data",
-            "exit_code": self.exit_code,
-            "rules": [asdict(r) for r in self.results],
-            "pairing": self.pairing,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "settings": self.settings,
-            "notes": self.notes,
-        })  # fmt: skip
+        return jsonable(
+            {
+                "schema_version": VERDICT_SCHEMA_VERSION,
+                "verdict": "pass" if self.passed else "fail" if self.exit_code == EXIT_REGRESSION else "no_data",
+                "exit_code": self.exit_code,
+                "rules": [asdict(r) for r in self.results],
+                "pairing": self.pairing,
+                "baseline": self.baseline,
+                "candidate": self.candidate,
+                "settings": self.settings,
+                "notes": self.notes,
+            }
+        )

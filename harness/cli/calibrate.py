@@ -6,31 +6,39 @@ Exit 0 when both targets are met, 1 when either is missed, 2 on invalid input.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from harness.cmd_run import add_run_arguments
+from harness.cli import args as shared
 
 DEFAULT_RULE = "tpot.p50 <= +5%"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     cal = sub.add_parser("calibrate", help="gate calibration: A/A false alarms and injected-slowdown detections")
-    add_run_arguments(cal)
+    shared.add_run_flags(cal)
     cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
     cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
-    cal.add_argument("--trials", type=int, default=24,
-                     help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
-                          "trials (default 24)")  # fmt: skip
+    cal.add_argument(
+        "--trials",
+        type=int,
+        default=24,
+        help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
+        "trials (default 24)",
+    )
     cal.add_argument(
         "--concurrent",
         action="store_true",
         help="run each pair's two sides at the same instant in two worker processes (shared machines)",
     )
     cal.add_argument("--rules", type=Path, metavar="FILE", help="gate rules file (default: one rule, see --rule)")
-    cal.add_argument("--rule", action="append", default=[], metavar="RULE",
-                     help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"))  # fmt: skip
+    cal.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"),
+    )
     cal.add_argument("--alpha", type=float, help="gate significance level (default 0.05)")
     cal.add_argument("--unit", choices=("auto", "request", "trial"), help="the gate's unit (default auto)")
     cal.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
@@ -41,12 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
-    from harness.calibrate import CalibrationPlan, calibrate
-    from harness.cmd_run import _engine_specs
-    from harness.cmd_workload import overrides_from
+    from harness.calibrate import ConcurrentReplay, InProcessReplay, calibrate
     from harness.errors import HarnessInputError
     from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
-    from harness.gate.replay import ConcurrentReplay, InProcessReplay
+    from harness.gate.calibration import CalibrationPlan
     from harness.gate.trials import use_trials
     from workloads import load_workload
 
@@ -55,34 +61,47 @@ def calibrate_command(args: argparse.Namespace) -> int:
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
     rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])
-    config = merged(config, rules=rules, alpha=args.alpha, unit=args.unit, min_trials=args.min_trials,
-                    slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)  # fmt: skip
+    config = merged(
+        config,
+        rules=rules,
+        alpha=args.alpha,
+        unit=args.unit,
+        min_trials=args.min_trials,
+        slo_ttft_ms=args.slo_ttft_ms,
+        slo_tpot_ms=args.slo_tpot_ms,
+    )
     if (problem := settings_problem(config)) is not None:
         raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
     compute_threads.configure(args.threads)
-    specs = _engine_specs(args)
+    specs = shared.engine_specs(args)
     if len(specs) != 1:
         raise HarnessInputError("calibrate: give exactly one --engine (it is paired with itself)")
-    overrides = overrides_from(args)
-    if overrides.get("max_context") is None and specs[0].in_process and args.model is None:
-        overrides["max_context"] = 16384  # the embedded model's context, as `batchmark run` does
-    base_seed = overrides.pop("seed") or 0
-    workload = load_workload(args.workload, **overrides, seed=base_seed)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path("runs") / f"{stamp}-calibrate-{Path(workload.name).stem}"
-    plan = CalibrationPlan(pairs=args.pairs, slowdown=args.slowdown, trials=args.trials, seed=base_seed,
-                           max_false_alarm=args.max_false_alarm, min_detection=args.min_detection)  # fmt: skip
+    if not specs[0].in_process:
+        raise HarnessInputError(f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process engine")
+    base_seed = args.seed or 0
+    workload, overrides = shared.load_run_workload(args, specs, seed=base_seed)
+    overrides.pop("seed")
+    scenario = shared.scenario_from_args(args, workload)
+    out = args.out or shared.default_out("calibrate", workload.name)
+    plan = CalibrationPlan(
+        pairs=args.pairs,
+        slowdown=args.slowdown,
+        trials=args.trials,
+        seed=base_seed,
+        max_false_alarm=args.max_false_alarm,
+        min_detection=args.min_detection,
+    )
 
     def load(seed: int) -> Any:
         return load_workload(args.workload, **overrides, seed=seed)
 
-    if not specs[0].in_process:
-        raise HarnessInputError(f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process engine")
-    run_one = ConcurrentReplay(args.model, args.dtype, args.threads or 1) if args.concurrent else None
-    run_one = run_one or InProcessReplay(args.model, args.dtype)
-    print(f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
-          f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
-          f"slowdown {plan.slowdown:.0%}")  # fmt: skip
+    run_one = ConcurrentReplay(scenario, args.model, args.dtype, args.threads or 1) if args.concurrent else None
+    run_one = run_one or InProcessReplay(scenario, args.model, args.dtype)
+    print(
+        f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
+        f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
+        f"slowdown {plan.slowdown:.0%}"
+    )
     trials = list(range(plan.trials))
     print(f"the gate judges {'trials' if use_trials(config.unit, trials, trials, config.min_trials) else 'requests'}")
     mode = "concurrently, one worker process per side" if args.concurrent else "one after the other"
@@ -96,19 +115,25 @@ def calibrate_command(args: argparse.Namespace) -> int:
     labels = {"false_alarm": "A/A false-alarm rate", "detection": f"{plan.slowdown:.0%} slowdown detected"}
     for name, label in labels.items():
         part = s[name]
-        print(f"{label}: {part['failed']}/{part['pairs']} = {part['rate']:.0%} "
-              f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})")  # fmt: skip
+        print(
+            f"{label}: {part['failed']}/{part['pairs']} = {part['rate']:.0%} "
+            f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})"
+        )
     for n in data["noise"]:
         sd = f"{n['trial_sd']:.1%}" if n["scale"] == "log ratio" else f"{n['trial_sd']:.4g}"
         need = n["trials_for_95pct_detection"] or (
             "more than 1000" if n["slowdown_past_threshold"] else "none, the slowdown stayed within the threshold"
         )
         aa, slow = _signed(n["aa_mean_change"]), _signed(n["slowdown_mean_change"])
-        print(f"noise of {n['rule']}: one trial's change has sd {sd} ({n['scale']}, median over A/A pairs); "
-              f"A/A changes averaged {aa}, the slowdown's {slow}; trials per side to catch it in 95% of gates "
-              f"at alpha {config.alpha}: {need}")  # fmt: skip
-    print(f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
-          f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}")  # fmt: skip
+        print(
+            f"noise of {n['rule']}: one trial's change has sd {sd} ({n['scale']}, median over A/A pairs); "
+            f"A/A changes averaged {aa}, the slowdown's {slow}; trials per side to catch it in 95% of gates "
+            f"at alpha {config.alpha}: {need}"
+        )
+    print(
+        f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
+        f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}"
+    )
     return 0 if s["met"] else 1
 
 

@@ -1,0 +1,143 @@
+"""`batchmark run` (replay a workload against engines) and `batchmark demo` (the default benchmark)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli import args as shared
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser("run", help="replay a workload against one or more engines")
+    shared.add_run_flags(run)
+    run.set_defaults(run=run_command)
+    demo = sub.add_parser(
+        "demo",
+        help="the default benchmark, sized to this machine: the Azure conversation trace, static vs continuous "
+        "batching, about two minutes",
+    )
+    shared.add_run_flags(demo)
+    demo.set_defaults(run=demo_command, workload="azure-conv")
+
+
+def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    from engines import compute_threads
+    from harness.console import print_summary
+    from harness.run import run_benchmark
+
+    compute_threads.configure(args.threads)
+    specs = shared.engine_specs(args)
+    workload, _ = shared.load_run_workload(args, specs)
+    settings = shared.run_settings(args, workload)
+    print(f"workload {workload.name}: {len(workload.requests)} requests, fingerprint {workload.fingerprint()[:16]}")
+    for note in workload.notes:
+        print(f"  note: {note}")
+    metrics = run_benchmark(workload, specs, settings, sys.argv)
+    print_summary(metrics)
+    if settings.report:
+        _write_report(settings.out_dir)
+    return settings.out_dir, metrics
+
+
+def _write_report(out: Path) -> None:
+    from reports import analyse, markdown_summary, write_report
+
+    analysis = analyse([out])
+    (out / "summary.md").write_text(markdown_summary(analysis))
+    path = write_report(analysis, out / "report.html")
+    print(f"report: {path.resolve()}")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    out, _ = execute(args)
+    print(f"run directory: {out.resolve()}")
+    return 0
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    """The Azure conversation trace against static and continuous batching, sized to this machine (harness.demo)."""
+    from harness import demo
+
+    chosen = [flag for flag, dest in SHAPING.items() if getattr(args, dest) is not None]
+    for name, value in {"slo_ttft_ms": demo.SLO_TTFT_MS, "slo_tpot_ms": demo.SLO_TPOT_MS}.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    plan_lines: list[str] = []
+    if chosen or args.workload != demo.TRACE:
+        print(f"demo: no calibration ({', '.join(chosen) or '--workload'} given): the load is yours")
+    else:
+        plan_lines = _calibrated(args)
+    out, _ = execute(args)
+    for line in plan_lines:
+        print(line)
+    if not args.no_report:
+        _closing(out)
+    print(f"run directory: {out.resolve()}")
+    return 0
+
+
+# The workload flags that shape the load; when any is given the demo replays what was asked instead.
+SHAPING = {"--start": "start_s", "--duration": "duration_s", "--time-scale": "time_scale", "--rate": "rate",
+           "--first": "first", "--requests": "requests"}  # fmt: skip
+
+
+def _calibrated(args: argparse.Namespace) -> list[str]:
+    """Measure this machine, then set the workload flags and threads of `args` to the load it can carry."""
+    from engines import compute_threads
+    from engines.model.loader import load_model
+    from harness import demo
+    from workloads import load_workload
+
+    compute_threads.configure(args.threads)
+    loaded = load_model(args.model, dtype=args.dtype)  # cached: the run itself loads it again at no cost
+    sample = load_workload(demo.TRACE, start_s=demo.TRACE_START_S, first=200, max_context=16384)
+    mean_prompt, mean_output, trace_rate = demo.slice_stats(sample)
+    print("demo: calibrating this machine (a few seconds) ...", flush=True)
+    speed = demo.calibrate(loaded, [r.input_tokens for r in sample.requests], threads=args.threads)
+    plan = demo.plan(speed, mean_prompt, mean_output, trace_rate)
+    for name, value in plan.overrides().items():
+        setattr(args, name, value)
+    args.threads = speed.threads
+    if args.stop_run_s is None:
+        args.stop_run_s = plan.max_run_s
+    lines = plan.describe(speed)
+    for line in lines:
+        print(line)
+    return lines
+
+
+def _closing(out: Path) -> None:
+    """What the demo showed, from its report's verdict, and where to look in the report."""
+    from reports import analyse
+
+    analysis = analyse([out])
+    heads = {h.key: h for h in analysis.verdict.headlines}
+    report = (out / "report.html").resolve()
+    print("")
+    print("what this showed:")
+    for key in ("ttft_p99", "goodput_rps"):
+        h = heads.get(key)
+        if h is None:
+            continue
+        cells = [f"{label} {h.formatter(e.value)} [{h.formatter(e.low)}, {h.formatter(e.high)}]" if e.has_ci
+                 else f"{label} {h.formatter(e.value) if e.value is not None else 'n/a'}"
+                 for label, e in h.estimates.items()]  # fmt: skip
+        if h.winner and h.clear:
+            verdict = f"{h.winner} wins by {h.margin}: the 95% intervals do not overlap"
+        elif h.winner:
+            verdict = f"{h.winner} ahead, but the 95% intervals overlap: too close to call on this run"
+        else:
+            verdict = "no winner"
+        print(f"  {h.name}: {'; '.join(cells)}. {verdict}.")
+    for flag in analysis.verdict.flags:
+        if flag["name"] in ("stopped_early", "busy_machine", "steady_rates_undefined"):
+            print(f"  ! {flag['series']}: {flag['message']}")
+    print("where to look in the report:")
+    print(f"  {report}#summary   the verdict: every headline metric with its interval, and the validity flags")
+    print(f"  {report}#timeline  the same requests in both engines: under static batching new arrivals wait for")
+    print("                        the whole running batch (grey), finished members hold their slots (pink)")
+    print(f"  {report}#occupancy slots computing vs held idle, step by step, from the engines' step traces")
+    print(f"  {report}#latency   TTFT and E2E distributions from the scheduled arrival (no coordinated omission)")
