@@ -98,16 +98,15 @@ class DemoPlan:
         ]
 
 
-def slice_stats(workload: Any) -> tuple[float, float, float]:
-    """(mean prompt tokens, mean output tokens, requests per trace second) of a trace slice."""
+def slice_stats(workload: Any) -> tuple[float, float, np.ndarray]:
+    """(mean prompt tokens, mean output tokens, sorted arrival times) of a trace slice."""
     prompts = np.array([r.input_tokens for r in workload.requests], dtype=float)
     outputs = np.array([r.output_tokens for r in workload.requests], dtype=float)
-    arrivals = np.array([r.arrival_s for r in workload.requests], dtype=float)
-    span = float(arrivals.max() - arrivals.min()) or 1.0
-    return float(prompts.mean()), float(outputs.mean()), (len(arrivals) - 1) / span
+    arrivals = np.sort(np.array([r.arrival_s for r in workload.requests], dtype=float))
+    return float(prompts.mean()), float(outputs.mean()), arrivals - arrivals[0]
 
 
-def plan(speed: Speed, mean_prompt: float, mean_output: float, trace_rate: float) -> DemoPlan:
+def plan(speed: Speed, mean_prompt: float, mean_output: float, arrivals: np.ndarray) -> DemoPlan:
     """The load for this machine: LOAD_SHARE of the continuous engine's capacity for the slice's mix."""
     capacity = 1.0 / (mean_prompt / speed.prefill_tok_s + mean_output / speed.decode_tok_s)
     rate = LOAD_SHARE * capacity
@@ -117,7 +116,13 @@ def plan(speed: Speed, mean_prompt: float, mean_output: float, trace_rate: float
     requests = int(np.clip(round(rate * span), 2, MAX_REQUESTS))
     span = min(requests / rate, MAX_ARRIVALS_S)
     rate = requests / span
-    time_scale = rate / trace_rate  # time_scale > 1 replays the trace faster
+    # the slice's first `requests` arrivals, stretched or squeezed to end by `span` (time_scale > 1 replays
+    # the trace faster): its own bursts and lulls, not its mean rate, decide when the last one is due
+    if requests <= arrivals.size and arrivals[requests - 1] > 0:
+        trace_span = float(arrivals[requests - 1])
+    else:
+        trace_span = (requests - 1) * float(arrivals[-1]) / max(arrivals.size - 1, 1)
+    time_scale = trace_span / (span * (requests - 1) / requests)
     return DemoPlan(rate, requests, time_scale, capacity, span, span + DRAIN_S, mean_prompt, mean_output)
 
 

@@ -89,21 +89,25 @@ def _calibrated(args: argparse.Namespace) -> list[str]:
     from engines import compute_threads
     from engines.model.loader import load_model
     from harness import demo
+    from harness.machine import measured
     from workloads import load_workload
 
     compute_threads.configure(args.threads)
     loaded = load_model(args.model, dtype=args.dtype)  # cached: the run itself loads it again at no cost
     sample = load_workload(demo.TRACE, start_s=demo.TRACE_START_S, first=200, max_context=16384)
-    mean_prompt, mean_output, trace_rate = demo.slice_stats(sample)
+    mean_prompt, mean_output, arrivals = demo.slice_stats(sample)
     print("demo: calibrating this machine (a few seconds) ...", flush=True)
-    speed = demo.calibrate(loaded, [r.input_tokens for r in sample.requests], threads=args.threads)
-    plan = demo.plan(speed, mean_prompt, mean_output, trace_rate)
+    with measured() as noise:
+        speed = demo.calibrate(loaded, [r.input_tokens for r in sample.requests], threads=args.threads)
+    plan = demo.plan(speed, mean_prompt, mean_output, arrivals)
     for name, value in plan.overrides().items():
         setattr(args, name, value)
     args.threads = speed.threads
     if args.stop_run_s is None:
         args.stop_run_s = plan.max_run_s
     lines = plan.describe(speed)
+    if noise.get("busy"):  # said before the run: its numbers will carry the neighbours' load
+        lines.append(f"  ! the calibration {noise['message']}: the demo's numbers will be noisy")
     for line in lines:
         print(line)
     return lines
