@@ -13,7 +13,7 @@ from typing import Any
 
 from engines.api import Engine
 from engines.model.embedded import EmbeddedModelConfig
-from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, in_process_options
+from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, defaults, in_process_options
 from harness.errors import HarnessInputError
 
 EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
@@ -72,7 +72,7 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     if spec.kind == "http":
         from engines.http import HttpEngine
 
-        o = {**{k: OPTIONS[k].default for k in ("model", "api", "timeout_s", "connections")}, **spec.options}
+        o = {**defaults("http"), **spec.options}
         api_key = os.environ.get(o["api_key_env"]) if o.get("api_key_env") else None
         return HttpEngine(
             o["url"],
