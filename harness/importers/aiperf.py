@@ -27,10 +27,11 @@ from harness.importers.common import (
     ImportedRun,
     Mapping,
     Reported,
+    chunk_note,
     fail,
+    failed,
     number,
-    record,
-    spread_over_chunks,
+    streamed,
 )
 
 SCHEMA = "AIPerf profile export (profile_export.jsonl / profile_export_aiperf.json, AIPerf 0.7-0.14)"
@@ -79,50 +80,22 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
         prompt = int(_value(path, n, metrics, "input_sequence_length", "tokens") or 0)
         if error is not None or meta.get("was_cancelled"):
             message = f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else None
-            records.append(
-                record(
-                    label,
-                    rid,
-                    scheduled=sent,
-                    sent=sent,
-                    prompt_tokens=prompt,
-                    token_times=[],
-                    finish=None,
-                    error=message,
-                    aborted=error is None,
-                )
-            )
+            records.append(failed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, error=message,
+                                  aborted=error is None))  # fmt: skip
             continue
         ttft = _value(path, n, metrics, "time_to_first_token", "s")
-        tokens = int(
-            _value(path, n, metrics, "output_sequence_length", "tokens")
-            or _value(path, n, metrics, "output_token_count", "tokens")
-            or 0
-        )
         if ttft is None:
             raise fail(path, f"line {n}: field metrics.time_to_first_token", "missing (a non-streaming run?)")
-        chunks = [sent + ttft]
-        for gap in _value(path, n, metrics, "inter_chunk_latency", "s", many=True) or []:
-            chunks.append(chunks[-1] + gap)
-        multi += tokens > len(chunks)
-        records.append(
-            record(
-                label,
-                rid,
-                scheduled=sent,
-                sent=sent,
-                prompt_tokens=prompt,
-                token_times=spread_over_chunks(chunks, tokens),
-                finish=finish,
-            )
-        )
+        tokens = _value(path, n, metrics, "output_sequence_length", "tokens")
+        tokens = tokens if tokens is not None else _value(path, n, metrics, "output_token_count", "tokens")
+        rec, many = streamed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, ttft=ttft,
+                             gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
+                             tokens=int(tokens or 0), finish=finish)  # fmt: skip
+        records.append(rec)
+        multi += many
     run = ImportedRun(label, records)
     run.notes.append("AIPerf records no scheduled arrival: each request's arrival is its send (TTFT = ttft_sent)")
-    if multi:
-        run.notes.append(
-            f"{multi} of {len(records)} requests streamed more tokens than chunks: their tokens were "
-            "spread over the chunks that carried them"
-        )
+    run.notes += chunk_note(multi, len(records))
     summary = path.with_name(path.name.replace(".jsonl", "_aiperf.json"))
     if summary != path and summary.is_file():
         run.reported = _reported(_read_json(summary))

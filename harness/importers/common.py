@@ -155,6 +155,34 @@ def record(
     )
 
 
+def streamed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, ttft: float,
+             gaps: list[float], tokens: int, finish: float | None) -> tuple[RequestRecord, bool]:  # fmt: skip
+    """A record from a streaming tool's chunk timings (first chunk `ttft` after the send, then `gaps`), and
+    whether it streamed more tokens than chunks (its tokens then share their chunks' times)."""
+    chunks = [sent + ttft]
+    for gap in gaps:
+        chunks.append(chunks[-1] + gap)
+    times = spread_over_chunks(chunks, tokens)
+    rec = record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=times,
+                 finish=finish)  # fmt: skip
+    return rec, tokens > len(chunks)
+
+
+def failed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, error: str | None,
+           aborted: bool = False) -> RequestRecord:  # fmt: skip
+    """A record for a request the tool says failed (`error`) or cancelled (`aborted`)."""
+    return record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=[],
+                  finish=None, error=error, aborted=aborted)  # fmt: skip
+
+
+def chunk_note(multi: int, n: int) -> list[str]:
+    """The note for requests whose chunks carried several tokens (none when every chunk carried one)."""
+    if not multi:
+        return []
+    return [f"{multi} of {n} requests streamed more tokens than chunks: their tokens were spread over the chunks "
+            "that carried them (the tool's chunk gaps are per chunk, batchmark's ITL per token)"]  # fmt: skip
+
+
 def reported_from_ms(mapping: Mapping, stats: dict[str, Any], unit_scale: float = 1e-3) -> Reported | None:
     """A Reported from {"mean": .., "p50": .., "p99": ..} in the tool's unit (default ms) -> seconds."""
     if not stats:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.importers.common import Imported, ImportedRun, Reported
 from harness.jsonl import JsonlWriter
-from harness.metrics import SLO, jsonable, records_frame, summarize
+from harness.metrics import SLO, describe, jsonable, records_frame, summarize, throughput
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 
 LATENCIES = ("ttft", "ttft_sent", "tpot", "itl", "e2e", "e2e_sent")
@@ -122,44 +122,24 @@ def summary_from_reported(run: ImportedRun) -> dict[str, Any]:
     arrival_is_send = {"ttft": "ttft_sent", "e2e": "e2e_sent"}
 
     def dist(name: str) -> dict[str, Any]:
+        """batchmark's distribution shape (an empty `describe`), holding the tool's mean and percentiles."""
+        out = describe([], n_boot=0)
         r = run.reported.get(name) or run.reported.get(arrival_is_send.get(name, ""))
-        pct = {
-            label: {"value": (r.percentiles.get(label) if r else None), "ci_low": None, "ci_high": None}
-            for label in ("p50", "p90", "p95", "p99", "p99.9")
-        }
-        return {
-            "count": r.count if r else 0,
-            "mean": r.mean if r else None,
-            "min": None,
-            "max": None,
-            "percentiles": pct,
-        }
+        if r is not None:
+            out.update(count=r.count or 0, mean=r.mean)
+            for label, row in out["percentiles"].items():  # type: ignore[union-attr]
+                row["value"] = r.percentiles.get(label)
+        return out
 
     def rate(name: str) -> float | None:
         r = run.reported.get(name)
         return r.mean if r else None
 
-    whole = {
-        "kind": "whole_run",
-        "start": None,
-        "end": None,
-        "duration_s": None,
-        "requests": 0,
-        "output_tokens": 0,
-        "prompt_tokens": 0,
-        "request_rate": rate("request_rate"),
-        "output_token_rate": rate("output_token_rate"),
-        "total_token_rate": rate("total_token_rate"),
-        "reason": None,
-    }
-    empty = {
-        **whole,
-        "kind": None,
-        "request_rate": None,
-        "output_token_rate": None,
-        "total_token_rate": None,
-        "reason": reason,
-    }
+    # batchmark's throughput shape, from an empty table (every rate None with its reason), then the tool's rates
+    empty = {**throughput(records_frame([]), None), "reason": reason}
+    empty["reasons"] = dict.fromkeys(empty["reasons"], reason)
+    whole = {**empty, "kind": "whole_run", "reason": None, "reasons": {}}
+    whole.update({name: rate(name) for name in ("request_rate", "output_token_rate", "total_token_rate")})
     count = next((r.count for r in run.reported.values() if r.count), 0) or 0
     return jsonable(
         {

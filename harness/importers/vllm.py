@@ -26,10 +26,11 @@ from harness.importers.common import (
     ImportedRun,
     Mapping,
     Reported,
+    chunk_note,
     fail,
+    failed,
     number,
-    record,
-    spread_over_chunks,
+    streamed,
 )
 
 SCHEMA = "vllm bench serve result JSON (vllm/benchmarks/serve.py, vLLM 0.10-0.11 and 2026 main)"
@@ -130,46 +131,22 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str]) -> 
         sent = starts[i] - t0  # type: ignore[operator]
         scheduled = sent - queue[i]
         prompt = int(number(data["input_lens"][i], path, f"field input_lens[{i}]") or 0)
+        rid = f"vllm-{i:06d}"
         if errors[i]:
-            records.append(
-                record(
-                    label,
-                    f"vllm-{i:06d}",
-                    scheduled=scheduled,
-                    sent=sent,
-                    prompt_tokens=prompt,
-                    token_times=[],
-                    finish=None,
-                    error=str(errors[i]),
-                )
-            )
+            records.append(failed(label, rid, scheduled=scheduled, sent=sent, prompt_tokens=prompt,
+                                  error=str(errors[i])))  # fmt: skip
             continue
-        ttft = number(data["ttfts"][i], path, f"field ttfts[{i}]")
-        latency = number(data["latencies"][i], path, f"field latencies[{i}]")
         gaps = data["itls"][i]
         if not isinstance(gaps, list):
             raise fail(path, f"field itls[{i}]", f"expected a list of chunk gaps in seconds, got {gaps!r}")
-        chunks = [sent + ttft]  # type: ignore[operator]
-        for j, gap in enumerate(gaps):
-            chunks.append(chunks[-1] + number(gap, path, f"field itls[{i}][{j}]"))  # type: ignore[operator]
-        tokens = int(number(data["output_lens"][i], path, f"field output_lens[{i}]") or 0)
-        multi += tokens > len(chunks)
-        records.append(
-            record(
-                label,
-                f"vllm-{i:06d}",
-                scheduled=scheduled,
-                sent=sent,
-                prompt_tokens=prompt,
-                token_times=spread_over_chunks(chunks, tokens),
-                finish=sent + latency,
-            )
-        )  # type: ignore[operator]
-    if multi:
-        notes.append(
-            f"{multi} of {n} requests streamed more tokens than chunks: their tokens were spread over "
-            "the chunks that carried them (vLLM's ITL is per chunk, batchmark's per token)"
-        )
+        rec, many = streamed(label, rid, scheduled=scheduled, sent=sent, prompt_tokens=prompt,
+                             ttft=number(data["ttfts"][i], path, f"field ttfts[{i}]"),  # type: ignore[arg-type]
+                             gaps=[number(g, path, f"field itls[{i}][{j}]") for j, g in enumerate(gaps)],  # type: ignore[misc]
+                             tokens=int(number(data["output_lens"][i], path, f"field output_lens[{i}]") or 0),
+                             finish=sent + number(data["latencies"][i], path, f"field latencies[{i}]"))  # type: ignore[operator]  # fmt: skip
+        records.append(rec)
+        multi += many
+    notes += chunk_note(multi, n)
     if "queue_times" not in data:
         notes.append("no queue_times: each request's arrival is taken to be its send (TTFT = ttft_sent)")
     return records
