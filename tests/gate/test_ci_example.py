@@ -21,7 +21,7 @@ def example_parts() -> tuple[list[str], str]:
     """The `batchmark run` arguments and the gate.toml the workflow writes."""
     text = EXAMPLE.read_text()
     command = re.search(r"\$bin run (.*?--out \"\$dir\")", text.replace("\\\n", " "), re.S)
-    assert command, "the example's benchmark step has no `$bin run ... --out \"$dir\"`"
+    assert command, 'the example\'s benchmark step has no `$bin run ... --out "$dir"`'
     args = shlex.split(command.group(1))[:-2]  # without --out "$dir"
     rules = re.search(r"cat > gate.toml <<'TOML'\n(.*?)\n\s*TOML\n", text, re.S)
     assert rules, "the example writes no gate.toml"

@@ -75,8 +75,10 @@ def test_a_window_that_sees_too_few_completions_is_not_a_rate() -> None:
     tp = throughput(frame, steady_window(frame))
     assert tp["requests"] == 0 and tp["output_tokens"] == 0
     assert tp["output_token_rate"] is None
-    assert tp["reason"] == ("no request finished inside the 0.057 s steady window (the run's first came at 1.4 s, "
-                            "the window closed at 0.063 s): a rate over it would measure a transient")
+    assert tp["reason"] == (
+        "no request finished inside the 0.057 s steady window (the run's first came at 1.4 s, "
+        "the window closed at 0.063 s): a rate over it would measure a transient"
+    )
     assert tp["reasons"]["output_token_rate"].startswith("no token was produced inside the 0.057 s steady window")
     assert throughput_table(frame).loc["steady", "reason"] == tp["reason"]
 
