@@ -52,6 +52,8 @@ DECODE_BATCH, DECODE_TOKENS, DECODE_PROMPT = 16, 32, 16  # a decode batch of sho
 WARM_PROMPT = 64
 PROBE_TOKENS = 12  # per request of the thread-count probe
 PROBE_CUTOFF = 2.0
+BURST_S = 1.0  # the measured bursts are sized from the probe to take about this long
+PREFILL_PER_DECODE = 3.0  # prefill runs about this many times as many tokens per second as decode (measured)
 SLO_TTFT_MS, SLO_TPOT_MS = 2000.0, 200.0  # MLPerf llama2-70b server limits, as the run defaults
 
 
@@ -162,14 +164,19 @@ def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, se
             by_threads[t].append(_bursts(loaded, [warm, probe], limit_s=limit)[1])
     chosen = min(candidates, key=lambda t: float(np.median(by_threads[t])) if by_threads[t] else 0.0)
     compute_threads.configure(chosen)
+    probe_tokens = len(probe) * PROBE_TOKENS
+    tried = {t: probe_tokens / float(np.median(v)) for t, v in by_threads.items() if v}
+    if chosen in tried:  # a slow machine gets smaller bursts, so the calibration stays a few seconds long
+        steps = int(np.clip(tried[chosen] * BURST_S / DECODE_BATCH, 8, DECODE_TOKENS))
+        decode = [replace(r, max_tokens=steps) for r in decode]
+        prefill = prefill[: max(1, int(tried[chosen] * BURST_S * PREFILL_PER_DECODE // max(prompts[0], 1)))]
     left = BUDGET_S - (time.perf_counter() - started)
     times = _bursts(loaded, [warm] + [prefill, decode] * REPEATS, budget_s=left)[1:]
     prefill_tok_s = sum(len(r.prompt_token_ids) for r in prefill) / float(np.median(times[0::2]))
     # the decode burst also prefilled its short prompts: take that share out at the measured prefill speed
     d_decode = max(float(np.median(times[1::2])) - DECODE_BATCH * DECODE_PROMPT / prefill_tok_s, 1e-3)
-    probe_tokens = len(probe) * PROBE_TOKENS
-    tried = {t: probe_tokens / float(np.median(v)) for t, v in by_threads.items() if v}
-    return Speed(prefill_tok_s, DECODE_BATCH * DECODE_TOKENS / d_decode, time.perf_counter() - started, chosen, tried)
+    decoded = sum(r.max_tokens for r in decode)
+    return Speed(prefill_tok_s, decoded / d_decode, time.perf_counter() - started, chosen, tried)
 
 
 def _bursts(loaded: Any, bursts: list[list[Request]], *, budget_s: float | None = None,
