@@ -106,6 +106,47 @@ def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
     return load_model(args.model, dtype=args.dtype)
 
 
+# -- gate settings ---------------------------------------------------------------------------------
+def add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per gate setting whose `GateConfig` field has a help text (defaults: the dataclass's)."""
+    import typing
+    from dataclasses import fields
+
+    from harness.gate import GateConfig
+
+    hints = typing.get_type_hints(GateConfig)
+    for f in fields(GateConfig):
+        if "help" not in f.metadata:
+            continue
+        choices = typing.get_args(hints[f.name]) or None
+        kind = None if choices else hints[f.name]
+        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+        text = f"{f.metadata['help']} (default {f.default})".replace("%", "%%")
+        metavar = None if choices else f.name.rsplit("_", 1)[-1].upper()
+        parser.add_argument(flag, dest=f"gate_{f.name}", type=kind, choices=choices, metavar=metavar, help=text)
+
+
+def gate_config(args: argparse.Namespace, command: str, default_rules: tuple[str, ...] = (), **extra: Any) -> Any:
+    """The gate's settings: the rules file, then `--rule`s (else `default_rules`), then the flags."""
+    from dataclasses import fields
+
+    from harness.errors import HarnessInputError
+    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
+
+    config = load_rules_file(args.rules) if args.rules else GateConfig()
+    rules = (*config.rules, *(rules_from_texts(args.rule) if args.rule else ())) or rules_from_texts(
+        list(default_rules)
+    )
+    flags = {f.name: getattr(args, f"gate_{f.name}", None) for f in fields(GateConfig) if "help" in f.metadata}
+    config = merged(config, rules=rules, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms, **flags, **extra)
+    if not config.rules:
+        raise HarnessInputError(f"{command}: no rules; give --rules FILE or --rule 'ttft.p99 <= +10%'")
+    problem = settings_problem(config)
+    if problem is not None:
+        raise HarnessInputError(f"{command}: --{problem[0].replace('_', '-')}: {problem[1]}")
+    return config
+
+
 # -- SLO -------------------------------------------------------------------------------------------
 def add_slo_flags(parser: argparse.ArgumentParser, ttft: str = "2000", tpot: str = "200") -> None:
     """`--slo-ttft-ms` and `--slo-tpot-ms`; `ttft` and `tpot` say what applies when they are not given."""

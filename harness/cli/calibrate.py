@@ -39,9 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="RULE",
         help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"),
     )
-    cal.add_argument("--alpha", type=float, help="gate significance level (default 0.05)")
-    cal.add_argument("--unit", choices=("auto", "request", "trial"), help="the gate's unit (default auto)")
-    cal.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
+    shared.add_gate_flags(cal)
     cal.add_argument("--max-false-alarm", type=float, default=0.05, help="target (default 0.05)")
     cal.add_argument("--min-detection", type=float, default=0.95, help="target (default 0.95)")
     cal.set_defaults(run=calibrate_command)
@@ -51,27 +49,13 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.calibrate import ConcurrentReplay, InProcessReplay, calibrate
     from harness.errors import HarnessInputError
-    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
     from harness.gate.calibration import CalibrationPlan
     from harness.gate.trials import use_trials
     from workloads import load_workload
 
     if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
         raise HarnessInputError("calibrate: --pairs and --trials must be >= 1 and --slowdown > 0")
-    config = load_rules_file(args.rules) if args.rules else GateConfig()
-    extra = rules_from_texts(args.rule) if args.rule else ()
-    rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])
-    config = merged(
-        config,
-        rules=rules,
-        alpha=args.alpha,
-        unit=args.unit,
-        min_trials=args.min_trials,
-        slo_ttft_ms=args.slo_ttft_ms,
-        slo_tpot_ms=args.slo_tpot_ms,
-    )
-    if (problem := settings_problem(config)) is not None:
-        raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
+    config = shared.gate_config(args, "calibrate", default_rules=(DEFAULT_RULE,))
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
     if len(specs) != 1:
