@@ -129,7 +129,10 @@ def _closing(out: Path) -> None:
         cells = [f"{label} {h.formatter(e.value)} [{h.formatter(e.low)}, {h.formatter(e.high)}]" if e.has_ci
                  else f"{label} {h.formatter(e.value) if e.value is not None else 'n/a'}"
                  for label, e in h.estimates.items()]  # fmt: skip
-        if h.winner and h.clear:
+        values = {e.value for e in h.estimates.values() if e.value is not None}
+        if h.winner and len(values) == 1 and len(h.estimates) > 1:
+            verdict = "tied"
+        elif h.winner and h.clear:
             verdict = f"{h.winner} wins by {h.margin}: the 95% intervals do not overlap"
         elif h.winner:
             verdict = f"{h.winner} ahead, but the 95% intervals overlap: too close to call on this run"
