@@ -112,7 +112,7 @@ def add_gate_flags(parser: argparse.ArgumentParser) -> None:
     import typing
     from dataclasses import fields
 
-    from harness.gate import GateConfig
+    from harness.gate.config import GateConfig
 
     hints = typing.get_type_hints(GateConfig)
     for f in fields(GateConfig):
