@@ -1,12 +1,12 @@
 """Per-side tables the rules read: request latencies, pooled token gaps, SLO outcomes and windowed rates.
 
 Rates are cut into equal slices of each trial's steady window so their noise can be seen: one number
-per run has no variance to test against. A trial without a usable steady window (a burst, or one
-shorter than its requests' median latency: `harness.metrics.throughput.rate_problem`) leaves the rate
-undefined, and the rule `no_data` with that reason; fewer than `min_samples` requests behind the rate (finished
-in the windows, or for token rates streaming in them) does too (harness.gate.evaluate).
-windows does too (harness.gate.evaluate). The whole run is not substituted:
-on a burst its rate is the makespan's, which is not what a steady-state rule compares.
+per run has no variance to test against. A trial without a usable steady window (a burst, or one that
+none of the run's tokens or finishes fell in: `harness.metrics.throughput.rate_problem`) leaves the
+rate undefined, and the rule `no_data` with that reason; fewer than `min_samples` requests behind the
+rate (finished in the windows, or for token rates streaming in them) does too (harness.gate.judge).
+The whole run is not substituted: on a burst its rate is the makespan's, which is not what a
+steady-state rule compares.
 """
 
 from __future__ import annotations
