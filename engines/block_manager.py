@@ -40,8 +40,8 @@ class BlockManager:
 
     def blocks_needed(self, seq: Sequence, num_new_tokens: int) -> int:
         """Extra blocks `seq` needs to hold `num_new_tokens` more computed tokens."""
-        total = self.blocks_for_tokens(seq.num_computed_tokens + num_new_tokens)
-        return max(0, total - len(seq.block_table))
+        extra = -(-(seq.num_computed_tokens + num_new_tokens) // self.block_size) - len(seq.block_table)
+        return extra if extra > 0 else 0
 
     def can_allocate(self, num_blocks: int) -> bool:
         """Whether `num_blocks` are free now."""
@@ -49,19 +49,22 @@ class BlockManager:
 
     def allocate(self, seq: Sequence, num_blocks: int) -> None:
         """Append `num_blocks` free blocks to `seq`'s block table."""
-        if num_blocks > len(self._free):
-            raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {len(self._free)} free")
-        for _ in range(num_blocks):
-            block = self._free.popleft()
-            self._owner[block] = seq.request_id
-            seq.block_table.append(block)
+        if not num_blocks:  # most calls: a decode step that stays inside its last block
+            return
+        free = self._free
+        if num_blocks > len(free):
+            raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {len(free)} free")
+        blocks = [free.popleft() for _ in range(num_blocks)]
+        self._owner.update(dict.fromkeys(blocks, seq.request_id))
+        seq.block_table.extend(blocks)
 
     def free(self, seq: Sequence) -> None:
         """Return every block `seq` holds to the pool."""
+        owner, rid = self._owner, seq.request_id
         for block in seq.block_table:
-            if self._owner.pop(block, None) != seq.request_id:
-                raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not own it")
-            self._free.append(block)
+            if owner.pop(block, None) != rid:
+                raise RuntimeError(f"{rid}: block {block} freed by a sequence that does not own it")
+        self._free.extend(seq.block_table)
         seq.block_table.clear()
 
     def owners(self) -> dict[int, str]:

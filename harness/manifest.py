@@ -11,7 +11,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly")
+PACKAGES = (
+    "batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly", "orjson",
+)  # fmt: skip
 
 
 def git_state() -> dict[str, Any]:

@@ -11,12 +11,14 @@ import asyncio
 import gc
 import json
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
+from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import (
     DEFAULT_VOCAB_SIZE,
     Scenario,
@@ -30,6 +32,7 @@ from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.progress import Mode, ProgressPrinter
+from harness.metrics.stats import DEFAULT_N_BOOT
 
 
 @dataclass
@@ -47,6 +50,7 @@ class RunSettings:
     dtype: str = "float32"
     progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
+    n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
 
 
 async def _one_engine_run(
@@ -58,18 +62,31 @@ async def _one_engine_run(
     settings: RunSettings,
     trial: int,
 ) -> tuple[Any, dict[str, Any]]:
+    if spec.simulated and spec.options.get("seed") is None:
+        # each simulated engine and trial draws its own noise, fixed by the run's seed (an A/A pair differs)
+        seed = (settings.seed * 1000 + trial) * 4096 + zlib.crc32(spec.label.encode()) % 4096
+        spec = EngineSpec(spec.kind, spec.label, {**spec.options, "seed": seed})
     engine = build_engine(spec, loaded)
-    steps = JsonlWriter(steps_path) if steps_path is not None else None
+    steps: Any = None
+    write_step: Any = None
+    if steps_path is not None and spec.simulated:  # a simulated hour is half a million steps: Arrow batches
+        steps = BatchedJsonlWriter(steps_path)
+        write_step = steps.write
+    elif steps_path is not None:
+        steps = JsonlWriter(steps_path)
+        write_step = lambda step: steps.write(step.to_json())  # noqa: E731
     progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
     try:
         outcome = await replay_engine(
             engine,
             schedule,
             settings.scenario,
-            lambda record: records.write(record.to_json()),
+            (lambda record: records.write_fast(record.to_json()))
+            if spec.simulated
+            else (lambda record: records.write(record.to_json())),
             label=spec.label,
             trial=trial,
-            steps=None if steps is None else lambda step: steps.write(step.to_json()),
+            steps=write_step,
             stop_rules=settings.stop_rules,
             progress=progress,
         )
@@ -102,7 +119,8 @@ def run_benchmark(
     if loaded is None:
         loaded = load_model_for(specs, settings)
     vocab_size, avoid = (loaded.vocab_size, loaded.special_token_ids) if loaded else (DEFAULT_VOCAB_SIZE, ())
-    schedule = build_schedule(workload, vocab_size, avoid, settings.seed)
+    lengths_only = all(spec.simulated for spec in specs)  # no engine reads a prompt's token ids
+    schedule = build_schedule(workload, vocab_size, avoid, settings.seed, lengths_only=lengths_only)
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
             writer.write(
@@ -151,7 +169,7 @@ def _replay_all(
     with JsonlWriter(out / "records.jsonl") as records:
         for trial in range(settings.repeat):
             for spec in specs:
-                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.in_process else None
+                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
                 with measured() as noise:  # what else the machine did meanwhile (harness.machine)
                     outcome, described = asyncio.run(
                         _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
@@ -169,6 +187,8 @@ def _replay_all(
                         "machine": noise,
                     }
                 )
+                if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
+                    outcomes[-1]["simulation_wall_s"] = outcome.simulation_wall_s
                 gc.collect()
 
 
@@ -192,8 +212,10 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             price_per_hour=settings.price_per_hour,
             wall_time_s=outcome["wall_time_s"],
             seed=seed,
+            n_boot=settings.n_boot,
         )
-        runs.append({**outcome, "summary": summary})
+        # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
+        runs.append({**{k: v for k, v in outcome.items() if k != "simulation_wall_s"}, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {
         "schema_version": 1,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reports import figures_engine as fe
 from reports import figures_latency as fl
-from reports import tables
+from reports import simulated, tables
 from reports.analysis import Analysis, analyse
 from reports.compare import Comparison
 from reports.downsample import DOWNSAMPLING
@@ -128,6 +128,25 @@ def _run_sections(runs: list[RunData]) -> list[Section]:
     return [wl, lineage]
 
 
+def _simulation_section(runs: list[RunData]) -> Section:
+    sec = Section("simulation", "Simulation", "Simulated engines ran batchmark's own schedulers in virtual time; "
+                  "each step took the time their cost model predicted (docs/simulator.md). Their parameters, then, "
+                  "for a run that also measured the real engine on the same schedule, how far the simulation "
+                  "landed from the measurement (error = simulated / measured - 1).")  # fmt: skip
+    for run in runs:
+        for name, engine in simulated.simulated_engines(run.manifest).items():
+            title = f"{run.label}/{name}" if len(runs) > 1 else name
+            sec.html(f"<h3>{esc(title)}</h3><p>{esc(simulated.cost_model_text(engine))}</p>")
+            sec.html(f"<details><summary>cost model</summary>{tables.dict_table(engine.get('cost_model'))}</details>")
+    pairs = simulated.fidelity_tables(runs)
+    for real, sim, rows in pairs:
+        sec.html(f"<h3>Fidelity: {esc(sim)} against {esc(real)}</h3>{simulated.fidelity_html(real, sim, rows)}")
+    if not pairs:
+        sec.html('<p class="note">No measured twin in these runs: the simulation\'s error here is not measured '
+                 "(see docs/simulator.md for measured fidelity).</p>")  # fmt: skip
+    return sec
+
+
 def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = None) -> str:
     """The report's HTML text (of run directories, or of an `Analysis` already made)."""
     started = time.perf_counter()
@@ -185,8 +204,10 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     if len(drawn) < len(series):
         undrawn = ", ".join(er.label for er in series if er.records.empty)
         about.html(f"<p>Without records (another tool's aggregates only), not drawn: {esc(undrawn)}.</p>")
+    notices = simulated.notices(a.runs)
     sections = [
         head,
+        *([_simulation_section(a.runs)] if notices else []),
         metrics,
         *_latency_sections(drawn, colors),
         *_engine_sections(drawn, colors),
@@ -206,7 +227,7 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         f"batchmark {_version()} · generated {stamp} in {time.perf_counter() - started:.1f} s · "
         "self-contained: opens with no network"
     )
-    return page(a.title, subtitle, v.lines, sections, footer)
+    return page(a.title, subtitle, v.lines, sections, footer, notices)
 
 
 def write_report(run_dirs: list[Path] | Analysis, out: Path, *, labels: list[str] | None = None) -> Path:

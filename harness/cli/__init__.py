@@ -16,7 +16,9 @@ import sys
 from harness.errors import user_errors
 
 # module names; `import_` is the `import` command (a keyword cannot name a module)
-COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "gate", "sweep", "calibrate")
+COMMANDS = (
+    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "gate", "sweep", "calibrate", "sim",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

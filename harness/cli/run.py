@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         print(f"  note: {note}")
     metrics = run_benchmark(workload, specs, settings, sys.argv)
     print_summary(metrics)
+    if any(spec.simulated for spec in specs):
+        from harness.metrics.simulation import manifest_notices
+
+        for line in manifest_notices(json.loads((settings.out_dir / "manifest.json").read_text(encoding="utf-8"))):
+            print(line)
     if settings.report:
         _write_report(settings.out_dir)
     return settings.out_dir, metrics
@@ -58,8 +64,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    """The Azure conversation trace against static and continuous batching, sized to this machine (harness.demo)."""
+    """The Azure conversation trace against static and continuous batching, sized to this machine (harness.demo);
+    then the whole trace at its real rate, simulated for Llama-3.1-8B on one H100 (harness/demo_at_scale.py)."""
     from harness import demo
+    from harness.demo_at_scale import simulate_at_scale
 
     chosen = [flag for flag, dest in SHAPING.items() if getattr(args, dest) is not None]
     for name, value in {"slo_ttft_ms": demo.SLO_TTFT_MS, "slo_tpot_ms": demo.SLO_TPOT_MS}.items():
@@ -76,6 +84,10 @@ def demo_command(args: argparse.Namespace) -> int:
     if not args.no_report:
         _closing(out)
     print(f"run directory: {out.resolve()}")
+    # then the question users ask next: the same schedulers for a real model on a real GPU, simulated
+    scale = simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"))
+    if not args.no_report:
+        _write_report(scale)
     return 0
 
 

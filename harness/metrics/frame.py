@@ -8,7 +8,6 @@ report them), text columns are pandas strings, list columns hold Python lists.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable, Mapping
 from itertools import chain
@@ -16,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
+from harness.collector import collector_paused
 from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, typed
 from harness.records import RecordError, RequestRecord
 
@@ -84,7 +85,7 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     skipped: list[dict[str, Any]] = []
     for pos, (lineno, line) in enumerate(numbered):
         try:
-            obj = json.loads(line)
+            obj = orjson.loads(line)  # json.loads' values, several times faster (a simulated trace: 400k lines)
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:
@@ -104,16 +105,18 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
 def load_records(path: str | Path) -> pd.DataFrame:
     """`records_frame` of a `records.jsonl`; a truncated last line is skipped, warned about and
     listed in `frame.attrs["skipped_lines"]` (the summary turns it into a validity flag)."""
-    objects, skipped = read_jsonl(path)
-    frame = records_frame(objects)
+    with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
+        objects, skipped = read_jsonl(path)
+        frame = records_frame(objects)
     frame.attrs["skipped_lines"] = skipped
     return frame
 
 
 def load_steps(path: str | Path) -> pd.DataFrame:
     """`steps_frame` of a `steps.jsonl`, with the same truncated-last-line tolerance as `load_records`."""
-    objects, skipped = read_jsonl(path)
-    frame = steps_frame(objects)
+    with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
+        objects, skipped = read_jsonl(path)
+        frame = steps_frame(objects)
     frame.attrs["skipped_lines"] = skipped
     return frame
 
