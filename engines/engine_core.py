@@ -138,15 +138,17 @@ class EngineCore:
             time.sleep(self.step_delay_s)
         finished = self.scheduler.remove_finished(plan, sampled)
         t_end = self.clock()
+        admitted: list[EngineEvent] = []
+        tokens: list[EngineEvent] = []
         for chunk in plan.chunks:
             seq = chunk.seq
             if seq.admit_time is None:
                 seq.admit_time = t_start
-                events.append(AdmitEvent(seq.request_id, t_start))
-        for chunk in plan.chunks:
+                admitted.append(AdmitEvent(seq.request_id, t_start))
             if chunk.yields_token and chunk.num_tokens:
-                seq = chunk.seq
-                events.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
+                tokens.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
+        events += admitted  # every admission before any token: a request's admit precedes its first token
+        events += tokens
         events.extend(self._finish_event(seq, t_end) for seq in finished)
         self.event_sink(events)
         if self.step_sink is not None:
