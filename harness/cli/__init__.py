@@ -15,7 +15,11 @@ import sys
 
 from harness.errors import user_errors
 
-COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate", "sim", "study")
+# module names; `import_` is the `import` command (a keyword cannot name a module)
+COMMANDS = (
+    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "gate", "sweep", "calibrate", "sim",
+    "study",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
