@@ -3,20 +3,24 @@
 A queue-length cap (`serve --max-waiting`) knows nothing of time. This guard predicts each new request's
 time to first token when it arrives and compares it with `slo_s`. The prediction is the largest of
 
-    queue   (requests the policy serves first + 1 if every slot is taken) / admissions per second
-    tenant  the tenant's queued requests / the tenant's own admissions per second
+    queue   (requests the policy serves first + 1 if every slot is taken) / finishes per second
+    tenant  the tenant's queued requests / the tenant's own finishes per second
     head    how long the tenant's oldest queued request has waited already
 
-with each rate measured over the last `window` admissions up to now, counting only admissions of steps
-that left work queued (when slots are free, admissions say how fast work arrives, not how fast it
-drains). The tenant terms say what the policy actually gives this tenant: under fair sharing a heavy
-tenant is served last, which no count of the queue can tell; and they fall back to nothing once its
-queue is empty, so a tenant is never shut out.
-Over the SLO, `shed` refuses the request at once (it finishes as an error of type `slo_shed`;
+with each rate measured over the last `window` finishes (a queue drains as running work finishes and
+frees its slot, blocks and budget), the gap between finishes taken as at least the time since the
+latest one (slots held by long requests stall the queue: a rate of the past would not see it). The tenant terms say what
+the policy actually gives this tenant: under fair sharing a heavy tenant is served last, which no
+count of the queue can tell; and they fall back to nothing once its queue is empty, so a tenant is
+never shut out.
+
+Over the target, `shed` refuses the request at once (it finishes as an error of type `slo_shed`;
 `batchmark serve` answers 429 with Retry-After), and `defer` queues it behind all work that can still
-make the SLO, served when the queue is otherwise empty. Before `MIN_ADMITS` admissions have been seen
-there is no rate and everything is admitted. Each refusal or deferral is a decision of stage 1 in the
-step trace, with the prediction. Off unless the `admission` engine option is set.
+make the SLO, served when the queue is otherwise empty. Until `MIN_FINISHES` requests have finished
+the drain rate is unknown: a request that finds a free slot and an empty queue is admitted, one
+that would have to queue cannot be promised the SLO and is shed or deferred. Each refusal or
+deferral is a decision of stage 1 in the step trace, with the prediction. Off unless the `admission`
+engine option is set.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from engines.policy import LanedQueue, SchedulingPolicy
 from engines.sequence import Sequence, SequenceStatus
 from engines.stages import Stage
 
-MIN_ADMITS = 4  # admissions seen before the rate is trusted
+MIN_FINISHES = 4  # finishes seen before the drain rate is trusted
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class AdmissionConfig:
 
     mode: str
     slo_s: float
-    window: int = 32  # admissions the rate is measured over
+    window: int = 32  # finishes the drain rate is measured over
 
 
 class DeferredLane(LanedQueue):
@@ -52,14 +56,15 @@ class DeferredLane(LanedQueue):
         self.lane.append(seq)
 
 
-def _wait(admits: deque[float], count: int, now: float) -> float | None:
-    """Seconds to serve `count` requests at the rate of `admits` (times, oldest first) up to `now`."""
-    if len(admits) < MIN_ADMITS:
-        return None
+def _wait(finishes: deque[float], count: int, now: float) -> float | None:
+    """Seconds to serve `count` requests at the rate of `finishes` (times, oldest first), the gap between
+    two finishes being at least the time since the latest one; None: no rate yet."""
     if count <= 0:
         return 0.0
-    span = now - admits[0]
-    return count * span / len(admits) if span > 0 else math.inf
+    if len(finishes) < MIN_FINISHES or finishes[-1] <= finishes[0]:
+        return None
+    gap = max((finishes[-1] - finishes[0]) / (len(finishes) - 1), now - finishes[-1])
+    return count * gap
 
 
 class AdmissionGuard:
@@ -67,34 +72,41 @@ class AdmissionGuard:
 
     def __init__(self, config: AdmissionConfig) -> None:
         self.config = config
-        self._admits: deque[float] = deque(maxlen=config.window)
-        self._tenant_admits: dict[str, deque[float]] = {}
+        self._finishes: deque[float] = deque(maxlen=config.window)
+        self._tenant_finishes: dict[str, deque[float]] = {}
+        self._now = 0.0  # the latest step's time
         self._queued: dict[str, deque[Sequence]] = {}  # tenant -> its requests queued, in arrival order
         self._pending: list[dict[str, Any]] = []  # decisions taken at arrival, for the next step's record
 
     def wrap(self, policy: SchedulingPolicy) -> SchedulingPolicy:
         return DeferredLane(policy) if self.config.mode == "defer" else policy
 
-    def predicted_ttft(self, seq: Sequence, waiting: SchedulingPolicy, running: int, slots: int) -> float | None:
-        """Seconds until `seq` (arriving at its enqueue time) gets its first token, or None without a rate."""
+    def predicted_ttft(self, seq: Sequence, waiting: SchedulingPolicy, running: int, slots: int) -> float:
+        """Seconds until `seq` (arriving at its enqueue time) gets its first token (inf: it would queue and
+        no drain rate is known yet)."""
         now = seq.enqueue_time
-        queue = _wait(self._admits, waiting.ahead_of(seq) + (1 if running >= slots else 0), now)
+        queue = _wait(self._finishes, waiting.ahead_of(seq) + (1 if running >= slots else 0), now)
         if queue is None:
-            return None
+            return math.inf  # it would have to queue, and how fast the queue drains is not known yet
         mine = self._queued.setdefault(seq.request.tenant, deque())
         while mine and mine[0].status is not SequenceStatus.WAITING:
             mine.popleft()  # admitted, shed or aborted since
         head = now - mine[0].enqueue_time if mine else 0.0
-        tenant = _wait(self._tenant_admits.get(seq.request.tenant, deque()), len(mine), now) or 0.0
+        tenant = _wait(self._tenant_finishes.get(seq.request.tenant, deque()), len(mine), now) or 0.0
         return max(queue, tenant, head)
 
     def check(self, seq: Sequence, waiting: SchedulingPolicy, running: int, slots: int) -> bool:
         """Queue `seq` (True), or defer or shed it as the mode says (False: the caller must not queue it)."""
         predicted = self.predicted_ttft(seq, waiting, running, slots)
-        if predicted is None or predicted <= self.config.slo_s:
+        if predicted <= self.config.slo_s:
             self._queued.setdefault(seq.request.tenant, deque()).append(seq)
             return True
-        detail = {"why": "predicted_ttft", "predicted_ttft_s": round(predicted, 4), "slo_s": self.config.slo_s}
+        known = math.isfinite(predicted)
+        detail = {
+            "why": "predicted_ttft" if known else "no_drain_rate",
+            "predicted_ttft_s": round(predicted, 4) if known else None,
+            "slo_s": self.config.slo_s,
+        }
         if self.config.mode == "defer" and isinstance(waiting, DeferredLane):
             waiting.defer(seq)
             self._pending.append({"stage": Stage.ENQUEUE, "action": "defer", "id": seq.request_id, **detail})
@@ -102,24 +114,28 @@ class AdmissionGuard:
         seq.status, seq.finish_reason = SequenceStatus.FINISHED, "error"
         seq.error_type = "slo_shed"
         seq.retry_after_s = max(1.0, predicted - self.config.slo_s) if math.isfinite(predicted) else None
+        slo = self.config.slo_s
         seq.error_message = (
-            f"predicted time to first token {predicted:.2f} s exceeds the SLO of {self.config.slo_s:g} s; retry later"
+            f"predicted time to first token {predicted:.2f} s exceeds the SLO of {slo:g} s; retry later"
+            if known
+            else f"the queue's drain rate is not known yet: a time to first token within {slo:g} s cannot be "
+            "promised; retry later"
         )
         self._pending.append({"stage": Stage.ENQUEUE, "action": "shed", "id": seq.request_id, **detail})
         return False
 
     def after_step(self, plan: StepPlan, now: float) -> None:
-        """Count the step's admissions towards the rates; the step's record carries the arrival decisions."""
-        if plan.admitted and plan.blocked_reason is not None:  # the queue outlasted the step: a drain-rate sample
-            self._admits.extend([now] * len(plan.admitted))
-            admitted = set(plan.admitted)
-            for chunk in plan.chunks:
-                seq = chunk.seq
-                if seq.request_id in admitted:
-                    tenant = seq.request.tenant
-                    if tenant not in self._tenant_admits:
-                        self._tenant_admits[tenant] = deque(maxlen=self.config.window)
-                    self._tenant_admits[tenant].append(now)
+        """The step's record carries the decisions taken at arrival."""
+        self._now = now
         if self._pending:
             plan.decisions[:0] = self._pending
             self._pending = []
+
+    def finished(self, seqs: list[Sequence]) -> None:
+        """Sequences that finished in the latest step: samples of the drain rate, overall and per tenant."""
+        for seq in seqs:
+            self._finishes.append(self._now)
+            tenant = seq.request.tenant
+            if tenant not in self._tenant_finishes:
+                self._tenant_finishes[tenant] = deque(maxlen=self.config.window)
+            self._tenant_finishes[tenant].append(self._now)

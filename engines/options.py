@@ -170,7 +170,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "admission_slo_ms",
         float,
         None,
-        "continuous: the TTFT admission control predicts against (default: half the run's --slo-ttft-ms)",
+        "continuous: the TTFT admission control predicts against (default: a quarter of the run's --slo-ttft-ms)",
         _CONTINUOUS,
         low=0,
         above=True,

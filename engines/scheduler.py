@@ -154,6 +154,8 @@ class ContinuousScheduler:
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: finished sequences leave at once and return their blocks."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
+        if self.admission is not None and finished:
+            self.admission.finished(finished)
         for seq in finished:
             self.blocks.free(seq)
             self.running.remove(seq)

@@ -41,11 +41,14 @@ def test_admission_keeps_admitted_requests_within_the_slo(overload_run: Path) ->
     assert _p99_ttft(guarded) <= SLO_2S.ttft_s  # guarded, what is admitted makes the SLO
     shed = guarded[guarded["error_type"] == "slo_shed"]
     assert 0 < len(shed) < len(guarded)
-    assert shed["error_message"].str.contains("predicted time to first token").all()
+    assert shed["error_message"].str.contains("time to first token").all()
     steps = load_steps(overload_run / "steps" / "fair-shed-t0.jsonl")
     decisions = [d for ds in steps["decisions"] for d in ds if d["action"] == "shed"]
     assert len(decisions) == len(shed)
-    assert all(d["stage"] == 1 and d["predicted_ttft_s"] > d["slo_s"] for d in decisions)
+    assert all(d["stage"] == 1 for d in decisions)
+    predicted = [d for d in decisions if d["why"] == "predicted_ttft"]
+    assert len(predicted) > len(decisions) / 2 and all(d["predicted_ttft_s"] > d["slo_s"] for d in predicted)
+    assert all(d["predicted_ttft_s"] is None for d in decisions if d["why"] == "no_drain_rate")
 
 
 def test_fair_admission_keeps_the_quiet_tenants_share(overload_run: Path) -> None:
