@@ -184,6 +184,15 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     tenants.figure(fl.tenant_figure(drawn, colors))
     tenants.table(tables.fairness_table(drawn))
     tenants.table(tables.tenant_table(drawn), "Per tenant")
+    warned = [(er.label, er.summary["warnings"]) for er in drawn if (er.summary.get("warnings") or {}).get("signals")]
+    if warned:
+        from reports.study import warnings_rows
+
+        tenants.table(warnings_rows(warned), "Early warnings: first firing and lead before SLO violations began")
+        tenants.html(
+            '<p class="note">Signals and thresholds: docs/metrics.md; which fires first on each hard preset: '
+            "docs/study.md. Lead = onset - firing; positive warned before harm.</p>"
+        )
     cost = Section(
         "cost",
         "Cost",

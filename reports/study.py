@@ -165,23 +165,26 @@ def warnings_figure(units: list[dict[str, Any]], slice_name: str, colors: dict[s
     return base_layout(fig, height=360, title=f"Early warnings: first firing and SLO-violation onset ({slice_name})")
 
 
-def warnings_table(units: list[dict[str, Any]], slice_name: str) -> str:
+def warnings_rows(labelled: list[tuple[str, dict[str, Any]]]) -> str:
+    """One row per (label, metrics.json `warnings`): onset, earliest signal, each signal's first firing."""
     rows = []
-    for u in units:
-        if u["slice"] != slice_name or u["trial"] != 0 or not u.get("warnings"):
-            continue
-        w = u["warnings"]
+    for label, w in labelled:
         cells = []
-        for s in w["signals"].values():
-            if s["first_fire_s"] is None:
-                cells.append("–" if s["measured"] else '<span class="muted">no data</span>')
+        for sig in w["signals"].values():
+            if sig["first_fire_s"] is None:
+                cells.append("–" if sig["measured"] else '<span class="muted">no data</span>')
             else:
-                lead = "" if s["lead_s"] is None else f" (lead {s['lead_s']:+.1f} s)"
-                cells.append(f"{s['first_fire_s']:.1f} s{lead}")
+                lead = "" if sig["lead_s"] is None else f" (lead {sig['lead_s']:+.1f} s)"
+                cells.append(f"{sig['first_fire_s']:.1f} s{lead}")
         onset = w["slo_violation_onset_s"]
-        rows.append([esc(u["arm"]), "never" if onset is None else f"{onset:.1f} s", esc(w["earliest"] or "–"), *cells])
-    names = next((list(u["warnings"]["signals"]) for u in units if u.get("warnings")), [])
-    return tables._table(["arm", "SLO violations begin", "earliest", *names], rows)
+        rows.append([esc(label), "never" if onset is None else f"{onset:.1f} s", esc(w["earliest"] or "–"), *cells])
+    names = next((list(w["signals"]) for _, w in labelled if w.get("signals")), [])
+    return tables._table(["run", "SLO violations begin", "earliest", *names], rows)
+
+
+def warnings_table(units: list[dict[str, Any]], slice_name: str) -> str:
+    first = [u for u in units if u["slice"] == slice_name and u["trial"] == 0 and u.get("warnings")]
+    return warnings_rows([(u["arm"], u["warnings"]) for u in first])
 
 
 def recovery_table(units: list[dict[str, Any]], arms: list[dict[str, Any]]) -> str:

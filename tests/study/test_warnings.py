@@ -86,3 +86,11 @@ def load_records_empty() -> pd.DataFrame:
     from harness.metrics import records_frame
 
     return records_frame([])
+
+
+def test_the_run_report_shows_the_warnings(overload_run: Path) -> None:
+    from reports import build_report
+
+    html = build_report([overload_run])
+    assert "Early warnings: first firing and lead before SLO violations began" in html
+    assert "queue_growth" in html and "SLO violations begin" in html
