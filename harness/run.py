@@ -95,7 +95,7 @@ async def _one_engine_run(
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
         write_step = lambda step: steps.write(step.to_json())  # noqa: E731
-    if settings.warn_live and write_step is not None:
+    if settings.warn_live and write_step is not None and not spec.simulated:  # virtual time: over in a blink
         write_step = _watched(write_step, spec.label, trial)
     progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
     try:
