@@ -216,9 +216,7 @@ def _replay_all(
 
 def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json's content, from the files of the run directory `out`."""
-    from harness.metrics import jsonable
     from harness.metrics.compare_runs import compare_engines, repeat_summary
-    from harness.metrics.warnings import early_warnings
 
     slo, seed = settings.slo, settings.seed
     records = load_records(out / "records.jsonl")
@@ -238,7 +236,6 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             seed=seed,
             n_boot=settings.n_boot,
         )
-        summary["warnings"] = jsonable(early_warnings(subset, steps, slo))
         # the simulator's own wall time and this machine's noise while it ran are not facts about the simulated
         # system (virtual time does not slow down on a busy machine); the manifest keeps both
         simulated = "simulation_wall_s" in outcome

@@ -24,6 +24,7 @@ from harness.metrics.tenants import tenant_table
 from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, run_window, run_windows, throughput
 from harness.metrics.utilisation import utilisation
 from harness.metrics.validity import DEFAULT_LAG_THRESHOLD_S, validity
+from harness.metrics.warnings import early_warnings
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -136,6 +137,7 @@ def summarize(
         "utilisation": None if steps is None else utilisation(steps),
         "cost": run_cost,
         "validity": validity(records, lag_threshold_s=lag_threshold_s),
+        "warnings": early_warnings(records, steps, slo),
         "parameters": {
             "seed": seed,
             "n_boot": n_boot,

@@ -4,7 +4,7 @@ Every signal is evaluated on a time grid (every `interval_s`) from data up to th
 sliding window of `window_s` (causal: what a monitor could have known then):
 
     queue_growth     growth of the waiting queue over the window as a share of the requests that arrived
-                     in it (step trace: waiting count, admissions); > 0.2: a fifth of arrivals pile up
+                     in it (step trace: waiting count; records: admissions); > 0.2: a fifth pile up
     kv_utilisation   mean share of KV blocks in use over the window (step trace); > 0.90
     preemption_rate  preemptions per admission over the window (step trace); > 0.05
     ttft_p99         p99 TTFT of the requests whose first token came in the window, over the TTFT SLO; > 1.0
@@ -45,7 +45,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "longest_wait": 0.5,
 }
 SIGNALS = tuple(DEFAULT_THRESHOLDS)
-STEP_SIGNALS = ("queue_growth", "kv_utilisation", "preemption_rate")  # from the step trace alone
+STEP_SIGNALS = ("queue_growth", "kv_utilisation", "preemption_rate")  # from the step trace (and admissions)
 MIN_EVENTS = 5  # a window with fewer arrivals, admissions or outcomes says nothing
 
 
@@ -85,15 +85,15 @@ def _window_sums(times: np.ndarray, values: np.ndarray, t: np.ndarray, window_s:
 
 
 # -- signals from the step trace --------------------------------------------------------------------
-def step_signals(steps: pd.DataFrame, t: np.ndarray, window_s: float) -> dict[str, np.ndarray]:
-    """queue_growth, kv_utilisation and preemption_rate at each time of `t` (NaN: no data in the window)."""
+def step_signals(steps: pd.DataFrame, t: np.ndarray, window_s: float, admit_times: np.ndarray) -> dict[str, np.ndarray]:
+    """queue_growth, kv_utilisation and preemption_rate at each time of `t` (NaN: no data in the window);
+    `admit_times`: when requests were admitted, sorted (the records' `t_admitted`, or the streamed steps')."""
     steps = steps.sort_values("t_end")
     end = steps["t_end"].to_numpy(dtype=np.float64)
     nan = np.full(t.size, np.nan)
     if end.size == 0:
         return {name: nan.copy() for name in STEP_SIGNALS}
     waiting = steps["waiting"].to_numpy(dtype=np.float64)
-    admitted = steps["admitted"].map(len).to_numpy(dtype=np.float64)
     preempted = steps["preempted"].map(len).to_numpy(dtype=np.float64)
     total = steps["kv_blocks_total"].to_numpy(dtype=np.float64)
     kv = np.divide(steps["kv_blocks_used"].to_numpy(dtype=np.float64), total, out=np.zeros(end.size), where=total > 0)
@@ -103,7 +103,7 @@ def step_signals(steps: pd.DataFrame, t: np.ndarray, window_s: float) -> dict[st
     now_waiting = np.where(last >= 0, waiting[np.maximum(last, 0)], np.nan)
     then_waiting = np.where(first >= 0, waiting[np.maximum(first, 0)], 0.0)
     growth = now_waiting - then_waiting
-    admits = _window_sums(end, admitted, t, window_s)
+    admits = _window_counts(admit_times, t, window_s).astype(np.float64)
     arrivals = admits + np.maximum(growth, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         queue_growth = np.where(arrivals >= MIN_EVENTS, growth / arrivals, np.nan)
@@ -212,7 +212,8 @@ def warning_timeline(
     slo_s = slo.ttft_s if slo.ttft_s else np.inf
     table = pd.DataFrame({"t": t})
     if steps is not None and len(steps):
-        for name, values in step_signals(steps, t, settings.window_s).items():
+        admitted = np.sort(records["t_admitted"].dropna().to_numpy(dtype=np.float64))
+        for name, values in step_signals(steps, t, settings.window_s, admitted).items():
             table[name] = values
     else:
         for name in STEP_SIGNALS:
@@ -278,7 +279,7 @@ def _params(settings: WarningSettings) -> dict[str, Any]:
     }
 
 
-_MONITORED = ("t_end", "waiting", "admitted", "preempted", "kv_blocks_used", "kv_blocks_total")
+_MONITORED = ("t_start", "t_end", "waiting", "preempted", "kv_blocks_used", "kv_blocks_total")
 
 
 class WarningMonitor:
@@ -294,12 +295,14 @@ class WarningMonitor:
         self.on_fire = on_fire
         self.fired: dict[str, float] = {}
         self._rows: deque[dict[str, Any]] = deque()
+        self._admits: deque[float] = deque()  # admission times (a step's start), as the records have them
         self._next = settings.interval_s
 
     def observe(self, step: Any) -> None:
         get = step.get if isinstance(step, Mapping) else lambda key: getattr(step, key)
         row = {k: get(k) for k in _MONITORED}
         self._rows.append(row)
+        self._admits.extend([row["t_start"]] * len(get("admitted")))
         if row["t_end"] < self._next:
             return
         now = np.array([self._next])
@@ -308,7 +311,9 @@ class WarningMonitor:
         keep = row["t_end"] - 2 * self.settings.window_s  # older steps can no longer fall in a window
         while self._rows and self._rows[0]["t_end"] < keep:
             self._rows.popleft()
-        values = step_signals(pd.DataFrame(self._rows), now, self.settings.window_s)
+        while self._admits and self._admits[0] < keep:
+            self._admits.popleft()
+        values = step_signals(pd.DataFrame(self._rows), now, self.settings.window_s, np.sort(np.array(self._admits)))
         for name, value in values.items():
             if name not in self.fired and value[0] > self.settings.thresholds[name]:
                 self.fired[name] = float(now[0])
