@@ -37,10 +37,12 @@ def test_a_request_predicted_to_miss_the_slo_is_429_with_retry_after(embedded) -
                 first = await asyncio.gather(*(post(short) for _ in range(6)))
                 await asyncio.sleep(0.5)
                 alone = await post(short)  # a free slot and an empty queue: admitted
-                long = asyncio.ensure_future(post({**short, "max_tokens": 48}))
-                await asyncio.sleep(0.2)
-                later = [await post({**short, "stream": stream}) for stream in (False, True)]
-                return [*first, alone, *later, await long]
+                long_body = {**short, "max_tokens": 400, "stream": True}
+                async with session.post(url, json=long_body) as long:
+                    await long.content.readline()  # its first token: the only slot is busy for 399 more steps
+                    later = [await post({**short, "stream": stream}) for stream in (False, True)]
+                    await long.read()
+                    return [*first, alone, *later, (long.status, None, {})]
 
         results = asyncio.run(go())
     statuses = [status for status, _, _ in results]
