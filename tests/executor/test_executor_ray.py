@@ -61,7 +61,11 @@ def test_run_on_ray_names_the_node_of_every_trial(cluster, tmp_path, capsys):
     assert manifest["executor"]["kind"] == "ray" and len(manifest["executor"]["nodes"]) == 1
     nodes = {o["node"] for o in manifest["outcomes"]}
     assert len(nodes) == 1 and nodes <= set(manifest["nodes"])  # one run: every trial on one node
-    assert "hardware" in manifest["nodes"][nodes.pop()]
+    node = nodes.pop()
+    assert "hardware" in manifest["nodes"][node]
+    from reports.report import where_it_ran
+
+    assert where_it_ran(manifest) == f"node {node} ran sim-continuous t0, sim-continuous t1"  # the report's line
     assert sorted(p.name for p in (out / "steps").iterdir()) == ["sim-continuous-t0.jsonl", "sim-continuous-t1.jsonl"]
 
 
