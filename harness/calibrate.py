@@ -121,9 +121,10 @@ def pair_unit(
 
     key = (source.scenario, source.model_path, source.dtype, source.threads)
     if key not in _REPLAYS:
-        from engines import compute_threads
+        if specs[0].in_process:  # torch's threads: what the unit asked the cluster for
+            from engines import compute_threads
 
-        compute_threads.configure(source.threads or 1)
+            compute_threads.configure(source.threads or 1)
         _REPLAYS[key] = InProcessReplay(source.scenario, source.model_path, source.dtype)
 
     def load(seed: int) -> Any:
@@ -211,12 +212,21 @@ class InProcessReplay:
     short runs, so no per-run model load, manifest or metrics."""
 
     def __init__(self, scenario: Scenario, model_path: str | None = None, dtype: str = "float32") -> None:
-        from engines import compute_threads
-        from engines.model.loader import load_model
-
-        compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
         self.scenario = scenario
-        self.loaded = load_model(model_path, dtype=dtype)
+        self.model_path, self.dtype = model_path, dtype
+        self._loaded: Any = None
+
+    @property
+    def loaded(self) -> Any:
+        """The model, loaded on first use: a simulated engine needs none (and a cluster worker then never
+        imports torch)."""
+        if self._loaded is None:
+            from engines import compute_threads
+            from engines.model.loader import load_model
+
+            compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
+            self._loaded = load_model(self.model_path, dtype=self.dtype)
+        return self._loaded
 
     def __call__(self, workload: Any, specs: Sequence[Any], run_dir: Path) -> None:
         self.replay_to(workload, specs, run_dir / "records.jsonl")
@@ -224,10 +234,14 @@ class InProcessReplay:
     def replay_to(self, workload: Any, specs: Sequence[Any], records_path: Path) -> None:
         from harness.engine_specs import build_engine
         from harness.jsonl import JsonlWriter
-        from harness.loadgen import build_schedule, dispatcher_first, replay_engine
+        from harness.loadgen import DEFAULT_VOCAB_SIZE, build_schedule, dispatcher_first, replay_engine
 
-        loaded = self.loaded
-        schedule = build_schedule(workload, loaded.vocab_size, loaded.special_token_ids, 0)
+        if all(spec.simulated for spec in specs):  # no engine reads a prompt's token ids
+            loaded = None
+            schedule = build_schedule(workload, DEFAULT_VOCAB_SIZE, (), 0, lengths_only=True)
+        else:
+            loaded = self.loaded
+            schedule = build_schedule(workload, loaded.vocab_size, loaded.special_token_ids, 0)
         with dispatcher_first(), JsonlWriter(records_path) as records:
             for spec in specs:
                 sink = lambda record: records.write(record.to_json())  # noqa: E731
@@ -241,6 +255,7 @@ def _worker(conn: Any, scenario: Scenario, model_path: str | None, dtype: str, t
 
         compute_threads.configure(threads)
         replay = InProcessReplay(scenario, model_path, dtype)
+        replay.loaded  # noqa: B018 - loaded before "ready", so both sides of the first trial start together
         conn.send("ready")
         while (order := conn.recv()) is not None:
             workload, spec, path, start_at = order

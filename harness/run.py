@@ -273,9 +273,10 @@ def _replay_trial(
 
 def replay_trial_unit(
     workload: Any, specs: list[EngineSpec], settings: RunSettings, trial: int, *, out_dir: Path
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+) -> dict[str, Any]:
     """One trial as an executor unit: records.jsonl and steps/ into `out_dir` (a scratch directory on a
-    cluster node); the model is loaded once per worker process, on the threads the unit asked for."""
+    cluster node); the model is loaded once per worker process, on the threads the unit asked for.
+    Returns the (outcome, engine description) of each engine and the model's description."""
     key = (settings.model_path, settings.dtype)
     if key not in _MODELS and any(spec.in_process for spec in specs):
         from engines import compute_threads
@@ -286,7 +287,8 @@ def replay_trial_unit(
     here = dataclasses.replace(settings, out_dir=out_dir, progress=False)
     schedule = _schedule(workload, specs, loaded, settings.seed)
     with dispatcher_first(), JsonlWriter(out_dir / "records.jsonl") as records:
-        return _replay_trial(specs, loaded, schedule, here, trial, records)
+        done = _replay_trial(specs, loaded, schedule, here, trial, records)
+    return {"runs": done, "model": loaded.describe() if loaded else None}
 
 
 def run_unit(workload: Any, specs: list[EngineSpec], settings: RunSettings, argv: list[str], *, out_dir: Path) -> None:
@@ -356,7 +358,10 @@ def _replay_on(
             shutil.rmtree(part, ignore_errors=True)
             name = node_name(result.node)
             manifest["nodes"][name] = result.node
-            got[result.index] = [({**o, "node": name, "unit_seconds": result.seconds}, d) for o, d in result.value]
+            manifest["model"] = manifest["model"] or result.value["model"]
+            got[result.index] = [
+                ({**o, "node": name, "unit_seconds": result.seconds}, d) for o, d in result.value["runs"]
+            ]
     for trial in sorted(got):  # outcomes in trial order, whichever finished first
         for outcome, described in got[trial]:
             _note(manifest, outcomes, outcome, described, out)
