@@ -12,7 +12,6 @@ import dataclasses
 import gc
 import json
 import shutil
-import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -24,7 +23,6 @@ from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import (
     DEFAULT_VOCAB_SIZE,
-    Progress,
     Scenario,
     Scheduled,
     StopRules,
@@ -32,10 +30,12 @@ from harness.loadgen import (
     dispatcher_first,
     replay_engine,
 )
+from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
+from harness.progress import Mode, ProgressPrinter
 from harness.shards import SHARDABLE, ShardedLoad
 
 
@@ -52,26 +52,11 @@ class RunSettings:
     stop_rules: StopRules = field(default_factory=StopRules)
     model_path: str | None = None
     dtype: str = "float32"
-    progress: bool = False
+    progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
     n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
     workers: int = 1  # load-generator workers per http or zero engine run (sharded load generation)
     threads: int | None = None  # torch threads of an in-process engine: what a trial unit asks a cluster for
-
-
-def _progress_printer(label: str, trial: int) -> Progress:
-    started = time.perf_counter()
-
-    def show(sent: int, done: int, errors: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        bar = "#" * int(30 * done / max(total, 1))
-        sys.stderr.write(
-            f"\r[{label} t{trial}] [{bar:<30}] {done}/{total} done, {sent - done} in flight, "
-            f"{errors} errors, {elapsed:5.1f}s "
-        )
-        sys.stderr.flush()
-
-    return show
 
 
 async def _one_engine_run(
@@ -96,7 +81,7 @@ async def _one_engine_run(
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
         write_step = lambda step: steps.write(step.to_json())  # noqa: E731
-    progress = _progress_printer(spec.label, trial) if settings.progress else None
+    progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
     try:
         outcome = await replay_engine(
             engine,
@@ -115,7 +100,7 @@ async def _one_engine_run(
         if steps is not None:
             steps.close()
         if progress is not None:
-            sys.stderr.write("\n")
+            progress.close()
     return outcome, engine.describe()
 
 
@@ -245,22 +230,24 @@ def _replay_trial(
     for spec in specs:
         steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
         sharding = None
-        if shards is not None and spec.kind in SHARDABLE:
-            sharded = shards.replay(
-                spec, schedule, settings.scenario, records.write,
-                label=spec.label, trial=trial, stop_rules=settings.stop_rules,
-            )  # fmt: skip
-            outcome, described, sharding = sharded.outcome, build_engine(spec, None).describe(), sharded
-        else:
-            outcome, described = asyncio.run(
-                _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
-            )
+        with measured() as noise:  # what else the machine did meanwhile (harness.machine)
+            if shards is not None and spec.kind in SHARDABLE:
+                sharded = shards.replay(
+                    spec, schedule, settings.scenario, records.write,
+                    label=spec.label, trial=trial, stop_rules=settings.stop_rules,
+                )  # fmt: skip
+                outcome, described, sharding = sharded.outcome, build_engine(spec, None).describe(), sharded
+            else:
+                outcome, described = asyncio.run(
+                    _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
+                )
         row: dict[str, Any] = {
             "engine": spec.label,
             "trial": trial,
             "wall_time_s": outcome.wall_time_s,
             "stopped_early": outcome.stopped_early,
             "not_sent": outcome.not_sent,
+            "machine": noise,
         }
         if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
             row["simulation_wall_s"] = outcome.simulation_wall_s
@@ -284,7 +271,7 @@ def replay_trial_unit(
         compute_threads.configure(int(unit_cpus(specs, settings)))
         _MODELS[key] = load_model_for(specs, settings)
     loaded = _MODELS.get(key)
-    here = dataclasses.replace(settings, out_dir=out_dir, progress=False)
+    here = dataclasses.replace(settings, out_dir=out_dir, progress=None)
     schedule = _schedule(workload, specs, loaded, settings.seed)
     with dispatcher_first(), JsonlWriter(out_dir / "records.jsonl") as records:
         done = _replay_trial(specs, loaded, schedule, here, trial, records)
@@ -300,7 +287,7 @@ def run_unit(workload: Any, specs: list[EngineSpec], settings: RunSettings, argv
 
         compute_threads.configure(int(unit_cpus(specs, settings)))
         _MODELS[key] = load_model_for(specs, settings)
-    here = dataclasses.replace(settings, out_dir=out_dir, progress=False, report=False)
+    here = dataclasses.replace(settings, out_dir=out_dir, progress=None, report=False)
     run_benchmark(workload, specs, here, argv, loaded=_MODELS.get(key))
 
 
@@ -389,8 +376,11 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             seed=seed,
             n_boot=settings.n_boot,
         )
-        # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
-        run = {**{k: v for k, v in outcome.items() if k != "simulation_wall_s"}, "summary": summary}
+        # the simulator's own wall time and this machine's noise while it ran are not facts about the simulated
+        # system (virtual time does not slow down on a busy machine); the manifest keeps both
+        simulated = "simulation_wall_s" in outcome
+        kept = {k: v for k, v in outcome.items() if not (simulated and k in ("simulation_wall_s", "machine"))}
+        run = {**kept, "summary": summary}
         workers = worker_table(subset)
         if workers:  # sharded load generation: each worker's offered and achieved rate and schedule lag
             run["workers"] = workers
