@@ -51,6 +51,22 @@ class ShardedOutcome:
         }
 
 
+def clock_flag(clocks: list[ClockOffset], leads_s: list[float]) -> str | None:
+    """Why cross-worker times cannot be trusted to the schedule-lag bound, or None when they can."""
+    worst = max((c.uncertainty_s for c in clocks), default=0.0)
+    flag = None
+    if worst > DEFAULT_LAG_THRESHOLD_S:
+        flag = (
+            f"clock offsets between workers are uncertain by up to {worst * 1e3:.1f} ms, more than the "
+            f"{DEFAULT_LAG_THRESHOLD_S * 1e3:g} ms schedule-lag bound: times across workers may disagree "
+            "by that much"
+        )
+    late = [i for i, lead in enumerate(leads_s) if lead < 0]
+    if late:
+        flag = (flag + "; " if flag else "") + f"worker(s) {late} got their order after the agreed start"
+    return flag
+
+
 class ShardedLoad:
     """N long-lived load-generator workers (processes, or Ray actors), started on first use and reused by
     every engine run of a benchmark run; `close()` ends them."""
@@ -101,17 +117,7 @@ class ShardedLoad:
             stopped_early=stopped,
             not_sent=sum(o["not_sent"] for o in done),
         )
-        worst = max(c.uncertainty_s for c in clocks)
-        flag = None
-        if worst > DEFAULT_LAG_THRESHOLD_S:
-            flag = (
-                f"clock offsets between workers are uncertain by up to {worst * 1e3:.1f} ms, more than the "
-                f"{DEFAULT_LAG_THRESHOLD_S * 1e3:g} ms schedule-lag bound: times across workers may disagree "
-                "by that much"
-            )
-        late = [i for i, lead in enumerate(leads) if lead < 0]
-        if late:
-            flag = (flag + "; " if flag else "") + f"worker(s) {late} got their order after the agreed start"
+        flag = clock_flag(clocks, leads)
         return ShardedOutcome(merged, split, clocks, leads, flag, len(workers))
 
     def close(self) -> None:

@@ -11,7 +11,8 @@ import pytest
 from engines.api import Request
 from harness.cli import main
 from harness.loadgen import Scenario, Scheduled
-from harness.shards import split_schedule
+from harness.shards import measure_offset, split_schedule
+from harness.shards.drive import clock_flag
 from tests.executor.zero_server import zero_server
 
 
@@ -101,3 +102,37 @@ def test_bad_executor_flags_are_one_line(argv, says, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0]
     assert not out.exists()
+
+
+class _Answer:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def get(self) -> float:
+        return self.value
+
+
+class _SkewedWorker:
+    """A worker whose clock runs `skew_s` ahead and whose answers take `delay_s` to come back."""
+
+    def __init__(self, skew_s: float, delay_s: float) -> None:
+        self.skew_s, self.delay_s = skew_s, delay_s
+
+    def submit(self, method: str) -> _Answer:
+        import time
+
+        assert method == "clock"
+        time.sleep(self.delay_s / 2)
+        value = time.time() + self.skew_s
+        time.sleep(self.delay_s / 2)
+        return _Answer(value)
+
+
+def test_clock_offset_by_ping_pong_and_the_flag_past_the_lag_bound():
+    near = measure_offset(0, _SkewedWorker(2.5, 0.0005), rounds=4)
+    assert abs(near.offset_s - 2.5) <= near.uncertainty_s + 1e-3 and near.uncertainty_s < 0.005
+    assert clock_flag([near], [0.9]) is None
+    far = measure_offset(1, _SkewedWorker(-1.0, 0.030), rounds=2)  # a 30 ms round trip: +-15 ms
+    assert abs(far.offset_s + 1.0) <= far.uncertainty_s + 1e-3 and far.uncertainty_s >= 0.015
+    assert "more than the 5 ms schedule-lag bound" in clock_flag([near, far], [0.9, 0.9])
+    assert "after the agreed start" in clock_flag([near], [-0.1])
