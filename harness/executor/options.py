@@ -12,8 +12,6 @@ import os
 import socket
 from dataclasses import dataclass
 
-from harness.errors import HarnessInputError
-
 EXECUTOR_KINDS = ("local", "ray")
 CONNECT_TIMEOUT_S = 3.0  # a head node that does not answer a TCP connect in this long is taken as absent
 
@@ -73,6 +71,9 @@ class ExecutorChoice:
 
 def check_choice(choice: ExecutorChoice) -> None:
     """A valid choice, or `HarnessInputError` with one line: Ray missing, an unreachable address, a bad count."""
+    # imported here: the pytest plugin reads this table at start-up, before any test module, and must not
+    # load the `engines` package (a suite's own `tests/engines` package would then fail to import)
+    from harness.errors import HarnessInputError
     if choice.kind not in EXECUTOR_KINDS:
         raise HarnessInputError(f"--executor {choice.kind}: expected one of {', '.join(EXECUTOR_KINDS)}")
     if choice.workers < 1:
@@ -96,6 +97,8 @@ def check_choice(choice: ExecutorChoice) -> None:
 
 
 def _host_port(address: str) -> tuple[str, int]:
+    from harness.errors import HarnessInputError
+
     bare = address.removeprefix("ray://")
     host, sep, port = bare.rpartition(":")
     if not sep or not host or not port.isdigit():
