@@ -136,3 +136,13 @@ def test_clock_offset_by_ping_pong_and_the_flag_past_the_lag_bound():
     assert abs(far.offset_s + 1.0) <= far.uncertainty_s + 1e-3 and far.uncertainty_s >= 0.015
     assert "more than the 5 ms schedule-lag bound" in clock_flag([near, far], [0.9, 0.9])
     assert "after the agreed start" in clock_flag([near], [-0.1])
+
+
+def test_the_plugins_start_up_loads_no_engines_package():
+    """pytest reads the executor option table through the plugin before it collects a test; a loaded
+    `engines` package would then hide a suite's own `tests/engines` package."""
+    import subprocess
+    import sys
+
+    code = "import sys, harness.pytest_plugin; print(sorted(m for m in sys.modules if m.split('.')[0] == 'engines'))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
