@@ -74,6 +74,7 @@ def check_choice(choice: ExecutorChoice) -> None:
     # imported here: the pytest plugin reads this table at start-up, before any test module, and must not
     # load the `engines` package (a suite's own `tests/engines` package would then fail to import)
     from harness.errors import HarnessInputError
+
     if choice.kind not in EXECUTOR_KINDS:
         raise HarnessInputError(f"--executor {choice.kind}: expected one of {', '.join(EXECUTOR_KINDS)}")
     if choice.workers < 1:
