@@ -10,7 +10,10 @@ contexts, ANCHORS complaint 2). Per request:
   carried it arrived. A chunk that carries several tokens (its `token_ids`, or a running usage total)
   gives several events with the same time. Without either, a chunk with content counts as one token.
   When the final usage says more tokens than were counted, the missing ones are added at the time of
-  the last content chunk (they cannot have arrived later), so counts follow the server (complaint 6).
+  the last content chunk (they cannot have arrived later), so counts follow the server: re-counting
+  chunks miscounts when one chunk carries several tokens. What usage may add is capped at the
+  request's max_tokens (a server once claimed 3,000,000 tokens after streaming 116); the claim itself
+  stays in the finish event, where run validity flags it.
   `token_id` is the server's id when it sends ids (`return_token_ids`), else -1: text is never
   re-tokenized to guess ids.
 - `FinishEvent`: reason from the server's `finish_reason`; token counts from its usage when present.
@@ -37,6 +40,7 @@ from engines.http.errors import (
     DISCONNECT,
     HTTP_STATUS,
     MALFORMED_EVENT,
+    NOT_STREAMED,
     SERVER_ERROR,
     TIMEOUT,
     RequestFailure,
@@ -172,6 +176,9 @@ class HttpEngine(Engine):
         try:
             response, t_sent = await self._open(request, flight)
             stream.responded = True
+            if response.content_type == "application/json":
+                raise RequestFailure(NOT_STREAMED, f"HTTP {response.status} with one JSON body, not an event "
+                                     "stream: the server ignored stream=true, so its tokens have no times")  # fmt: skip
             yield AdmitEvent(rid, t_sent)
             if flight.aborted:
                 raise _Aborted
@@ -320,7 +327,7 @@ class _Stream:
         if info.usage_completion is not None:
             self.usage_completion = info.usage_completion
             if info.cumulative:
-                n = max(0, info.usage_completion - self.count)
+                n = max(0, min(info.usage_completion, self.request.max_tokens) - self.count)
         if info.usage_prompt is not None:
             self.usage_prompt = info.usage_prompt
         if info.finish_reason is not None:
@@ -338,7 +345,7 @@ class _Stream:
 
     def reconcile(self) -> list[TokenEvent]:
         """Tokens the usage numbers say were sent but no chunk counted (several tokens in one chunk)."""
-        missing = (self.usage_completion or 0) - self.count
+        missing = min(self.usage_completion or 0, self.request.max_tokens) - self.count
         if missing <= 0:
             return []
         at = self.last_token_time if self.last_token_time is not None else time.perf_counter()

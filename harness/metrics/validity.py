@@ -20,6 +20,7 @@ CHECKS = (
     "schedule_lag",
     "ignore_eos_length",
     "output_token_count",
+    "output_over_max_tokens",
     "prompt_token_count",
     "token_times_count",
     "truncated_records",
@@ -89,6 +90,18 @@ def validity_flags(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LA
                     _examples(records, bad),
                 )
             )
+    claimed = records["engine_output_tokens"]
+    over = claimed.notna() & (claimed > records["max_tokens"])
+    if over.any():
+        flags.append(
+            ValidityFlag(
+                "output_over_max_tokens",
+                int(over.sum()),
+                "the engine reported more output tokens than max_tokens allowed (a server's usage numbers "
+                "cannot be trusted); the harness counted at most max_tokens for them",
+                _examples(records, over),
+            )
+        )
     n_times = records["token_times"].map(len)
     bad_times = n_times != records["output_tokens"]
     if bad_times.any():

@@ -56,3 +56,9 @@ def test_truncated_records_flag_comes_from_frame_attrs() -> None:
     frame = records_frame([make_record("r")])
     frame.attrs["skipped_lines"] = [{"line": 2}]
     assert _flags(frame)["truncated_records"].count == 1
+
+
+def test_a_usage_claim_above_max_tokens_is_flagged() -> None:
+    frame = records_frame([make_record("liar", max_tokens=4, engine_output_tokens=3_000_000), make_record("ok")])
+    flag = _flags(frame)["output_over_max_tokens"]
+    assert (flag.count, flag.example_ids) == (1, ["liar"])
