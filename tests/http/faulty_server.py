@@ -47,7 +47,8 @@ async def completions(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "2"})
     if mode == "plain_json":  # stream=true ignored: one JSON answer
         choice = {"index": 0, "text": " a b", "finish_reason": "length"}
-        return web.json_response({"id": "x", "choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+        usage = {"prompt_tokens": 3, "completion_tokens": 2}
+        return web.json_response({"id": "x", "choices": [choice], "usage": usage})
     if mode == "garbage":  # not HTTP at all
         assert request.transport is not None
         request.transport.write(b"SPEAKING NONSENSE\r\n\r\n")
