@@ -127,7 +127,10 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         overrides["max_context"] = 16384  # the embedded model's context: longer trace rows are clipped, and said so
     workload = load_workload(args.workload, **overrides)
     settings = _settings(args, workload.name)
-    print(f"workload {workload.name}: {len(workload.requests)} requests, fingerprint {workload.fingerprint()[:16]}")
+    offered = workload.describe()["mean_rate_rps"]
+    load = "closed loop" if workload.closed_loop_users else (f"offered {offered:.3f} req/s" if offered else "one burst")
+    print(f"workload {workload.name}: {len(workload.requests)} requests, {load}, "
+          f"fingerprint {workload.fingerprint()[:16]}")  # fmt: skip
     for note in workload.notes:
         print(f"  note: {note}")
     metrics = run_benchmark(workload, specs, settings, sys.argv)

@@ -7,12 +7,14 @@ from typing import Any
 from harness.metrics import summary_table
 
 COLUMNS = {
-    "engine": "engine", "requests": "reqs", "failed": "failed", "ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99",
+    "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
+    "ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99",
     "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99", "e2e_p99_s": "E2E p99", "out_tok_per_s": "out tok/s",
     "slo_attainment": "SLO met", "goodput_rps": "goodput r/s", "slot_use": "slot use",
 }  # fmt: skip
 SECONDS = {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s"}
 SHARES = {"slo_attainment", "slot_use"}
+RATES = {"offered_rps", "sent_rps"}  # side by side: the load asked for and the load the dispatcher managed
 
 
 def _cell(column: str, value: Any) -> str:
@@ -22,6 +24,8 @@ def _cell(column: str, value: Any) -> str:
         return f"{value * 1e3:.0f} ms" if value < 10 else f"{value:.1f} s"
     if column in SHARES:
         return f"{value:.0%}"
+    if column in RATES:
+        return f"{value:.2f}"
     if isinstance(value, float):
         return f"{value:.1f}"
     return str(value)

@@ -65,6 +65,8 @@ def metric_table(series: list[EngineRun]) -> str:
             add(f"{name} {label}",
                 lambda s, k=key, lb=label, f=f: _with_ci(_get(s, "latency", k, "percentiles", lb), f))  # fmt: skip
         add(f"{name} mean", lambda s, k=key, f=f: f(_get(s, "latency", k, "mean")))
+    add("offered rate (req/s, from the schedule)", lambda s: fmt.number(_get(s, "load", "offered_rate_rps")))
+    add("send rate (req/s, achieved)", lambda s: fmt.number(_get(s, "load", "send_rate_rps")))
     add("schedule lag p99", lambda s: _with_ci(_get(s, "schedule_lag", "percentiles", "p99"), fmt.seconds))
     for window in ("steady", "whole_run"):
         w = window.replace("_", " ")
