@@ -1,9 +1,10 @@
 """`describe`: the numbers that say what a workload will do to an engine.
 
 Conventions (the same as the bundled traces' SOURCE.md, so the numbers can be checked against it):
-span = last minus first arrival; mean rate = 1 / mean inter-arrival gap = (requests - 1) / span; inter-arrival CV = population standard deviation
-over mean of the gaps; peak 1-second rate = most arrivals in one of the 1 s bins counted from the first
-arrival; percentiles use numpy's default linear interpolation.
+span = last minus first arrival; mean rate = 1 / mean inter-arrival gap = (requests - 1) / span (the rate
+synthetic arrivals are rescaled to, and run metrics use for offered and sent load); inter-arrival CV =
+population standard deviation over mean of the gaps; peak 1-second rate = most arrivals in one of the 1 s
+bins counted from the first arrival; percentiles use numpy's default linear interpolation.
 """
 
 from __future__ import annotations
