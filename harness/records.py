@@ -36,6 +36,7 @@ class RequestRecord:
     error_message: str | None = None
     preemptions: int = 0
     trial: int = 0
+    user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

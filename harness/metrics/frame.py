@@ -26,7 +26,7 @@ RECORD_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RequestRecord))
 RECORD_TIME_COLUMNS = ("t_scheduled", "t_sent", "t_admitted", "t_first_token", "t_finish")
 _RECORD_INT_COLUMNS = ("priority", "max_tokens", "prompt_tokens", "output_tokens", "preemptions", "trial")
 # The engine's own counts may be missing (failed before its finish event); NaN keeps that visible.
-_RECORD_OPTIONAL_COUNTS = ("engine_prompt_tokens", "engine_output_tokens")
+_RECORD_OPTIONAL_COUNTS = ("engine_prompt_tokens", "engine_output_tokens", "user")
 _RECORD_TEXT_COLUMNS = ("request_id", "engine", "tenant", "finish_reason", "error_type", "error_message")
 _RECORD_DEFAULTS: dict[str, Any] = {
     "engine": "",

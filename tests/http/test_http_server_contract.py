@@ -309,6 +309,7 @@ def _stop_while_streaming(s: BackgroundServer, max_tokens: int) -> tuple[str, bo
 
     return asyncio.run(go())
 
+
 def test_stop_drains_in_flight_requests(embedded):
     """SIGTERM semantics: stop() waits for a running stream to finish instead of cutting it."""
     app = lambda: make_app(engine_for(embedded), embedded.tokenizer, MODEL)  # noqa: E731
@@ -317,7 +318,6 @@ def test_stop_drains_in_flight_requests(embedded):
     assert drained is True
     assert rest.endswith("data: [DONE]\n\n")
     assert any("draining 1 requests" in line for line in s.lines)
-
 
 
 def test_drain_timeout_aborts_what_still_runs(embedded):
@@ -329,6 +329,7 @@ def test_drain_timeout_aborts_what_still_runs(embedded):
     assert drained is False
     assert '"finish_reason":"length"' not in rest  # cut: 1500 tokens take seconds, the drain allowed 0.3 s
     assert any("drain timed out; aborting 1 requests" in line for line in s.lines), s.lines
+
 
 @pytest.mark.parametrize("streaming", [True, False])
 def test_client_disconnect_aborts_and_frees_kv(embedded, streaming):
