@@ -151,9 +151,20 @@ def _write_report(out: Path) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    out, _ = execute(args)
+    out, metrics = execute(args)
+    return _finish(out, metrics)
+
+
+def _finish(out: Path, metrics: dict[str, Any]) -> int:
+    """The run directory's path; exit 1 with one line when the run failed as a whole (records are kept)."""
+    from harness.console import run_failure
+
     print(f"run directory: {out.resolve()}")
-    return 0
+    problem = run_failure(metrics)
+    if problem is None:
+        return 0
+    print(f"batchmark: error: {problem} (records kept in {out})", file=sys.stderr)
+    return 1
 
 
 def demo_command(args: argparse.Namespace) -> int:
@@ -161,9 +172,8 @@ def demo_command(args: argparse.Namespace) -> int:
     for name, value in DEMO_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    out, _ = execute(args)
-    print(f"run directory: {out.resolve()}")
-    return 0
+    out, metrics = execute(args)
+    return _finish(out, metrics)
 
 
 # 9 s of Azure conv from minute 10 (about 40 requests, ~1,000-token prompts) replayed at 0.15x speed, so

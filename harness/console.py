@@ -41,6 +41,10 @@ def format_summary(metrics: dict[str, Any]) -> str:
     for run in metrics["runs"]:
         if run.get("stopped_early"):
             s = run["stopped_early"]
+            if s["rule"] == "engine_failure":
+                lines.append(f"! {run['engine']} trial {run['trial']}: the engine failed ({s.get('message')}); "
+                             f"{s['not_sent']} requests not sent")  # fmt: skip
+                continue
             lines.append(f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
                          f"(limit {s['limit']}), {s['not_sent']} requests not sent")  # fmt: skip
     for engine, summary in metrics["engines"].items():
@@ -64,3 +68,20 @@ def format_summary(metrics: dict[str, Any]) -> str:
 
 def print_summary(metrics: dict[str, Any]) -> None:
     print(format_summary(metrics))
+
+
+def run_failure(metrics: dict[str, Any]) -> str | None:
+    """One line saying why the run as a whole failed, or None: an engine died, or every request failed."""
+    for run in metrics["runs"]:
+        stopped = run.get("stopped_early") or {}
+        if stopped.get("rule") == "engine_failure":
+            return (f"engine {run['engine']} (trial {run['trial']}) failed: {stopped.get('message')}; "
+                    f"{stopped.get('not_sent', 0)} of its requests were never sent")  # fmt: skip
+    for run in metrics["runs"]:
+        requests = run["summary"]["requests"]
+        if requests["total"] and not requests["succeeded"]:
+            kinds = requests.get("failures_by_type") or {}
+            top = max(kinds, key=kinds.get) if kinds else "unknown"  # type: ignore[arg-type]
+            return (f"every request to engine {run['engine']} (trial {run['trial']}) failed "
+                    f"({requests['failed']} of {requests['total']}, mostly {top}: {run.get('first_error') or '-'})")  # fmt: skip
+    return None

@@ -188,7 +188,8 @@ def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
         steps = load_steps(steps_path) if steps_path.exists() else None
         summary = summarize(subset, steps, slo=slo, price_per_hour=price_per_hour,
                             wall_time_s=outcome["wall_time_s"], seed=seed)  # fmt: skip
-        runs.append({**outcome, "summary": summary})
+        errors = subset["error_message"].dropna()
+        runs.append({**outcome, "first_error": str(errors.iloc[0]) if len(errors) else None, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {
         "schema_version": 1,
