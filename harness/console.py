@@ -82,6 +82,7 @@ def run_failure(metrics: dict[str, Any]) -> str | None:
         if requests["total"] and not requests["succeeded"]:
             kinds = requests.get("failures_by_type") or {}
             top = max(kinds, key=kinds.get) if kinds else "unknown"  # type: ignore[arg-type]
+            example = run.get("first_error") or "-"
             return (f"every request to engine {run['engine']} (trial {run['trial']}) failed "
-                    f"({requests['failed']} of {requests['total']}, mostly {top}: {run.get('first_error') or '-'})")  # fmt: skip
+                    f"({requests['failed']} of {requests['total']}, mostly {top}: {example})")  # fmt: skip
     return None
