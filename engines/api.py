@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from engines.step_record import StepRecord
 
 FinishReason = Literal["stop", "length", "abort", "error"]
 
 
 @dataclass(frozen=True)
 class Request:
+    """One generation request: token ids in, `max_tokens` out (exactly that many with `ignore_eos`)."""
+
     request_id: str
     prompt_token_ids: Sequence[int]
     max_tokens: int
@@ -31,12 +35,16 @@ class Request:
 
 @dataclass(frozen=True)
 class AdmitEvent:
+    """The scheduler gave the request compute for the first time."""
+
     request_id: str
     time: float
 
 
 @dataclass(frozen=True)
 class TokenEvent:
+    """One output token, timed when the step that produced it ended."""
+
     request_id: str
     token_id: int
     index: int  # 0-based position in the output
@@ -45,6 +53,8 @@ class TokenEvent:
 
 @dataclass(frozen=True)
 class FinishEvent:
+    """The request's last event: why it ended and the engine's own token counts."""
+
     request_id: str
     reason: FinishReason
     prompt_tokens: int
@@ -56,19 +66,13 @@ class FinishEvent:
 
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent
-StepSink = Callable[[dict[str, Any]], None]
-
-
-@dataclass
-class EngineInfo:
-    """What an engine says about itself for the run manifest."""
-
-    kind: str
-    config: dict[str, Any] = field(default_factory=dict)
+StepSink = Callable[[StepRecord], None]
 
 
 class Engine(abc.ABC):
-    """Async engine. `start()` before submitting, `stop()` when done."""
+    """The system under test, as the load generator sees it: `start()`, then `generate()` per request
+    (concurrently), `abort()` to cut one short, `stop()` when done. Event times are `time.perf_counter()`
+    seconds, the clock the load generator's records use."""
 
     name: str = "engine"
 
@@ -90,10 +94,4 @@ class Engine(abc.ABC):
         """The engine's full configuration, for the run manifest."""
 
     def set_step_sink(self, sink: StepSink | None) -> None:  # noqa: B027  engines without steps ignore it
-        """Receive one dict per engine step (the step trace). Called from the engine's thread."""
-
-    def clock(self) -> Callable[[], float]:
-        """The clock event times are on. In-process engines share `time.perf_counter`."""
-        import time
-
-        return time.perf_counter
+        """Receive one `StepRecord` per engine step (the step trace). Called from the engine's thread."""

@@ -17,6 +17,8 @@ def blocks_for_budget(budget_bytes: int, bytes_per_token: int, block_size: int) 
 
 
 class BlockManager:
+    """A fixed pool of `num_blocks` KV blocks of `block_size` tokens; each block has one owning sequence."""
+
     def __init__(self, num_blocks: int, block_size: int) -> None:
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError(f"need positive num_blocks and block_size, got {num_blocks}, {block_size}")
@@ -42,9 +44,11 @@ class BlockManager:
         return max(0, total - len(seq.block_table))
 
     def can_allocate(self, num_blocks: int) -> bool:
+        """Whether `num_blocks` are free now."""
         return num_blocks <= len(self._free)
 
     def allocate(self, seq: Sequence, num_blocks: int) -> None:
+        """Append `num_blocks` free blocks to `seq`'s block table."""
         if num_blocks > len(self._free):
             raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {len(self._free)} free")
         for _ in range(num_blocks):
@@ -53,6 +57,7 @@ class BlockManager:
             seq.block_table.append(block)
 
     def free(self, seq: Sequence) -> None:
+        """Return every block `seq` holds to the pool."""
         for block in seq.block_table:
             if self._owner.pop(block, None) != seq.request_id:
                 raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not own it")

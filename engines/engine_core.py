@@ -1,9 +1,10 @@
 """The engine loop: one thread that turns scheduler plans into model steps and events.
 
 Each iteration: take new requests and aborts (stage 1), ask the scheduler for a plan (stages 2, 3, 5),
-run it through the model, let the scheduler retire finished sequences (stage 4), then publish events
-and one step-trace record. Running off the asyncio loop keeps token timestamps honest: they are taken
-when the step that produced the token ends, not when a busy event loop gets round to it.
+run it through the model, let the scheduler remove finished sequences (stage 4), then publish events
+and one `StepRecord`. The scheduler and runner it drives are the protocols of `engines/contract.py`.
+Running off the asyncio loop keeps token timestamps honest: they are taken when the step that produced
+the token ends, not when a busy event loop gets round to it.
 """
 
 from __future__ import annotations
@@ -12,38 +13,21 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from engines.api import AdmitEvent, EngineEvent, FinishEvent, Request, StepSink, TokenEvent
 from engines.compute_threads import enter_compute_thread
+from engines.contract import Runner, Scheduler
 from engines.plan import StepPlan
-from engines.policy import SchedulingPolicy
 from engines.sequence import Sequence
-
-
-class Scheduler(Protocol):
-    kind: str
-    waiting: SchedulingPolicy
-    running: list[Sequence]
-
-    @property
-    def max_slots(self) -> int: ...
-    def has_work(self) -> bool: ...
-    def next_wakeup(self, now: float) -> float | None: ...
-    def enqueue(self, seq: Sequence) -> None: ...
-    def schedule(self, now: float) -> StepPlan: ...
-    def postprocess(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]: ...
-    def abort(self, request_id: str) -> Sequence | None: ...
-
-
-class Runner(Protocol):
-    def execute(self, plan: StepPlan) -> list[int]: ...
-
+from engines.step_record import StepRecord
 
 EventSink = Callable[[list[EngineEvent]], None]
 
 
 class EngineCore:
+    """The engine loop on its own thread: `submit` and `abort` from anywhere, events and step records out."""
+
     def __init__(
         self,
         scheduler: Scheduler,
@@ -150,7 +134,7 @@ class EngineCore:
                 time.sleep(0)
         if self.step_delay_s:
             time.sleep(self.step_delay_s)
-        finished = self.scheduler.postprocess(plan, sampled)
+        finished = self.scheduler.remove_finished(plan, sampled)
         t_end = self.clock()
         for chunk in plan.chunks:
             seq = chunk.seq
@@ -158,13 +142,13 @@ class EngineCore:
                 seq.admit_time = t_start
                 events.append(AdmitEvent(seq.request_id, t_start))
         for chunk in plan.chunks:
-            if chunk.samples and chunk.num_tokens:
+            if chunk.yields_token and chunk.num_tokens:
                 seq = chunk.seq
                 events.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
         events.extend(self._finish_event(seq, t_end) for seq in finished)
         self.event_sink(events)
         if self.step_sink is not None:
-            self.step_sink(self._trace_record(plan, finished, t_start, t_end))
+            self.step_sink(self._step_record(plan, finished, t_start, t_end))
         self._step += 1
         return True
 
@@ -179,31 +163,31 @@ class EngineCore:
             preemptions=seq.preemptions,
         )
 
-    def _trace_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float) -> dict:
+    def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float) -> StepRecord:
         computing = [c.seq.request_id for c in plan.chunks if c.num_tokens]
-        held = len(plan.chunks) - len(computing)
         blocks_used = self._blocks_used()
-        return {
-            "step": self._step,
-            "scheduler": self.scheduler.kind,
-            "t_start": t_start,
-            "t_end": t_end,
-            "phase": plan.phase,
-            "batch_id": plan.batch_id,
-            "running_ids": computing,
-            "num_running": len(computing),
-            "max_slots": self.scheduler.max_slots,
-            "tokens_computed": plan.num_tokens,
-            "padded_tokens": plan.num_pad,
-            "idle_slots": held,  # slots held by finished members of a static batch
-            "empty_slots": max(0, self.scheduler.max_slots - len(plan.chunks)),
-            "admitted": plan.admitted,
-            "finished": [seq.request_id for seq in finished],
-            "preempted": plan.preempted,
-            "waiting": len(self.scheduler.waiting),
-            "blocked_reason": plan.blocked_reason,
-            "kv_blocks_used": blocks_used,
-            "kv_blocks_free": self._blocks_total() - blocks_used,
-            "kv_blocks_total": self._blocks_total(),
-            "decisions": plan.decisions,
-        }
+        blocks_total = self._blocks_total()
+        return StepRecord(
+            step=self._step,
+            scheduler=self.scheduler.kind,
+            t_start=t_start,
+            t_end=t_end,
+            phase=plan.phase,
+            batch_id=plan.batch_id,
+            running_ids=computing,
+            num_running=len(computing),
+            max_slots=self.scheduler.max_slots,
+            tokens_computed=plan.num_tokens,
+            padded_tokens=plan.num_pad,
+            idle_slots=len(plan.chunks) - len(computing),  # held by finished members of a static batch
+            empty_slots=max(0, self.scheduler.max_slots - len(plan.chunks)),
+            admitted=plan.admitted,
+            finished=[seq.request_id for seq in finished],
+            preempted=plan.preempted,
+            waiting=len(self.scheduler.waiting),
+            blocked_reason=plan.blocked_reason,
+            kv_blocks_used=blocks_used,
+            kv_blocks_free=blocks_total - blocks_used,
+            kv_blocks_total=blocks_total,
+            decisions=plan.decisions,
+        )

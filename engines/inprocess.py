@@ -25,6 +25,8 @@ Kind = Literal["static", "continuous"]
 
 @dataclass(frozen=True)
 class KVConfig:
+    """The KV-cache pool: block size and either a memory budget or an exact block count."""
+
     block_size: int = 16
     memory_mb: float = 256.0  # the KV pool's budget; sets how many blocks exist
     blocks: int | None = None  # an exact pool size, overriding memory_mb (tests, tiny pools)
@@ -37,6 +39,8 @@ class KVConfig:
 
 @dataclass(frozen=True)
 class EngineOptions:
+    """Everything that configures an in-process engine (built from the option table, `engines/options.py`)."""
+
     kind: Kind = "continuous"
     policy: str = "fcfs"
     kv: KVConfig = field(default_factory=KVConfig)
@@ -47,6 +51,12 @@ class EngineOptions:
 
 
 class InProcessEngine(Engine):
+    """Static or continuous batching on a loaded model: an `EngineCore` thread behind the async interface.
+
+    `generate` validates a request (one clear error event, never an exception), submits it to the loop
+    and streams the loop's events for it back onto the caller's event loop.
+    """
+
     def __init__(self, loaded: LoadedModel, options: EngineOptions, name: str | None = None) -> None:
         self.name = name or options.kind
         self.options = options
@@ -122,8 +132,7 @@ class InProcessEngine(Engine):
         need = self.blocks.blocks_for_tokens(n + request.max_tokens)
         if need > self.blocks.num_blocks:
             raise EngineInputError(
-                f"request {rid}: needs {need} KV blocks, the pool has {self.blocks.num_blocks} "
-                f"(raise --kv-memory-mb)"
+                f"request {rid}: needs {need} KV blocks, the pool has {self.blocks.num_blocks} (raise --kv-memory-mb)"
             )
 
     async def generate(self, request: Request) -> AsyncIterator[EngineEvent]:

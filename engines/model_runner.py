@@ -100,7 +100,7 @@ class ModelRunner:
         for row, chunk in enumerate(plan.chunks):
             block_tables[row, : len(chunk.seq.block_table)] = chunk.seq.block_table
         pos = torch.tensor(positions, dtype=torch.int64)
-        sample_rows = [last_row[i] for i, c in enumerate(plan.chunks) if c.samples]
+        sample_rows = [last_row[i] for i, c in enumerate(plan.chunks) if c.yields_token]
         # A finished member of a static batch still runs its whole row, LM head included, as a padded
         # batch does; its logits are computed and thrown away.
         sample_rows += [last_row[i] + c.num_pad for i, c in enumerate(plan.chunks) if not c.num_tokens and c.num_pad]
@@ -112,7 +112,7 @@ class ModelRunner:
             "token_pos": pos.to(torch.int32),
             "block_tables": torch.from_numpy(block_tables),
             "sample_rows": torch.tensor(sample_rows, dtype=torch.int64),
-            "num_samples": sum(c.samples for c in plan.chunks),
+            "num_samples": sum(c.yields_token for c in plan.chunks),
             "max_len": int(pos.max().item()) + 1 if positions else 1,
             "num_short_rows": num_short_rows,
             # rows past the kernel's, grouped once per step rather than once per layer

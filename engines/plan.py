@@ -1,4 +1,4 @@
-"""What the scheduler decided for one engine step, and the trace record that explains it."""
+"""What the scheduler decided for one engine step: the chunks to compute, and every decision with its reason."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engines.sequence import Sequence
+from engines.stages import Stage
 
 
 @dataclass
@@ -14,12 +15,14 @@ class Chunk:
 
     seq: Sequence
     num_tokens: int
-    samples: bool  # the chunk reaches the end of the sequence, so its last row yields a new token
+    yields_token: bool  # the chunk reaches the end of the sequence, so its last row yields a new token
     num_pad: int = 0  # pad rows computed beside it and thrown away (static batching's waste)
 
 
 @dataclass
 class StepPlan:
+    """One step's work (`chunks`) and the scheduler's account of it, which the step record carries."""
+
     chunks: list[Chunk] = field(default_factory=list)
     admitted: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
@@ -37,12 +40,12 @@ class StepPlan:
 
     @property
     def phase(self) -> str:
-        prefill = any(c.num_tokens > 1 or (c.num_tokens == 1 and not c.seq.num_output_tokens)
-                      for c in self.chunks)
+        prefill = any(c.num_tokens > 1 or (c.num_tokens == 1 and not c.seq.num_output_tokens) for c in self.chunks)
         decode = any(c.num_tokens == 1 and c.seq.num_output_tokens for c in self.chunks)
         if prefill and decode:
             return "mixed"
         return "prefill" if prefill else "decode"
 
-    def decide(self, stage: int, action: str, seq: Sequence, **detail: Any) -> None:
+    def decide(self, stage: Stage, action: str, seq: Sequence, **detail: Any) -> None:
+        """Note a decision about `seq` (admit, defer, preempt, readmit, finish) with its reason and resources."""
         self.decisions.append({"stage": stage, "action": action, "id": seq.request_id, **detail})

@@ -25,19 +25,26 @@ def _insert_by_arrival(queue: deque[Sequence], seq: Sequence) -> None:
 
 
 class SchedulingPolicy(abc.ABC):
+    """The waiting queue in one order: schedulers `peek` at the head, `pop` what they admit, `add` back
+    what they preempt. `charge` tells fair-share policies what service a sequence received."""
+
     name: str = "policy"
 
     @abc.abstractmethod
-    def add(self, seq: Sequence) -> None: ...
+    def add(self, seq: Sequence) -> None:
+        """Queue a new or preempted sequence."""
 
     @abc.abstractmethod
-    def peek(self) -> Sequence | None: ...
+    def peek(self) -> Sequence | None:
+        """The sequence to consider next, or None when empty."""
 
     @abc.abstractmethod
-    def pop(self) -> Sequence: ...
+    def pop(self) -> Sequence:
+        """Take the head (the one `peek` returned)."""
 
     @abc.abstractmethod
-    def remove(self, seq: Sequence) -> None: ...
+    def remove(self, seq: Sequence) -> None:
+        """Take `seq` out wherever it is (an abort)."""
 
     @abc.abstractmethod
     def __len__(self) -> int: ...

@@ -1,10 +1,10 @@
 """Iteration-level (continuous) batching: the five stages, one engine step at a time.
 
-    1. enqueue       new requests join the policy's waiting queue as WAITING sequences
-    2. initial group when nothing runs, the first admissions form the batch
-    3. advance       every running sequence gets its next token (or its next prefill chunk)
-    4. remove        finished sequences leave at once and return their KV blocks
-    5. fill          freed slots, blocks and token budget go to waiting work in the same iteration
+    1. ENQUEUE  new requests join the policy's waiting queue as WAITING sequences
+    2. FORM     when nothing runs, the first admissions form the batch
+    3. ADVANCE  every running sequence gets its next token (or its next prefill chunk)
+    4. REMOVE   finished sequences leave at once and return their KV blocks
+    5. FILL     freed slots, blocks and token budget go to waiting work in the same iteration
 
 Limits: `max_running` sequences, `max_batched_tokens` per step, and the block manager's free blocks.
 When a running sequence needs a block and none is free, the newest running sequence is preempted
@@ -16,13 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engines.block_manager import BlockManager
+from engines.contract import abort_sequence, apply_step
 from engines.plan import Chunk, StepPlan
 from engines.policy import SchedulingPolicy
 from engines.sequence import Sequence, SequenceStatus
+from engines.stages import Stage
 
 
 @dataclass(frozen=True)
 class ContinuousConfig:
+    """The limits of continuous batching; the command-line defaults live in `engines/options.py`."""
+
     max_running: int = 32
     max_batched_tokens: int = 512  # small steps keep TPOT low while long prompts prefill (Sarathi)
     chunked_prefill: bool = True
@@ -30,6 +34,8 @@ class ContinuousConfig:
 
 
 class ContinuousScheduler:
+    """Iteration-level batching: admits and removes sequences at every step (the `Scheduler` contract)."""
+
     kind = "continuous"
 
     def __init__(
@@ -52,26 +58,26 @@ class ContinuousScheduler:
     def next_wakeup(self, now: float) -> float | None:
         return None  # never waits on purpose: work is taken as soon as it exists
 
-    # Stage 1
     def enqueue(self, seq: Sequence) -> None:
+        """Stage 1."""
         seq.status = SequenceStatus.WAITING
         self.waiting.add(seq)
 
     def schedule(self, now: float) -> StepPlan:
+        """Stage 3 for what runs, then stage 5 (or 2, when nothing ran) with the budget left."""
         plan = StepPlan()
         budget = self.advance_running(plan, self.config.max_batched_tokens)
-        stage = 5 if self.running else 2
-        self.fill_from_queue(plan, budget, stage)
+        self.fill_from_queue(plan, budget, Stage.FILL if self.running else Stage.FORM)
         return plan
 
-    # Stage 3
     def advance_running(self, plan: StepPlan, budget: int) -> int:
+        """Stage 3: the next chunk of every running sequence, preempting the newest when blocks run out."""
         for seq in list(self.running):  # oldest first, so preemption victims are not yet planned
             if seq.status is not SequenceStatus.RUNNING:
                 continue
             num = min(seq.num_uncomputed, budget)
             if num <= 0:
-                plan.decide(3, "defer", seq, why="token_budget")
+                plan.decide(Stage.ADVANCE, "defer", seq, why="token_budget")
                 continue
             need = self.blocks.blocks_needed(seq, num)
             while not self.blocks.can_allocate(need):
@@ -82,11 +88,12 @@ class ContinuousScheduler:
             if seq.status is not SequenceStatus.RUNNING:
                 continue
             self.blocks.allocate(seq, need)
-            plan.chunks.append(Chunk(seq, num, samples=num == seq.num_uncomputed))
+            plan.chunks.append(Chunk(seq, num, yields_token=num == seq.num_uncomputed))
             budget -= num
         return budget
 
     def preempt(self, seq: Sequence, plan: StepPlan) -> None:
+        """Free `seq`'s blocks and requeue it; it is recomputed from its tokens when readmitted."""
         self.blocks.free(seq)
         self.running.remove(seq)
         seq.num_computed_tokens = 0
@@ -94,10 +101,10 @@ class ContinuousScheduler:
         seq.preemptions += 1
         self.waiting.add(seq)
         plan.preempted.append(seq.request_id)
-        plan.decide(3, "preempt", seq, why="kv_blocks", free_blocks=self.blocks.num_free)
+        plan.decide(Stage.ADVANCE, "preempt", seq, why="kv_blocks", free_blocks=self.blocks.num_free)
 
-    # Stages 2 and 5
-    def fill_from_queue(self, plan: StepPlan, budget: int, stage: int) -> None:
+    def fill_from_queue(self, plan: StepPlan, budget: int, stage: Stage) -> None:
+        """Stages 2 and 5: admit from the head of the queue until a slot, the budget or KV blocks run out."""
         while (seq := self.waiting.peek()) is not None:
             num = min(seq.num_uncomputed, budget)
             need = self.blocks.blocks_needed(seq, num)
@@ -117,59 +124,19 @@ class ContinuousScheduler:
             readmit = seq.status is SequenceStatus.PREEMPTED
             seq.status = SequenceStatus.RUNNING
             self.running.append(seq)
-            plan.chunks.append(Chunk(seq, num, samples=num == seq.num_uncomputed))
+            plan.chunks.append(Chunk(seq, num, yields_token=num == seq.num_uncomputed))
             plan.admitted.append(seq.request_id)
             plan.decide(stage, "readmit" if readmit else "admit", seq, tokens=num, blocks=need)
             budget -= num
 
-    # Stage 4
-    def postprocess(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
+    def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
+        """Stage 4: finished sequences leave at once and return their blocks."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
         for seq in finished:
             self.blocks.free(seq)
             self.running.remove(seq)
-            plan.decide(4, "finish", seq, why=seq.finish_reason, output_tokens=seq.num_output_tokens)
+            plan.decide(Stage.REMOVE, "finish", seq, why=seq.finish_reason, output_tokens=seq.num_output_tokens)
         return finished
 
     def abort(self, request_id: str) -> Sequence | None:
         return abort_sequence(request_id, self.running, self.waiting, self.blocks)
-
-
-def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: SchedulingPolicy) -> list[Sequence]:
-    """Record what a step computed; append sampled tokens; return sequences that just finished."""
-    finished: list[Sequence] = []
-    tokens = iter(sampled)
-    for chunk in plan.chunks:
-        seq = chunk.seq
-        if seq.status is SequenceStatus.FINISHED:
-            continue  # a static batch's finished member computing pad rows
-        prefill_part = max(0, min(chunk.num_tokens, seq.num_prompt_tokens - seq.num_computed_tokens))
-        seq.num_computed_tokens += chunk.num_tokens
-        if chunk.samples:
-            seq.append_token(next(tokens))
-            policy.charge(seq, prefill_part, 1)
-            reason = seq.check_stop(eos)
-            if reason is not None:
-                seq.status = SequenceStatus.FINISHED
-                seq.finish_reason = reason
-                finished.append(seq)
-        else:
-            policy.charge(seq, prefill_part, 0)
-    return finished
-
-
-def abort_sequence(
-    request_id: str, running: list[Sequence], waiting: SchedulingPolicy, blocks: BlockManager
-) -> Sequence | None:
-    """Remove a running or waiting sequence at once, returning its blocks."""
-    seq = next((s for s in running if s.request_id == request_id), None)
-    if seq is not None:
-        running.remove(seq)
-    else:
-        seq = next((s for s in waiting if s.request_id == request_id), None)
-        if seq is None:
-            return None
-        waiting.remove(seq)
-    blocks.free(seq)
-    seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
-    return seq

@@ -4,7 +4,8 @@ Batch formation waits until `max_batch_size` requests are queued or the oldest h
 `batch_timeout_s`. Every member gets KV blocks for its prompt plus max_tokens up front (a static batch
 cannot grow). Prompts are right-padded to the longest one, and a member that finishes early keeps its
 slot: it computes a pad row every step until the batch ends. Those pad rows are real compute thrown
-away, recorded in the trace as padded tokens and idle slots.
+away, recorded in the trace as padded tokens and `idle_slots` (slots held by finished members).
+Stage 5 never happens: new work waits until the whole batch has ended.
 """
 
 from __future__ import annotations
@@ -12,19 +13,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engines.block_manager import BlockManager
+from engines.contract import abort_sequence, apply_step
 from engines.plan import Chunk, StepPlan
 from engines.policy import SchedulingPolicy
-from engines.scheduler import abort_sequence, apply_step
 from engines.sequence import Sequence, SequenceStatus
+from engines.stages import Stage
 
 
 @dataclass(frozen=True)
 class StaticConfig:
+    """The limits of static batching; the command-line defaults live in `engines/options.py`."""
+
     max_batch_size: int = 32
     batch_timeout_s: float = 0.05
 
 
 class StaticScheduler:
+    """Request-level batching: one batch at a time, run to its slowest member (the `Scheduler` contract)."""
+
     kind = "static"
 
     def __init__(self, config: StaticConfig, policy: SchedulingPolicy, blocks: BlockManager, eos: int | None):
@@ -51,10 +57,12 @@ class StaticScheduler:
         return head.enqueue_time + self.config.batch_timeout_s
 
     def enqueue(self, seq: Sequence) -> None:
+        """Stage 1."""
         seq.status = SequenceStatus.WAITING
         self.waiting.add(seq)
 
     def schedule(self, now: float) -> StepPlan:
+        """Stage 3 while a batch runs; otherwise stage 2, once the batch is full or its timeout fired."""
         if self.batch:
             return self._continue_batch()
         return self._form_batch(now)
@@ -71,20 +79,22 @@ class StaticScheduler:
             need = self.blocks.blocks_for_tokens(seq.max_total_tokens) - len(seq.block_table)
             if not self.blocks.can_allocate(need):
                 plan.blocked_reason = "kv_blocks"
-                plan.decide(2, "defer", seq, why="kv_blocks", need_blocks=need, free_blocks=self.blocks.num_free)
+                plan.decide(
+                    Stage.FORM, "defer", seq, why="kv_blocks", need_blocks=need, free_blocks=self.blocks.num_free
+                )
                 break
             self.waiting.pop()
             self.blocks.allocate(seq, need)
             seq.status = SequenceStatus.RUNNING
             self.batch.append(seq)
             plan.admitted.append(seq.request_id)
-            plan.decide(2, "admit", seq, tokens=seq.num_uncomputed, blocks=need)
+            plan.decide(Stage.FORM, "admit", seq, tokens=seq.num_uncomputed, blocks=need)
         if len(self.waiting) and plan.blocked_reason is None:
             plan.blocked_reason = "no_slot"
         self._batch_id += 1
         longest = max(seq.num_uncomputed for seq in self.batch)
         for seq in self.batch:
-            plan.chunks.append(Chunk(seq, seq.num_uncomputed, samples=True, num_pad=longest - seq.num_uncomputed))
+            plan.chunks.append(Chunk(seq, seq.num_uncomputed, yields_token=True, num_pad=longest - seq.num_uncomputed))
         plan.batch_id = self._batch_id
         return plan
 
@@ -92,27 +102,30 @@ class StaticScheduler:
         plan = StepPlan(batch_id=self._batch_id)
         for seq in self.batch:
             if seq.status is SequenceStatus.FINISHED:
-                plan.chunks.append(Chunk(seq, 0, samples=False, num_pad=1))
+                plan.chunks.append(Chunk(seq, 0, yields_token=False, num_pad=1))
             else:
-                plan.chunks.append(Chunk(seq, seq.num_uncomputed, samples=True))
+                plan.chunks.append(Chunk(seq, seq.num_uncomputed, yields_token=True))
         if len(self.waiting):
             plan.blocked_reason = "batch_running"
         return plan
 
-    def postprocess(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
+    def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
+        """Stage 4: a finished member's stream ends, but it keeps its slot and blocks until the batch ends."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
         for seq in finished:
-            plan.decide(4, "finish", seq, why=seq.finish_reason, output_tokens=seq.num_output_tokens,
-                        slot_held_until_batch_ends=True)  # fmt: skip
+            plan.decide(
+                Stage.REMOVE,
+                "finish",
+                seq,
+                why=seq.finish_reason,
+                output_tokens=seq.num_output_tokens,
+                slot_held_until_batch_ends=True,
+            )
         if self.batch and all(seq.status is SequenceStatus.FINISHED for seq in self.batch):
             for seq in self.batch:
                 self.blocks.free(seq)
             self.batch.clear()
         return finished
-
-    @property
-    def idle_slots(self) -> int:
-        return sum(seq.status is SequenceStatus.FINISHED for seq in self.batch)
 
     def abort(self, request_id: str) -> Sequence | None:
         for seq in self.batch:

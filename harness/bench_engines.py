@@ -68,7 +68,7 @@ class EngineRun:
 
 async def run_offline(engine: InProcessEngine, requests: list[Request]) -> EngineRun:
     steps: list[dict[str, Any]] = []
-    engine.set_step_sink(steps.append)
+    engine.set_step_sink(lambda record: steps.append(record.to_json()))
     await engine.start()
     tokens: dict[str, list[int]] = {}
 

@@ -95,9 +95,9 @@ def run_serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from engines.inprocess import InProcessEngine
+    from engines.serve import make_app
+    from engines.serve.runner import serve
     from harness.cmd_bench import load_model_from_args
-    from harness.server import make_app
-    from harness.server.runner import serve
 
     check_args(args)
     options = engine_options(args)

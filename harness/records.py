@@ -2,7 +2,12 @@
 
 Times are seconds on the run's monotonic clock (`time.perf_counter()` minus the run's start), so
 records from one run compare directly. Every metric in `harness.metrics` is a pure function of a
-table of these records (and, for utilisation, of the engine's step trace).
+table of these records (and, for utilisation, of the engine's step trace, `engines.step_record`).
+
+This dataclass is the request record's one schema: the pandas frame (`harness.metrics.frame`) and the
+pyarrow schema the report reads with (`reports.arrow`) derive their columns and dtypes from it. Field
+metadata, read by those readers: `required` marks a key without which a line is not a record; `absent`
+is what a missing key reads as (otherwise the field's type says: 0, False, "", None, an empty list).
 """
 
 from __future__ import annotations
@@ -10,20 +15,29 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.errors import HarnessInputError
+
 RECORD_SCHEMA_VERSION = 1
+REQUIRED = {"required": True}
+
+
+class RecordError(HarnessInputError):
+    """A records file, step trace or run directory that cannot be read; the message names the file and field."""
 
 
 @dataclass
 class RequestRecord:
-    request_id: str
+    """What one request did, as the load generator saw it: written as soon as the request finishes."""
+
+    request_id: str = field(metadata=REQUIRED)
     engine: str  # label of the engine run this record belongs to, e.g. "static" or "continuous"
-    tenant: str
+    tenant: str = field(metadata={"absent": "default"})  # as `Request.tenant`: grouping drops missing keys
     priority: int
     max_tokens: int
     ignore_eos: bool
     prompt_tokens: int  # counted by the harness from the prompt it sent
-    t_scheduled: float  # when the workload says the request arrives
-    t_sent: float  # when the load generator actually handed it to the engine
+    t_scheduled: float = field(metadata=REQUIRED)  # when the workload says the request arrives
+    t_sent: float = field(metadata=REQUIRED)  # when the load generator actually handed it to the engine
     t_admitted: float | None = None  # when the engine first scheduled it (from the engine's events)
     t_first_token: float | None = None
     t_finish: float | None = None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.api import Request
+from engines.step_record import StepRecord
 from harness.engine_factory import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.loadgen import LoopOutcome, Progress, Scheduled, run_closed_loop, run_open_loop
@@ -80,10 +81,10 @@ async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Schedule
     steps = JsonlWriter(steps_path) if steps_path is not None else None
     origin = [0.0]  # the loop's t0: step times are written on the same clock as the records
 
-    def write_step(step: dict[str, Any]) -> None:
-        step["t_start"] -= origin[0]
-        step["t_end"] -= origin[0]
-        steps.write(step)  # type: ignore[union-attr]
+    def write_step(step: StepRecord) -> None:
+        step.t_start -= origin[0]
+        step.t_end -= origin[0]
+        steps.write(step.to_json())  # type: ignore[union-attr]
 
     if steps is not None:
         engine.set_step_sink(write_step)

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness.errors import HarnessInputError
 from harness.metrics import paired_deltas, percentiles
 from harness.metrics.stats import bootstrap_quantiles
+from harness.records import RecordError
 from reports.load import EngineRun, RunData
 
 ALPHA = 0.05
@@ -87,7 +87,7 @@ def _pairing(a: EngineRun, b: EngineRun) -> tuple[pd.DataFrame | None, str]:
         return None, "duplicate request ids"
     try:
         deltas = paired_deltas(a.records, b.records, metrics=METRICS)
-    except HarnessInputError as exc:
+    except RecordError as exc:
         return None, f"not the same schedule ({exc})"
     extra = len(deltas.attrs["only_in_a"]) + len(deltas.attrs["only_in_b"])
     why = f"same schedule: {len(deltas):,} requests paired by request id and scheduled time"

@@ -18,8 +18,8 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from harness.errors import HarnessInputError
 from harness.metrics import jsonable, load_records
+from harness.records import RecordError
 from reports.analysis import Analysis, analyse
 from reports.load import RECORD_SCHEMA, RunData
 from reports.markdown import markdown_summary
@@ -39,7 +39,7 @@ def records_table(run_dir: Path) -> pa.Table:
         frame = load_records(path)  # names a corrupt line, or skips a truncated last one
         return pa.Table.from_pandas(frame, preserve_index=False)
     except OSError as exc:
-        raise HarnessInputError(f"cannot read {path}: {exc}") from exc
+        raise RecordError(f"cannot read {path}: {exc}") from exc
 
 
 def _csv_ready(table: pa.Table) -> pa.Table:

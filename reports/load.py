@@ -23,40 +23,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pj
 
-from harness.errors import HarnessInputError
 from harness.metrics import SLO, load_records, request_latencies, summarize
+from harness.metrics.columns import REQUEST_RECORD_COLUMNS, typed
 from harness.metrics.frame import RECORD_COLUMNS
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
+from harness.records import RecordError
+from reports.arrow import arrow_schema
 from reports.steps import StepTrace, read_trace
 
-RECORD_SCHEMA = pa.schema(
-    [
-        ("request_id", pa.string()),
-        ("engine", pa.string()),
-        ("tenant", pa.string()),
-        ("priority", pa.int64()),
-        ("max_tokens", pa.int64()),
-        ("ignore_eos", pa.bool_()),
-        ("prompt_tokens", pa.int64()),
-        ("t_scheduled", pa.float64()),
-        ("t_sent", pa.float64()),
-        ("t_admitted", pa.float64()),
-        ("t_first_token", pa.float64()),
-        ("t_finish", pa.float64()),
-        ("token_times", pa.list_(pa.float64())),
-        ("output_tokens", pa.int64()),
-        ("engine_prompt_tokens", pa.float64()),
-        ("engine_output_tokens", pa.float64()),
-        ("finish_reason", pa.string()),
-        ("error_type", pa.string()),
-        ("error_message", pa.string()),
-        ("preemptions", pa.int64()),
-        ("trial", pa.int64()),
-    ]
-)
-_RECORD_DEFAULTS = {"engine": "", "tenant": "default", "priority": 0, "max_tokens": 0, "ignore_eos": False,
-                    "prompt_tokens": 0, "output_tokens": 0, "preemptions": 0, "trial": 0}  # fmt: skip
-_TEXT = ("request_id", "engine", "tenant", "finish_reason", "error_type", "error_message")
+RECORD_SCHEMA = arrow_schema(REQUEST_RECORD_COLUMNS)
 
 _BLOCK = 16 << 20
 
@@ -174,11 +149,11 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
-        raise HarnessInputError(f"{path}: not valid JSON: {exc}") from exc
+        raise RecordError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
-        raise HarnessInputError(f"{path}: expected a JSON object")
+        raise RecordError(f"{path}: expected a JSON object")
     return data
 
 
@@ -195,7 +170,7 @@ def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
     try:
         table = _arrow_json(path, RECORD_SCHEMA, "ignore")
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
-        frame = load_records(path)  # raises a precise HarnessInputError, or skips a truncated last line
+        frame = load_records(path)  # raises a precise RecordError, or skips a truncated last line
         return frame, TokenTimes.from_lists(frame["token_times"])
     tt = table.column("token_times").combine_chunks()
     counts = tt.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -203,16 +178,10 @@ def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
     if flat.size != counts.sum():  # sliced or null-filled list arrays: rebuild honestly
         flat = np.concatenate([np.asarray(v or [], dtype=np.float64) for v in tt.to_pylist()] or [np.empty(0)])
     frame = table.drop_columns(["token_times"]).to_pandas()
-    if frame["request_id"].isna().any() or frame["t_scheduled"].isna().any() or frame["t_sent"].isna().any():
+    if any(frame[c.name].isna().any() for c in REQUEST_RECORD_COLUMNS if c.required):
         frame = load_records(path)  # let the metrics loader name the missing field
         return frame, TokenTimes.from_lists(frame["token_times"])
-    for col, default in _RECORD_DEFAULTS.items():
-        frame[col] = frame[col].fillna(default)
-    for col in ("priority", "max_tokens", "prompt_tokens", "output_tokens", "preemptions", "trial"):
-        frame[col] = frame[col].astype("int64")
-    frame["ignore_eos"] = frame["ignore_eos"].astype(bool)
-    for col in _TEXT:
-        frame[col] = frame[col].astype("str")
+    typed(frame, REQUEST_RECORD_COLUMNS, skip=("token_times",))
     frame["token_times"] = [()] * len(frame)
     frame.attrs["skipped_lines"] = []
     return frame[list(RECORD_COLUMNS)], TokenTimes(flat, np.repeat(np.arange(counts.size), counts), counts)
@@ -277,10 +246,10 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     """Everything the report needs from one run directory."""
     path = Path(path)
     if not path.is_dir():
-        raise HarnessInputError(f"{path}: not a run directory")
+        raise RecordError(f"{path}: not a run directory")
     records_path = path / "records.jsonl"
     if not records_path.exists():
-        raise HarnessInputError(f"{path}: no records.jsonl (is this a batchmark run directory?)")
+        raise RecordError(f"{path}: no records.jsonl (is this a batchmark run directory?)")
     manifest = _read_json(path / "manifest.json") if (path / "manifest.json").exists() else {}
     metrics = _read_json(path / "metrics.json") if (path / "metrics.json").exists() else None
     notes: list[str] = []
@@ -288,7 +257,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         notes.append("no manifest.json: lineage unknown")
     frame, tokens = read_records(records_path)
     if frame.empty:
-        raise HarnessInputError(f"{records_path}: no records")
+        raise RecordError(f"{records_path}: no records")
     known = _summaries(metrics)
     slo = run_slo(manifest, metrics)
     run_label = label or path.resolve().name

@@ -29,37 +29,20 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from harness.metrics import load_steps
+from harness.metrics.columns import STEP_RECORD_COLUMNS, typed
 from harness.metrics.frame import STEP_COLUMNS, steps_frame
+from reports.arrow import arrow_schema
 
 FULL_READ_BYTES = 24 << 20
 SAMPLE_CHUNKS = 256
 MIN_CHUNK_BYTES = 1 << 16
 _BLOCK = 16 << 20
 
-# The columns the report reads; id lists other than `preempted` are skipped (counts suffice).
-STEP_SCHEMA = pa.schema(
-    [
-        ("step", pa.int64()),
-        ("scheduler", pa.string()),
-        ("t_start", pa.float64()),
-        ("t_end", pa.float64()),
-        ("phase", pa.string()),
-        ("batch_id", pa.int64()),
-        ("num_running", pa.int64()),
-        ("max_slots", pa.int64()),
-        ("tokens_computed", pa.int64()),
-        ("padded_tokens", pa.int64()),
-        ("idle_slots", pa.int64()),
-        ("empty_slots", pa.int64()),
-        ("waiting", pa.int64()),
-        ("preempted", pa.list_(pa.string())),
-        ("blocked_reason", pa.string()),
-        ("kv_blocks_used", pa.int64()),
-        ("kv_blocks_total", pa.int64()),
-    ]
-)
-_INT_COLUMNS = [f.name for f in STEP_SCHEMA if pa.types.is_integer(f.type) and f.name != "batch_id"]
-FRAME_COLUMNS = [*STEP_COLUMNS, "scheduler", "batch_id", "empty_slots"]
+# The report reads every step column but the id lists (counts suffice) other than `preempted`, and not
+# the decisions; those come back as empty tuples so every frame has the `StepRecord` columns.
+SKIPPED = ("running_ids", "admitted", "finished", "decisions")
+STEP_SCHEMA = arrow_schema(STEP_RECORD_COLUMNS, skip=SKIPPED)
+FRAME_COLUMNS = list(STEP_COLUMNS)
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
@@ -70,11 +53,8 @@ def _frame(table: pa.Table) -> pd.DataFrame:
     for i in np.flatnonzero(counts).tolist():
         lists[i] = preempted[i].as_py() or []
     frame["preempted"] = lists
-    for col in _INT_COLUMNS:
-        frame[col] = frame[col].fillna(0).astype("int64")
-    for col in ("phase", "blocked_reason", "scheduler"):
-        frame[col] = frame[col].astype("str")
-    for col in ("running_ids", "admitted", "finished"):
+    typed(frame, STEP_RECORD_COLUMNS, skip=(*SKIPPED, "preempted"))
+    for col in SKIPPED:
         frame[col] = [()] * len(frame)
     return frame[FRAME_COLUMNS]
 
@@ -89,11 +69,7 @@ def _parse(source: Path | io.BytesIO) -> pd.DataFrame:
 
 
 def _fallback(path: Path) -> pd.DataFrame:
-    frame = load_steps(path)
-    for col in ("scheduler", "batch_id", "empty_slots"):
-        if col not in frame:
-            frame[col] = None
-    return frame
+    return load_steps(path)[FRAME_COLUMNS]
 
 
 @dataclass
@@ -191,7 +167,4 @@ def _read_window(path: Path, t0: float, max_steps: int) -> pd.DataFrame:
             rows.append({k: obj.get(k) for k in STEP_SCHEMA.names})
             if len(rows) >= max_steps:
                 break
-    frame = steps_frame(rows)
-    for col in ("scheduler", "batch_id", "empty_slots"):
-        frame[col] = [r.get(col) for r in rows] if rows else []
-    return frame[FRAME_COLUMNS]
+    return steps_frame(rows)[FRAME_COLUMNS]

@@ -1,4 +1,4 @@
-"""The HTTP engine: any OpenAI-compatible server behind the one engine interface."""
+"""The HTTP engine: any OpenAI-compatible server behind the one engine interface (aiohttp; imports `engines` only)."""
 
 from engines.http.engine import HttpEngine, HttpEngineConfig
 from engines.http.errors import ERROR_TYPES

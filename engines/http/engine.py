@@ -2,7 +2,7 @@
 
 One `aiohttp.ClientSession` per engine: pooled keep-alive connections and a read buffer big enough
 that long streams never stall on the client (aiohttp's 64 KiB default cut throughput ~10x at 50K-token
-contexts, ANCHORS complaint 2). Per request:
+contexts). Per request:
 
 - `AdmitEvent`: the server cannot be seen admitting a request, so this is the time the request was
   sent (taken just before the POST), emitted once the server answered 2xx.

@@ -112,9 +112,7 @@ def _load_checkpoint(directory: Path, torch_dtype: Any) -> LoadedModel:
             f"{config_path}: architectures {architectures}: supported are {', '.join(SUPPORTED_ARCHITECTURES)}"
         )
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            str(directory), local_files_only=True, dtype=torch_dtype
-        ).eval()
+        model = AutoModelForCausalLM.from_pretrained(str(directory), local_files_only=True, dtype=torch_dtype).eval()
     except Exception as exc:  # transformers raises many types for a broken checkpoint
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelLoadError(f"--model {str(directory)!r}: cannot load weights: {first}") from None

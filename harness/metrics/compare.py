@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from harness.errors import HarnessInputError
 from harness.metrics.latency import request_latencies
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, bootstrap_ci, percentiles
+from harness.records import RecordError
 
 PAIRED_METRICS: tuple[str, ...] = ("ttft", "tpot", "e2e", "queue_delay", "normalized_latency")
 
@@ -30,7 +30,7 @@ def paired_deltas(
     plus `succeeded_a` / `succeeded_b`. Rows are the inner join on request_id; the ids found in
     only one run are listed in `attrs["only_in_a"]` / `attrs["only_in_b"]`.
 
-    Raises HarnessInputError if a shared request was scheduled at different times (the runs did
+    Raises RecordError if a shared request was scheduled at different times (the runs did
     not use the same schedule, so pairing them would be meaningless), unless `check_schedule` is off.
     Closed-loop records (those with a `user`) pair on request and user instead: there the scheduled
     time is when the user was ready, which follows each engine's own pace, while each user sends the
@@ -39,7 +39,7 @@ def paired_deltas(
     la, lb = request_latencies(a), request_latencies(b)
     for name, lat in (("a", la), ("b", lb)):
         if lat["request_id"].duplicated().any():
-            raise HarnessInputError(f"run {name} has duplicate request_ids; pair one trial at a time")
+            raise RecordError(f"run {name} has duplicate request_ids; pair one trial at a time")
     closed = _users(a) is not None and _users(b) is not None
     key = ["request_id", "user"] if closed else ["request_id"]
     if closed:
@@ -50,7 +50,7 @@ def paired_deltas(
         drift = (joined["t_scheduled_a"] - joined["t_scheduled_b"]).abs() > atol
         if drift.any():
             first = joined.loc[drift, "request_id"].iloc[0]
-            raise HarnessInputError(
+            raise RecordError(
                 f"{int(drift.sum())} request(s) scheduled at different times in the two runs (e.g. {first})"
             )
     out = joined[["request_id", "t_scheduled_a", "succeeded_a", "succeeded_b"]].rename(

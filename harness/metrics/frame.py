@@ -1,17 +1,16 @@
-"""Record and step-trace tables: the only module that knows the on-disk shape (JSON lines).
+"""Record and step-trace tables: the only module that reads the on-disk shape (JSON lines).
 
-Everything downstream works on the DataFrames built here, so column names and dtypes are fixed
-in one place: times are float64 seconds (NaN when absent), optional counts are float64 (NaN when
-the engine did not report them), text columns are pandas strings, list columns hold Python lists.
+Everything downstream works on the DataFrames built here. Columns and dtypes come from the two record
+schemas (`harness.records.RequestRecord`, `engines.step_record.StepRecord`) through `harness.metrics.columns`:
+times are float64 seconds (NaN when absent), optional counts are float64 (NaN when the engine did not
+report them), text columns are pandas strings, list columns hold Python lists.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -19,59 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.errors import HarnessInputError
-from harness.records import RequestRecord
+from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, typed
+from harness.records import RecordError, RequestRecord
 
-RECORD_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(RequestRecord))
-RECORD_TIME_COLUMNS = ("t_scheduled", "t_sent", "t_admitted", "t_first_token", "t_finish")
-_RECORD_INT_COLUMNS = ("priority", "max_tokens", "prompt_tokens", "output_tokens", "preemptions", "trial")
-# The engine's own counts may be missing (failed before its finish event); NaN keeps that visible.
-_RECORD_OPTIONAL_COUNTS = ("engine_prompt_tokens", "engine_output_tokens", "user")
-_RECORD_TEXT_COLUMNS = ("request_id", "engine", "tenant", "finish_reason", "error_type", "error_message")
-_RECORD_DEFAULTS: dict[str, Any] = {
-    "engine": "",
-    "tenant": "default",
-    "priority": 0,
-    "max_tokens": 0,
-    "ignore_eos": False,
-    "prompt_tokens": 0,
-    "output_tokens": 0,
-    "preemptions": 0,
-    "trial": 0,
-}
-_RECORD_REQUIRED = ("request_id", "t_scheduled", "t_sent")
-
-STEP_COLUMNS: tuple[str, ...] = (
-    "step",
-    "t_start",
-    "t_end",
-    "phase",
-    "running_ids",
-    "num_running",
-    "max_slots",
-    "tokens_computed",
-    "padded_tokens",
-    "idle_slots",
-    "admitted",
-    "finished",
-    "preempted",
-    "waiting",
-    "blocked_reason",
-    "kv_blocks_used",
-    "kv_blocks_total",
-)
-_STEP_LIST_COLUMNS = ("running_ids", "admitted", "finished", "preempted")
-_STEP_INT_COLUMNS = (
-    "step",
-    "num_running",
-    "max_slots",
-    "tokens_computed",
-    "padded_tokens",
-    "idle_slots",
-    "waiting",
-    "kv_blocks_used",
-    "kv_blocks_total",
-)
+RECORD_COLUMNS: tuple[str, ...] = tuple(c.name for c in REQUEST_RECORD_COLUMNS)
+STEP_COLUMNS: tuple[str, ...] = tuple(c.name for c in STEP_RECORD_COLUMNS)
 
 
 class TruncatedLineWarning(UserWarning):
@@ -83,19 +34,21 @@ def _as_dict(row: Mapping[str, Any] | RequestRecord) -> Mapping[str, Any]:
         return row.to_json()
     if isinstance(row, Mapping):
         return row
-    raise HarnessInputError(f"a record must be a dict or RequestRecord, got {type(row).__name__}")
+    raise RecordError(f"a record must be a dict or RequestRecord, got {type(row).__name__}")
 
 
-def _float_list(value: Any) -> list[float]:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return []
-    return [float(v) for v in value]
-
-
-def _list_or_empty(value: Any) -> list[Any]:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return []
-    return list(value)
+def _table(rows: list[Mapping[str, Any]], columns: tuple[Column, ...], what: str) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=[c.name for c in columns])
+    required = [c.name for c in columns if c.required]
+    missing = [name for name in required if name not in frame.columns]
+    if missing:
+        raise RecordError(f"{what} required field(s): {', '.join(missing)}")
+    typed(frame, columns)
+    names = [c.name for c in columns]
+    extra = [c for c in frame.columns if c not in names]  # a newer schema's keys are kept
+    return frame[names + extra].reset_index(drop=True)
 
 
 def records_frame(rows: Iterable[Mapping[str, Any] | RequestRecord]) -> pd.DataFrame:
@@ -103,53 +56,15 @@ def records_frame(rows: Iterable[Mapping[str, Any] | RequestRecord]) -> pd.DataF
 
     Unknown keys are kept as extra columns so a newer record schema still loads.
     """
-    frame = pd.DataFrame.from_records([_as_dict(r) for r in rows])
-    if frame.empty:
-        frame = pd.DataFrame(columns=list(RECORD_COLUMNS))
-    missing = [c for c in _RECORD_REQUIRED if c not in frame.columns]
-    if missing:
-        raise HarnessInputError(f"records lack required field(s): {', '.join(missing)}")
-    for col in RECORD_COLUMNS:
-        if col not in frame.columns:
-            frame[col] = _RECORD_DEFAULTS.get(col)
-    for col in RECORD_TIME_COLUMNS + _RECORD_OPTIONAL_COUNTS:
-        frame[col] = pd.to_numeric(frame[col], errors="raise").astype("float64")
-    for col in _RECORD_INT_COLUMNS:
-        frame[col] = pd.to_numeric(frame[col].fillna(_RECORD_DEFAULTS[col])).astype("int64")
-    frame["ignore_eos"] = frame["ignore_eos"].fillna(False).astype(bool)
-    # Grouping by tenant or engine silently drops missing keys, so those get their defaults.
-    frame["tenant"] = frame["tenant"].fillna(_RECORD_DEFAULTS["tenant"])
-    frame["engine"] = frame["engine"].fillna(_RECORD_DEFAULTS["engine"])
-    for col in _RECORD_TEXT_COLUMNS:
-        frame[col] = frame[col].astype("str")
+    frame = _table([_as_dict(r) for r in rows], REQUEST_RECORD_COLUMNS, "records lack")
     if frame["request_id"].isna().any():
-        raise HarnessInputError("a record has no request_id")
-    frame["token_times"] = [_float_list(v) for v in frame["token_times"]]
-    extra = [c for c in frame.columns if c not in RECORD_COLUMNS]
-    return frame[list(RECORD_COLUMNS) + extra].reset_index(drop=True)
+        raise RecordError("a record has no request_id")
+    return frame
 
 
 def steps_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per engine step with every step-trace column present and typed."""
-    frame = pd.DataFrame.from_records(list(rows))
-    if frame.empty:
-        frame = pd.DataFrame(columns=list(STEP_COLUMNS))
-    missing = [c for c in ("t_start", "t_end", "phase") if c not in frame.columns]
-    if missing:
-        raise HarnessInputError(f"step trace lacks required field(s): {', '.join(missing)}")
-    for col in STEP_COLUMNS:
-        if col not in frame.columns:
-            frame[col] = None
-    for col in ("t_start", "t_end"):
-        frame[col] = pd.to_numeric(frame[col]).astype("float64")
-    for col in _STEP_INT_COLUMNS:
-        frame[col] = pd.to_numeric(frame[col].fillna(0)).astype("int64")
-    for col in _STEP_LIST_COLUMNS:
-        frame[col] = [_list_or_empty(v) for v in frame[col]]
-    frame["phase"] = frame["phase"].astype("str")
-    frame["blocked_reason"] = frame["blocked_reason"].astype("str")
-    extra = [c for c in frame.columns if c not in STEP_COLUMNS]
-    return frame[list(STEP_COLUMNS) + extra].reset_index(drop=True)
+    """One row per engine step with every `StepRecord` column present and typed."""
+    return _table(list(rows), STEP_RECORD_COLUMNS, "step trace lacks")
 
 
 def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -162,7 +77,7 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
     lines = text.split("\n")
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     objects: list[dict[str, Any]] = []
@@ -181,7 +96,7 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
                     stacklevel=3,
                 )
                 continue
-            raise HarnessInputError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
+            raise RecordError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
         objects.append(obj)
     return objects, skipped
 

@@ -20,8 +20,8 @@ from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence
 from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
-from harness.gate.synthetic import synthetic_run
 from harness.metrics import records_frame, summarize
+from tests.fixtures.gate_runs import synthetic_run
 
 pytestmark = pytest.mark.bench
 
@@ -48,7 +48,7 @@ def decoding_batch(blocks: BlockManager) -> ContinuousScheduler:
         request = Request(f"r{i}", list(range(3, 3 + PROMPT)), 100_000, ignore_eos=True)
         scheduler.enqueue(Sequence.from_request(request, i, 0.0))
     plan = scheduler.schedule(0.0)
-    scheduler.postprocess(plan, [5] * BATCH)
+    scheduler.remove_finished(plan, [5] * BATCH)
     return scheduler
 
 
@@ -58,7 +58,7 @@ def test_scheduler_step(benchmark, embedded):
 
     def step() -> None:
         plan = scheduler.schedule(0.0)
-        scheduler.postprocess(plan, [5] * len(plan.chunks))
+        scheduler.remove_finished(plan, [5] * len(plan.chunks))
 
     benchmark.pedantic(step, rounds=300, iterations=1)
     scheduler_s = median_time(step, 300)

@@ -1,5 +1,5 @@
 """Accuracy of the HTTP client path (`make bench`): open loop at 800 req/s for 10 s against a local
-zero-delay streaming server (`harness.server.zero_server`), 128-token prompts, 16 output tokens.
+zero-delay streaming server (`engines.serve.zero_server`), 128-token prompts, 16 output tokens.
 
 Targets: achieved send rate within 2% of 800 req/s, every request complete, and TTFT p99 <= 10 ms,
 with TTFT measured from each request's *scheduled* time (the harness's coordinated-omission-safe
@@ -68,7 +68,7 @@ def worker(url: str, index: int, workers: int, start_at: float, out: mp.Queue) -
 
 
 def test_http_open_loop_accuracy():
-    server = subprocess.Popen([sys.executable, "-m", "harness.server.zero_server", "--port", "0"],
+    server = subprocess.Popen([sys.executable, "-m", "engines.serve.zero_server", "--port", "0"],
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert server.stdout is not None

@@ -1,6 +1,6 @@
 """Report build time (`make bench`): a 100,000-request run's report builds in <= 10 s and stays <= 15 MB.
 
-The run directory is synthetic (reports.synthetic, numpy; no engine runs) but shaped like a real one:
+The run directory is synthetic (tests.fixtures.run_dirs, numpy; no engine runs) but shaped like a real one:
 static and continuous engines on one 100k-request schedule, records with every token time, step traces
 with their id lists, metrics.json. Times the in-process `write_report` call (imports excluded) and
 reports the median of 3 builds.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reports import write_report
-from reports.synthetic import capacity_rps, write_synthetic_run
+from tests.fixtures.run_dirs import capacity_rps, write_synthetic_run
 
 pytestmark = pytest.mark.bench
 

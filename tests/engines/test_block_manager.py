@@ -69,8 +69,8 @@ def test_scheduler_never_leaks_and_every_request_ends(ops, kind, policy, num_blo
         if kind == "continuous":
             assert plan.num_tokens <= budget
             assert len({id(c.seq) for c in plan.chunks}) == len(plan.chunks) <= max_running
-        sampled = [rng.choice([1, 5, 6, 7]) for c in plan.chunks if c.samples and c.num_tokens]
-        for seq in scheduler.postprocess(plan, sampled):
+        sampled = [rng.choice([1, 5, 6, 7]) for c in plan.chunks if c.yields_token and c.num_tokens]
+        for seq in scheduler.remove_finished(plan, sampled):
             ended.add(seq.request_id)
         check_blocks(blocks, [s for s in sequences if s.status is not SequenceStatus.FINISHED or s.block_table])
 

@@ -18,8 +18,8 @@ from engines.sequence import Sequence
 from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary, trials_needed
 from harness.engine_factory import parse_engine_specs
 from harness.gate import GateConfig, rules_from_texts
-from harness.gate.synthetic import synthetic_run
 from harness.jsonl import JsonlWriter
+from tests.fixtures.gate_runs import synthetic_run
 
 
 class FakeReplay:
@@ -82,7 +82,7 @@ class FixedRunner:
 
     def execute(self, plan):
         self.clock.now += 0.004
-        return [5 for c in plan.chunks if c.samples and c.num_tokens]
+        return [5 for c in plan.chunks if c.yields_token and c.num_tokens]
 
 
 def step_times(slowdown: float) -> list[float]:
@@ -94,7 +94,7 @@ def step_times(slowdown: float) -> list[float]:
     for i in range(4):
         scheduler.enqueue(Sequence.from_request(Request(f"r{i}", [3] * 8, 20, ignore_eos=True), i, 0.0))
     durations: list[float] = []
-    core.step_sink = lambda step: durations.append(step["t_end"] - step["t_start"])
+    core.step_sink = lambda step: durations.append(step.t_end - step.t_start)
     while scheduler.has_work():
         core.step()
     return durations

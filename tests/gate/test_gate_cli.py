@@ -7,8 +7,8 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.gate.synthetic import synthetic_run
 from harness.jsonl import JsonlWriter
+from tests.fixtures.gate_runs import synthetic_run
 
 RULES = """\
 [gate]

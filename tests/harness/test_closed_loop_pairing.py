@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.errors import HarnessInputError
 from harness.metrics import load_records, paired_deltas, records_frame
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 def test_two_engines_in_a_closed_loop_end_with_metrics(tmp_path, capsys):

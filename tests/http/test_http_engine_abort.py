@@ -8,9 +8,9 @@ import time
 from engines.api import Request, TokenEvent
 from engines.http import HttpEngine
 from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
-from harness.server import make_app
-from harness.server.background import BackgroundServer
-from harness.server.state import STATE
+from engines.serve import make_app
+from engines.serve.background import BackgroundServer
+from engines.serve.state import STATE
 
 MODEL = "abort-model"
 

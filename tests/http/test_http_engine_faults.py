@@ -11,8 +11,8 @@ from faulty_server import make_faulty_app
 
 from engines.api import AdmitEvent, FinishEvent, Request, TokenEvent
 from engines.http import ERROR_TYPES, HttpEngine
+from engines.serve.background import BackgroundServer
 from harness.loadgen import Scheduled, run_open_loop
-from harness.server.background import BackgroundServer
 
 READ_TIMEOUT_S = 0.4
 TOTAL_TIMEOUT_S = 2.0

@@ -15,9 +15,9 @@ from transformers import AutoTokenizer
 from engines.api import Engine, FinishEvent, Request, TokenEvent
 from engines.http import HttpEngine
 from engines.model.embedded import TOKENIZER_DIR
+from engines.serve import make_app
+from engines.serve.background import BackgroundServer
 from engines.zero_engine import ZeroLatencyEngine
-from harness.server import make_app
-from harness.server.background import BackgroundServer
 
 pytestmark = pytest.mark.bench
 

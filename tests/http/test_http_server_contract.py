@@ -12,10 +12,10 @@ import pytest
 
 from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
 from engines.scheduler import ContinuousConfig
-from harness.server import begin_shutdown, make_app
-from harness.server.background import BackgroundServer
-from harness.server.chat import chat_prompt_ids
-from harness.server.state import STATE
+from engines.serve import begin_shutdown, make_app
+from engines.serve.background import BackgroundServer
+from engines.serve.chat import chat_prompt_ids
+from engines.serve.state import STATE
 
 MODEL = "test-model"
 KV = KVConfig(memory_mb=8)  # small: the test pool holds 64 blocks of 16 tokens

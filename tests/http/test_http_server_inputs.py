@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from test_http_server_contract import MODEL, call, engine_for
 
-from harness.server import make_app
-from harness.server.background import BackgroundServer
+from engines.serve import make_app
+from engines.serve.background import BackgroundServer
 
 
 class WatchedTokenizer:

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from engines.http.errors import MALFORMED_EVENT, SERVER_ERROR, RequestFailure
 from engines.http.payload import endpoint_url, is_plain_token_chunk, read_chunk
 from engines.http.sse import SSEDecoder, SSEError, SSEEvent
-from harness.server.chat import FALLBACK_GENERATION_PROMPT, fallback_template
-from harness.server.detokenize import IncrementalDetokenizer
-from harness.server.errors import ApiError
-from harness.server.metrics import Histogram
-from harness.server.protocol import parse_completions
+from engines.serve.chat import FALLBACK_GENERATION_PROMPT, fallback_template
+from engines.serve.detokenize import IncrementalDetokenizer
+from engines.serve.errors import ApiError
+from engines.serve.prometheus import Histogram
+from engines.serve.protocol import parse_completions
 
 payloads = st.lists(
     st.text(alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), max_size=40),

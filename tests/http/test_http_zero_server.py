@@ -10,7 +10,7 @@ import aiohttp
 
 from engines.api import FinishEvent, Request, TokenEvent
 from engines.http import HttpEngine
-from harness.server.zero_server import start_zero_server
+from engines.serve.zero_server import start_zero_server
 
 
 async def _with_server(delay_s: float, body):

@@ -2,7 +2,7 @@ import pytest
 
 from harness.errors import HarnessInputError
 from harness.metrics import paired_deltas, paired_summary, records_frame
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 def _run(engine: str, ttft: float, ids=range(20)):

@@ -13,7 +13,7 @@ from harness.metrics import (
     tenant_service,
     vtc_gap,
 )
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 def test_jain_index_hand_computed() -> None:

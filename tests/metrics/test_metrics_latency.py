@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from harness.metrics import inter_token_latencies, records_frame, request_latencies
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 import pytest
 
 from harness.metrics import SLO, goodput, records_frame, request_latencies, slo_table
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 SLO_1S = SLO(ttft_s=1.0, tpot_s=0.1)
 

@@ -16,7 +16,7 @@ from harness.metrics import (
     summarize_by_engine,
     summary_table,
 )
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 def _run(engine: str, slow: float) -> list[dict]:

@@ -1,7 +1,7 @@
 import pytest
 
 from harness.metrics import records_frame, run_window, run_windows, steady_window, throughput, throughput_table
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 @pytest.fixture

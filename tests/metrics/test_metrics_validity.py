@@ -1,5 +1,5 @@
 from harness.metrics import records_frame, validity, validity_flags
-from harness.metrics.synthetic import make_record
+from tests.fixtures.records import make_record
 
 
 def _flags(frame, **kw):

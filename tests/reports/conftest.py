@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from reports.synthetic import write_synthetic_run
+from tests.fixtures.run_dirs import write_synthetic_run
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "reports"

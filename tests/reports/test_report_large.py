@@ -14,7 +14,7 @@ import pytest
 
 from reports import write_report
 from reports.downsample import CDF_POINTS, DETAIL_STEPS, GANTT_REQUESTS, TIME_BINS
-from reports.synthetic import capacity_rps, write_synthetic_run
+from tests.fixtures.run_dirs import capacity_rps, write_synthetic_run
 
 pytestmark = pytest.mark.slow
 MAX_BYTES = 15 * 1024 * 1024

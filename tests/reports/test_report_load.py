@@ -15,7 +15,7 @@ from harness.metrics import load_records, load_steps, summarize
 from harness.metrics.frame import TruncatedLineWarning
 from reports.load import load_run, load_runs, read_records
 from reports.steps import read_trace
-from reports.synthetic import SYNTHETIC_SLO
+from tests.fixtures.run_dirs import SYNTHETIC_SLO
 
 
 def test_fast_records_match_the_metrics_loader(run_dir: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.metrics import load_records, load_steps, validity_flags
-from reports.synthetic import capacity_rps, write_synthetic_run
+from tests.fixtures.run_dirs import capacity_rps, write_synthetic_run
 
 
 def test_records_are_valid(run_dir: Path) -> None:

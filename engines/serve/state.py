@@ -12,8 +12,8 @@ from typing import Any
 from aiohttp import web
 
 from engines.api import Engine
-from harness.server.metrics import ServerMetrics
-from harness.server.prompts import PromptTokenizer
+from engines.serve.prometheus import ServerMetrics
+from engines.serve.prompts import PromptTokenizer
 
 DEFAULT_MAX_WAITING = 1024
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a 50K-token prompt as JSON ids is ~0.4 MB; text is smaller

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from harness.server.runner import serve
+from engines.serve.runner import serve
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ from typing import Any
 from aiohttp import web
 
 from engines.api import Engine
-from harness.server import handlers
-from harness.server.errors import ApiError
-from harness.server.state import (
+from engines.serve import handlers
+from engines.serve.errors import ApiError
+from engines.serve.state import (
     DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_TOKENS,

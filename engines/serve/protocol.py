@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.server.errors import ApiError, invalid
+from engines.serve.errors import ApiError, invalid
 
 Api = Literal["completions", "chat"]
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")

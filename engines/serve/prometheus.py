@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from engines.step_record import StepRecord
+
 # Seconds. A CPU step of a small model takes milliseconds, a big model's seconds: cover both.
 STEP_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5, 5.0)
 TTFT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -75,8 +77,8 @@ class ServerMetrics:
         )
     )
 
-    def on_step(self, record: dict) -> None:
-        self.step_seconds.observe(record["t_end"] - record["t_start"])
+    def on_step(self, record: StepRecord) -> None:
+        self.step_seconds.observe(record.t_end - record.t_start)
 
     def render(self) -> str:
         lines: list[str] = []

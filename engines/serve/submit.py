@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from engines.api import AdmitEvent, EngineEvent, FinishEvent, Request, TokenEvent
-from harness.server.state import ServerState
+from engines.serve.state import ServerState
 
 
 class Place:

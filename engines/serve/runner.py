@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from harness.server.app import begin_shutdown, drain
-from harness.server.state import STATE
+from engines.serve.app import begin_shutdown, drain
+from engines.serve.state import STATE
 
 _AFTER_DRAIN_S = 1.0  # the short handlers (health, metrics) that arrived just before the listener closed
 

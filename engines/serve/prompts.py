@@ -16,8 +16,8 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.server.chat import chat_prompt_ids
-from harness.server.errors import invalid
+from engines.serve.chat import chat_prompt_ids
+from engines.serve.errors import invalid
 
 INLINE_CHARS = 2048  # below this, tokenizing takes microseconds: no thread hop
 TOKENIZER_THREADS = 2

@@ -12,11 +12,11 @@ from aiohttp import web
 
 from engines.api import FinishEvent, Request, TokenEvent
 from engines.errors import EngineInputError
-from harness.server.detokenize import IncrementalDetokenizer
-from harness.server.errors import ApiError, invalid
-from harness.server.protocol import GenerationParams, parse_chat, parse_completions
-from harness.server.state import STATE, ServerState
-from harness.server.submit import Place, submit
+from engines.serve.detokenize import IncrementalDetokenizer
+from engines.serve.errors import ApiError, invalid
+from engines.serve.protocol import GenerationParams, parse_chat, parse_completions
+from engines.serve.state import STATE, ServerState
+from engines.serve.submit import Place, submit
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 DONE = b"data: [DONE]\n\n"

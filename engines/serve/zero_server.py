@@ -7,7 +7,7 @@ chunked events that far apart. Responses honour `max_tokens` (default 16), `stre
 `stream_options.include_usage` and `return_token_ids`; token i has id 3 + i % 100 and text " t".
 It exits on SIGTERM/SIGINT, or when the process that started it exits.
 
-    python -m harness.server.zero_server --port 0     # prints "listening on http://127.0.0.1:PORT"
+    python -m engines.serve.zero_server --port 0     # prints "listening on http://127.0.0.1:PORT"
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ async def _exit_with_parent(stop: asyncio.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.server.zero_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m engines.serve.zero_server", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
     parser.add_argument("--token-delay-ms", type=float, default=0.0, help="gap between streamed tokens")

