@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from workloads.errors import WorkloadError
+from workloads.options import MAX_REQUESTS
 
 PROCESSES = ("poisson", "gamma", "constant")
-MAX_ARRIVALS = 10_000_000  # a replay of more requests than this is a typo (1e10 tried to allocate 74.5 GiB)
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,15 @@ def arrival_times(
         raise WorkloadError(f"must be a finite number > 0, found {rate!r}", field="rate")
     n = count
     if horizon_s is not None:
-        fits = max(1, math.ceil(rate * horizon_s - 1e-9))
+        expected = rate * horizon_s
+        if n is None and not expected <= MAX_REQUESTS:
+            what = f"{rate:g} req/s for {horizon_s:g} s is more requests than a workload may hold ({MAX_REQUESTS:,})"
+            raise WorkloadError(what, field="duration_s")
+        fits = max(1, math.ceil(min(expected, MAX_REQUESTS + 1) - 1e-9))
         n = fits if n is None else min(n, fits)
     assert n is not None
-    if n > MAX_ARRIVALS:
-        raise WorkloadError(f"{n} arrivals is more than batchmark replays (at most {MAX_ARRIVALS})", field="requests")
+    if n > MAX_REQUESTS:
+        raise WorkloadError(f"{n:,} arrivals: more than a workload may hold ({MAX_REQUESTS:,})", field="requests")
     gaps = process.gaps(rng, rate, max(n - 1, 0))
     total = float(gaps.sum())
     if n > 1 and total > 0 and math.isfinite(total):

@@ -10,6 +10,11 @@ from typing import Any
 
 from workloads.errors import WorkloadError
 
+# Beyond these, a number is a typo or an overflow, not a workload: 99999999999999999999999 input tokens once
+# read back as -9.2e18 and passed the negative check, and `requests = 10000000000` tried to allocate 74.5 GiB.
+MAX_TOKENS = 10_000_000  # tokens in one prompt or output: more than any model's context
+MAX_REQUESTS = 10_000_000  # requests in one workload: days of the busiest public traces
+
 # name -> (type, lowest allowed value, whether the lowest value itself is allowed)
 BOUNDS: dict[str, tuple[type, float | None, bool]] = {
     "seed": (int, 0, True),
@@ -25,6 +30,14 @@ BOUNDS: dict[str, tuple[type, float | None, bool]] = {
     "max_context": (int, 2, True),
     "closed_loop_users": (int, 1, True),
     "think_time_s": (float, 0, True),
+}
+# name -> the highest allowed value (inclusive), for the options that have one
+HIGHEST: dict[str, float] = {
+    "seed": 2**63 - 1,
+    "first": MAX_REQUESTS,
+    "requests": MAX_REQUESTS,
+    "max_context": MAX_TOKENS,
+    "closed_loop_users": 100_000,
 }
 
 
@@ -73,6 +86,9 @@ def check_option(name: str, value: Any, where: str | None = None, line: int | No
         raise WorkloadError(f"must be {bound}, found {value!r}", file=where, line=line, field=name)
     if value == float("inf"):
         raise WorkloadError("must be finite", file=where, line=line, field=name)
+    high = HIGHEST.get(name)
+    if high is not None and value > high:
+        raise WorkloadError(f"must be <= {high:,.0f}, found {value!r}", file=where, line=line, field=name)
     return kind(value)
 
 

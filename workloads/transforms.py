@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workloads.arrivals import MAX_ARRIVALS, ArrivalProcess, arrival_times
+from workloads.arrivals import ArrivalProcess, arrival_times
 from workloads.errors import WorkloadError
 from workloads.frame import sort_by_arrival
+from workloads.options import MAX_REQUESTS
 
 Step = dict[str, Any]
 Result = tuple[pd.DataFrame, list[str]]
@@ -95,9 +96,10 @@ def override_rate(frame: pd.DataFrame, step: Step) -> Result:
     if span <= 0:
         raise WorkloadError("the workload has no time span to spread a new rate over", field="rate")
     n_src = len(frame)
+    if not rate * span < MAX_REQUESTS:
+        what = f"{rate * span:.3g} requests over {span:.0f} s: more than a workload may hold ({MAX_REQUESTS:,})"
+        raise WorkloadError(what, field="rate")
     n = round(rate * span) + 1
-    if n > MAX_ARRIVALS:
-        raise WorkloadError(f"{n} requests over {span:.0f} s is more than batchmark replays", field="rate")
     cv = float(step["cv"]) if step.get("cv") is not None else _interarrival_cv(frame)
     rng = _rng(step)
     if n <= n_src:
