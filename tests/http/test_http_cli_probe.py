@@ -119,3 +119,32 @@ def test_probe_needs_room_between_the_predictions():
         t.tokens = [x for x in t.tokens if x <= t_short + STEP]
     result = decide(CONFIG, "m", [measure_round(longs, shorts, t_short, CONFIG)] * 3)
     assert result.verdict == "inconclusive" and "long-tokens" in result.reason
+
+
+def serial_round() -> tuple:
+    """One stream at a time: the second long request waits for the first, each short for the one before."""
+    t = 0.0
+    longs = []
+    for _ in range(CONFIG.long_requests):
+        tokens = [t + STEP * (k + 2) for k in range(CONFIG.long_tokens)]  # a prefill step, then one per token
+        longs.append(Timeline(0.0, tokens, _finish(CONFIG.long_tokens)))
+        t = tokens[-1]
+    t_short = longs[-1].tokens[CONFIG.warmup_tokens] + STEP / 3
+    shorts = []
+    for _ in range(CONFIG.short_requests):
+        tokens = [t + STEP * (k + 2) for k in range(CONFIG.short_tokens)]
+        shorts.append(Timeline(t_short, tokens, _finish(CONFIG.short_tokens)))
+        t = tokens[-1]
+    return longs, shorts, t_short
+
+
+def test_probe_decides_serial():
+    # before: a serial server (vLLM --max-num-seqs 1) was called "static" with confidence 1.0
+    result = decide(CONFIG, "m", [measure_round(*serial_round(), CONFIG) for _ in range(3)])
+    assert result.verdict == "serial" and result.confidence == 1.0, result.reason
+    assert "first tokens came 25.0 ms apart" in result.reason  # a prefill step and 4 tokens, 5 ms each
+    remaining_steps = CONFIG.long_tokens - CONFIG.warmup_tokens
+    static = [measure_round(*synthetic_round(remaining_steps + 1, 0.02, s), CONFIG) for s in range(3)]
+    continuous = [measure_round(*synthetic_round(1.5, 0.2, s), CONFIG) for s in range(3)]
+    assert decide(CONFIG, "m", static).verdict == "static"  # batches overlap: never serial
+    assert decide(CONFIG, "m", continuous).verdict == "continuous"
