@@ -258,6 +258,8 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     frame, tokens = read_records(records_path)
     if frame.empty:
         raise RecordError(f"{records_path}: no records")
+    schedule = read_schedule(path / "requests.jsonl")
+    scheduled = set(schedule["request_id"].astype(str)) if schedule is not None and "request_id" in schedule else None
     known = _summaries(metrics)
     slo = run_slo(manifest, metrics)
     run_label = label or path.resolve().name
@@ -270,6 +272,15 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         trace = read_trace(trace_path) if trace_path.exists() else None
         er = EngineRun(run_label, str(engine), int(trial), records, tokens.take(rows), trace)
         entry = known.get((str(engine), int(trial)))
+        if scheduled is not None:
+            never = len(scheduled - set(records["request_id"]))
+            if never:
+                if entry is None:
+                    why = "the run was killed or crashed first"
+                else:
+                    why = "a stop rule ended it" if entry.get("stopped_early") else "the run ended before them"
+                notes.append(f"{engine} trial {trial}: {never} of {len(scheduled)} scheduled requests were never "
+                             f"sent ({why}); rates and percentiles cover the {len(records)} that were")  # fmt: skip
         if entry is not None:
             er.summary = entry["summary"]
             er.stopped_early = bool(entry.get("stopped_early"))
@@ -284,7 +295,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
                                        **_price(manifest))  # fmt: skip
             notes.append(f"{engine} trial {trial}: summary computed by the report (metrics.json lacks it)")
         engine_runs.append(er)
-    return RunData(path, run_label, manifest, read_schedule(path / "requests.jsonl"), metrics, engine_runs, notes)
+    return RunData(path, run_label, manifest, schedule, metrics, engine_runs, notes)
 
 
 def load_runs(paths: list[Path], labels: list[str] | None = None) -> list[RunData]:
