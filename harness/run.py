@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.api import Request
 from engines.step_record import StepRecord
 from harness.engine_factory import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.loadgen import LoopOutcome, Progress, Scheduled, run_closed_loop, run_open_loop
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
+from harness.prompts import RunPrompts, build_prompts, prompt_kind
 from harness.stop_rules import StopRules
 
 GIL_SWITCH_S = 0.0005
@@ -37,28 +37,23 @@ class RunSettings:
     price_per_hour: float = 2.0
     stop_rules: StopRules = field(default_factory=StopRules)
     model_path: str | None = None
+    tokenizer_path: str | None = None  # None: the model's (--model), else the embedded model's
     dtype: str = "float32"
     progress: bool = False
     report: bool = True
 
 
-def build_schedule(workload: Any, vocab_size: int, avoid_ids: set[int], seed: int) -> list[Scheduled]:
-    """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
-    trace's output length is what every engine must produce)."""
-    from workloads import token_id_prompts
+def run_tokenizer(settings: RunSettings, loaded: Any) -> Any:  # -> LoadedTokenizer
+    """`--tokenizer`, else the model's tokenizer (already loaded with the model when engines run in process)."""
+    from engines.model.loader import LoadedTokenizer, load_tokenizer
 
-    prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=tuple(sorted(avoid_ids)))
-    return [
-        Scheduled(
-            Request(
-                request_id=r.request_id, prompt_token_ids=prompts[r.request_id], max_tokens=r.output_tokens,
-                ignore_eos=True, tenant=r.tenant, priority=r.priority, arrival_time=r.arrival_s,
-                prompt_text=r.prompt_text,
-            ),
-            r.arrival_s,
-        )
-        for r in workload.requests
-    ]  # fmt: skip
+    if settings.tokenizer_path is None and loaded is not None:
+        return LoadedTokenizer(loaded.tokenizer, loaded.source, loaded.tokenizer_hash)
+    return load_tokenizer(settings.tokenizer_path or settings.model_path)
+
+
+def spec_prompt_kind(spec: EngineSpec, specs: list[EngineSpec]) -> str:
+    return prompt_kind(spec.kind, spec.options, any(s.kind == "http" for s in specs))
 
 
 def _progress_printer(label: str, trial: int) -> Progress:
@@ -117,18 +112,17 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
     out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
     loaded = None
-    avoid: set[int] = set()
-    vocab_size = 8192
     if any(spec.in_process for spec in specs):
         from engines import compute_threads
         from engines.model.loader import load_model
 
         compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
         loaded = load_model(settings.model_path, dtype=settings.dtype)
-        vocab_size = int(loaded.model.config.vocab_size)
-        tok = loaded.tokenizer
-        avoid = {t for t in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) if t is not None}
-    schedule = build_schedule(workload, vocab_size, avoid, settings.seed)
+    tokenizer = run_tokenizer(settings, loaded)
+    kinds = {spec_prompt_kind(spec, specs) for spec in specs}
+    prompts = build_prompts(workload, kinds, tokenizer.tokenizer, tokenizer.describe(), settings.seed)
+    for note in prompts.notes():
+        print(f"  note: {note}")
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
             writer.write({"request_id": r.request_id, "arrival_s": r.arrival_s, "input_tokens": r.input_tokens,
@@ -139,6 +133,7 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
     }  # fmt: skip
     manifest = build_manifest(argv=argv, workload=workload, engines=[], model=loaded.describe() if loaded else None,
                               seed=settings.seed, settings=run_settings)  # fmt: skip
+    manifest["prompts"] = prompts.describe()  # the tokenizer (its hash) the prompt lengths are exact in
     _write_json(out / "manifest.json", manifest)
     outcomes: list[dict[str, Any]] = []
     # An in-process engine's thread holds the GIL between torch calls; the default 5 ms switch interval
@@ -146,7 +141,7 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_S)
     try:
-        _replay_all(specs, loaded, schedule, workload, settings, manifest, outcomes)
+        _replay_all(specs, loaded, prompts, workload, settings, manifest, outcomes)
     finally:
         sys.setswitchinterval(switch_interval)
     manifest["finished_at_unix"] = time.time()
@@ -157,12 +152,13 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
     return metrics
 
 
-def _replay_all(specs: list[EngineSpec], loaded: Any, schedule: list[Scheduled], workload: Any,
+def _replay_all(specs: list[EngineSpec], loaded: Any, prompts: RunPrompts, workload: Any,
                 settings: RunSettings, manifest: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:  # fmt: skip
     out = settings.out_dir
     with JsonlWriter(out / "records.jsonl") as records:
         for trial in range(settings.repeat):
             for spec in specs:
+                schedule = prompts.schedules[spec_prompt_kind(spec, specs)]
                 steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.in_process else None
                 outcome, described = asyncio.run(
                     _one_engine_run(spec, loaded, schedule, workload, records, steps_path, settings, trial)

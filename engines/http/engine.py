@@ -357,7 +357,7 @@ class _Stream:
         return _FINISH_REASONS.get(self.finish_reason or "stop", "stop")
 
     def finish(self, reason: str, error_type: str | None = None, message: str | None = None) -> FinishEvent:
-        prompt = self.usage_prompt if self.usage_prompt is not None else len(self.request.prompt_token_ids)
+        prompt = self.usage_prompt  # only what the server said: a guess would pass the prompt-length cross-check
         output = self.usage_completion if self.usage_completion is not None and reason != "error" else self.count
         return FinishEvent(self.request_id, reason, prompt, output, time.perf_counter(),  # type: ignore[arg-type]
                            error_type=error_type, error_message=message)  # fmt: skip

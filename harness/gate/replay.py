@@ -31,17 +31,17 @@ class InProcessReplay:
 
         compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
         self.loaded = load_model(model_path, dtype=dtype)
-        tok = self.loaded.tokenizer
-        self.avoid = {t for t in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) if t is not None}
 
     def __call__(self, workload: Any, specs: Sequence[Any], run_dir: Path) -> None:
         self.replay_to(workload, specs, run_dir / "records.jsonl")
 
     def replay_to(self, workload: Any, specs: Sequence[Any], records_path: Path) -> None:
         from harness.jsonl import JsonlWriter
-        from harness.run import GIL_SWITCH_S, build_schedule
+        from harness.prompts import build_prompts
+        from harness.run import GIL_SWITCH_S
 
-        schedule = build_schedule(workload, int(self.loaded.model.config.vocab_size), self.avoid, 0)
+        info = {"source": self.loaded.source, "sha256": self.loaded.tokenizer_hash}
+        schedule = build_prompts(workload, {"ids"}, self.loaded.tokenizer, info, 0).schedules["ids"]
         switch = sys.getswitchinterval()
         sys.setswitchinterval(GIL_SWITCH_S)  # as run_benchmark does: the engine thread must not delay the dispatcher
         try:
