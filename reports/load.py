@@ -169,7 +169,7 @@ def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
     """records.jsonl as (frame with the `records_frame` dtypes but empty token_times, TokenTimes)."""
     try:
         table = _arrow_json(path, RECORD_SCHEMA, "ignore")
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeError):
         frame = load_records(path)  # raises a precise RecordError, or skips a truncated last line
         return frame, TokenTimes.from_lists(frame["token_times"])
     tt = table.column("token_times").combine_chunks()
