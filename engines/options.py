@@ -46,9 +46,9 @@ class Option:
     above: bool = False  # ... or strictly above it
     choices: tuple[str, ...] = ()
     flag: bool = True  # False: only as a spec key (`label=`, `slowdown=`)
-    spelling: str | None = (
-        None  # the flag when it is not `--name` (`model` is `--served-model`: `--model` is the checkpoint)
-    )
+    # the flag when it is not `--name` (`model` is `--served-model`: `--model` is the checkpoint)
+    spelling: str | None = None
+    aliases: tuple[str, ...] = ()  # further spellings of the flag
     metavar: str | None = None
     profiles: Mapping[str, Any] = field(default_factory=dict)  # profile -> the default it uses instead
 
@@ -74,27 +74,39 @@ class Option:
         return f"{'>' if self.above else '>='} {self.low:g}"
 
     def check(self, value: Any, where: str) -> Any:
-        """`value` converted and checked; an EngineInputError naming `where` (a flag or a spec) if it is bad."""
+        """`value` converted and checked; an EngineInputError naming `where` (a spec) and the key if it is bad."""
+        converted, problem = self._convert(value)
+        if problem is not None:
+            raise EngineInputError(f"{where}: {self.name}={value!r} {problem}")
+        return converted
+
+    def check_flag(self, value: Any) -> Any:
+        """As `check`, for a value given as this option's flag."""
+        converted, problem = self._convert(value)
+        if problem is not None:
+            raise EngineInputError(f"{self.flag_name} {value}: {problem}")
+        return converted
+
+    def _convert(self, value: Any) -> tuple[Any, str | None]:
         if value is None:
-            return None
+            return None, None
         if self.type is bool:
             if isinstance(value, str):
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise EngineInputError(f"{where}: {self.name}={value!r} is not true/false")
-                return value.lower() in ("true", "1", "yes")
-            return bool(value)
+                    return None, "is not true/false"
+                return value.lower() in ("true", "1", "yes"), None
+            return bool(value), None
         try:
             converted = self.type(value)
         except (TypeError, ValueError):
-            kind = {int: "an integer", float: "a number"}.get(self.type, self.type.__name__)
-            raise EngineInputError(f"{where}: {self.name}={value!r} is not {kind}") from None
+            return None, "is not " + {int: "an integer", float: "a number"}.get(self.type, self.type.__name__)
         if self.type is float and not math.isfinite(converted):
-            raise EngineInputError(f"{where}: {self.name}={value!r} must be a finite number")
+            return None, "must be a finite number"
         if self.choices and converted not in self.choices:
-            raise EngineInputError(f"{where}: {self.name}={value!r}: expected {self.range_text()}")
+            return None, f"expected {self.range_text()}"
         if self.low is not None and (converted < self.low or (self.above and converted == self.low)):
-            raise EngineInputError(f"{where}: {self.name}={value!r} must be {self.range_text()}")
-        return converted
+            return None, f"must be {self.range_text()}"
+        return converted, None
 
 
 _ALL = KINDS
@@ -106,7 +118,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("label", str, None, "the engine's name in records and reports (default: the kind)", _ALL, flag=False),
     Option("policy", str, "fcfs", "queue order", IN_PROCESS, choices=tuple(POLICIES)),
     Option("max_batch", int, 32, "static: max batch size", _STATIC, low=1, metavar="N"),
-    Option("batch_timeout_ms", float, 50.0, "static: batch formation timeout in ms", _STATIC, low=0, metavar="MS"),
+    Option(
+        "batch_timeout_ms",
+        float,
+        50.0,
+        "static: batch formation timeout in ms",
+        _STATIC,
+        low=0,
+        metavar="MS",
+        aliases=("--batch-timeout",),
+    ),
     Option("max_running", int, 32, "continuous: max running sequences", _CONTINUOUS, low=1, metavar="N"),
     Option(
         "max_batched_tokens",

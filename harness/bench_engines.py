@@ -9,31 +9,34 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from engines import compute_threads
-from engines.api import FinishEvent, Request, TokenEvent
+from engines.api import Request
 from engines.compute_threads import run_in_compute_thread
-from engines.inprocess import EngineOptions, InProcessEngine
+from engines.inprocess import InProcessEngine
 from engines.model.loader import LoadedModel
+from engines.options import in_process_options
 from engines.raw_loop import RawLoop
-from engines.scheduler import ContinuousConfig
-from engines.static_scheduler import StaticConfig
+from engines.step_record import StepRecord
+from harness.loadgen import Scenario, Scheduled, replay_engine
+from harness.records import RequestRecord
 
 
 @dataclass(frozen=True)
 class OfflineWorkload:
+    """Seeded requests of one prompt length and uniform output lengths, all due at once."""
+
     requests: int = 256
     prompt_len: int = 64
     min_output: int = 8
     max_output: int = 128
     seed: int = 0
 
-    def build(self, vocab_size: int, avoid: set[int]) -> list[Request]:
+    def build(self, vocab_size: int, avoid: tuple[int, ...]) -> list[Request]:
         rng = np.random.default_rng(self.seed)
         allowed = np.array([t for t in range(vocab_size) if t not in avoid])
         outputs = rng.integers(self.min_output, self.max_output + 1, size=self.requests)
@@ -44,11 +47,12 @@ class OfflineWorkload:
 
 
 @dataclass
-class EngineRun:
+class OfflineRun:
+    """One engine's offline run: output tokens, wall time and its step trace."""
+
     output_tokens: int
     seconds: float
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    tokens_by_request: dict[str, list[int]] = field(default_factory=dict)
+    steps: list[StepRecord] = field(default_factory=list)
 
     @property
     def tok_s(self) -> float:
@@ -57,61 +61,48 @@ class EngineRun:
     @property
     def occupancy(self) -> float:
         """Mean share of slots computing a real token per step."""
-        return float(np.mean([s["num_running"] / s["max_slots"] for s in self.steps])) if self.steps else 0.0
+        return float(np.mean([s.num_running / s.max_slots for s in self.steps])) if self.steps else 0.0
 
     @property
     def slot_waste(self) -> float:
         """Share of slot-steps held by finished sequences or left empty."""
-        total = sum(s["max_slots"] for s in self.steps)
-        return sum(s["idle_slots"] + s["empty_slots"] for s in self.steps) / total if total else 0.0
+        total = sum(s.max_slots for s in self.steps)
+        return sum(s.idle_slots + s.empty_slots for s in self.steps) / total if total else 0.0
 
 
-async def run_offline(engine: InProcessEngine, requests: list[Request]) -> EngineRun:
-    steps: list[dict[str, Any]] = []
-    engine.set_step_sink(lambda record: steps.append(record.to_json()))
-    await engine.start()
-    tokens: dict[str, list[int]] = {}
-
-    async def one(request: Request) -> int:
-        out = tokens.setdefault(request.request_id, [])
-        async for event in engine.generate(request):
-            if isinstance(event, TokenEvent):
-                out.append(event.token_id)
-            elif isinstance(event, FinishEvent) and event.error_type:
-                raise RuntimeError(event.error_message)
-        return len(out)
-
-    t0 = time.perf_counter()
-    counts = await asyncio.gather(*(one(r) for r in requests))
-    seconds = time.perf_counter() - t0
-    await engine.stop()
-    engine.set_step_sink(None)
-    return EngineRun(sum(counts), seconds, steps, tokens)
+def run_offline(engine: InProcessEngine, requests: list[Request]) -> OfflineRun:
+    """Every request at once through the load generator's offline scenario."""
+    steps: list[StepRecord] = []
+    records: list[RequestRecord] = []
+    schedule = [Scheduled(r, 0.0) for r in requests]
+    replay = replay_engine(engine, schedule, Scenario("offline"), records.append, label=engine.name, steps=steps.append)
+    outcome = asyncio.run(replay)
+    failed = next((r for r in records if r.error_type is not None), None)
+    if failed is not None:
+        raise RuntimeError(f"{engine.name}: request {failed.request_id} failed: {failed.error_message}")
+    return OfflineRun(sum(r.output_tokens for r in records), outcome.wall_time_s, steps)
 
 
-# Offline throughput: everything is queued at once and no TTFT or TPOT is at stake, so the continuous
-# engine may prefill in big chunks (vLLM's offline mode does the same); `batchmark run` defaults to 512.
-OFFLINE_STEP_TOKENS = 2048
+# The continuous engine's step budget here: the option table's "offline" profile says why it is not 512.
+OFFLINE_STEP_TOKENS = in_process_options("continuous", {}, "offline").continuous.max_batched_tokens
 
 
 def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
                step_tokens: int = OFFLINE_STEP_TOKENS, continuous_first: bool = False) -> dict[str, float]:  # fmt: skip
-    tokenizer = loaded.tokenizer
-    avoid = {t for t in (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id) if t is not None}
-    requests = workload.build(int(loaded.model.config.vocab_size), avoid)
+    requests = workload.build(loaded.vocab_size, loaded.special_token_ids)
     mean_output = round(float(np.mean([r.max_tokens for r in requests])))
     prompts = [list(r.prompt_token_ids) for r in requests]
     # on a compute thread, as the engines' loops run: the same OpenMP conditions for all three
     raw = run_in_compute_thread(lambda: RawLoop(loaded.model).run(prompts, mean_output, batch_size=batch))
     options = {
-        "static": EngineOptions(kind="static", static=StaticConfig(max_batch_size=batch)),
-        "continuous": EngineOptions(
-            kind="continuous", continuous=ContinuousConfig(max_running=batch, max_batched_tokens=step_tokens)
+        "static": in_process_options("static", {"max_batch": batch}, "offline"),
+        "continuous": in_process_options(
+            "continuous", {"max_running": batch, "max_batched_tokens": step_tokens}, "offline"
         ),
     }
     # Which engine goes first alternates between trials, so a drift in machine load does not favour one.
     order = ["continuous", "static"] if continuous_first else ["static", "continuous"]
-    runs = {kind: asyncio.run(run_offline(InProcessEngine(loaded, options[kind]), requests)) for kind in order}
+    runs = {kind: run_offline(InProcessEngine(loaded, options[kind]), requests) for kind in order}
     static, continuous = runs["static"], runs["continuous"]
     return {
         "raw_tok_s": raw.tok_s,

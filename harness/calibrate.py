@@ -6,51 +6,36 @@ longer): every failing verdict is a detection. The two kinds alternate, so drift
 load lands on both alike, and within a pair the engines' order alternates across trials (ABBA), so
 whichever runs second is not always the same side. Each pair gets its own workload seed, so the rates
 describe the gate over schedules, not over one lucky schedule.
+
+This module runs the pairs; the statistics they feed are `harness.gate.calibration`. A pair replays
+through `InProcessReplay` (one side after the other, as `batchmark run` does) or `ConcurrentReplay` (both
+sides at the same instant, each in its own worker process: own interpreter, own GIL, its own core when
+there are two, so whatever else loads a shared machine lands on both sides alike).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import json
+import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from harness.errors import HarnessInputError
 from harness.gate import GateConfig, evaluate, sample_from_records
+from harness.gate.calibration import KINDS, CalibrationPlan, PairResult, noise, summary
+from harness.loadgen import Scenario
 from harness.metrics import load_records
 
 CALIBRATION_SCHEMA_VERSION = 1
-KINDS = ("aa", "slowdown")
-
-
-@dataclass(frozen=True)
-class CalibrationPlan:
-    pairs: int = 20  # of each kind
-    slowdown: float = 0.10
-    trials: int = 1  # interleaved repeats per pair, pooled by the gate
-    seed: int = 0
-    max_false_alarm: float = 0.05  # targets: the command exits 1 when either is missed
-    min_detection: float = 0.95
-
-
-@dataclass
-class PairResult:
-    kind: str
-    index: int
-    seed: int
-    failed: bool
-    seconds: float
-    load_average: float  # the machine's 1-minute load when the pair ended: context for a noisy result
-    rules: list[dict[str, Any]]
-
+START_LEAD_S = 0.3  # both workers get the order, then start together this long after it was sent
 
 LoadWorkload = Callable[[int], Any]  # seed -> Workload
 RunOne = Callable[[Any, Sequence[Any], Path], None]  # workload, engine specs in run order, run directory
@@ -103,67 +88,6 @@ def calibrate(plan: CalibrationPlan, spec: Any, config: GateConfig, load: LoadWo
     return _write(out, plan, config, results)
 
 
-def trials_needed(effect: float, threshold: float, trial_sd: float, alpha: float, power: float = 0.95,
-                  most: int = 1000) -> int | None:  # fmt: skip
-    """Fewest trials per side for a paired trial gate to fail on a change of `effect` with probability `power`.
-
-    The gate fails when the mean change is past `threshold` and its one-sided t-test has p < alpha: the
-    first is normal, the second a noncentral t; both hold at least as often as the sum of their misses
-    allows. All on the tested scale (log ratios for relative rules). None when no n up to `most` clears
-    it (the effect is within the threshold, or too small for the noise).
-    """
-    if not (np.isfinite(trial_sd) and trial_sd > 0) or effect <= threshold:
-        return None
-    for n in range(3, most + 1):
-        se = trial_sd / np.sqrt(n)
-        past = stats.norm.sf((threshold - effect) / se)  # P(mean change past the threshold)
-        significant = stats.nct.sf(stats.t.ppf(1.0 - alpha, n - 1), n - 1, effect / se)  # P(t-test p < alpha)
-        if 1.0 - (1.0 - past) - (1.0 - significant) >= power:  # both at once, at least (Bonferroni)
-            return n
-    return None
-
-
-def noise(results: list[PairResult], alpha: float) -> list[dict[str, Any]]:
-    """Per rule judged by trials: the run-to-run noise the A/A pairs measured, the changes, and the trials a
-    gate needs on this machine to catch the injected slowdown in 95% of runs."""
-    out = []
-    texts = dict.fromkeys(x["rule"] for r in results for x in r.rules)
-    for text in texts:
-        got = {kind: [x for r in results if r.kind == kind for x in r.rules if x["rule"] == text] for kind in KINDS}
-        sds = [x["trial_sd"] for x in got["aa"] if x.get("trial_sd") is not None]
-        if not sds:
-            continue
-        kind = got["aa"][0]["threshold_kind"]
-        scale = np.log1p if kind == "relative" else (lambda v: v)
-        aa = [scale(x["change"]) for x in got["aa"] if x["change"] is not None]
-        slow = [scale(x["change"]) for x in got["slowdown"] if x["change"] is not None]
-        sd, effect = float(np.median(sds)), float(np.mean(slow)) if slow else float("nan")
-        threshold = abs(float(scale(got["aa"][0]["threshold"])))
-        sign = 1.0 if not slow or effect >= 0 else -1.0  # lower-is-worse rules move down under a slowdown
-        back = np.expm1 if kind == "relative" else (lambda v: v)
-        past = bool(slow) and sign * effect > threshold
-        out.append({"rule": text, "scale": "log ratio" if kind == "relative" else "difference",
-                    "trial_sd": sd, "aa_mean_change": float(back(np.mean(aa))) if aa else None,
-                    "slowdown_mean_change": float(back(effect)) if slow else None, "slowdown_past_threshold": past,
-                    "trials_for_95pct_detection": trials_needed(sign * effect, threshold, sd, alpha) if past
-                    else None})  # fmt: skip
-    return out
-
-
-def summary(plan: CalibrationPlan, results: list[PairResult]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kind, name in (("aa", "false_alarm"), ("slowdown", "detection")):
-        done = [r for r in results if r.kind == kind]
-        k, n = sum(r.failed for r in done), len(done)
-        ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact") if n else None
-        out[name] = {"failed": k, "pairs": n, "rate": k / n if n else None,
-                     "ci95": [ci.low, ci.high] if ci else None}  # fmt: skip
-    fa, det = out["false_alarm"]["rate"], out["detection"]["rate"]
-    out["targets"] = {"max_false_alarm": plan.max_false_alarm, "min_detection": plan.min_detection}
-    out["met"] = fa is not None and det is not None and fa <= plan.max_false_alarm and det >= plan.min_detection
-    return out
-
-
 def _write(out: Path, plan: CalibrationPlan, config: GateConfig, results: list[PairResult]) -> dict[str, Any]:
     data = {
         "schema_version": CALIBRATION_SCHEMA_VERSION,
@@ -188,3 +112,96 @@ def _pct(value: float | None) -> str:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2g}"
+
+
+class InProcessReplay:
+    """Replays a workload against engines with the model loaded once, writing only records.jsonl: many
+    short runs, so no per-run model load, manifest or metrics."""
+
+    def __init__(self, scenario: Scenario, model_path: str | None = None, dtype: str = "float32") -> None:
+        from engines import compute_threads
+        from engines.model.loader import load_model
+
+        compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
+        self.scenario = scenario
+        self.loaded = load_model(model_path, dtype=dtype)
+
+    def __call__(self, workload: Any, specs: Sequence[Any], run_dir: Path) -> None:
+        self.replay_to(workload, specs, run_dir / "records.jsonl")
+
+    def replay_to(self, workload: Any, specs: Sequence[Any], records_path: Path) -> None:
+        from harness.engine_specs import build_engine
+        from harness.jsonl import JsonlWriter
+        from harness.loadgen import build_schedule, dispatcher_first, replay_engine
+
+        loaded = self.loaded
+        schedule = build_schedule(workload, loaded.vocab_size, loaded.special_token_ids, 0)
+        with dispatcher_first(), JsonlWriter(records_path) as records:
+            for spec in specs:
+                sink = lambda record: records.write(record.to_json())  # noqa: E731
+                engine = build_engine(spec, loaded)
+                asyncio.run(replay_engine(engine, schedule, self.scenario, sink, label=spec.label))
+
+
+def _worker(conn: Any, scenario: Scenario, model_path: str | None, dtype: str, threads: int | None) -> None:
+    try:
+        from engines import compute_threads
+
+        compute_threads.configure(threads)
+        replay = InProcessReplay(scenario, model_path, dtype)
+        conn.send("ready")
+        while (order := conn.recv()) is not None:
+            workload, spec, path, start_at = order
+            while time.time() < start_at:
+                time.sleep(0.001)
+            replay.replay_to(workload, [spec], Path(path))
+            conn.send("ok")
+    except Exception as exc:  # report to the parent instead of dying silently
+        conn.send(f"error: {type(exc).__name__}: {exc}")
+
+
+class ConcurrentReplay:
+    """Both sides of a pair at once, one worker process each; call `close()` when done."""
+
+    def __init__(
+        self, scenario: Scenario, model_path: str | None = None, dtype: str = "float32", threads: int | None = 1
+    ) -> None:
+        ctx = mp.get_context("spawn")  # a fresh interpreter: no torch threads or locks inherited
+        self._conns = []
+        self._procs = []
+        for _ in range(2):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, scenario, model_path, dtype, threads), daemon=True)
+            proc.start()
+            self._conns.append(parent)
+            self._procs.append(proc)
+        for conn in self._conns:
+            self._expect(conn, "ready")
+
+    def __call__(self, workload: Any, specs: Sequence[Any], run_dir: Path) -> None:
+        if len(specs) != 2:
+            raise HarnessInputError(f"concurrent replay runs two engines at once, got {len(specs)}")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        start_at = time.time() + START_LEAD_S
+        parts = [run_dir / f"records-{spec.label}.jsonl" for spec in specs]
+        for conn, spec, part in zip(self._conns, specs, parts, strict=True):
+            conn.send((workload, spec, str(part), start_at))
+        for conn in self._conns:
+            self._expect(conn, "ok")
+        with (run_dir / "records.jsonl").open("a", encoding="utf-8") as merged:
+            for part in parts:
+                merged.write(part.read_text(encoding="utf-8"))
+                part.unlink()
+
+    @staticmethod
+    def _expect(conn: Any, word: str) -> None:
+        answer = conn.recv()
+        if answer != word:
+            raise RuntimeError(f"calibration worker failed: {answer}")
+
+    def close(self) -> None:
+        for conn in self._conns:
+            with contextlib.suppress(BrokenPipeError, OSError):  # a worker that died has nothing to stop
+                conn.send(None)
+        for proc in self._procs:
+            proc.join(timeout=10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engines.errors import EngineInputError
+from workloads.errors import WorkloadError
 
 
 class HarnessInputError(ValueError):
@@ -11,11 +12,4 @@ class HarnessInputError(ValueError):
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Exception types that mean 'the input is wrong', not 'batchmark is broken'."""
-    errors: list[type[Exception]] = [EngineInputError, HarnessInputError]
-    try:
-        from workloads.errors import WorkloadError
-    except ImportError:  # the workloads package is optional for engine-only commands
-        pass
-    else:
-        errors.append(WorkloadError)
-    return tuple(errors)
+    return (EngineInputError, HarnessInputError, WorkloadError)

@@ -92,10 +92,6 @@ class RoundResult:
     handoffs: int = 0  # consecutive requests (by first token) whose streams did not overlap
     overlaps: int = 0  # consecutive requests whose streams overlapped: some batching
 
-    @property
-    def separation_steps(self) -> float:
-        return (self.static_ttft_s - self.continuous_ttft_s) / self.step_s if self.step_s > 0 else 0.0
-
 
 @dataclass
 class ProbeResult:

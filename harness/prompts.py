@@ -27,10 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from engines.api import Request
-from harness.loadgen import Scheduled
+from harness.loadgen import Scheduled, schedule_from
 
 KINDS = ("ids", "text", "chat")
 MAX_LISTED = 5
@@ -72,16 +69,16 @@ def build_prompts(workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info
     prompts = RunPrompts(tokenizer_info)
     adapter = as_tokenizer(tokenizer)
     ids: dict[str, list[int]] | None = None
-    texts: dict[str, str | None] = {r.request_id: r.prompt_text for r in workload.requests}
+    texts: dict[str, str | None] = {}
     if "text" in kinds:
         fitted, prompts.mismatches["text"] = text_prompts(workload, adapter, seed)
         texts = dict(fitted)
         ids = {rid: adapter.encode(text) for rid, text in fitted.items()}
-        prompts.schedules["text"] = _schedule(workload, ids, texts)
+        prompts.schedules["text"] = schedule_from(workload, ids, texts)
     if "ids" in kinds:
         if ids is None:
             ids = token_id_prompts(workload, adapter.vocab_size, seed, avoid_ids=tuple(sorted(adapter.special_ids)))
-        prompts.schedules["ids"] = _schedule(workload, ids, texts)
+        prompts.schedules["ids"] = schedule_from(workload, ids, texts)
     if "chat" in kinds:
         from engines.serve.chat import chat_prompt_ids
 
@@ -90,25 +87,7 @@ def build_prompts(workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info
 
         content, prompts.mismatches["chat"] = text_prompts(workload, adapter, seed, count=lambda t: len(templated(t)))
         chat_ids = {rid: templated(text) for rid, text in content.items()}
-        prompts.schedules["chat"] = _schedule(workload, chat_ids, dict(content))
+        prompts.schedules["chat"] = schedule_from(workload, chat_ids, dict(content))
     return prompts
 
 
-def _schedule(workload: Any, ids: dict[str, list[int]], texts: dict[str, str | None]) -> list[Scheduled]:
-    """The workload's requests with these prompts (EOS ignored, so the trace's output length is what every
-    engine must produce)."""
-    return [
-        Scheduled(
-            Request(
-                request_id=r.request_id, prompt_token_ids=_ints(ids[r.request_id]), max_tokens=r.output_tokens,
-                ignore_eos=True, tenant=r.tenant, priority=r.priority, arrival_time=r.arrival_s,
-                prompt_text=texts.get(r.request_id),
-            ),
-            r.arrival_s,
-        )
-        for r in workload.requests
-    ]  # fmt: skip
-
-
-def _ints(values: Any) -> list[int]:
-    return values.tolist() if isinstance(values, np.ndarray) else list(values)

@@ -55,21 +55,27 @@ class Batchmark:
         against the engines on the identical schedule; returns the run directory."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from harness.engine_factory import parse_engine_specs
+        from harness.engine_specs import load_for_engines, parse_engine_specs
+        from harness.loadgen import Scenario
         from harness.metrics import SLO
         from harness.run import RunSettings, run_benchmark
-        from workloads import load_workload
 
         specs = parse_engine_specs(list(engines), {})
-        if overrides.get("max_context") is None and any(s.in_process for s in specs) and self.model is None:
-            overrides["max_context"] = 16384  # the embedded model's context, as `batchmark run` does
-        loaded = load_workload(workload, seed=seed, **overrides)
+        loaded, _ = load_for_engines(workload, specs, self.model, seed=seed, **overrides)
         default = SLO()
         slo = SLO(ttft_s=default.ttft_s if slo_ttft_ms is None else slo_ttft_ms / 1e3,
                   tpot_s=default.tpot_s if slo_tpot_ms is None else slo_tpot_ms / 1e3)  # fmt: skip
         self._count += 1
         out = self.out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', self.test_id)[-80:]}-{self._count}"
-        settings = RunSettings(out_dir=out, repeat=repeat, seed=seed, slo=slo, model_path=self.model, report=False)
+        settings = RunSettings(
+            out_dir=out,
+            scenario=Scenario.suggested_by(loaded),
+            repeat=repeat,
+            seed=seed,
+            slo=slo,
+            model_path=self.model,
+            report=False,
+        )
         run_benchmark(loaded, specs, settings, ["pytest", self.test_id])
         return out
 

@@ -16,21 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engines.step_record import StepRecord
-from harness.engine_factory import EngineSpec, build_engine
+from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
-from harness.loadgen import LoopOutcome, Progress, Scheduled, run_closed_loop, run_open_loop
+from harness.loadgen import Progress, Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
-from harness.stop_rules import StopRules
-
-GIL_SWITCH_S = 0.0005
 
 
 @dataclass
 class RunSettings:
+    """How a benchmark run replays its workload: where it writes, the scenario, trials, SLO and stop rules."""
+
     out_dir: Path
+    scenario: Scenario = field(default_factory=Scenario)
     repeat: int = 1
     seed: int = 0
     slo: SLO = field(default_factory=SLO)
@@ -62,44 +61,40 @@ def _progress_printer(label: str, trial: int) -> Progress:
     def show(sent: int, done: int, errors: int, total: int) -> None:
         elapsed = time.perf_counter() - started
         bar = "#" * int(30 * done / max(total, 1))
-        sys.stderr.write(f"\r[{label} t{trial}] [{bar:<30}] {done}/{total} done, {sent - done} in flight, "
-                         f"{errors} errors, {elapsed:5.1f}s ")  # fmt: skip
+        sys.stderr.write(
+            f"\r[{label} t{trial}] [{bar:<30}] {done}/{total} done, {sent - done} in flight, "
+            f"{errors} errors, {elapsed:5.1f}s "
+        )
         sys.stderr.flush()
 
     return show
 
 
-async def _one_engine_run(spec: EngineSpec, loaded: Any, schedule: list[Scheduled], workload: Any,
-                          records: JsonlWriter, steps_path: Path | None, settings: RunSettings,
-                          trial: int) -> tuple[LoopOutcome, dict[str, Any]]:  # fmt: skip
+async def _one_engine_run(
+    spec: EngineSpec,
+    loaded: Any,
+    schedule: list[Scheduled],
+    records: JsonlWriter,
+    steps_path: Path | None,
+    settings: RunSettings,
+    trial: int,
+) -> tuple[Any, dict[str, Any]]:
     engine = build_engine(spec, loaded)
     steps = JsonlWriter(steps_path) if steps_path is not None else None
-    origin = [0.0]  # the loop's t0: step times are written on the same clock as the records
-
-    def write_step(step: StepRecord) -> None:
-        step.t_start -= origin[0]
-        step.t_end -= origin[0]
-        steps.write(step.to_json())  # type: ignore[union-attr]
-
-    if steps is not None:
-        engine.set_step_sink(write_step)
-    await engine.start()
     progress = _progress_printer(spec.label, trial) if settings.progress else None
-
-    def sink(record: Any) -> None:
-        records.write(record.to_json())
-
-    common: dict[str, Any] = {"label": spec.label, "trial": trial, "stop_rules": settings.stop_rules,
-                              "progress": progress, "on_start": lambda t0: origin.__setitem__(0, t0)}  # fmt: skip
     try:
-        if workload.closed_loop_users:
-            outcome = await run_closed_loop(engine, schedule, sink, users=workload.closed_loop_users,
-                                            think_time_s=workload.think_time_s, **common)  # fmt: skip
-        else:
-            outcome = await run_open_loop(engine, schedule, sink, **common)
+        outcome = await replay_engine(
+            engine,
+            schedule,
+            settings.scenario,
+            lambda record: records.write(record.to_json()),
+            label=spec.label,
+            trial=trial,
+            steps=None if steps is None else lambda step: steps.write(step.to_json()),
+            stop_rules=settings.stop_rules,
+            progress=progress,
+        )
     finally:
-        await engine.stop()
-        engine.set_step_sink(None)
         if steps is not None:
             steps.close()
         if progress is not None:
@@ -125,35 +120,49 @@ def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings,
         print(f"  note: {note}")
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
-            writer.write({"request_id": r.request_id, "arrival_s": r.arrival_s, "input_tokens": r.input_tokens,
-                          "output_tokens": r.output_tokens, "tenant": r.tenant, "priority": r.priority})  # fmt: skip
+            writer.write(
+                {
+                    "request_id": r.request_id,
+                    "arrival_s": r.arrival_s,
+                    "input_tokens": r.input_tokens,
+                    "output_tokens": r.output_tokens,
+                    "tenant": r.tenant,
+                    "priority": r.priority,
+                }
+            )
     run_settings = {
-        "repeat": settings.repeat, "slo": settings.slo.to_json(), "price_per_hour": settings.price_per_hour,
-        "stop_rules": settings.stop_rules.__dict__, "open_loop": not workload.closed_loop_users,
-    }  # fmt: skip
-    manifest = build_manifest(argv=argv, workload=workload, engines=[], model=loaded.describe() if loaded else None,
-                              seed=settings.seed, settings=run_settings)  # fmt: skip
+        "repeat": settings.repeat,
+        "slo": settings.slo.to_json(),
+        "price_per_hour": settings.price_per_hour,
+        "stop_rules": settings.stop_rules.__dict__,
+        "open_loop": settings.scenario.kind != "closed",
+        "scenario": settings.scenario.__dict__,
+    }
+    model = loaded.describe() if loaded else None
+    manifest = build_manifest(
+        argv=argv, workload=workload, engines=[], model=model, seed=settings.seed, settings=run_settings
+    )
     manifest["prompts"] = prompts.describe()  # the tokenizer (its hash) the prompt lengths are exact in
     _write_json(out / "manifest.json", manifest)
     outcomes: list[dict[str, Any]] = []
-    # An in-process engine's thread holds the GIL between torch calls; the default 5 ms switch interval
-    # would let it delay the dispatcher by that much. 0.5 ms keeps schedule lag well under 1 ms.
-    switch_interval = sys.getswitchinterval()
-    sys.setswitchinterval(GIL_SWITCH_S)
-    try:
-        _replay_all(specs, loaded, prompts, workload, settings, manifest, outcomes)
-    finally:
-        sys.setswitchinterval(switch_interval)
+    with dispatcher_first():
+        _replay_all(specs, loaded, prompts, settings, manifest, outcomes)
     manifest["finished_at_unix"] = time.time()
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
-    metrics = compute_metrics(out, settings.slo, settings.price_per_hour, settings.seed, outcomes)
+    metrics = compute_metrics(out, settings, outcomes)
     _write_json(out / "metrics.json", metrics)
     return metrics
 
 
-def _replay_all(specs: list[EngineSpec], loaded: Any, prompts: RunPrompts, workload: Any,
-                settings: RunSettings, manifest: dict[str, Any], outcomes: list[dict[str, Any]]) -> None:  # fmt: skip
+def _replay_all(
+    specs: list[EngineSpec],
+    loaded: Any,
+    prompts: RunPrompts,
+    settings: RunSettings,
+    manifest: dict[str, Any],
+    outcomes: list[dict[str, Any]],
+) -> None:
     out = settings.out_dir
     with JsonlWriter(out / "records.jsonl") as records:
         for trial in range(settings.repeat):
@@ -161,20 +170,28 @@ def _replay_all(specs: list[EngineSpec], loaded: Any, prompts: RunPrompts, workl
                 schedule = prompts.schedules[spec_prompt_kind(spec, specs)]
                 steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.in_process else None
                 outcome, described = asyncio.run(
-                    _one_engine_run(spec, loaded, schedule, workload, records, steps_path, settings, trial)
+                    _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
                 )
                 if trial == 0:
                     manifest["engines"].append(described)
                     _write_json(out / "manifest.json", manifest)
-                outcomes.append({"engine": spec.label, "trial": trial, "wall_time_s": outcome.wall_time_s,
-                                 "stopped_early": outcome.stopped_early, "not_sent": outcome.not_sent})  # fmt: skip
+                outcomes.append(
+                    {
+                        "engine": spec.label,
+                        "trial": trial,
+                        "wall_time_s": outcome.wall_time_s,
+                        "stopped_early": outcome.stopped_early,
+                        "not_sent": outcome.not_sent,
+                    }
+                )
                 gc.collect()
 
 
-def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
-                    outcomes: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """metrics.json's content, from the files of the run directory `out`."""
     from harness.metrics.compare_runs import compare_engines, repeat_summary
 
+    slo, seed = settings.slo, settings.seed
     records = load_records(out / "records.jsonl")
     runs = []
     for outcome in outcomes:
@@ -183,8 +200,14 @@ def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
             continue
         steps_path = out / "steps" / f"{outcome['engine']}-t{outcome['trial']}.jsonl"
         steps = load_steps(steps_path) if steps_path.exists() else None
-        summary = summarize(subset, steps, slo=slo, price_per_hour=price_per_hour,
-                            wall_time_s=outcome["wall_time_s"], seed=seed)  # fmt: skip
+        summary = summarize(
+            subset,
+            steps,
+            slo=slo,
+            price_per_hour=settings.price_per_hour,
+            wall_time_s=outcome["wall_time_s"],
+            seed=seed,
+        )
         errors = subset["error_message"].dropna()
         runs.append({**outcome, "first_error": str(errors.iloc[0]) if len(errors) else None, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
@@ -193,7 +216,7 @@ def compute_metrics(out: Path, slo: SLO, price_per_hour: float, seed: int,
         "runs": runs,
         "engines": engines,
         "repeat": repeat_summary(runs),
-        "comparison": compare_engines(records, list(engines), seed=seed),
+        "comparison": compare_engines(records, list(engines), seed=seed, on_schedule=settings.scenario.on_schedule),
     }
 
 

@@ -173,6 +173,9 @@ def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
         frame = load_records(path)  # raises a precise RecordError, or skips a truncated last line
         return frame, TokenTimes.from_lists(frame["token_times"])
     tt = table.column("token_times").combine_chunks()
+    if tt.flatten().null_count:  # a null among the token times: let the metrics loader name the line
+        frame = load_records(path)
+        return frame, TokenTimes.from_lists(frame["token_times"])
     counts = tt.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = tt.flatten().to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     if flat.size != counts.sum():  # sliced or null-filled list arrays: rebuild honestly
@@ -204,26 +207,17 @@ def run_slo(manifest: dict[str, Any], metrics: dict[str, Any] | None) -> SLO:
         if isinstance(limits, dict):
             return SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     settings = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
-    limits = settings.get("slo", manifest.get("slo"))
+    limits = settings.get("slo")
     if isinstance(limits, dict):
         return SLO(**{k: limits[k] for k in ("ttft_s", "tpot_s", "e2e_s") if k in limits})
     return SLO()
 
 
 def _price(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The price the run was costed at (`settings.price_per_hour` of the manifest), else the default."""
     settings = manifest.get("settings")
     if isinstance(settings, dict) and isinstance(settings.get("price_per_hour"), int | float):
         return {"price_per_hour": float(settings["price_per_hour"])}
-    price = manifest.get("price")
-    if isinstance(price, dict):
-        out = {}
-        if "price_per_hour" in price or "per_hour" in price:
-            out["price_per_hour"] = float(price.get("price_per_hour", price.get("per_hour")))
-        if "accelerators" in price:
-            out["accelerators"] = int(price["accelerators"])
-        return out
-    if isinstance(manifest.get("price_per_hour"), int | float):
-        return {"price_per_hour": float(manifest["price_per_hour"])}
     return {}
 
 

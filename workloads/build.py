@@ -12,30 +12,28 @@ from workloads.errors import WorkloadError
 from workloads.frame import to_requests
 from workloads.model import Workload
 from workloads.ops import closed_loop_note
-from workloads.options import BOUNDS, Options, check_option
+from workloads.options import BY_NAME, SOURCE_OVERRIDES, Options, check_option
 from workloads.presets import list_presets, preset_path
 from workloads.readers import read_trace
 from workloads.spec import SyntheticSource, TraceSource, WorkloadSpec, load_spec_file
 from workloads.synthetic import generate_closed, generate_open, scale_rates
 from workloads.transforms import TIMED_STEPS, Step, apply_step
 
-SOURCE_OVERRIDES = ("format", "columns", "time_unit")
+SOURCE_KEYS = tuple(o.name for o in SOURCE_OVERRIDES)
 
 
 def load_workload(name_or_path: str, **overrides: Any) -> Workload:
     """A preset name, a `.toml` spec file or a trace file, with options applied on top.
 
-    Overrides: the options of `workloads.options.BOUNDS` (seed, start_s, duration_s, time_scale, rate,
-    rate_cv, first, requests, max_context, jitter, jitter_width_s, closed_loop_users, think_time_s), `name`,
-    and for trace files `format`, `columns` and `time_unit`. None means "not given".
+    Overrides: the options of the override table `workloads.options.OVERRIDES` (seed, start_s, duration_s,
+    time_scale, rate, rate_cv, first, requests, max_context, jitter, jitter_width_s, closed_loop_users,
+    think_time_s; for trace files format, columns and time_unit) and `name`. None means "not given".
     """
     given = {k: v for k, v in overrides.items() if v is not None}
-    unknown = sorted(set(given) - set(BOUNDS) - set(SOURCE_OVERRIDES) - {"name"})
+    unknown = sorted(set(given) - set(BY_NAME) - {"name"})
     if unknown:
-        raise WorkloadError(
-            f"unknown option; expected one of {', '.join([*BOUNDS, *SOURCE_OVERRIDES, 'name'])}", field=unknown[0]
-        )
-    spec = resolve(name_or_path, {k: given.pop(k) for k in SOURCE_OVERRIDES if k in given})
+        raise WorkloadError(f"unknown option; expected one of {', '.join([*BY_NAME, 'name'])}", field=unknown[0])
+    spec = resolve(name_or_path, {k: given.pop(k) for k in SOURCE_KEYS if k in given})
     name = given.pop("name", spec.name)
     options = spec.options.merged({k: check_option(k, v) for k, v in given.items()})
     return build_workload(WorkloadSpec(name, spec.source, options, spec.description))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workloads.model import Workload
+if TYPE_CHECKING:  # `Workload` calls these functions: at run time the import goes one way only
+    from workloads.model import Workload
 
 LABEL_KEYS = ("name", "description")
 

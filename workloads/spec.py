@@ -16,25 +16,13 @@ from workloads.arrivals import ArrivalProcess, parse_arrival
 from workloads.bundled import BUNDLED
 from workloads.errors import WorkloadError
 from workloads.lengths import parse_length
-from workloads.options import Options, check_option
+from workloads.options import TRANSFORM_KEYS, Options, check_option
 from workloads.readers.schemas import FORMATS, user_column_map
 from workloads.synthetic import TenantSpec
 
 TOP_KEYS = {"name", "description", "seed", "requests", "duration_s", "trace", "tenants", "transforms", "closed_loop"}
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
 TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests"}
-TRANSFORM_KEYS = {
-    "jitter",
-    "jitter_width_s",
-    "start_s",
-    "duration_s",
-    "time_scale",
-    "rate",
-    "rate_cv",
-    "first",
-    "requests",
-    "max_context",
-}
 
 
 @dataclass(frozen=True)

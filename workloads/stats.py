@@ -9,11 +9,12 @@ bins counted from the first arrival; percentiles use numpy's default linear inte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from workloads.model import Workload
+if TYPE_CHECKING:  # `Workload` calls these functions: at run time the import goes one way only
+    from workloads.model import Workload
 
 PREFIX_BLOCK_TOKENS = 512
 

@@ -24,6 +24,8 @@ SUPPORTED_ARCHITECTURES = (
 
 @dataclass
 class LoadedModel:
+    """A model and its tokenizer, with the hashes and config the run manifest records."""
+
     model: Any  # a transformers PreTrainedModel in eval mode
     tokenizer: Any  # a transformers PreTrainedTokenizerFast
     source: str  # "embedded" or the checkpoint path
@@ -35,6 +37,16 @@ class LoadedModel:
     def eos_token_id(self) -> int | None:
         eos = self.model.config.eos_token_id
         return eos[0] if isinstance(eos, list) else eos
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.config.vocab_size)
+
+    @property
+    def special_token_ids(self) -> tuple[int, ...]:
+        """bos, eos and pad: ids a generated prompt avoids, so that it holds exactly the tokens it counts."""
+        tok = self.tokenizer
+        return tuple(sorted({t for t in (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) if t is not None}))
 
     def describe(self) -> dict[str, Any]:
         return {

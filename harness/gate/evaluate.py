@@ -14,9 +14,9 @@ import pandas as pd
 
 from harness.errors import HarnessInputError
 from harness.gate import significance as sig
+from harness.gate.catalog import LATENCY_METRICS, is_central, quantile_of
 from harness.gate.config import GateConfig
 from harness.gate.inputs import RunSample
-from harness.gate.metrics import LATENCY_METRICS, is_central, quantile_of
 from harness.gate.pairing import Pairing, decide_pairing, paired_frame
 from harness.gate.prepare import Prepared, prepare
 from harness.gate.rules import Rule

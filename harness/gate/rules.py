@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.gate.metrics import METRICS, TIME_UNITS, MetricInfo
+from harness.gate.catalog import METRICS, TIME_UNITS, MetricInfo
 
 Op = Literal["<=", ">="]
 ThresholdKind = Literal["relative", "delta", "absolute"]

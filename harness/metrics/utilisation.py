@@ -1,10 +1,11 @@
 """How busy the engine's batch was, from its step trace (one row per engine step).
 
 Shares are time-weighted by step duration (t_end - t_start): a long prefill step at half
-occupancy matters more than a short decode step at full. Slot shares are taken over non-idle steps
-only, so the time an underloaded engine spends waiting for arrivals does not read as batching
-waste; that time is reported separately as `idle_time_share`. If every duration is zero (a trace
-without timings) steps are weighted equally instead.
+occupancy matters more than a short decode step at full. An engine records only the steps it
+computes, so the time it spends waiting for arrivals (or, static, for a batch to form) is the gaps
+between steps: `idle_time_share` is the share of the trace's span no step covers, and it never
+reads as batching waste in the slot shares. If every duration is zero (a trace without timings)
+steps are weighted equally instead.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-PHASES = ("prefill", "decode", "mixed", "idle")
+PHASES = ("prefill", "decode", "mixed")
 
 
 def _weights(steps: pd.DataFrame) -> pd.Series:
@@ -54,19 +55,20 @@ def utilisation(steps: pd.DataFrame) -> dict[str, Any]:
     if steps.empty:
         return {"steps": 0}
     w = _weights(steps)
-    busy = steps["phase"] != "idle"
     slots = steps["max_slots"].where(steps["max_slots"] > 0).astype("float64")
     kv = steps["kv_blocks_used"] / steps["kv_blocks_total"].where(steps["kv_blocks_total"] > 0)
     computed = int(steps["tokens_computed"].sum())
     padded = int(steps["padded_tokens"].sum())
     phases = phase_table(steps)
     blocked = steps["blocked_reason"].dropna().value_counts()
+    span = float(steps["t_end"].max() - steps["t_start"].min())
+    busy = float((steps["t_end"] - steps["t_start"]).clip(lower=0.0).sum())
     return {
         "steps": len(steps),
-        "trace_seconds": float(steps["t_end"].max() - steps["t_start"].min()),
-        "idle_time_share": _weighted_mean((~busy).astype("float64"), w),
-        "mean_running_share": _weighted_mean((steps["num_running"] / slots)[busy], w[busy]),
-        "idle_slot_share": _weighted_mean((steps["idle_slots"] / slots)[busy], w[busy]),
+        "trace_seconds": span,
+        "idle_time_share": max(0.0, 1.0 - busy / span) if span > 0 else None,
+        "mean_running_share": _weighted_mean(steps["num_running"] / slots, w),
+        "idle_slot_share": _weighted_mean(steps["idle_slots"] / slots, w),
         "padded_token_share": padded / (computed + padded) if computed + padded else None,
         "tokens_computed": computed,
         "padded_tokens": padded,

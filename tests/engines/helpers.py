@@ -1,16 +1,51 @@
-"""Test helpers for the engines: reference decoding and seeded request sets."""
+"""Test helpers for the engines: reference decoding, seeded request sets, and an engine-only driver (the
+engine tests need nothing of the harness: they submit everything at once and collect tokens and steps)."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from engines.api import Request
+from engines.api import Engine, FinishEvent, Request, TokenEvent
 from engines.inprocess import EngineOptions, InProcessEngine
-from harness.bench_engines import EngineRun, run_offline
+
+
+@dataclass
+class EngineRun:
+    """What the engine produced: every token id per request and every step record (as its JSON)."""
+
+    tokens_by_request: dict[str, list[int]] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def _drive(engine: Engine, requests: list[Request]) -> EngineRun:
+    run = EngineRun()
+    engine.set_step_sink(lambda record: run.steps.append(record.to_json()))
+    await engine.start()
+
+    async def one(request: Request) -> None:
+        out = run.tokens_by_request.setdefault(request.request_id, [])
+        async for event in engine.generate(request):
+            if isinstance(event, TokenEvent):
+                out.append(event.token_id)
+            elif isinstance(event, FinishEvent) and event.error_type:
+                raise RuntimeError(event.error_message)
+
+    try:
+        await asyncio.gather(*(one(r) for r in requests))
+    finally:
+        await engine.stop()
+        engine.set_step_sink(None)
+    return run
+
+
+def drive(engine: Engine, requests: list[Request]) -> EngineRun:
+    """Submit every request at once and wait for all of them."""
+    return asyncio.run(_drive(engine, requests))
 
 
 def reference_greedy(model: Any, prompt: list[int], max_tokens: int) -> list[int]:
@@ -39,4 +74,4 @@ def mixed_requests(count: int, seed: int, vocab: int, prompt=(4, 96), output=(1,
 
 
 def run_engine(loaded: Any, options: EngineOptions, requests: list[Request]) -> EngineRun:
-    return asyncio.run(run_offline(InProcessEngine(loaded, options), requests))
+    return drive(InProcessEngine(loaded, options), requests)

@@ -7,7 +7,7 @@ import pytest
 from engines.inprocess import EngineOptions, KVConfig
 from engines.scheduler import ContinuousConfig
 from engines.static_scheduler import StaticConfig
-from tests.engines.helpers import mixed_requests, reference_greedy, run_engine
+from tests.engines.helpers import drive, mixed_requests, reference_greedy, run_engine
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +55,10 @@ def test_continuous_matches_reference_under_preemption(embedded, requests_and_re
 def test_torch_attention_path_matches_reference(embedded, requests_and_reference):
     """The pure-torch fallback (used when no C compiler exists) gives the same tokens."""
     from engines.inprocess import InProcessEngine
-    from harness.bench_engines import run_offline
 
     requests, reference = requests_and_reference
     engine = InProcessEngine(embedded, EngineOptions(kind="continuous", continuous=ContinuousConfig(max_running=6)))
     engine.runner._native = None
     assert engine.runner.attention_backend == "torch gather + sdpa"
-    import asyncio
-
-    run = asyncio.run(run_offline(engine, requests[:12]))
+    run = drive(engine, requests[:12])
     assert_same_tokens(run, {r.request_id: reference[r.request_id] for r in requests[:12]})

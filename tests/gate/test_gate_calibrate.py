@@ -15,9 +15,10 @@ from engines.engine_core import EngineCore
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence
-from harness.calibrate import CalibrationPlan, PairResult, calibrate, summary, trials_needed
-from harness.engine_factory import parse_engine_specs
+from harness.calibrate import calibrate
+from harness.engine_specs import parse_engine_specs
 from harness.gate import GateConfig, rules_from_texts
+from harness.gate.calibration import CalibrationPlan, PairResult, summary, trials_needed
 from harness.jsonl import JsonlWriter
 from tests.fixtures.gate_runs import synthetic_run
 

@@ -13,7 +13,7 @@ from harness.metrics import load_records
 
 def test_an_engine_that_dies_mid_run_ends_it(tmp_path, monkeypatch, capsys):
     # before: the thread's traceback, then `run` hung for ever waiting on requests nothing would answer
-    execute, postprocess = ModelRunner.execute, ContinuousScheduler.postprocess
+    execute, postprocess = ModelRunner.execute, ContinuousScheduler.remove_finished
     finished: list[str] = []
 
     def dying(self, plan):
@@ -27,7 +27,7 @@ def test_an_engine_that_dies_mid_run_ends_it(tmp_path, monkeypatch, capsys):
         return done
 
     monkeypatch.setattr(ModelRunner, "execute", dying)
-    monkeypatch.setattr(ContinuousScheduler, "postprocess", noting)
+    monkeypatch.setattr(ContinuousScheduler, "remove_finished", noting)
     argv = ["run", "--workload", "chat-small", "--requests", "40", "--time-scale", "2", "--engine", "continuous",
             "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
     result: list[int] = []

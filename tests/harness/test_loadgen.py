@@ -11,9 +11,8 @@ import numpy as np
 
 from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, TokenEvent
 from engines.zero_engine import ZeroLatencyEngine
-from harness.loadgen import Scheduled, run_closed_loop, run_open_loop
+from harness.loadgen import Scheduled, StopRules, run_closed_loop, run_open_loop
 from harness.records import RequestRecord
-from harness.stop_rules import StopRules
 
 
 class SlowEngine(Engine):

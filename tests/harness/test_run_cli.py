@@ -71,7 +71,7 @@ def test_repeat_gives_confidence_intervals_across_trials(tmp_path, capsys):
     ("argv", "needle"),
     [
         (["--engine", "warp"], "unknown engine 'warp'"),
-        (["--engine", "continuous:max_running=lots"], "max_running='lots' is not a int"),
+        (["--engine", "continuous:max_running=lots"], "max_running='lots' is not an integer"),
         (["--engine", "continuous:colour=red"], "unknown option 'colour'"),
         (["--engine", "http"], "needs a url"),
         (["--repeat", "0", "--engine", "zero"], "--repeat 0"),
@@ -93,3 +93,26 @@ def test_offered_and_sent_rates_are_recorded_and_printed_side_by_side(tmp_path, 
     load = json.loads((tmp_path / "metrics.json").read_text())["engines"]["zero"]["load"]
     assert load["offered_rate_rps"] == pytest.approx(40.0, rel=1e-9)  # exactly what was asked
     assert load["send_rate_rps"] == pytest.approx(40.0, rel=0.05) and load["requests"] == 60
+
+
+def test_a_closed_loop_pairs_engines_by_request(tmp_path, capsys):
+    """In a closed loop each engine's users set their own pace, so a request's scheduled time differs
+    between engines: the comparison pairs requests without demanding one schedule (it used to fail)."""
+    argv = ["run", "--workload", "closed-loop-small", "--requests", "16", "--engine", "zero", "--engine",
+            "zero:label=z2", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["comparison"]["pairs"]["z2"]["paired_requests"] == 16
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 8, "think_time_s": 0.5}
+
+
+def test_the_scenario_is_a_run_setting(tmp_path):
+    """`--scenario offline` offers a workload's requests all at once, whatever its arrival times."""
+    argv = ["run", "--workload", "chat-small", "--requests", "12", "--engine", "zero", "--scenario", "offline",
+            "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    records = load_records(tmp_path / "records.jsonl")
+    assert records["t_scheduled"].max() == 0.0 and len(records) == 12
+    schedule = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert max(r["arrival_s"] for r in schedule) > 1.0  # the workload's own arrivals were spread out

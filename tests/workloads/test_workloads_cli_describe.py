@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cmd_workload
+from harness.cli import args as shared
 from harness.cli import main
+from harness.cli import workload as cmd_workload
 from workloads import load_workload
 
 
@@ -26,7 +27,7 @@ def test_register_sets_run_functions() -> None:
     cmd_workload.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["workload", "describe", "chat-small", "--rate", "3", "--jitter"])
     assert args.run is cmd_workload.run_describe
-    assert cmd_workload.overrides_from(args)["rate"] == 3.0 and cmd_workload.overrides_from(args)["jitter"]
+    assert shared.workload_overrides(args)["rate"] == 3.0 and shared.workload_overrides(args)["jitter"]
     assert parser.parse_args(["workload", "list"]).run is cmd_workload.run_list
 
 

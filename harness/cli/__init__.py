@@ -1,7 +1,9 @@
-"""`batchmark` command line: one sub-command per module, each with `register(subparsers)`.
+"""The `batchmark` command line, on top of everything: one module per command, each with
+`register(subparsers)`, and the flags they share in `args.py` (built from the engine and workload option
+tables). A command module imports `args` and the packages it drives, never another command's module.
 
-Sub-command modules import torch and friends inside their run functions so `batchmark --help` and
-light commands such as `workload describe` start fast.
+Command modules import torch and friends inside their run functions so `batchmark --help` and light
+commands such as `workload describe` start fast.
 """
 
 from __future__ import annotations
@@ -13,17 +15,7 @@ import sys
 
 from harness.errors import user_errors
 
-COMMAND_MODULES = (
-    "harness.cmd_bench",
-    "harness.cmd_workload",
-    "harness.cmd_run",
-    "harness.cmd_serve",
-    "harness.cmd_probe",
-    "harness.cmd_report",
-    "harness.cmd_gate",
-    "harness.cmd_sweep",
-    "harness.cmd_calibrate",
-)
+COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,14 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure what continuous batching buys over static batching.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"harness.cli.{name}").register(sub)
     return parser
 
 

@@ -6,36 +6,32 @@ import argparse
 import json
 from pathlib import Path
 
+from engines.options import OPTIONS
+from harness.cli import args as shared
+
+STEP_TOKENS = OPTIONS["max_batched_tokens"]
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help="offline engine benchmarks")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, metavar="WHAT")
     engines = bench_sub.add_parser("engines", help="raw loop vs static vs continuous on one offline workload")
-    add_model_arguments(engines)
+    shared.add_model_flags(engines)
     engines.add_argument("--requests", type=int, default=256)
     engines.add_argument("--prompt-len", type=int, default=64)
     engines.add_argument("--min-output", type=int, default=8)
     engines.add_argument("--max-output", type=int, default=128)
     engines.add_argument("--batch", type=int, default=32, help="static max batch = continuous max running")
-    engines.add_argument("--max-batched-tokens", type=int, default=2048, help="continuous: tokens per step")
+    engines.add_argument(
+        "--max-batched-tokens",
+        type=int,
+        default=STEP_TOKENS.default_for("offline"),
+        help=f"continuous: tokens per step (default {STEP_TOKENS.default_for('offline')}, the offline profile)",
+    )
     engines.add_argument("--repeat", type=int, default=1, help="runs; the table shows medians")
     engines.add_argument("--seed", type=int, default=0)
     engines.add_argument("--json", type=Path, help="also write the result as JSON here")
     engines.set_defaults(run=run_bench_engines)
-
-
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="local Hugging Face checkpoint directory (default: the embedded model)")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: all cores)")
-
-
-def load_model_from_args(args: argparse.Namespace):  # -> LoadedModel
-    from engines import compute_threads
-    from engines.model.loader import load_model
-
-    compute_threads.configure(args.threads)
-    return load_model(args.model, dtype=args.dtype)
 
 
 def run_bench_engines(args: argparse.Namespace) -> int:
@@ -46,7 +42,7 @@ def run_bench_engines(args: argparse.Namespace) -> int:
         raise HarnessInputError("--requests, --prompt-len must be >= 1 and 1 <= --min-output <= --max-output")
     if args.batch < 1 or args.repeat < 1 or args.max_batched_tokens < 1:
         raise HarnessInputError("--batch, --repeat and --max-batched-tokens must be >= 1")
-    loaded = load_model_from_args(args)
+    loaded = shared.load_model_from_args(args)
     workload = OfflineWorkload(args.requests, args.prompt_len, args.min_output, args.max_output, args.seed)
     result = bench_engines(loaded, workload, args.batch, args.repeat, args.max_batched_tokens)
     print(format_table(result))

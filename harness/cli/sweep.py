@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cmd_run import add_run_arguments
+from harness.cli import args as shared
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -29,7 +28,7 @@ def _rates(text: str) -> tuple[float, ...]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     sweep = sub.add_parser("sweep", help="offered-load sweep: throughput-latency curve and capacity under the SLO")
-    add_run_arguments(sweep)
+    shared.add_run_flags(sweep)
     sweep.add_argument("--rates", type=_rates, metavar="R1,R2,...", help="offered rates in req/s (default: automatic)")
     sweep.add_argument("--points", type=int, default=6, help="automatic: how many rates to spread (default 6)")
     sweep.add_argument("--low-fraction", type=float, default=0.1,
@@ -70,8 +69,6 @@ def _plan(args: argparse.Namespace) -> Any:
 
 def sweep_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
-    from harness.cmd_run import _engine_specs, _settings
-    from harness.cmd_workload import overrides_from
     from harness.errors import HarnessInputError
     from harness.run import run_benchmark
     from harness.sweep import capacity_lines, format_table, run_sweep
@@ -79,23 +76,19 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     plan = _plan(args)
     compute_threads.configure(args.threads)
-    specs = _engine_specs(args)
-    overrides = overrides_from(args)
-    if overrides.get("max_context") is None and any(s.in_process for s in specs) and args.model is None:
-        overrides["max_context"] = 16384  # the embedded model's context, as `batchmark run` does
-    base = load_workload(args.workload, **overrides)
-    if base.closed_loop_users:
-        raise HarnessInputError("sweep: a closed loop has no offered rate to sweep; use an open-loop workload")
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path("runs") / f"{stamp}-sweep-{Path(base.name).stem}"
-    settings = _settings(args, base.name)
+    specs = shared.engine_specs(args)
+    base, overrides = shared.load_run_workload(args, specs)
+    settings = shared.run_settings(args, base)
+    if settings.scenario.kind != "open":
+        raise HarnessInputError(f"sweep: a {settings.scenario.kind} loop has no offered rate to sweep; use open")
+    out = args.out or shared.default_out("sweep", base.name)
 
     def load(rate: float | None) -> Any:
         return base if rate is None else load_workload(args.workload, **{**overrides, "rate": rate})
 
     def run_one(workload: Any, engine_specs: Any, run_dir: Path) -> None:
-        run_benchmark(workload, list(engine_specs), dataclasses.replace(settings, out_dir=run_dir, report=False),
-                      sys.argv)  # fmt: skip
+        one = dataclasses.replace(settings, out_dir=run_dir, report=False)
+        run_benchmark(workload, list(engine_specs), one, sys.argv)
 
     print(f"sweep of {base.name} ({len(base.requests)} requests per rate): {', '.join(s.label for s in specs)}")
     data = run_sweep(plan, specs, load, run_one, out, settings.slo, sys.argv)

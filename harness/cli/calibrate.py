@@ -6,18 +6,17 @@ Exit 0 when both targets are met, 1 when either is missed, 2 on invalid input.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from harness.cmd_run import add_run_arguments
+from harness.cli import args as shared
 
 DEFAULT_RULE = "tpot.p50 <= +5%"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     cal = sub.add_parser("calibrate", help="gate calibration: A/A false alarms and injected-slowdown detections")
-    add_run_arguments(cal)
+    shared.add_run_flags(cal)
     cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
     cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
     cal.add_argument("--trials", type=int, default=24,
@@ -41,12 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
-    from harness.calibrate import CalibrationPlan, calibrate
-    from harness.cmd_run import _engine_specs
-    from harness.cmd_workload import overrides_from
+    from harness.calibrate import ConcurrentReplay, InProcessReplay, calibrate
     from harness.errors import HarnessInputError
     from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
-    from harness.gate.replay import ConcurrentReplay, InProcessReplay
+    from harness.gate.calibration import CalibrationPlan
     from harness.gate.trials import use_trials
     from workloads import load_workload
 
@@ -60,26 +57,24 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if (problem := settings_problem(config)) is not None:
         raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
     compute_threads.configure(args.threads)
-    specs = _engine_specs(args)
+    specs = shared.engine_specs(args)
     if len(specs) != 1:
         raise HarnessInputError("calibrate: give exactly one --engine (it is paired with itself)")
-    overrides = overrides_from(args)
-    if overrides.get("max_context") is None and specs[0].in_process and args.model is None:
-        overrides["max_context"] = 16384  # the embedded model's context, as `batchmark run` does
-    base_seed = overrides.pop("seed") or 0
-    workload = load_workload(args.workload, **overrides, seed=base_seed)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path("runs") / f"{stamp}-calibrate-{Path(workload.name).stem}"
+    if not specs[0].in_process:
+        raise HarnessInputError(f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process engine")
+    base_seed = args.seed or 0
+    workload, overrides = shared.load_run_workload(args, specs, seed=base_seed)
+    overrides.pop("seed")
+    scenario = shared.scenario_from_args(args, workload)
+    out = args.out or shared.default_out("calibrate", workload.name)
     plan = CalibrationPlan(pairs=args.pairs, slowdown=args.slowdown, trials=args.trials, seed=base_seed,
                            max_false_alarm=args.max_false_alarm, min_detection=args.min_detection)  # fmt: skip
 
     def load(seed: int) -> Any:
         return load_workload(args.workload, **overrides, seed=seed)
 
-    if not specs[0].in_process:
-        raise HarnessInputError(f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process engine")
-    run_one = ConcurrentReplay(args.model, args.dtype, args.threads or 1) if args.concurrent else None
-    run_one = run_one or InProcessReplay(args.model, args.dtype)
+    run_one = ConcurrentReplay(scenario, args.model, args.dtype, args.threads or 1) if args.concurrent else None
+    run_one = run_one or InProcessReplay(scenario, args.model, args.dtype)
     print(f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
           f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
           f"slowdown {plan.slowdown:.0%}")  # fmt: skip

@@ -1,14 +1,16 @@
 """The load generator: replays a schedule against one engine through the one engine interface.
 
-Timing rules (explicit, as in MLPerf LoadGen's scenarios):
-- Open loop: request i is due at `t0 + at_i` whatever happened before. Latency is measured from that
+The scenario is a run setting (as MLPerf LoadGen keeps it in its test settings, apart from the sample
+library); a workload may only suggest one. Timing rules, explicit per scenario:
+- open: request i is due at `t0 + at_i` whatever happened before. Latency is measured from that
   scheduled time (coordinated-omission-safe) and also from the actual send; their difference, the
   schedule lag, is recorded per request. A late dispatcher sends at once and never skips.
-- Closed loop: `users` users each send their next request when their previous one finished and their
+- closed: `users` users each send their next request when their previous one finished and their
   think time passed; the scheduled time is then the moment the user was ready, so lag is ~0. Requests
   go to users round-robin in list order (user u sends requests u, u + users, ...), as fixed sessions, so
   two runs of one workload give each user the same requests: records carry the user, and runs pair on
   (request, user) even though their times differ.
+- offline: every request is due at `t0` (throughput capacity; latency is not the question).
 The clock is `time.perf_counter()` (monotonic, sub-microsecond); record times are seconds from `t0`.
 """
 
@@ -19,12 +21,12 @@ import contextlib
 import gc
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
+from harness.loadgen.stop_rules import StopRules, StopState
 from harness.records import RequestRecord
-from harness.stop_rules import StopRules, StopState
 
 # asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
 # until this long before a request is due and yields in a tight loop for the rest.
@@ -37,12 +39,37 @@ GC_SLACK_S = 0.02  # t0 lies this far after the run starts, so setup never makes
 
 @dataclass(frozen=True)
 class Scheduled:
+    """A request and when it is due: seconds after t0 (open loop); ignored by the closed and offline loops."""
+
     request: Request
-    at: float  # seconds after t0 (open loop); ignored in a closed loop
+    at: float
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How the schedule is offered: open (on time), closed (`users` users thinking `think_time_s`) or offline."""
+
+    kind: Literal["open", "closed", "offline"] = "open"
+    users: int = 1
+    think_time_s: float = 0.0
+
+    @classmethod
+    def suggested_by(cls, workload: Any) -> Scenario:
+        """What a workload suggests: closed when its spec has a `[closed_loop]` section, else open."""
+        if workload.closed_loop_users:
+            return cls("closed", workload.closed_loop_users, workload.think_time_s)
+        return cls("open")
+
+    @property
+    def on_schedule(self) -> bool:
+        """Whether every engine sees each request at the same scheduled time (so runs pair by request)."""
+        return self.kind != "closed"
 
 
 @dataclass
 class LoopOutcome:
+    """How one engine run of the load generator ended."""
+
     records: int = 0
     errors: int = 0
     wall_time_s: float = 0.0
@@ -163,7 +190,6 @@ async def run_closed_loop(
     trial: int = 0,
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
-    duration_s: float | None = None,
     on_start: OnStart | None = None,
 ) -> LoopOutcome:
     """`users` concurrent users, each sending the next request once its previous one is done."""
@@ -178,7 +204,7 @@ async def run_closed_loop(
     async def user(index: int) -> None:
         for item in schedule[index::users]:  # this user's own requests, in list order
             now = time.perf_counter()
-            if (duration_s is not None and now - run.t0 >= duration_s) or run.stop.triggered(len(run.in_flight)):
+            if run.stop.triggered(len(run.in_flight)):
                 return
             run.sent += 1
             task = asyncio.current_task()
@@ -192,6 +218,46 @@ async def run_closed_loop(
     with _gc_paused():
         await asyncio.gather(*(asyncio.create_task(user(i)) for i in range(users)))
         return await _finish(run, len(schedule), ticker)
+
+
+async def run_offline(
+    engine: Engine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
+    """Every request at once (due at t0): the engine's throughput capacity."""
+    at_once = [replace(item, at=0.0) for item in schedule]
+    return await run_open_loop(engine, at_once, sink, label=label, trial=trial, stop_rules=stop_rules,
+                               progress=progress, on_start=on_start)  # fmt: skip
+
+
+async def run_scenario(
+    engine: Engine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    scenario: Scenario,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
+    """Offer `schedule` to `engine` as `scenario` says."""
+    common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress,
+                              "on_start": on_start}  # fmt: skip
+    if scenario.kind == "closed":
+        return await run_closed_loop(engine, schedule, sink, users=scenario.users,
+                                     think_time_s=scenario.think_time_s, **common)  # fmt: skip
+    if scenario.kind == "offline":
+        return await run_offline(engine, schedule, sink, **common)
+    return await run_open_loop(engine, schedule, sink, **common)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.cli import args as shared
+
 if TYPE_CHECKING:
     from harness.gate import GateConfig
 
@@ -31,8 +33,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
     parser.add_argument("--n-boot", type=int, help="bootstrap resamples (default 2000)")
     parser.add_argument("--gate-seed", dest="gate_seed", type=int, help="bootstrap seed (default 0)")
-    parser.add_argument("--slo-ttft-ms", type=float, help="SLO for goodput / slo_attainment (default: the baseline's)")
-    parser.add_argument("--slo-tpot-ms", type=float, help="SLO for goodput / slo_attainment (default: the baseline's)")
+    shared.add_slo_flags(parser, "the baseline's", "the baseline's")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,209 @@
+"""What several commands share: flags built from the option tables, and the settings those flags make.
+
+- engine flags (`--max-running`, `--policy`, ...): from the engine option table, `engines/options.py`;
+- workload flags (`--rate`, `--duration`, ...): from the workload override table, `workloads/options.py`;
+- model, run, scenario and SLO flags: the rest of what `run`, `demo`, `sweep`, `calibrate` and `serve` take.
+
+Every flag defaults to None ("not given"): the tables hold the defaults, so a help text and the value a
+run uses cannot disagree. Values are checked here, before any model loads or any request is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any
+
+from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
+from workloads.options import OVERRIDES, parse_columns
+
+SCENARIOS = ("open", "closed", "offline")
+
+
+# -- engine options --------------------------------------------------------------------------------
+def engine_options_for(kinds: tuple[str, ...]) -> list[Option]:
+    return [o for o in ENGINE_OPTIONS if o.flag and any(o.applies_to(k) for k in kinds)]
+
+
+def add_engine_flags(parser: argparse.ArgumentParser, kinds: tuple[str, ...] = KINDS, profile: str = "online") -> None:
+    """One flag per engine option that applies to one of `kinds`, with the default `profile` gives it."""
+    for o in engine_options_for(kinds):
+        default = o.default_for(profile)
+        shown = (
+            ""
+            if default is None or o.type is bool
+            else f" (default {default:g})"
+            if o.type is float
+            else (f" (default {default})")
+        )
+        extra = f"; {o.range_text()}" if o.choices else ""
+        text = (o.help + extra + shown).replace("%", "%%")
+        dest = f"engine_{o.name}"
+        if o.type is bool:
+            value = not o.default
+            parser.add_argument(o.flag_name, *o.aliases, dest=dest, action="store_const", const=value, help=text)
+        else:
+            metavar = o.metavar or o.name.rsplit("_", 1)[-1].upper()
+            parser.add_argument(o.flag_name, *o.aliases, dest=dest, metavar=metavar, help=text)
+
+
+def engine_flag_values(args: argparse.Namespace, kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
+    """The engine flags given, checked against the table (None: not given)."""
+    return {o.name: o.check_flag(getattr(args, f"engine_{o.name}", None)) for o in engine_options_for(kinds)}
+
+
+def engine_specs(args: argparse.Namespace, default: tuple[str, ...] = ("static", "continuous")) -> list[Any]:
+    """`--engine` specs over the engine flags. An HTTP engine asks for `--served-model`, else `--model` when
+    no in-process engine needs that flag for a checkpoint, else 'batchmark'."""
+    from harness.engine_specs import parse_engine_specs
+
+    texts = args.engines or list(default)
+    defaults = engine_flag_values(args)
+    in_process = any(text.split(":")[0] in IN_PROCESS for text in texts)
+    defaults["model"] = defaults["model"] or (args.model if not in_process else None)
+    return parse_engine_specs(texts, defaults)
+
+
+# -- workload overrides ----------------------------------------------------------------------------
+def add_workload_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per row of the workload override table."""
+    for o in OVERRIDES:
+        extra = f" ({o.range_text()})" if o.range_text() and "(" not in o.help else ""
+        if o.type is bool:
+            parser.add_argument(o.flag, dest=o.name, action="store_const", const=True, help=o.help)
+        else:
+            kind = str if o.type is dict else o.type
+            parser.add_argument(o.flag, dest=o.name, type=kind, metavar=o.metavar, help=o.help + extra)
+
+
+def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The workload flags given, as `load_workload` keyword arguments (None: not given)."""
+    values = {o.name: getattr(args, o.name) for o in OVERRIDES}
+    values["columns"] = parse_columns(values["columns"])
+    return values
+
+
+def load_run_workload(args: argparse.Namespace, specs: list[Any], **fixed: Any) -> tuple[Any, dict[str, Any]]:
+    """`harness.engine_specs.load_for_engines` of `--workload` with the workload flags (and `fixed` on top)."""
+    from harness.engine_specs import load_for_engines
+
+    return load_for_engines(args.workload, specs, args.model, **{**workload_overrides(args), **fixed})
+
+
+# -- the model -------------------------------------------------------------------------------------
+def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="local Hugging Face checkpoint directory (default: the embedded model)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: all cores)")
+
+
+def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
+    from engines import compute_threads
+    from engines.model.loader import load_model
+
+    compute_threads.configure(args.threads)
+    return load_model(args.model, dtype=args.dtype)
+
+
+# -- SLO -------------------------------------------------------------------------------------------
+def add_slo_flags(parser: argparse.ArgumentParser, ttft: str = "2000", tpot: str = "200") -> None:
+    """`--slo-ttft-ms` and `--slo-tpot-ms`; `ttft` and `tpot` say what applies when they are not given."""
+    parser.add_argument("--slo-ttft-ms", type=float, help=f"TTFT SLO in ms (default {ttft})")
+    parser.add_argument("--slo-tpot-ms", type=float, help=f"TPOT SLO in ms (default {tpot})")
+
+
+def slo_from_args(args: argparse.Namespace) -> Any:  # -> SLO
+    from harness.metrics import SLO
+
+    defaults = SLO()
+    return SLO(
+        ttft_s=args.slo_ttft_ms / 1e3 if args.slo_ttft_ms is not None else defaults.ttft_s,
+        tpot_s=args.slo_tpot_ms / 1e3 if args.slo_tpot_ms is not None else defaults.tpot_s,
+    )
+
+
+# -- a benchmark run -------------------------------------------------------------------------------
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """Everything `batchmark run` takes; `demo`, `sweep` and `calibrate` take it too."""
+    parser.add_argument("--workload", default="chat-small", help="preset name, .toml spec or trace file")
+    parser.add_argument(
+        "--engine",
+        action="append",
+        dest="engines",
+        metavar="KIND[:key=value,...]",
+        help=f"{', '.join(KINDS)}; repeat to compare on the identical schedule (default: static and continuous)",
+    )
+    parser.add_argument(
+        "--scenario",
+        choices=SCENARIOS,
+        help="open: each request at its scheduled time; closed: --closed-loop-users users; offline: everything "
+        "at once (default: closed when the workload has a [closed_loop] section, else open)",
+    )
+    add_workload_flags(parser)
+    add_engine_flags(parser)
+    add_model_flags(parser)
+    parser.add_argument("--repeat", type=int, default=1, help="trials per engine; metrics get CIs across trials")
+    parser.add_argument("--out", type=Path, help="run directory (default runs/<time>-<workload>)")
+    add_slo_flags(parser)
+    parser.add_argument("--price-per-hour", type=float, default=2.0, help="$ per accelerator-hour (default 2.00)")
+    parser.add_argument("--stop-error-rate", type=float, help="end a run when this share of recent requests fail")
+    parser.add_argument("--stop-in-flight", type=int, help="end a run when more requests than this are in flight")
+    parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
+    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: when stderr is a terminal)",
+    )
+
+
+def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Scenario
+    """The scenario is a run setting: `--scenario`, else what the workload suggests."""
+    from harness.errors import HarnessInputError
+    from harness.loadgen import Scenario
+
+    suggested = Scenario.suggested_by(workload)
+    kind = args.scenario or suggested.kind
+    if kind == "closed":
+        if not workload.closed_loop_users:
+            raise HarnessInputError("--scenario closed: give --closed-loop-users N (and --think-time S)")
+        return Scenario("closed", workload.closed_loop_users, workload.think_time_s)
+    return Scenario(kind)
+
+
+def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
+    from harness.errors import HarnessInputError
+    from harness.loadgen import StopRules
+    from harness.run import RunSettings
+
+    if args.repeat < 1:
+        raise HarnessInputError(f"--repeat {args.repeat}: must be >= 1")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    slug = Path(workload.name).stem.replace(" ", "_")
+    stop = StopRules(
+        max_error_rate=args.stop_error_rate,
+        max_in_flight=args.stop_in_flight,
+        max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
+    )
+    return RunSettings(
+        out_dir=args.out or Path("runs") / f"{stamp}-{slug}",
+        scenario=scenario_from_args(args, workload),
+        repeat=args.repeat,
+        seed=args.seed or 0,
+        slo=slo_from_args(args),
+        price_per_hour=args.price_per_hour,
+        stop_rules=stop,
+        model_path=args.model,
+        dtype=args.dtype,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        report=not args.no_report,
+    )
+
+
+def default_out(kind: str, name: str) -> Path:
+    """`runs/<UTC time>-<kind>-<workload>`, for commands that write a directory of runs."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{stamp}-{kind}-{Path(name).stem}"

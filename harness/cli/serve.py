@@ -1,0 +1,109 @@
+"""`batchmark serve`: the static or continuous engine behind an OpenAI-compatible HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from harness.cli import args as shared
+
+IN_PROCESS = ("static", "continuous")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser("serve", help="serve an in-process engine over an OpenAI-compatible HTTP API")
+    serve.add_argument("--engine", choices=IN_PROCESS, default="continuous")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port; 0 picks a free one (default 8000)")
+    serve.add_argument(
+        "--served-model-name", help="the model id clients send (default: --model as given, else 'batchmark')"
+    )
+    serve.add_argument("--api-key", help="require Authorization: Bearer KEY on /v1 routes")
+    serve.add_argument("--api-key-env", help="like --api-key, read from this environment variable (not shown by ps)")
+    # the engine's options; `serve` keeps its own profile of defaults (engines/options.py says why)
+    shared.add_engine_flags(serve, IN_PROCESS, profile="serve")
+    serve.add_argument(
+        "--max-waiting", type=int, default=1024, help="requests queued for the engine before new ones get 429"
+    )
+    serve.add_argument("--max-body-mb", type=float, default=32.0, help="largest request body (default 32 MiB)")
+    serve.add_argument("--default-max-tokens", type=int, default=16, help="max_tokens when a request omits it")
+    serve.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to let running requests finish on SIGTERM/SIGINT (default 30)",
+    )
+    shared.add_model_flags(serve)
+    serve.set_defaults(run=run_serve)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Every server flag and engine option checked before the model loads."""
+    import math
+    import os
+
+    from harness.errors import HarnessInputError
+
+    shared.engine_flag_values(args, IN_PROCESS)
+    if not 0 <= args.port <= 65535:
+        raise HarnessInputError(f"--port {args.port}: must be 0..65535")
+    for flag in ("max_waiting", "default_max_tokens"):
+        if getattr(args, flag) < 1:
+            raise HarnessInputError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be >= 1")
+    if not args.drain_timeout >= 0 or not math.isfinite(args.drain_timeout):
+        raise HarnessInputError(f"--drain-timeout {args.drain_timeout}: must be >= 0")
+    if not args.max_body_mb > 0 or not math.isfinite(args.max_body_mb):
+        raise HarnessInputError(f"--max-body-mb {args.max_body_mb}: must be > 0")
+    if args.api_key is not None and not args.api_key.strip():
+        raise HarnessInputError("--api-key: must not be empty")
+    if args.api_key_env is not None:
+        if args.api_key is not None:
+            raise HarnessInputError("--api-key and --api-key-env: give one")
+        if not os.environ.get(args.api_key_env, "").strip():
+            raise HarnessInputError(f"--api-key-env {args.api_key_env}: the variable is not set")
+        args.api_key = os.environ[args.api_key_env].strip()
+
+
+def engine_options(args: argparse.Namespace) -> Any:  # -> EngineOptions
+    from engines.options import in_process_options
+
+    return in_process_options(args.engine, shared.engine_flag_values(args, IN_PROCESS), profile="serve")
+
+
+def served_name(args: argparse.Namespace) -> str:
+    # the same default as `batchmark run --engine http` (and vLLM): the --model path, else "batchmark"
+    return args.served_model_name or args.model or "batchmark"
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from engines.inprocess import InProcessEngine
+    from engines.serve import make_app
+    from engines.serve.runner import serve
+
+    check_args(args)
+    options = engine_options(args)
+    loaded = shared.load_model_from_args(args)
+    engine = InProcessEngine(loaded, options, name=args.engine)
+    name = served_name(args)
+    app = make_app(
+        engine,
+        loaded.tokenizer,
+        name,
+        api_key=args.api_key,
+        max_waiting=args.max_waiting,
+        max_body_bytes=int(args.max_body_mb * 2**20),
+        default_max_tokens=args.default_max_tokens,
+        drain_timeout_s=args.drain_timeout,
+    )
+
+    def announce(line: str) -> None:
+        print(f"batchmark serve: {line}", flush=True)
+
+    announce(f"{args.engine} engine, model {name!r}, {engine.blocks.num_blocks} KV blocks")
+    drained = asyncio.run(serve(app, args.host, args.port, announce=announce))
+    announce("stopped" if drained else "stopped with requests still running")
+    sys.stdout.flush()
+    return 0

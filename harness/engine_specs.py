@@ -1,0 +1,91 @@
+"""Engines from command-line specs: `KIND[:key=value,...]`, e.g. `continuous:policy=sjf,label=sjf`.
+
+Keys are the options of the engine option table (`engines/options.py`), checked there. Flags such as
+`--max-running` set defaults for every engine they apply to; a spec's own keys override them for that
+engine, so two configurations of one engine can run side by side on the identical schedule.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from engines.api import Engine
+from engines.model.embedded import EmbeddedModelConfig
+from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, in_process_options
+from harness.errors import HarnessInputError
+
+EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
+
+
+@dataclass
+class EngineSpec:
+    """One engine to run: its kind, its label in records and reports, and its checked options."""
+
+    kind: str
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def in_process(self) -> bool:
+        return self.kind in IN_PROCESS
+
+
+def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[EngineSpec]:
+    """Specs from `--engine` texts over checked flag `defaults` (None: not given); labels made distinct."""
+    specs: list[EngineSpec] = []
+    for text in texts:
+        kind, _, rest = text.partition(":")
+        if kind not in KINDS:
+            raise HarnessInputError(f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)})")
+        given: dict[str, Any] = {}
+        for item in filter(None, rest.split(",")):
+            key, eq, raw = item.partition("=")
+            if not eq:
+                raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
+            given[key.strip()] = raw.strip()
+        own = check_options(kind, given, f"--engine {text!r}")
+        flags = {k: v for k, v in defaults.items() if v is not None and OPTIONS[k].applies_to(kind)}
+        options = {**flags, **own}
+        label = options.pop("label", None) or kind
+        if kind == "http" and not options.get("url"):
+            raise HarnessInputError(f"--engine {label}: http needs a url (--url or http:url=...)")
+        specs.append(EngineSpec(kind, label, options))
+    labels = [s.label for s in specs]
+    seen: dict[str, int] = {}
+    for spec in specs:  # the same kind twice without labels (an A/A pair): number them apart
+        if labels.count(spec.label) > 1:
+            seen[spec.label] = seen.get(spec.label, 0) + 1
+            spec.label = f"{spec.label}-{seen[spec.label]}"
+    if len({s.label for s in specs}) != len(specs):
+        raise HarnessInputError(f"--engine: labels must be distinct, got {[s.label for s in specs]}")
+    return specs
+
+
+def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
+    """The engine a spec describes; in-process engines run on `loaded` (a `LoadedModel`)."""
+    if spec.kind == "zero":
+        from engines.zero_engine import ZeroLatencyEngine
+
+        return ZeroLatencyEngine(spec.label)
+    if spec.kind == "http":
+        from engines.http import HttpEngine
+
+        o = {**{k: OPTIONS[k].default for k in ("model", "api", "timeout_s", "connections")}, **spec.options}
+        api_key = os.environ.get(o["api_key_env"]) if o.get("api_key_env") else None
+        return HttpEngine(o["url"], o["model"] or "batchmark", name=spec.label, api_key=api_key, api=o["api"],
+                          timeout_s=o["timeout_s"], connections=o["connections"])  # fmt: skip
+    from engines.inprocess import InProcessEngine
+
+    return InProcessEngine(loaded, in_process_options(spec.kind, spec.options), name=spec.label)
+
+
+def load_for_engines(source: str, specs: list[Any], model_path: str | None, **overrides: Any) -> tuple[Any, dict]:
+    """The workload to replay against `specs`, and the overrides it was loaded with. With an in-process
+    engine on the embedded model, trace rows longer than its context are clipped (the notes say so)."""
+    from workloads import load_workload
+
+    if overrides.get("max_context") is None and any(s.in_process for s in specs) and model_path is None:
+        overrides["max_context"] = EMBEDDED_CONTEXT
+    return load_workload(source, **overrides), overrides

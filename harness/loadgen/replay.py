@@ -1,0 +1,107 @@
+"""One engine, one schedule, one scenario: the replay loop every command shares.
+
+`batchmark run` (and through it `sweep`, `demo` and the pytest plugin), gate calibration's paired replays
+and `bench engines` all replay through `replay_engine`: start the engine, offer the schedule as the
+scenario says, hand each request's record to the sink as it finishes (and each step record, on the
+records' clock, to the step sink), stop the engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from engines.api import Engine, Request
+from engines.step_record import StepRecord
+from harness.loadgen.scenarios import LoopOutcome, Progress, RecordSink, Scenario, Scheduled, run_scenario
+from harness.loadgen.stop_rules import StopRules
+
+# An in-process engine's thread holds the GIL between torch calls; the default 5 ms switch interval
+# would let it delay the dispatcher by that much. 0.5 ms keeps schedule lag well under 1 ms.
+GIL_SWITCH_S = 0.0005
+# Prompts for engines without a model of ours (HTTP, zero) are drawn from this many ids.
+DEFAULT_VOCAB_SIZE = 8192
+
+
+@contextlib.contextmanager
+def dispatcher_first() -> Iterator[None]:
+    """While replaying: the GIL switches every `GIL_SWITCH_S`, so the engine thread cannot delay dispatch."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(GIL_SWITCH_S)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], seed: int) -> list[Scheduled]:
+    """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
+    trace's output length is what every engine must produce)."""
+    from workloads import token_id_prompts
+
+    prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
+    return schedule_from(workload, prompts, {})
+
+
+def schedule_from(workload: Any, ids: dict[str, list[int]], texts: dict[str, str | None]) -> list[Scheduled]:
+    """The workload's requests with these prompts: token ids per request id, and text where there is one
+    (else the request's own text, if it brought any)."""
+    return [
+        Scheduled(
+            Request(
+                request_id=r.request_id,
+                prompt_token_ids=ids[r.request_id],
+                max_tokens=r.output_tokens,
+                ignore_eos=True,
+                tenant=r.tenant,
+                priority=r.priority,
+                arrival_time=r.arrival_s,
+                prompt_text=texts.get(r.request_id, r.prompt_text),
+            ),
+            r.arrival_s,
+        )
+        for r in workload.requests
+    ]
+
+
+async def replay_engine(
+    engine: Engine,
+    schedule: list[Scheduled],
+    scenario: Scenario,
+    sink: RecordSink,
+    *,
+    label: str,
+    trial: int = 0,
+    steps: Callable[[StepRecord], None] | None = None,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+) -> LoopOutcome:
+    """Start `engine`, offer it `schedule`, stop it. Step records reach `steps` with times on the records'
+    clock (seconds from the loop's t0)."""
+    origin = [0.0]
+
+    def shifted(record: StepRecord) -> None:
+        record.t_start -= origin[0]
+        record.t_end -= origin[0]
+        steps(record)  # type: ignore[misc]
+
+    if steps is not None:
+        engine.set_step_sink(shifted)
+    await engine.start()
+    try:
+        return await run_scenario(
+            engine,
+            schedule,
+            sink,
+            scenario,
+            label=label,
+            trial=trial,
+            stop_rules=stop_rules,
+            progress=progress,
+            on_start=lambda t0: origin.__setitem__(0, t0),
+        )
+    finally:
+        await engine.stop()
+        engine.set_step_sink(None)

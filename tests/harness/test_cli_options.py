@@ -1,0 +1,62 @@
+"""Commands build their flags from the engine and workload option tables, and check them before any work."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from engines.options import ENGINE_OPTIONS
+from harness.cli import build_parser, main
+from harness.cli.serve import engine_options
+from workloads.options import OVERRIDES
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for action in parser._actions for s in action.option_strings}
+
+
+def _command(name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+@pytest.mark.parametrize("command", ["run", "demo", "sweep", "calibrate"])
+def test_replaying_commands_take_every_engine_and_workload_option(command):
+    flags = _flags(_command(command))
+    assert {o.flag_name for o in ENGINE_OPTIONS if o.flag} <= flags
+    assert {o.flag for o in OVERRIDES} <= flags
+
+
+def test_serve_takes_the_in_process_options_at_its_own_profile():
+    parser = _command("serve")
+    flags = _flags(parser)
+    assert {"--max-running", "--max-batched-tokens", "--policy", "--kv-blocks", "--batch-timeout"} <= flags
+    assert "--url" not in flags  # an HTTP client option does not configure a served engine
+    served = engine_options(parser.parse_args([]))
+    assert served.continuous.max_batched_tokens == 2048  # the "serve" profile
+    assert engine_options(parser.parse_args(["--max-batched-tokens", "256"])).continuous.max_batched_tokens == 256
+
+
+def test_workload_describe_takes_every_workload_option():
+    sub = next(a for a in _command("workload")._actions if isinstance(a, argparse._SubParsersAction))
+    assert {o.flag for o in OVERRIDES} <= _flags(sub.choices["describe"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["run", "--engine", "zero", "--max-running", "0"], "--max-running 0: must be >= 1"),
+        (["run", "--engine", "zero", "--kv-memory-mb", "inf"], "--kv-memory-mb inf: must be a finite number"),
+        (["run", "--engine", "zero", "--policy", "lottery"], "--policy lottery: expected one of"),
+        (["run", "--engine", "zero:max_batch=4"], "max_batch does not apply to a zero engine"),
+        (["run", "--engine", "zero", "--scenario", "closed"], "--scenario closed: give --closed-loop-users"),
+        (["serve", "--max-batched-tokens", "0"], "--max-batched-tokens 0: must be >= 1"),
+        (["sweep", "--engine", "zero", "--block-size", "x"], "--block-size x: is not an integer"),
+    ],
+)
+def test_bad_options_stop_before_any_work(tmp_path, capsys, argv, needle):
+    code = main([*argv, "--out", str(tmp_path / "out")] if argv[0] != "serve" else argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()
