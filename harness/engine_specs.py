@@ -72,10 +72,12 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     if spec.kind == "http":
         from engines.http import HttpEngine
 
-        o = {**{k: OPTIONS[k].default for k in ("model", "api", "timeout_s", "connections")}, **spec.options}
+        keys = ("model", "api", "timeout_s", "read_timeout_s", "connections")
+        o = {**{k: OPTIONS[k].default for k in keys}, **spec.options}
         api_key = os.environ.get(o["api_key_env"]) if o.get("api_key_env") else None
         return HttpEngine(o["url"], o["model"] or "batchmark", name=spec.label, api_key=api_key, api=o["api"],
-                          timeout_s=o["timeout_s"], connections=o["connections"])  # fmt: skip
+                          timeout_s=o["timeout_s"], read_timeout_s=o["read_timeout_s"],
+                          connections=o["connections"])  # fmt: skip
     from engines.inprocess import InProcessEngine
 
     return InProcessEngine(loaded, in_process_options(spec.kind, spec.options), name=spec.label)

@@ -58,6 +58,7 @@ from engines.http.payload import (
     read_chunk,
 )
 from engines.http.sse import SSEDecoder, SSEError
+from engines.options import url_problem
 
 DEFAULT_READ_BUFSIZE = 4 * 2**20  # >= 2 MiB: a 50K-token context's chunks never wait on the buffer
 _FINISH_REASONS = {"length": "length", "stop": "stop", "abort": "abort"}
@@ -400,6 +401,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _safe(url: str) -> str:
+    """`_redact`, or the URL's scheme and host part cut short when it does not even parse."""
+    try:
+        return _redact(url)
+    except ValueError:
+        return url.split("@")[-1][:80]
+
+
 def _redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.username or parts.password:
@@ -410,9 +419,9 @@ def _redact(url: str) -> str:
 
 
 def _validate(c: HttpEngineConfig) -> None:
-    parts = urlsplit(c.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EngineInputError(f"--url {_redact(c.url)!r}: expected http://HOST[:PORT][/v1]")
+    problem = url_problem(c.url)
+    if problem is not None:
+        raise EngineInputError(f"--url {_safe(c.url)!r}: {problem}")
     if c.api not in PATHS:
         raise EngineInputError(f"--api {c.api!r}: expected one of {', '.join(PATHS)}")
     if c.prompt_format not in ("auto", "ids", "text"):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
+from harness.cli.flags import Flag, add_flags, check_flags
 from workloads.options import OVERRIDES, parse_columns
 
 SCENARIOS = ("open", "closed", "offline")
@@ -93,25 +94,59 @@ def load_run_workload(args: argparse.Namespace, specs: list[Any], **fixed: Any) 
 
 
 # -- the model -------------------------------------------------------------------------------------
-def add_model_flags(parser: argparse.ArgumentParser) -> None:
+THREADS_HELP = "torch intra-op threads of the engine (default: every usable core, waiting passively; docs/threads.md)"
+MODEL_FLAGS: tuple[Flag, ...] = (Flag("--threads", int, THREADS_HELP, low=1, high=4096, metavar="N"),)
+
+
+TOKENIZER_HELP = (
+    "local Hugging Face tokenizer directory the prompt lengths are exact in (default: --model when given, "
+    "else the embedded model's)"
+)
+
+
+def add_model_flags(parser: argparse.ArgumentParser, tokenizer: bool = False) -> None:
     parser.add_argument("--model", help="local Hugging Face checkpoint directory (default: the embedded model)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: all cores)")
+    if tokenizer:
+        parser.add_argument("--tokenizer", metavar="PATH", help=TOKENIZER_HELP)
+    add_flags(parser, MODEL_FLAGS)
+
+
+def check_model_flags(args: argparse.Namespace) -> None:
+    """The model flags checked (the paths exist) before anything loads."""
+    from harness.errors import HarnessInputError
+
+    check_flags(args, MODEL_FLAGS)
+    for flag in ("model", "tokenizer"):
+        value = getattr(args, flag, None)
+        if value is not None and not Path(value).is_dir():
+            raise HarnessInputError(f"--{flag} {value}: no such directory")
 
 
 def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
     from engines import compute_threads
     from engines.model.loader import load_model
 
+    check_model_flags(args)
     compute_threads.configure(args.threads)
     return load_model(args.model, dtype=args.dtype)
 
 
 # -- SLO -------------------------------------------------------------------------------------------
-def add_slo_flags(parser: argparse.ArgumentParser, ttft: str = "2000", tpot: str = "200") -> None:
+def slo_flags(ttft: str = "2000", tpot: str = "200") -> tuple[Flag, ...]:
     """`--slo-ttft-ms` and `--slo-tpot-ms`; `ttft` and `tpot` say what applies when they are not given."""
-    parser.add_argument("--slo-ttft-ms", type=float, help=f"TTFT SLO in ms (default {ttft})")
-    parser.add_argument("--slo-tpot-ms", type=float, help=f"TPOT SLO in ms (default {tpot})")
+    return (
+        Flag("--slo-ttft-ms", float, f"TTFT SLO in ms (default {ttft})", low=0, above=True, metavar="MS"),
+        Flag("--slo-tpot-ms", float, f"TPOT SLO in ms (default {tpot})", low=0, above=True, metavar="MS"),
+    )
+
+
+def add_slo_flags(parser: argparse.ArgumentParser, ttft: str = "2000", tpot: str = "200") -> None:
+    add_flags(parser, slo_flags(ttft, tpot))
+
+
+def check_slo_flags(args: argparse.Namespace) -> None:
+    check_flags(args, slo_flags())
 
 
 def slo_from_args(args: argparse.Namespace) -> Any:  # -> SLO
@@ -143,14 +178,9 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     )
     add_workload_flags(parser)
     add_engine_flags(parser)
-    add_model_flags(parser)
-    parser.add_argument("--repeat", type=int, default=1, help="trials per engine; metrics get CIs across trials")
-    parser.add_argument("--out", type=Path, help="run directory (default runs/<time>-<workload>)")
+    add_model_flags(parser, tokenizer=True)
+    add_flags(parser, RUN_FLAGS)
     add_slo_flags(parser)
-    parser.add_argument("--price-per-hour", type=float, default=2.0, help="$ per accelerator-hour (default 2.00)")
-    parser.add_argument("--stop-error-rate", type=float, help="end a run when this share of recent requests fail")
-    parser.add_argument("--stop-in-flight", type=int, help="end a run when more requests than this are in flight")
-    parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--progress",
@@ -158,6 +188,29 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="progress bar (default: when stderr is a terminal)",
     )
+
+
+RUN_FLAGS: tuple[Flag, ...] = (
+    Flag(
+        "--repeat", int, "trials per engine; metrics get CIs across trials", default=1, low=1, high=10_000, metavar="N"
+    ),
+    Flag("--out", Path, "run directory (default runs/<time>-<workload>)", metavar="DIR"),
+    Flag("--price-per-hour", float, "$ per accelerator-hour", default=2.0, low=0, metavar="USD"),
+    Flag(
+        "--stop-error-rate", float, "end a run when this share of recent requests fail", low=0, high=1, metavar="SHARE"
+    ),
+    Flag("--stop-in-flight", int, "end a run when more requests than this are in flight", low=1, metavar="N"),
+    Flag("--stop-ttft-p99-ms", float, "end a run when recent p99 TTFT exceeds this", low=0, above=True, metavar="MS"),
+)
+
+
+def check_run_flags(args: argparse.Namespace) -> None:
+    """Every flag of `add_run_flags` checked, before the workload is built or a model loads: the engine
+    options and specs (their table), the run, SLO and model flags (theirs)."""
+    check_flags(args, RUN_FLAGS)
+    check_slo_flags(args)
+    check_model_flags(args)
+    engine_flag_values(args)
 
 
 def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Scenario
@@ -175,12 +228,10 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
 
 
 def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
-    from harness.errors import HarnessInputError
     from harness.loadgen import StopRules
     from harness.run import RunSettings
 
-    if args.repeat < 1:
-        raise HarnessInputError(f"--repeat {args.repeat}: must be >= 1")
+    check_run_flags(args)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     slug = Path(workload.name).stem.replace(" ", "_")
     stop = StopRules(
@@ -197,6 +248,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         price_per_hour=args.price_per_hour,
         stop_rules=stop,
         model_path=args.model,
+        tokenizer_path=getattr(args, "tokenizer", None),
         dtype=args.dtype,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
         report=not args.no_report,

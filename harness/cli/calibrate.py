@@ -47,6 +47,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from harness.gate.trials import use_trials
     from workloads import load_workload
 
+    shared.check_run_flags(args)  # every flag, before any work
     if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
         raise HarnessInputError("calibrate: --pairs and --trials must be >= 1 and --slowdown > 0")
     config = load_rules_file(args.rules) if args.rules else GateConfig()

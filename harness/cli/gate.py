@@ -53,6 +53,7 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
     from harness.errors import HarnessInputError
     from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
 
+    shared.check_slo_flags(args)
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
     config = merged(config, rules=(*config.rules, *extra), alpha=args.alpha, pairing=args.pairing,

@@ -36,6 +36,7 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     from harness.console import print_summary
     from harness.run import run_benchmark
 
+    shared.check_run_flags(args)  # every flag, before any work
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
     workload, _ = shared.load_run_workload(args, specs)
