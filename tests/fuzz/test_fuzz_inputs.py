@@ -217,7 +217,7 @@ def test_workload_specs_are_read_or_refused_in_one_line(tmp_path_factory, capsys
 # -- engine specs -----------------------------------------------------------------------------------
 SPEC_KEYS = ["label", "policy", "max_batch", "batch_timeout_ms", "max_running", "max_batched_tokens",
              "chunked_prefill", "kv_memory_mb", "kv_blocks", "block_size", "step_delay_ms", "slowdown", "url",
-             "model", "api", "timeout_s", "connections", "api_key_env", "colour"]  # fmt: skip
+             "model", "api", "timeout_s", "read_timeout_s", "connections", "api_key_env", "colour"]  # fmt: skip
 spec_value = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1", "1e400", "true", "fcfs", "chat", "",
                                         "http://[::1", "http://h:99999", "http://127.0.0.1:9", "=", ":"]),
                        nasty_number.map(str), st.text(alphabet=string.printable, max_size=6))  # fmt: skip
@@ -233,20 +233,23 @@ def engine_specs(draw: st.DrawFn) -> str:
 @FUZZ
 @given(texts=st.lists(engine_specs(), min_size=1, max_size=2))
 def test_engine_specs_are_checked_before_any_work(texts):
-    from harness.engine_factory import parse_engine_specs, validate_specs
+    from harness.engine_specs import parse_engine_specs
     from harness.errors import user_errors
 
     try:
         specs = parse_engine_specs(texts, {})
-        validate_specs(specs)
     except user_errors() as exc:
         message = str(exc)
         assert "\n" not in message and "--engine" in message, message
-    else:  # accepted: every value is one an engine can take
+    else:  # accepted: every value is one an engine can take, and the engine can be built from it
+        from harness.engine_specs import build_engine
+
         for spec in specs:
             for key, value in spec.options.items():
                 if isinstance(value, float):
                     assert math.isfinite(value) and value >= 0, (key, value)
+            if spec.kind in ("http", "zero"):
+                build_engine(spec, None)  # an HTTP engine checks its URL and options on construction
 
 
 # -- gate rules -------------------------------------------------------------------------------------

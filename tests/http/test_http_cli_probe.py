@@ -148,3 +148,18 @@ def test_probe_decides_serial():
     continuous = [measure_round(*synthetic_round(1.5, 0.2, s), CONFIG) for s in range(3)]
     assert decide(CONFIG, "m", static).verdict == "static"  # batches overlap: never serial
     assert decide(CONFIG, "m", continuous).verdict == "continuous"
+
+
+def test_the_read_timeout_is_an_http_option_and_a_flag():
+    # before: no flag set the HTTP engine's read (stall) timeout
+    from harness.cli import args as shared
+    from harness.cli import build_parser
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    spec = parse_engine_specs(["http:url=http://127.0.0.1:9,read_timeout_s=0.5"], {})[0]
+    assert build_engine(spec, None).config.read_timeout_s == 0.5
+    flags = ["run", "--engine", "http", "--url", "http://127.0.0.1:9", "--read-timeout-s", "2"]
+    args = build_parser().parse_args(flags)
+    assert build_engine(shared.engine_specs(args)[0], None).config.read_timeout_s == 2.0
+    with pytest.raises(EngineInputError, match="read_timeout_s='0' must be > 0"):
+        parse_engine_specs(["http:url=http://127.0.0.1:9,read_timeout_s=0"], {})
