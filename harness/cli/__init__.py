@@ -14,6 +14,7 @@ import os
 import sys
 from typing import NoReturn
 
+from engines import compute_threads
 from harness.errors import user_errors
 
 COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate")
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     # No hub access anywhere: every model and tokenizer is local.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # before torch loads libgomp: idle OpenMP workers must not spin on a shared machine (docs/threads.md)
+    compute_threads.wait_passively()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
