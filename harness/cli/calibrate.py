@@ -10,18 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import args as shared
+from harness.cli.flags import Flag, add_flags, check_flags
 
 DEFAULT_RULE = "tpot.p50 <= +5%"
+
+
+CALIBRATE_FLAGS: tuple[Flag, ...] = (
+    Flag("--pairs", int, "pairs of each kind", default=20, low=1, high=10_000, metavar="N"),
+    Flag("--slowdown", float, "injected per-step slowdown (0.10 = 10%)", default=0.10, low=0, above=True,
+         high=100, metavar="SHARE"),
+    Flag("--trials", int, "interleaved trials per pair, order alternating; from --min-trials on, the gate "
+         "judges trials", default=24, low=1, high=10_000, metavar="N"),
+    Flag("--alpha", float, "gate significance level (default 0.05)", low=0, above=True, high=1),
+    Flag("--min-trials", int, "trials per side for auto to judge trials (default 3)", low=2, metavar="N"),
+    Flag("--max-false-alarm", float, "target", default=0.05, low=0, high=1, metavar="SHARE"),
+    Flag("--min-detection", float, "target", default=0.95, low=0, high=1, metavar="SHARE"),
+)  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     cal = sub.add_parser("calibrate", help="gate calibration: A/A false alarms and injected-slowdown detections")
     shared.add_run_flags(cal)
-    cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
-    cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
-    cal.add_argument("--trials", type=int, default=24,
-                     help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
-                          "trials (default 24)")  # fmt: skip
+    add_flags(cal, CALIBRATE_FLAGS)
     cal.add_argument(
         "--concurrent",
         action="store_true",
@@ -30,11 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--rules", type=Path, metavar="FILE", help="gate rules file (default: one rule, see --rule)")
     cal.add_argument("--rule", action="append", default=[], metavar="RULE",
                      help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"))  # fmt: skip
-    cal.add_argument("--alpha", type=float, help="gate significance level (default 0.05)")
     cal.add_argument("--unit", choices=("auto", "request", "trial"), help="the gate's unit (default auto)")
-    cal.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
-    cal.add_argument("--max-false-alarm", type=float, default=0.05, help="target (default 0.05)")
-    cal.add_argument("--min-detection", type=float, default=0.95, help="target (default 0.95)")
     cal.set_defaults(run=calibrate_command)
 
 
@@ -48,8 +54,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from workloads import load_workload
 
     shared.check_run_flags(args)  # every flag, before any work
-    if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
-        raise HarnessInputError("calibrate: --pairs and --trials must be >= 1 and --slowdown > 0")
+    check_flags(args, CALIBRATE_FLAGS)
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
     rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])

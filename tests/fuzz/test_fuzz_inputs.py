@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                        HealthCheck.too_slow])  # fmt: skip
 MODEL = "fuzz-model"
 
@@ -282,7 +282,7 @@ def zero_run(tmp_path_factory) -> Path:
     return out
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=15)
 @given(content=gate_files())
 def test_gate_rules_are_read_or_refused_in_one_line(zero_run, tmp_path_factory, capsys, content):
     path = tmp_path_factory.mktemp("gate") / "gate.toml"
@@ -307,7 +307,7 @@ def damaged_records(draw: st.DrawFn) -> list[tuple[int, str, Any]]:
                                    st.one_of(json_value, st.just(...))), min_size=1, max_size=3))  # fmt: skip
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=15)
 @given(damage=damaged_records(), where=st.sampled_from(["report", "gate"]))
 def test_damaged_run_directories_are_refused_in_one_line(zero_run, tmp_path_factory, capsys, damage, where):
     import shutil

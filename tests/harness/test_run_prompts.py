@@ -93,3 +93,39 @@ def test_a_run_in_which_every_request_failed_exits_1(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1
     assert err.count("\n") == 1 and "every request to engine http (trial 0) failed (4 of 4, mostly http_status" in err
+
+
+def _other_tokenizer(directory):
+    """A byte-level BPE unlike the embedded one (a 600-token vocabulary from a few English sentences)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<s>", "</s>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    corpus = ["the quick brown fox jumps over the lazy dog while the cat sleeps in the warm sun"] * 50
+    tokenizer.train_from_iterator(corpus, trainer=trainer)
+    directory.mkdir()
+    tokenizer.save(str(directory / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>"}
+    (directory / "tokenizer_config.json").write_text(json.dumps(config))
+    return directory
+
+
+def test_a_tokenizer_unlike_the_servers_shows_in_the_validity_figure(served, tmp_path, capsys):
+    from harness.cli import main
+
+    other = _other_tokenizer(tmp_path / "other-tokenizer")
+    out = tmp_path / "run"
+    argv = ["run", "--workload", "chat-small", "--requests", "6", "--time-scale", "8", "--engine",
+            f"http:url={served},api=chat", "--tokenizer", str(other), "--out", str(out), "--no-report",
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    summary = json.loads((out / "metrics.json").read_text())["engines"]["http"]
+    figure = summary["validity"]["prompt_tokens"]
+    assert figure["checked"] == 6 and figure["share_off"] > 0.5  # the server counts its own tokens
+    assert "prompt_token_count" in {f["name"] for f in summary["validity"]["flags"]}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["prompts"]["tokenizer"]["source"] == str(other)
+    assert "run validity" in capsys.readouterr().out
