@@ -142,8 +142,15 @@ class InProcessEngine(Engine):
             self.validate(request)
         except EngineInputError as exc:
             n = len(request.prompt_token_ids)
-            yield FinishEvent(request.request_id, "error", n, 0, time.perf_counter(),
-                              error_type="invalid_request", error_message=str(exc))  # fmt: skip
+            yield FinishEvent(
+                request.request_id,
+                "error",
+                n,
+                0,
+                time.perf_counter(),
+                error_type="invalid_request",
+                error_message=str(exc),
+            )
             return
         if request.request_id in self._streams:
             raise EngineInputError(f"request {request.request_id}: id already in flight")

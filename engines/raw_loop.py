@@ -18,6 +18,8 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 @dataclass
 class RawResult:
+    """What the raw loop produced: output tokens, seconds and forward steps."""
+
     output_tokens: int
     seconds: float
     steps: int
@@ -28,6 +30,8 @@ class RawResult:
 
 
 class RawLoop:
+    """Fixed batches through the model with a contiguous KV cache and no scheduler: the ceiling."""
+
     def __init__(self, model: Any) -> None:
         config = model.config
         self.model = model
@@ -55,9 +59,12 @@ class RawLoop:
             k_cache[index, :, :, start:end] = k
             v_cache[index, :, :, start:end] = v
             out = F.scaled_dot_product_attention(
-                q, k_cache[index, :, :, :end], v_cache[index, :, :, :end],
-                is_causal=length > 1, enable_gqa=self.kv_heads != self.heads,
-            )  # fmt: skip
+                q,
+                k_cache[index, :, :, :end],
+                v_cache[index, :, :, :end],
+                is_causal=length > 1,
+                enable_gqa=self.kv_heads != self.heads,
+            )
             out = out.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim)
             hidden = hidden + attn.o_proj(out)
             hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))

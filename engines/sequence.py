@@ -9,6 +9,8 @@ from engines.api import Request
 
 
 class SequenceStatus(enum.Enum):
+    """Where a sequence is in its life inside an engine."""
+
     WAITING = "waiting"  # queued, never scheduled
     RUNNING = "running"  # holds KV blocks and a slot
     PREEMPTED = "preempted"  # lost its blocks; will be recomputed from its tokens when readmitted
@@ -17,6 +19,8 @@ class SequenceStatus(enum.Enum):
 
 @dataclass(eq=False)
 class Sequence:
+    """A request inside an engine: its tokens, how many are in the KV cache, its blocks and state."""
+
     request: Request
     seq_no: int  # engine-wide arrival order, the FCFS tie-breaker
     token_ids: list[int]

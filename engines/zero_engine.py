@@ -13,6 +13,8 @@ from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, T
 
 
 class ZeroLatencyEngine(Engine):
+    """Every token the instant it is asked for: what is measured is the harness itself."""
+
     def __init__(self, name: str = "zero") -> None:
         self.name = name
 
@@ -25,8 +27,15 @@ class ZeroLatencyEngine(Engine):
     async def generate(self, request: Request) -> AsyncIterator[EngineEvent]:
         if request.max_tokens <= 0:
             message = f"request {request.request_id}: max_tokens={request.max_tokens} must be > 0"
-            yield FinishEvent(request.request_id, "error", len(request.prompt_token_ids), 0, time.perf_counter(),
-                              error_type="invalid_request", error_message=message)  # fmt: skip
+            yield FinishEvent(
+                request.request_id,
+                "error",
+                len(request.prompt_token_ids),
+                0,
+                time.perf_counter(),
+                error_type="invalid_request",
+                error_message=message,
+            )
             return
         now = time.perf_counter()
         yield AdmitEvent(request.request_id, now)

@@ -87,8 +87,13 @@ def run_offline(engine: InProcessEngine, requests: list[Request]) -> OfflineRun:
 OFFLINE_STEP_TOKENS = in_process_options("continuous", {}, "offline").continuous.max_batched_tokens
 
 
-def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
-               step_tokens: int = OFFLINE_STEP_TOKENS, continuous_first: bool = False) -> dict[str, float]:  # fmt: skip
+def bench_once(
+    loaded: LoadedModel,
+    workload: OfflineWorkload,
+    batch: int,
+    step_tokens: int = OFFLINE_STEP_TOKENS,
+    continuous_first: bool = False,
+) -> dict[str, float]:
     requests = workload.build(loaded.vocab_size, loaded.special_token_ids)
     mean_output = round(float(np.mean([r.max_tokens for r in requests])))
     prompts = [list(r.prompt_token_ids) for r in requests]
@@ -121,15 +126,28 @@ def bench_once(loaded: LoadedModel, workload: OfflineWorkload, batch: int,
     }
 
 
-def bench_engines(loaded: LoadedModel, workload: OfflineWorkload, batch: int, repeat: int,
-                  step_tokens: int = OFFLINE_STEP_TOKENS) -> dict[str, Any]:  # fmt: skip
+def bench_engines(
+    loaded: LoadedModel, workload: OfflineWorkload, batch: int, repeat: int, step_tokens: int = OFFLINE_STEP_TOKENS
+) -> dict[str, Any]:
     # Warm-up, not measured: compiles the attention kernel and pays first-call costs for all three.
-    bench_once(loaded, dataclasses.replace(workload, requests=min(workload.requests, batch), max_output=16,
-                                           min_output=min(workload.min_output, 16)), batch, step_tokens)  # fmt: skip
+    bench_once(
+        loaded,
+        dataclasses.replace(
+            workload, requests=min(workload.requests, batch), max_output=16, min_output=min(workload.min_output, 16)
+        ),
+        batch,
+        step_tokens,
+    )
     trials = [bench_once(loaded, workload, batch, step_tokens, continuous_first=i % 2 == 1) for i in range(repeat)]
-    return {**median_trial(trials), "trials": trials, "repeat": repeat, "workload": workload.__dict__,
-            "batch": batch, "continuous_max_batched_tokens": step_tokens,
-            "torch_threads": compute_threads.count()}  # fmt: skip
+    return {
+        **median_trial(trials),
+        "trials": trials,
+        "repeat": repeat,
+        "workload": workload.__dict__,
+        "batch": batch,
+        "continuous_max_batched_tokens": step_tokens,
+        "torch_threads": compute_threads.count(),
+    }
 
 
 RATIOS = ("continuous_over_static", "continuous_over_raw", "static_over_raw")
@@ -151,11 +169,21 @@ def median_trial(trials: list[dict[str, float]]) -> dict[str, Any]:
 def format_table(result: dict[str, Any]) -> str:
     rows = [
         ("raw loop (ceiling)", result["raw_tok_s"], 1.0, float("nan"), 0.0),
-        ("static batching", result["static_tok_s"], result["static_over_raw"],
-         result["static_occupancy"], result["static_slot_waste"]),
-        ("continuous batching", result["continuous_tok_s"], result["continuous_over_raw"],
-         result["continuous_occupancy"], result["continuous_slot_waste"]),
-    ]  # fmt: skip
+        (
+            "static batching",
+            result["static_tok_s"],
+            result["static_over_raw"],
+            result["static_occupancy"],
+            result["static_slot_waste"],
+        ),
+        (
+            "continuous batching",
+            result["continuous_tok_s"],
+            result["continuous_over_raw"],
+            result["continuous_occupancy"],
+            result["continuous_slot_waste"],
+        ),
+    ]
     lines = [f"{'engine':<22}{'output tok/s':>14}{'x raw':>8}{'occupancy':>11}{'slot waste':>12}"]
     for name, tok_s, over_raw, occupancy, waste in rows:
         occ = "-" if occupancy != occupancy else f"{occupancy:.0%}"

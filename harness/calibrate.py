@@ -51,8 +51,16 @@ def pair_specs(spec: Any, slowdown: float) -> dict[str, tuple[Any, Any]]:
     return {"aa": (base, same), "slowdown": (base, slow)}
 
 
-def run_pair(kind: str, index: int, plan: CalibrationPlan, specs: tuple[Any, Any], config: GateConfig,
-             load: LoadWorkload, run_one: RunOne, out: Path) -> PairResult:  # fmt: skip
+def run_pair(
+    kind: str,
+    index: int,
+    plan: CalibrationPlan,
+    specs: tuple[Any, Any],
+    config: GateConfig,
+    load: LoadWorkload,
+    run_one: RunOne,
+    out: Path,
+) -> PairResult:
     started = time.perf_counter()
     seed = plan.seed + index
     workload = load(seed)
@@ -65,15 +73,35 @@ def run_pair(kind: str, index: int, plan: CalibrationPlan, specs: tuple[Any, Any
         run_one(workload, list(order), run_dir)
         frames.append(load_records(run_dir / "records.jsonl").assign(trial=trial))
     records = pd.concat(frames, ignore_index=True)
-    verdict = evaluate(config, sample_from_records(records, engine="baseline", source=f"{kind}-{index:02d}"),
-                       sample_from_records(records, engine="candidate", source=f"{kind}-{index:02d}"))  # fmt: skip
-    rules = [{"rule": r.rule, "status": r.status, "change": r.change, "p_value": r.p_value, "trial_sd": r.trial_sd,
-              "threshold_kind": r.threshold_kind, "threshold": r.threshold} for r in verdict.results]  # fmt: skip
+    verdict = evaluate(
+        config,
+        sample_from_records(records, engine="baseline", source=f"{kind}-{index:02d}"),
+        sample_from_records(records, engine="candidate", source=f"{kind}-{index:02d}"),
+    )
+    rules = [
+        {
+            "rule": r.rule,
+            "status": r.status,
+            "change": r.change,
+            "p_value": r.p_value,
+            "trial_sd": r.trial_sd,
+            "threshold_kind": r.threshold_kind,
+            "threshold": r.threshold,
+        }
+        for r in verdict.results
+    ]
     return PairResult(kind, index, seed, not verdict.passed, time.perf_counter() - started, os.getloadavg()[0], rules)
 
 
-def calibrate(plan: CalibrationPlan, spec: Any, config: GateConfig, load: LoadWorkload, run_one: RunOne, out: Path,
-              log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+def calibrate(
+    plan: CalibrationPlan,
+    spec: Any,
+    config: GateConfig,
+    load: LoadWorkload,
+    run_one: RunOne,
+    out: Path,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     specs = pair_specs(spec, plan.slowdown)
     results: list[PairResult] = []
@@ -82,8 +110,10 @@ def calibrate(plan: CalibrationPlan, spec: Any, config: GateConfig, load: LoadWo
             r = run_pair(kind, index, plan, specs[kind], config, load, run_one, out)
             results.append(r)
             shown = ", ".join(f"{x['rule']}: {_pct(x['change'])} p={_num(x['p_value'])} {x['status']}" for x in r.rules)
-            log(f"  {kind:8} pair {index:2d}: {'FAIL' if r.failed else 'pass'}  {shown}  "
-                f"({r.seconds:.0f} s, load {r.load_average:.1f})")  # fmt: skip
+            log(
+                f"  {kind:8} pair {index:2d}: {'FAIL' if r.failed else 'pass'}  {shown}  "
+                f"({r.seconds:.0f} s, load {r.load_average:.1f})"
+            )
             _write(out, plan, config, results)
     return _write(out, plan, config, results)
 

@@ -42,11 +42,15 @@ def format_summary(metrics: dict[str, Any]) -> str:
         if run.get("stopped_early"):
             s = run["stopped_early"]
             if s["rule"] == "engine_failure":
-                lines.append(f"! {run['engine']} trial {run['trial']}: the engine failed ({s.get('message')}); "
-                             f"{s['not_sent']} requests not sent")  # fmt: skip
+                lines.append(
+                    f"! {run['engine']} trial {run['trial']}: the engine failed ({s.get('message')}); "
+                    f"{s['not_sent']} requests not sent"
+                )
                 continue
-            lines.append(f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
-                         f"(limit {s['limit']}), {s['not_sent']} requests not sent")  # fmt: skip
+            lines.append(
+                f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
+                f"(limit {s['limit']}), {s['not_sent']} requests not sent"
+            )
     for engine, summary in metrics["engines"].items():
         for flag in summary["validity"]["flags"]:
             lines.append(f"! {engine}: run validity: {flag['message']}")
@@ -55,14 +59,18 @@ def format_summary(metrics: dict[str, Any]) -> str:
         ttft = pair["deltas"].get("ttft", {})
         if ttft.get("median_delta") is not None:
             p = pair["wilcoxon_p"].get("ttft")
-            lines.append(f"paired ({pair['paired_requests']} requests): {other} - {base} median TTFT delta "
-                         f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
-                         + (f", Wilcoxon p={p:.2g}" if p is not None else ""))  # fmt: skip
+            lines.append(
+                f"paired ({pair['paired_requests']} requests): {other} - {base} median TTFT delta "
+                f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
+                + (f", Wilcoxon p={p:.2g}" if p is not None else "")
+            )
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:
-            lines.append(f"{engine}: TTFT p99 over {ttft['n']} trials {ttft['mean'] * 1e3:.0f} ms "
-                         f"(95% CI {ttft['ci_low'] * 1e3:.0f}-{ttft['ci_high'] * 1e3:.0f} ms)")  # fmt: skip
+            lines.append(
+                f"{engine}: TTFT p99 over {ttft['n']} trials {ttft['mean'] * 1e3:.0f} ms "
+                f"(95% CI {ttft['ci_low'] * 1e3:.0f}-{ttft['ci_high'] * 1e3:.0f} ms)"
+            )
     return "\n".join(lines)
 
 

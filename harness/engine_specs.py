@@ -13,7 +13,7 @@ from typing import Any
 
 from engines.api import Engine
 from engines.model.embedded import EmbeddedModelConfig
-from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, in_process_options
+from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, defaults, in_process_options
 from harness.errors import HarnessInputError
 
 EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
@@ -72,12 +72,18 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     if spec.kind == "http":
         from engines.http import HttpEngine
 
-        keys = ("model", "api", "timeout_s", "read_timeout_s", "connections")
-        o = {**{k: OPTIONS[k].default for k in keys}, **spec.options}
+        o = {**defaults("http"), **spec.options}
         api_key = os.environ.get(o["api_key_env"]) if o.get("api_key_env") else None
-        return HttpEngine(o["url"], o["model"] or "batchmark", name=spec.label, api_key=api_key, api=o["api"],
-                          timeout_s=o["timeout_s"], read_timeout_s=o["read_timeout_s"],
-                          connections=o["connections"])  # fmt: skip
+        return HttpEngine(
+            o["url"],
+            o["model"] or "batchmark",
+            name=spec.label,
+            api_key=api_key,
+            api=o["api"],
+            timeout_s=o["timeout_s"],
+            read_timeout_s=o["read_timeout_s"],
+            connections=o["connections"],
+        )
     from engines.inprocess import InProcessEngine
 
     return InProcessEngine(loaded, in_process_options(spec.kind, spec.options), name=spec.label)

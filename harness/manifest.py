@@ -21,8 +21,13 @@ def git_state() -> dict[str, Any]:
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5)  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     if commit.returncode != 0:
@@ -68,8 +73,15 @@ def hardware() -> dict[str, Any]:
     return info
 
 
-def build_manifest(*, argv: list[str], workload: Any, engines: list[dict[str, Any]], model: dict[str, Any] | None,
-                   seed: int, settings: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def build_manifest(
+    *,
+    argv: list[str],
+    workload: Any,
+    engines: list[dict[str, Any]],
+    model: dict[str, Any] | None,
+    seed: int,
+    settings: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "manifest_version": 1,
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -47,6 +47,8 @@ PROMPT_WORD = "probe"
 
 @dataclass(frozen=True)
 class ProbeConfig:
+    """How the probe loads the endpoint: rounds, long and short requests, their lengths, timeouts."""
+
     url: str
     model: str | None = None  # None: the first model GET /v1/models lists
     api: str = "completions"
@@ -65,6 +67,8 @@ class ProbeConfig:
 
 @dataclass
 class Timeline:
+    """When one probe request was sent and when each of its tokens arrived."""
+
     sent: float
     tokens: list[float] = field(default_factory=list)
     finish: FinishEvent | None = None
@@ -80,6 +84,8 @@ class Timeline:
 
 @dataclass
 class RoundResult:
+    """One probe round: the predictions for each batching style and where the short requests landed."""
+
     step_s: float
     long_left_s: float  # from the short requests' send to the long batch's last token
     continuous_ttft_s: float
@@ -95,6 +101,8 @@ class RoundResult:
 
 @dataclass
 class ProbeResult:
+    """The probe's verdict (continuous, static or inconclusive), its confidence and every round."""
+
     url: str
     model: str
     verdict: str  # continuous | static | serial | inconclusive
@@ -118,9 +126,15 @@ async def run_probe(config: ProbeConfig, engine: Any | None = None) -> ProbeResu
     check_config(config)
     model = config.model or await discover_model(config.url, config.api_key, config.timeout_s)
     if engine is None:
-        engine = HttpEngine(config.url, model, api=config.api, timeout_s=config.timeout_s,  # type: ignore[arg-type]
-                            connections=config.long_requests + config.short_requests + 2,
-                            api_key=config.api_key, prompt_format="text")  # fmt: skip
+        engine = HttpEngine(
+            config.url,
+            model,
+            api=config.api,
+            timeout_s=config.timeout_s,  # type: ignore[arg-type]
+            connections=config.long_requests + config.short_requests + 2,
+            api_key=config.api_key,
+            prompt_format="text",
+        )
     await engine.start()
     rounds: list[RoundResult] = []
     try:
@@ -165,8 +179,9 @@ async def _one_round(engine: Any, c: ProbeConfig, index: int) -> RoundResult:
     waiter.cancel()
     t_short = time.perf_counter()
     shorts = [Timeline(t_short) for _ in range(c.short_requests)]
-    short_tasks = [asyncio.create_task(drive(request("short", i, c.short_tokens), t, False))
-                   for i, t in enumerate(shorts)]  # fmt: skip
+    short_tasks = [
+        asyncio.create_task(drive(request("short", i, c.short_tokens), t, False)) for i, t in enumerate(shorts)
+    ]
     await asyncio.gather(*long_tasks, *short_tasks)
     return measure_round(longs, shorts, t_short, c)
 
@@ -193,8 +208,10 @@ def measure_round(longs: list[Timeline], shorts: list[Timeline], t_short: float,
     elif step <= 0 or not ttft:
         problem = "no step time or no short-request tokens measured"
     elif span < c.min_separation_steps * step:
-        problem = (f"the long requests ended {left * 1e3:.1f} ms after the short ones were sent: fewer than "
-                   f"{c.min_separation_steps:g} steps between the predictions (raise --long-tokens)")  # fmt: skip
+        problem = (
+            f"the long requests ended {left * 1e3:.1f} ms after the short ones were sent: fewer than "
+            f"{c.min_separation_steps:g} steps between the predictions (raise --long-tokens)"
+        )
     handoffs, overlaps = _serial_handoffs([*longs, *shorts], step)
     return RoundResult(step, left, cont, stat, ttft, done, z_ttft, z_done, problem, handoffs, overlaps)
 
@@ -220,8 +237,14 @@ def decide(c: ProbeConfig, model: str, rounds: list[RoundResult]) -> ProbeResult
     valid = [r for r in rounds if r.problem is None]
     config = {k: v for k, v in asdict(c).items() if k != "api_key"}
 
-    def result(verdict: str, confidence: float, reason: str, agreeing: float = 0.0,
-               zt: float | None = None, zd: float | None = None) -> ProbeResult:  # fmt: skip
+    def result(
+        verdict: str,
+        confidence: float,
+        reason: str,
+        agreeing: float = 0.0,
+        zt: float | None = None,
+        zd: float | None = None,
+    ) -> ProbeResult:
         return ProbeResult(c.url, model, verdict, confidence, reason, agreeing, zt, zd, rounds, config)
 
     served = [r for r in rounds if r.problem is None or "failed" not in r.problem]  # timed, if not predicted
@@ -251,17 +274,32 @@ def decide(c: ProbeConfig, model: str, rounds: list[RoundResult]) -> ProbeResult
     ttft_ms = statistics.median(z_ttft for r in valid for z_ttft in r.short_ttft_s) * 1e3
     cont_ms = statistics.median(r.continuous_ttft_s for r in valid) * 1e3
     stat_ms = statistics.median(r.static_ttft_s for r in valid) * 1e3
-    summary = (f"short requests' TTFT {ttft_ms:.1f} ms (median of {len(z)}); predicted {cont_ms:.1f} ms if "
-               f"continuous, {stat_ms:.1f} ms if static (step {step_ms:.2f} ms)")  # fmt: skip
+    summary = (
+        f"short requests' TTFT {ttft_ms:.1f} ms (median of {len(z)}); predicted {cont_ms:.1f} ms if "
+        f"continuous, {stat_ms:.1f} ms if static (step {step_ms:.2f} ms)"
+    )
     if median_zd is not None and (median_zd < 0.5) != (median_z < 0.5):
-        return result("inconclusive", confidence, f"completion times contradict TTFT: {summary}", agreeing,
-                      median_z, median_zd)  # fmt: skip
+        return result(
+            "inconclusive", confidence, f"completion times contradict TTFT: {summary}", agreeing, median_z, median_zd
+        )
     if median_z > 1.5:
-        return result("inconclusive", confidence, f"short requests waited longer than static batching predicts "
-                      f"(queueing or overload?): {summary}", agreeing, median_z, median_zd)  # fmt: skip
+        return result(
+            "inconclusive",
+            confidence,
+            f"short requests waited longer than static batching predicts (queueing or overload?): {summary}",
+            agreeing,
+            median_z,
+            median_zd,
+        )
     if confidence < c.min_confidence:
-        return result("inconclusive", confidence, f"confidence below {c.min_confidence:g}: {summary}", agreeing,
-                      median_z, median_zd)  # fmt: skip
+        return result(
+            "inconclusive",
+            confidence,
+            f"confidence below {c.min_confidence:g}: {summary}",
+            agreeing,
+            median_z,
+            median_zd,
+        )
     return result(verdict, confidence, summary, agreeing, median_z, median_zd)
 
 
@@ -277,8 +315,10 @@ def check_config(c: ProbeConfig) -> None:
         if getattr(c, name) < 1:
             raise HarnessInputError(f"--{name.replace('_', '-')} {getattr(c, name)}: must be >= 1")
     if c.long_tokens < c.warmup_tokens + 2 * c.min_separation_steps:
-        raise HarnessInputError(f"--long-tokens {c.long_tokens}: must leave at least {c.min_separation_steps:g} x 2 "
-                                f"steps after the {c.warmup_tokens} warm-up tokens")  # fmt: skip
+        raise HarnessInputError(
+            f"--long-tokens {c.long_tokens}: must leave at least {c.min_separation_steps:g} x 2 "
+            f"steps after the {c.warmup_tokens} warm-up tokens"
+        )
     if c.api not in ("completions", "chat"):
         raise HarnessInputError(f"--api {c.api!r}: expected completions or chat")
     if not c.timeout_s > 0:
@@ -315,27 +355,35 @@ async def discover_model(url: str, api_key: str | None, timeout_s: float) -> str
 
 
 def format_result(result: ProbeResult) -> str:
-    lines = [f"probe {result.url}  model {result.model}  api {result.config['api']}  "
-             f"long {result.config['long_requests']} x {result.config['long_tokens']} tokens, "
-             f"short {result.config['short_requests']} x {result.config['short_tokens']} tokens",
-             "round  step ms  long left ms  pred cont ms  pred static ms  short TTFT ms (min/med/max)  z(TTFT)  "
-             "z(done)"]  # fmt: skip
+    lines = [
+        f"probe {result.url}  model {result.model}  api {result.config['api']}  "
+        f"long {result.config['long_requests']} x {result.config['long_tokens']} tokens, "
+        f"short {result.config['short_requests']} x {result.config['short_tokens']} tokens",
+        "round  step ms  long left ms  pred cont ms  pred static ms  short TTFT ms (min/med/max)  z(TTFT)  z(done)",
+    ]
     for i, r in enumerate(result.rounds):
         if r.short_ttft_s:
-            ttft = "/".join(f"{x * 1e3:.1f}" for x in (min(r.short_ttft_s), statistics.median(r.short_ttft_s),
-                                                       max(r.short_ttft_s)))  # fmt: skip
+            ttft = "/".join(
+                f"{x * 1e3:.1f}" for x in (min(r.short_ttft_s), statistics.median(r.short_ttft_s), max(r.short_ttft_s))
+            )
         else:
             ttft = "-"
         zt = f"{statistics.median(r.z_ttft):+.2f}" if r.z_ttft else "-"
         zd = f"{statistics.median(r.z_done):+.2f}" if r.z_done else "-"
-        lines.append(f"{i:>5}  {r.step_s * 1e3:7.2f}  {r.long_left_s * 1e3:12.1f}  {r.continuous_ttft_s * 1e3:12.1f}  "
-                     f"{r.static_ttft_s * 1e3:14.1f}  {ttft:>27}  {zt:>7}  {zd:>7}"
-                     + (f"  unusable: {r.problem}" if r.problem else ""))  # fmt: skip
+        lines.append(
+            f"{i:>5}  {r.step_s * 1e3:7.2f}  {r.long_left_s * 1e3:12.1f}  {r.continuous_ttft_s * 1e3:12.1f}  "
+            f"{r.static_ttft_s * 1e3:14.1f}  {ttft:>27}  {zt:>7}  {zd:>7}"
+            + (f"  unusable: {r.problem}" if r.problem else "")
+        )
     if result.verdict == "serial":
-        lines.append(f"verdict: serial (confidence {result.confidence:.3f}: the share of hand-offs between "
-                     "requests with no overlap)")  # fmt: skip
+        lines.append(
+            f"verdict: serial (confidence {result.confidence:.3f}: the share of hand-offs between requests "
+            "with no overlap)"
+        )
     else:
-        lines.append(f"verdict: {result.verdict} (confidence {result.confidence:.3f}, {result.agreeing:.0%} of "
-                     "short requests on its side)")  # fmt: skip
+        lines.append(
+            f"verdict: {result.verdict} (confidence {result.confidence:.3f}, {result.agreeing:.0%} of short "
+            f"requests on its side)"
+        )
     lines.append(f"  {result.reason}")
     return "\n".join(lines)

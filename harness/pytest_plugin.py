@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("batchmark", "batchmark workload runs and gate rules")
     group.addoption("--batchmark-out", metavar="DIR", default=None, help="keep run directories under DIR")
-    group.addoption("--batchmark-model", metavar="PATH", default=None,
-                    help="checkpoint for in-process engines (default: the embedded model)")  # fmt: skip
+    group.addoption(
+        "--batchmark-model",
+        metavar="PATH",
+        default=None,
+        help="checkpoint for in-process engines (default: the embedded model)",
+    )
 
 
 @dataclass
@@ -48,9 +52,17 @@ class Batchmark:
     test_id: str = "test"
     _count: int = field(default=0, repr=False)
 
-    def run(self, workload: str = "chat-small", engines: Sequence[str] = ("continuous",), *,
-            slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None, repeat: int = 1, seed: int = 0,
-            **overrides: Any) -> Path:  # fmt: skip
+    def run(
+        self,
+        workload: str = "chat-small",
+        engines: Sequence[str] = ("continuous",),
+        *,
+        slo_ttft_ms: float | None = None,
+        slo_tpot_ms: float | None = None,
+        repeat: int = 1,
+        seed: int = 0,
+        **overrides: Any,
+    ) -> Path:
         """Replay `workload` (preset, spec or trace, with load_workload overrides such as requests=, rate=)
         against the engines on the identical schedule; returns the run directory."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -63,8 +75,10 @@ class Batchmark:
         specs = parse_engine_specs(list(engines), {})
         loaded, _ = load_for_engines(workload, specs, self.model, seed=seed, **overrides)
         default = SLO()
-        slo = SLO(ttft_s=default.ttft_s if slo_ttft_ms is None else slo_ttft_ms / 1e3,
-                  tpot_s=default.tpot_s if slo_tpot_ms is None else slo_tpot_ms / 1e3)  # fmt: skip
+        slo = SLO(
+            ttft_s=default.ttft_s if slo_ttft_ms is None else slo_ttft_ms / 1e3,
+            tpot_s=default.tpot_s if slo_tpot_ms is None else slo_tpot_ms / 1e3,
+        )
         self._count += 1
         out = self.out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', self.test_id)[-80:]}-{self._count}"
         settings = RunSettings(
@@ -79,9 +93,17 @@ class Batchmark:
         run_benchmark(loaded, specs, settings, ["pytest", self.test_id])
         return out
 
-    def gate(self, rules: Sequence[str], candidate: Path, baseline: Path | None = None, *,
-             engine: str | None = None, baseline_engine: str | None = None, candidate_engine: str | None = None,
-             **settings: Any) -> Verdict:  # fmt: skip
+    def gate(
+        self,
+        rules: Sequence[str],
+        candidate: Path,
+        baseline: Path | None = None,
+        *,
+        engine: str | None = None,
+        baseline_engine: str | None = None,
+        candidate_engine: str | None = None,
+        **settings: Any,
+    ) -> Verdict:
         """Evaluate rules (grammar in docs/gate.md) on run directories; settings as in the rules file."""
         from harness.gate import GateConfig, evaluate, load_run, merged, rules_from_texts
 
@@ -90,14 +112,23 @@ class Batchmark:
         base = load_run(Path(baseline), engine=baseline_engine or engine) if baseline is not None else None
         return evaluate(config, base, cand)
 
-    def compare(self, workload: str, baseline: str, candidate: str, rules: Sequence[str], *,
-                gate_settings: dict[str, Any] | None = None, **run_options: Any) -> Verdict:  # fmt: skip
+    def compare(
+        self,
+        workload: str,
+        baseline: str,
+        candidate: str,
+        rules: Sequence[str],
+        *,
+        gate_settings: dict[str, Any] | None = None,
+        **run_options: Any,
+    ) -> Verdict:
         """Run two engine specs on the identical schedule in one run, then gate the candidate against the
         baseline. `run_options` go to `run` (requests=, rate=, slo_ttft_ms=...), `gate_settings` to the gate
         (alpha=, n_boot=, ...)."""
         run = self.run(workload, [_labelled(baseline, "baseline"), _labelled(candidate, "candidate")], **run_options)
-        return self.gate(rules, run, run, baseline_engine="baseline", candidate_engine="candidate",
-                         **(gate_settings or {}))  # fmt: skip
+        return self.gate(
+            rules, run, run, baseline_engine="baseline", candidate_engine="candidate", **(gate_settings or {})
+        )
 
     def assert_rules(self, run: Path, rules: Sequence[str], *, engine: str | None = None, **settings: Any) -> Verdict:
         """Absolute limits on one run (e.g. "ttft.p99 <= 2s"); fails the test with the Markdown summary."""
@@ -122,5 +153,8 @@ def _labelled(spec: str, label: str) -> str:
 def batchmark(request: pytest.FixtureRequest, tmp_path: Path) -> Batchmark:
     """Run batchmark workloads against engines and assert gate rules (see harness.pytest_plugin)."""
     keep = request.config.getoption("--batchmark-out")
-    return Batchmark(out_dir=Path(keep) if keep else tmp_path, model=request.config.getoption("--batchmark-model"),
-                     test_id=request.node.nodeid)  # fmt: skip
+    return Batchmark(
+        out_dir=Path(keep) if keep else tmp_path,
+        model=request.config.getoption("--batchmark-model"),
+        test_id=request.node.nodeid,
+    )

@@ -1,7 +1,9 @@
-"""Reports of benchmark runs: the self-contained HTML report, exports and the Markdown summary.
+"""Reports of benchmark runs: what people read. The self-contained HTML report, exports and the Markdown
+summary, of one run directory or several compared.
 
-Reads run directories (records, step traces, metrics) only: it imports `harness.metrics` and
-`harness.records`, never the engines or the load generator. See docs/report.md.
+Reads run directories (records, step traces, metrics) only: of ours it imports `harness.metrics` (with
+the record columns) and the record schema `harness.records`, never the engines, the load generator or
+the CLI. See docs/report.md.
 """
 
 from __future__ import annotations

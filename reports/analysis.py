@@ -13,6 +13,8 @@ from reports.verdict import Verdict, verdict
 
 @dataclass
 class Analysis:
+    """Everything the report, the exports and the Markdown summary show, computed once."""
+
     runs: list[RunData]
     series: list[EngineRun]  # one per engine per run (its first trial), in run then engine order
     comparisons: list[Comparison]
@@ -34,5 +36,6 @@ def analyse(run_dirs: list[Path] | Path, *, labels: list[str] | None = None) -> 
     runs = load_runs(dirs, labels)
     series = [er for run in runs for er in run.primary()]
     comparisons = compare_runs(runs)
-    return Analysis(runs, series, comparisons, verdict(runs, series, comparisons),
-                    series_colors([er.label for er in series]))  # fmt: skip
+    return Analysis(
+        runs, series, comparisons, verdict(runs, series, comparisons), series_colors([er.label for er in series])
+    )

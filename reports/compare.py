@@ -42,6 +42,8 @@ N_BOOT = 1000
 
 @dataclass
 class Comparison:
+    """Two engine runs compared: paired per request when their schedules match, else by distribution."""
+
     a: EngineRun  # the baseline
     b: EngineRun
     kind: str  # "paired" or "unpaired"
@@ -59,8 +61,16 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         rows = self.table.reset_index().to_dict(orient="records")
-        return {"a": self.a.label, "b": self.b.label, "kind": self.kind, "reason": self.reason,
-                "test": self.test_name, "alpha": ALPHA, "metrics": rows, "notes": self.notes}  # fmt: skip
+        return {
+            "a": self.a.label,
+            "b": self.b.label,
+            "kind": self.kind,
+            "reason": self.reason,
+            "test": self.test_name,
+            "alpha": ALPHA,
+            "metrics": rows,
+            "notes": self.notes,
+        }
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -116,15 +126,22 @@ def _paired_table(deltas: pd.DataFrame, seed: int) -> pd.DataFrame:
         med = percentiles(d, (50.0,), n_boot=N_BOOT, seed=seed).iloc[0]
         lower, higher = (float((d < 0).mean()), float((d > 0).mean())) if d.size else (np.nan, np.nan)
         rows[m] = {
-            "n_a": int(d.size), "n_b": int(d.size),
+            "n_a": int(d.size),
+            "n_b": int(d.size),
             "median_a": float(both[f"{m}_a"].median()) if d.size else np.nan,
             "median_b": float(both[f"{m}_b"].median()) if d.size else np.nan,
-            "delta": med["value"], "ci_low": med["ci_low"], "ci_high": med["ci_high"],
-            "effect": lower, "effect_name": "share of requests where b is lower",
+            "delta": med["value"],
+            "ci_low": med["ci_low"],
+            "ci_high": med["ci_high"],
+            "effect": lower,
+            "effect_name": "share of requests where b is lower",
             "direction": -1 if lower > higher else (1 if higher > lower else 0),
-            "test": "Wilcoxon signed-rank", "statistic": stat, "p_value": p,
-            "ks_statistic": np.nan, "ks_p_value": np.nan,
-        }  # fmt: skip
+            "test": "Wilcoxon signed-rank",
+            "statistic": stat,
+            "p_value": p,
+            "ks_statistic": np.nan,
+            "ks_p_value": np.nan,
+        }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -142,8 +159,12 @@ def _unpaired_table(a: EngineRun, b: EngineRun, seed: int) -> pd.DataFrame:
         va = a.latencies[m].to_numpy(dtype=np.float64)
         vb = b.latencies[m].to_numpy(dtype=np.float64)
         va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
-        row: dict[str, Any] = {"n_a": int(va.size), "n_b": int(vb.size), "test": "Mann-Whitney U",
-                               "effect_name": "P(b < a) (probability of superiority)"}  # fmt: skip
+        row: dict[str, Any] = {
+            "n_a": int(va.size),
+            "n_b": int(vb.size),
+            "test": "Mann-Whitney U",
+            "effect_name": "P(b < a) (probability of superiority)",
+        }
         if va.size and vb.size:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -153,13 +174,31 @@ def _unpaired_table(a: EngineRun, b: EngineRun, seed: int) -> pd.DataFrame:
             ma, mb = float(np.median(va)), float(np.median(vb))
             effect = float(mw.statistic) / (va.size * vb.size)  # U of a: P(a > b) + P(a = b) / 2
             row.update(
-                median_a=ma, median_b=mb, delta=mb - ma, ci_low=low, ci_high=high, effect=effect,
-                direction=-1 if effect > 0.5 else (1 if effect < 0.5 else 0), statistic=float(mw.statistic),
-                p_value=float(mw.pvalue), ks_statistic=float(ks.statistic), ks_p_value=float(ks.pvalue),
-            )  # fmt: skip
+                median_a=ma,
+                median_b=mb,
+                delta=mb - ma,
+                ci_low=low,
+                ci_high=high,
+                effect=effect,
+                direction=-1 if effect > 0.5 else (1 if effect < 0.5 else 0),
+                statistic=float(mw.statistic),
+                p_value=float(mw.pvalue),
+                ks_statistic=float(ks.statistic),
+                ks_p_value=float(ks.pvalue),
+            )
         else:
-            nothing = ("median_a", "median_b", "delta", "ci_low", "ci_high", "effect", "statistic", "p_value",
-                       "ks_statistic", "ks_p_value")  # fmt: skip
+            nothing = (
+                "median_a",
+                "median_b",
+                "delta",
+                "ci_low",
+                "ci_high",
+                "effect",
+                "statistic",
+                "p_value",
+                "ks_statistic",
+                "ks_p_value",
+            )
             row.update(dict.fromkeys(nothing, np.nan), direction=0)
         rows[m] = row
     return pd.DataFrame.from_dict(rows, orient="index")
@@ -170,9 +209,10 @@ def _finish(table: pd.DataFrame) -> pd.DataFrame:
     table["rel_change"] = table["delta"] / table["median_a"].where(table["median_a"] != 0)
     sig = table["p_holm"] < ALPHA
     table["verdict"] = np.where(
-        sig & (table["direction"] < 0), "b lower",
+        sig & (table["direction"] < 0),
+        "b lower",
         np.where(sig & (table["direction"] > 0), "b higher", "no significant difference"),
-    )  # fmt: skip
+    )
     table.index.name = "metric"
     return table
 

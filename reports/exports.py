@@ -33,8 +33,9 @@ def records_table(run_dir: Path) -> pa.Table:
     fields kept as pyarrow infers them, `token_times` a list<double> column."""
     path = Path(run_dir) / "records.jsonl"
     try:
-        return pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=RECORD_SCHEMA,
-                                                                unexpected_field_behavior="infer"))  # fmt: skip
+        return pj.read_json(
+            path, parse_options=pj.ParseOptions(explicit_schema=RECORD_SCHEMA, unexpected_field_behavior="infer")
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         frame = load_records(path)  # names a corrupt line, or skips a truncated last one
         return pa.Table.from_pandas(frame, preserve_index=False)
@@ -134,8 +135,9 @@ def export_metrics(a: Analysis, out: Path) -> Path:
     return out
 
 
-def export_all(run_dirs: list[Path], out_dir: Path, *, labels: list[str] | None = None,
-               analysis: Analysis | None = None) -> dict[str, Path]:  # fmt: skip
+def export_all(
+    run_dirs: list[Path], out_dir: Path, *, labels: list[str] | None = None, analysis: Analysis | None = None
+) -> dict[str, Path]:
     """Records (CSV, Parquet) per run, report-metrics.json and summary.md, all under `out_dir`.
 
     One run: `out_dir/records.*`; several: `out_dir/<run label>/records.*`.

@@ -26,15 +26,23 @@ def comparison_figure(comparisons: list[Comparison]) -> go.Figure | None:
         kind = "paired" if c.kind == "paired" else "unpaired"
         fig.add_trace(
             go.Scatter(
-                x=rel, y=names, mode="markers", name=f"{c.title} ({kind})",
+                x=rel,
+                y=names,
+                mode="markers",
+                name=f"{c.title} ({kind})",
                 marker={"size": 10, "color": PALETTE[(i + 2) % len(PALETTE)], "symbol": "diamond"},
-                error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(hi - rel),
-                         "arrayminus": np.nan_to_num(rel - lo), "thickness": 1.5},
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": np.nan_to_num(hi - rel),
+                    "arrayminus": np.nan_to_num(rel - lo),
+                    "thickness": 1.5,
+                },
                 customdata=np.stack([lo, hi, t["p_holm"].to_numpy(dtype=np.float64)], axis=-1),
                 hovertemplate="%{y}: %{x:+.1f}% [%{customdata[0]:+.1f}%, %{customdata[1]:+.1f}%]"
-                              "<br>Holm-adjusted p = %{customdata[2]:.2g}<extra>" + c.title + "</extra>",
+                "<br>Holm-adjusted p = %{customdata[2]:.2g}<extra>" + c.title + "</extra>",
             )
-        )  # fmt: skip
+        )
     fig.add_vline(x=0, line_color="#555", line_dash="dot")
     fig.update_xaxes(title_text="median difference b - a, as % of a's median (negative: b is lower / faster)")
     fig.update_yaxes(autorange="reversed")

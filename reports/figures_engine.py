@@ -38,8 +38,11 @@ def throughput_over_time(series: list[EngineRun], colors: dict[str, str]) -> go.
     requests = max(len(er.records) for er in series)
     edges = time_edges(*_span(series), bins=int(np.clip(requests // 20, 30, TIME_BINS)))
     mid = (edges[:-1] + edges[1:]) / 2
-    titles = ("output tokens per second", "requests queued (arrived, not yet admitted)",
-              "requests in the engine (admitted, not done)")  # fmt: skip
+    titles = (
+        "output tokens per second",
+        "requests queued (arrived, not yet admitted)",
+        "requests in the engine (admitted, not done)",
+    )
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.08)
     for er in series:
         rec = er.records
@@ -55,16 +58,23 @@ def throughput_over_time(series: list[EngineRun], colors: dict[str, str]) -> go.
         )
         for r, y in enumerate(rows):
             fig.add_trace(
-                go.Scatter(x=mid, y=y, mode="lines", name=er.label, legendgroup=er.label, showlegend=r == 0,
-                           line={"color": colors[er.label], "width": 1.6, "shape": "hvh"},
-                           hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>"),
-                row=r + 1, col=1,
-            )  # fmt: skip
+                go.Scatter(
+                    x=mid,
+                    y=y,
+                    mode="lines",
+                    name=er.label,
+                    legendgroup=er.label,
+                    showlegend=r == 0,
+                    line={"color": colors[er.label], "width": 1.6, "shape": "hvh"},
+                    hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>",
+                ),
+                row=r + 1,
+                col=1,
+            )
     window = _steady(series[0]) if series else None
     if window:
         for r in range(3):
-            fig.add_vrect(x0=window[0], x1=window[1], fillcolor="#9aa5b1", opacity=0.08, line_width=0,
-                          row=r + 1, col=1)  # fmt: skip
+            fig.add_vrect(x0=window[0], x1=window[1], fillcolor="#9aa5b1", opacity=0.08, line_width=0, row=r + 1, col=1)
     fig.update_xaxes(title_text="seconds since the run started (shaded: steady window)", row=3, col=1)
     fig.update_yaxes(title_text="tok/s", row=1, col=1)
     fig.update_yaxes(title_text="requests", row=2, col=1)
@@ -97,8 +107,13 @@ def occupancy_overview(series: list[EngineRun], colors: dict[str, str]) -> go.Fi
     end = max(float(er.trace.spans[:, 1].max()) for er in traced)
     edges = time_edges(start, end)
     mid = (edges[:-1] + edges[1:]) / 2
-    fig = make_subplots(rows=len(traced), cols=1, shared_xaxes=True, vertical_spacing=0.1,
-                        subplot_titles=[_share_text(er) for er in traced])  # fmt: skip
+    fig = make_subplots(
+        rows=len(traced),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.1,
+        subplot_titles=[_share_text(er) for er in traced],
+    )
     for r, er in enumerate(traced):
         st, spans = er.trace.frame, er.trace.spans
         t0, t1 = st["t_start"].to_numpy(dtype=np.float64), st["t_end"].to_numpy(dtype=np.float64)
@@ -107,22 +122,31 @@ def occupancy_overview(series: list[EngineRun], colors: dict[str, str]) -> go.Fi
         running = steps_mean_per_bin(t0, t1, st["num_running"].to_numpy(dtype=np.float64), edges) / covered
         held = steps_mean_per_bin(t0, t1, st["idle_slots"].to_numpy(dtype=np.float64), edges) / covered
         slots = int(st["max_slots"].max())
-        fig.add_trace(
-            go.Scatter(x=mid, y=running, mode="lines", stackgroup=f"s{r}", name="slots computing",
-                       legendgroup="computing", showlegend=r == 0, line={"color": colors[er.label], "width": 0.5},
-                       hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>computing %{{y:.2f}} of {slots}<extra></extra>"),
-            row=r + 1, col=1,
-        )  # fmt: skip
-        fig.add_trace(
-            go.Scatter(x=mid, y=held, mode="lines", stackgroup=f"s{r}", name="slots held idle",
-                       legendgroup="held", showlegend=r == 0, line={"color": PHASE_COLORS["held"], "width": 0.5},
-                       hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>held idle %{{y:.2f}}<extra></extra>"),
-            row=r + 1, col=1,
-        )  # fmt: skip
+        stacked = (
+            (running, "slots computing", "computing", colors[er.label], f"computing %{{y:.2f}} of {slots}"),
+            (held, "slots held idle", "held", PHASE_COLORS["held"], "held idle %{y:.2f}"),
+        )
+        for y, name, group, color, hover in stacked:
+            fig.add_trace(
+                go.Scatter(
+                    x=mid,
+                    y=y,
+                    mode="lines",
+                    stackgroup=f"s{r}",
+                    name=name,
+                    legendgroup=group,
+                    showlegend=r == 0,
+                    line={"color": color, "width": 0.5},
+                    hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>{hover}<extra></extra>",
+                ),
+                row=r + 1,
+                col=1,
+            )
         fig.add_hline(y=slots, line_dash="dot", line_color="#555", row=r + 1, col=1)
         fig.update_yaxes(title_text="slots", range=[0, slots * 1.08], row=r + 1, col=1)
-    fig.update_xaxes(title_text="seconds since the run started (mean per bin; dotted: slot limit)", row=len(traced),
-                     col=1)  # fmt: skip
+    fig.update_xaxes(
+        title_text="seconds since the run started (mean per bin; dotted: slot limit)", row=len(traced), col=1
+    )
     return base_layout(fig, height=max(300, 230 * len(traced) + 80))
 
 
@@ -130,9 +154,11 @@ def overview_note(series: list[EngineRun]) -> str:
     sampled = [er for er in _traced(series) if not er.trace.exact]
     if not sampled:
         return "Whole run, every step, time-weighted mean per bin."
-    return (f"Whole run, time-weighted mean per bin. Long traces ({', '.join(er.label for er in sampled)}) are "
-            f"sampled: {SAMPLE_CHUNKS} evenly spaced runs of consecutive steps, each bin averaged over the time "
-            "they cover.")  # fmt: skip
+    return (
+        f"Whole run, time-weighted mean per bin. Long traces ({', '.join(er.label for er in sampled)}) are "
+        f"sampled: {SAMPLE_CHUNKS} evenly spaced runs of consecutive steps, each bin averaged over the time "
+        "they cover."
+    )
 
 
 def occupancy_detail(series: list[EngineRun], colors: dict[str, str]) -> tuple[go.Figure | None, str]:
@@ -146,8 +172,9 @@ def occupancy_detail(series: list[EngineRun], colors: dict[str, str]) -> tuple[g
     parts = {er.label: er.trace.window(center, DETAIL_STEPS) for er in traced}
     ends = [float(p["t_end"].max()) - center for p in parts.values() if len(p)]
     width = min(ends) if ends and min(ends) > 0 else 1.0
-    fig = make_subplots(rows=len(traced), cols=1, shared_xaxes=True, vertical_spacing=0.1,
-                        subplot_titles=[er.label for er in traced])  # fmt: skip
+    fig = make_subplots(
+        rows=len(traced), cols=1, shared_xaxes=True, vertical_spacing=0.1, subplot_titles=[er.label for er in traced]
+    )
     for r, er in enumerate(traced):
         part = parts[er.label]
         part = part[part["t_start"] <= center + width]
@@ -156,21 +183,39 @@ def occupancy_detail(series: list[EngineRun], colors: dict[str, str]) -> tuple[g
         holding = running + np.append(part["idle_slots"].to_numpy(), part["idle_slots"].to_numpy()[-1:])
         slots = int(er.trace.frame["max_slots"].max())
         fig.add_trace(
-            go.Scatter(x=x, y=holding, mode="lines", name="slots held (computing + idle)", legendgroup="hold",
-                       showlegend=r == 0, line={"color": "#D55E00", "width": 1, "shape": "hv", "dash": "dot"},
-                       hovertemplate="t=%{x:.3f} s<br>held %{y}<extra></extra>"),
-            row=r + 1, col=1,
-        )  # fmt: skip
+            go.Scatter(
+                x=x,
+                y=holding,
+                mode="lines",
+                name="slots held (computing + idle)",
+                legendgroup="hold",
+                showlegend=r == 0,
+                line={"color": "#D55E00", "width": 1, "shape": "hv", "dash": "dot"},
+                hovertemplate="t=%{x:.3f} s<br>held %{y}<extra></extra>",
+            ),
+            row=r + 1,
+            col=1,
+        )
         fig.add_trace(
-            go.Scatter(x=x, y=running, mode="lines", name="sequences computing", legendgroup="run",
-                       showlegend=r == 0, fill="tozeroy", line={"color": colors[er.label], "width": 1.2, "shape": "hv"},
-                       hovertemplate=f"{er.label}<br>t=%{{x:.3f}} s<br>computing %{{y}}<extra></extra>"),
-            row=r + 1, col=1,
-        )  # fmt: skip
+            go.Scatter(
+                x=x,
+                y=running,
+                mode="lines",
+                name="sequences computing",
+                legendgroup="run",
+                showlegend=r == 0,
+                fill="tozeroy",
+                line={"color": colors[er.label], "width": 1.2, "shape": "hv"},
+                hovertemplate=f"{er.label}<br>t=%{{x:.3f}} s<br>computing %{{y}}<extra></extra>",
+            ),
+            row=r + 1,
+            col=1,
+        )
         fig.add_hline(y=slots, line_dash="dot", line_color="#555", row=r + 1, col=1)
         fig.update_yaxes(title_text="slots", range=[0, slots * 1.08], row=r + 1, col=1)
-    fig.update_xaxes(title_text="seconds since the run started (every engine step; gaps: engine idle)",
-                     row=len(traced), col=1)  # fmt: skip
+    fig.update_xaxes(
+        title_text="seconds since the run started (every engine step; gaps: engine idle)", row=len(traced), col=1
+    )
     note = f"{width:.2f} s from t = {center:.2f} s (at most {DETAIL_STEPS} steps per engine)"
     return base_layout(fig, height=max(300, 230 * len(traced) + 80)), note
 
@@ -198,8 +243,9 @@ def gantt(series: list[EngineRun], colors: dict[str, str]) -> tuple[go.Figure, s
     """Per engine, the sampled requests' lives: queued, prefill (admission to first token), decode; and
     for static batching the time a finished request's slot stayed held until the batch's slowest ended."""
     ids = gantt_sample(series)
-    fig = make_subplots(rows=len(series), cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        subplot_titles=[er.label for er in series])  # fmt: skip
+    fig = make_subplots(
+        rows=len(series), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=[er.label for er in series]
+    )
     origin = None
     for er in series:
         rec = er.records.set_index(er.records["request_id"].astype(str))
@@ -228,16 +274,21 @@ def gantt(series: list[EngineRun], colors: dict[str, str]) -> tuple[go.Figure, s
             dur = (b - a).clip(lower=0).to_numpy(dtype=np.float64)
             fig.add_trace(
                 go.Bar(
-                    y=labels, x=dur, base=(a - origin).to_numpy(dtype=np.float64), orientation="h",
+                    y=labels,
+                    x=dur,
+                    base=(a - origin).to_numpy(dtype=np.float64),
+                    orientation="h",
                     name="slot held after finishing (static)" if phase == "held" else phase,
-                    legendgroup=phase, showlegend=phase not in shown,
+                    legendgroup=phase,
+                    showlegend=phase not in shown,
                     marker={"color": PHASE_COLORS[phase], "line": {"width": 0}},
                     customdata=np.stack([part["prompt_tokens"], part["output_tokens"]], axis=-1),
                     hovertemplate=f"{er.label}<br>%{{y}}<br>{phase}: %{{base:.3f}} s + %{{x:.3f}} s<br>"
-                                  "prompt %{customdata[0]} tok, output %{customdata[1]} tok<extra></extra>",
+                    "prompt %{customdata[0]} tok, output %{customdata[1]} tok<extra></extra>",
                 ),
-                row=r + 1, col=1,
-            )  # fmt: skip
+                row=r + 1,
+                col=1,
+            )
             shown.add(phase)
         fig.update_yaxes(autorange="reversed", tickfont={"size": 9}, row=r + 1, col=1)
     fig.update_layout(barmode="overlay", bargap=0.25)

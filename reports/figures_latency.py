@@ -44,15 +44,25 @@ def latency_cdfs(series: list[EngineRun], colors: dict[str, str]) -> go.Figure:
             x, p = cdf_points(values[values > 0] * scale)
             fig.add_trace(
                 go.Scatter(
-                    x=x, y=p, mode="lines", name=er.label, legendgroup=er.label, showlegend=i == 0,
+                    x=x,
+                    y=p,
+                    mode="lines",
+                    name=er.label,
+                    legendgroup=er.label,
+                    showlegend=i == 0,
                     line={"color": colors[er.label], "width": 2, "shape": "hv"},
                     hovertemplate=f"{er.label}<br>%{{x:.4g}} {unit}<br>share ≤ x: %{{y:.4f}}<extra></extra>",
                 ),
-                row=row + 1, col=col + 1,
-            )  # fmt: skip
+                row=row + 1,
+                col=col + 1,
+            )
         fig.update_xaxes(type="log", title_text=unit, row=row + 1, col=col + 1)
-        fig.update_yaxes(title_text="share of requests" if key != "itl" else "share of gaps", range=[0, 1.02],
-                         row=row + 1, col=col + 1)  # fmt: skip
+        fig.update_yaxes(
+            title_text="share of requests" if key != "itl" else "share of gaps",
+            range=[0, 1.02],
+            row=row + 1,
+            col=col + 1,
+        )
     return base_layout(fig, height=640)
 
 
@@ -68,16 +78,27 @@ def percentile_bars(series: list[EngineRun], colors: dict[str, str]) -> go.Figur
             high = np.array([_num(table[k].get("ci_high")) for k in labels]) * scale
             fig.add_trace(
                 go.Bar(
-                    x=labels, y=value, name=er.label, legendgroup=er.label, showlegend=i == 0,
+                    x=labels,
+                    y=value,
+                    name=er.label,
+                    legendgroup=er.label,
+                    showlegend=i == 0,
                     marker_color=colors[er.label],
-                    error_y={"type": "data", "symmetric": False, "array": np.nan_to_num(high - value),
-                             "arrayminus": np.nan_to_num(value - low), "color": "#333", "thickness": 1.2},
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": np.nan_to_num(high - value),
+                        "arrayminus": np.nan_to_num(value - low),
+                        "color": "#333",
+                        "thickness": 1.2,
+                    },
                     customdata=np.stack([low, high], axis=-1),
                     hovertemplate=f"{er.label} %{{x}}: %{{y:.4g}} {unit}<br>95% CI [%{{customdata[0]:.4g}}, "
-                                  f"%{{customdata[1]:.4g}}]<extra></extra>",
+                    f"%{{customdata[1]:.4g}}]<extra></extra>",
                 ),
-                row=row + 1, col=col + 1,
-            )  # fmt: skip
+                row=row + 1,
+                col=col + 1,
+            )
         fig.update_yaxes(title_text=unit, row=row + 1, col=col + 1)
         auto_log(fig, row + 1, col + 1, unit)
     fig.update_layout(barmode="group", bargap=0.25)
@@ -124,8 +145,11 @@ def slo_curves(series: list[EngineRun], colors: dict[str, str]) -> go.Figure:
     """SLO attainment (share of all requests meeting the SLO) as one limit varies, the others held at
     the run's SLO; and as every limit is scaled together."""
     limits = _slo_limits(series[0]) if series else {}
-    titles = ["vary the TTFT limit (TPOT at its SLO)", "vary the TPOT limit (TTFT at its SLO)",
-              "scale every limit by k"]  # fmt: skip
+    titles = [
+        "vary the TTFT limit (TPOT at its SLO)",
+        "vary the TPOT limit (TTFT at its SLO)",
+        "scale every limit by k",
+    ]
     fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.07)
     for er in series:
         lat = er.latencies
@@ -146,21 +170,35 @@ def slo_curves(series: list[EngineRun], colors: dict[str, str]) -> go.Figure:
             grid = _grid(values[np.isfinite(values)], mark)
             fig.add_trace(
                 go.Scatter(
-                    x=grid, y=_attainment_curve(values, eligible, grid), mode="lines", name=er.label,
-                    legendgroup=er.label, showlegend=c == 0, line={"color": colors[er.label], "width": 2},
+                    x=grid,
+                    y=_attainment_curve(values, eligible, grid),
+                    mode="lines",
+                    name=er.label,
+                    legendgroup=er.label,
+                    showlegend=c == 0,
+                    line={"color": colors[er.label], "width": 2},
                     hovertemplate=f"{er.label}<br>{what}<br>attainment %{{y:.3f}}<extra></extra>",
                 ),
-                row=1, col=c + 1,
-            )  # fmt: skip
+                row=1,
+                col=c + 1,
+            )
     for c, x in enumerate((limits.get("ttft_s"), limits.get("tpot_s"), 1.0)):
         if x:  # a vertical line as a trace: shapes and annotations misplace on log axes
             x = x * (1e3 if c < 2 else 1.0)
             fig.add_trace(
-                go.Scatter(x=[x, x], y=[0, 1.02], mode="lines", line={"color": "#555", "dash": "dash", "width": 1},
-                           name="the run's SLO", legendgroup="slo", showlegend=c == 0,
-                           hovertemplate=f"SLO as set: {x:.4g}<extra></extra>"),
-                row=1, col=c + 1,
-            )  # fmt: skip
+                go.Scatter(
+                    x=[x, x],
+                    y=[0, 1.02],
+                    mode="lines",
+                    line={"color": "#555", "dash": "dash", "width": 1},
+                    name="the run's SLO",
+                    legendgroup="slo",
+                    showlegend=c == 0,
+                    hovertemplate=f"SLO as set: {x:.4g}<extra></extra>",
+                ),
+                row=1,
+                col=c + 1,
+            )
     fig.update_xaxes(type="log")
     fig.update_xaxes(title_text="TTFT limit (ms)", row=1, col=1)
     fig.update_xaxes(title_text="TPOT limit (ms)", row=1, col=2)
@@ -190,11 +228,18 @@ def tenant_figure(series: list[EngineRun], colors: dict[str, str]) -> go.Figure:
         for c, (key, scale) in enumerate((("ttft_p99", 1e3), ("e2e_p99", 1.0), ("service_rate", 1.0))):
             y = [(_num(tenants[t].get(key)) * scale) for t in names]
             fig.add_trace(
-                go.Bar(x=names, y=y, name=er.label, legendgroup=er.label, showlegend=c == 0,
-                       marker_color=colors[er.label],
-                       hovertemplate=f"{er.label} %{{x}}: %{{y:.4g}}<extra></extra>"),
-                row=1, col=c + 1,
-            )  # fmt: skip
+                go.Bar(
+                    x=names,
+                    y=y,
+                    name=er.label,
+                    legendgroup=er.label,
+                    showlegend=c == 0,
+                    marker_color=colors[er.label],
+                    hovertemplate=f"{er.label} %{{x}}: %{{y:.4g}}<extra></extra>",
+                ),
+                row=1,
+                col=c + 1,
+            )
     for c, unit in enumerate(("ms", "s", "units/s")):
         fig.update_yaxes(title_text=unit, row=1, col=c + 1)
         auto_log(fig, 1, c + 1, unit)

@@ -42,25 +42,41 @@ def _hist(values: np.ndarray, bins: int = 40) -> tuple[np.ndarray, np.ndarray, n
 def workload_figure(run: RunData) -> go.Figure:
     wl = workload_frame(run)
     titles = ("arrival rate (requests/s) by tenant", "prompt length (tokens)", "output length (tokens)")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.07,
-                        column_widths=[0.44, 0.28, 0.28])  # fmt: skip
+    fig = make_subplots(
+        rows=1, cols=3, subplot_titles=titles, horizontal_spacing=0.07, column_widths=[0.44, 0.28, 0.28]
+    )
     arrivals = wl["arrival_s"].to_numpy(dtype=np.float64)
     edges = time_edges(float(arrivals.min()), float(arrivals.max()), bins=min(200, max(10, arrivals.size // 20)))
     mid = (edges[:-1] + edges[1:]) / 2
     for i, (tenant, group) in enumerate(wl.groupby("tenant", sort=True)):
         fig.add_trace(
-            go.Scatter(x=mid, y=rate_per_bin(group["arrival_s"].to_numpy(dtype=np.float64), edges), mode="lines",
-                       stackgroup="arrivals", name=str(tenant), line={"color": PALETTE[(i + 2) % len(PALETTE)]},
-                       hovertemplate=f"{tenant}<br>t=%{{x:.2f}} s<br>%{{y:.3g}} req/s<extra></extra>"),
-            row=1, col=1,
-        )  # fmt: skip
+            go.Scatter(
+                x=mid,
+                y=rate_per_bin(group["arrival_s"].to_numpy(dtype=np.float64), edges),
+                mode="lines",
+                stackgroup="arrivals",
+                name=str(tenant),
+                line={"color": PALETTE[(i + 2) % len(PALETTE)]},
+                hovertemplate=f"{tenant}<br>t=%{{x:.2f}} s<br>%{{y:.3g}} req/s<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
     for c, col in ((2, "input_tokens"), (3, "output_tokens")):
         x, counts, width = _hist(wl[col].to_numpy(dtype=np.float64))
         fig.add_trace(
-            go.Bar(x=x, y=counts, width=width, marker_color="#52606D", showlegend=False, name=col,
-                   hovertemplate="%{x:.0f} tokens: %{y} requests<extra></extra>"),
-            row=1, col=c,
-        )  # fmt: skip
+            go.Bar(
+                x=x,
+                y=counts,
+                width=width,
+                marker_color="#52606D",
+                showlegend=False,
+                name=col,
+                hovertemplate="%{x:.0f} tokens: %{y} requests<extra></extra>",
+            ),
+            row=1,
+            col=c,
+        )
         fig.update_xaxes(title_text="tokens", row=1, col=c)
         fig.update_yaxes(title_text="requests", row=1, col=c)
     fig.update_xaxes(title_text="scheduled arrival (s)", row=1, col=1)

@@ -67,6 +67,8 @@ footer {{ color: var(--muted); font-size: 12px; padding: 0 32px 24px; }}
 
 @dataclass
 class Section:
+    """One section of the HTML report: its title, how to read it, and its figures and tables."""
+
     id: str
     title: str
     how: str = ""  # one paragraph: what is shown and how to read it
@@ -77,8 +79,13 @@ class Section:
             if missing:
                 self.parts.append(f'<p class="note">{esc(missing)}</p>')
             return
-        div = fig.to_html(full_html=False, include_plotlyjs=False, config=PLOTLY_CONFIG,
-                          div_id=f"fig-{self.id}-{len(self.parts)}", default_width="100%")  # fmt: skip
+        div = fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            config=PLOTLY_CONFIG,
+            div_id=f"fig-{self.id}-{len(self.parts)}",
+            default_width="100%",
+        )
         self.parts.append(f'<div class="figure">{div}</div>')
         if note:
             self.parts.append(f'<p class="note">{esc(note)}</p>')

@@ -117,6 +117,8 @@ class EngineRun:
 
 @dataclass
 class RunData:
+    """One run directory as the report reads it: manifest, schedule, metrics and every engine run."""
+
     path: Path
     label: str
     manifest: dict[str, Any]
@@ -285,8 +287,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
                 steps = trace.frame if trace.exact else read_trace(trace_path, full_read_bytes=1 << 62).frame
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                er.summary = summarize(er.materialise(), steps, slo=slo, n_boot=n_boot, seed=seed,
-                                       **_price(manifest))  # fmt: skip
+                er.summary = summarize(er.materialise(), steps, slo=slo, n_boot=n_boot, seed=seed, **_price(manifest))
             notes.append(f"{engine} trial {trial}: summary computed by the report (metrics.json lacks it)")
         engine_runs.append(er)
     return RunData(path, run_label, manifest, schedule, metrics, engine_runs, notes)

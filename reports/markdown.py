@@ -56,11 +56,19 @@ def _metric_rows(a: Analysis) -> list[str]:
         for label in ("p50", "p90", "p99", "p99.9"):
             rows.append([f"{name} {label}", *(pct(er.summary, metric, label) for er in a.series)])
     for key, name in (("request_rate", "requests/s (steady)"), ("output_token_rate", "output tok/s (steady)")):
-        rows.append([name, *(fmt.number(((er.summary.get("throughput") or {}).get("steady") or {}).get(key))
-                             for er in a.series)])  # fmt: skip
+        rows.append(
+            [
+                name,
+                *(fmt.number(((er.summary.get("throughput") or {}).get("steady") or {}).get(key)) for er in a.series),
+            ]
+        )
     rows.append(["SLO attainment", *(fmt.share((er.summary.get("slo") or {}).get("attainment")) for er in a.series)])
-    rows.append(["slots computing", *(fmt.share((er.summary.get("utilisation") or {}).get("mean_running_share"))
-                                      for er in a.series)])  # fmt: skip
+    rows.append(
+        [
+            "slots computing",
+            *(fmt.share((er.summary.get("utilisation") or {}).get("mean_running_share")) for er in a.series),
+        ]
+    )
     rows.append(["requests failed", *(fmt.number((er.summary.get("requests") or {}).get("failed")) for er in a.series)])
     return _table(["metric", *a.labels], rows)
 
@@ -72,8 +80,10 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
     lead, *rest = a.verdict.lines or [""]
     lines += [f"**{lead}**", "", *(f"- {line}" for line in rest), ""]
     lines += [*_headlines(a), ""]
-    lines.append("Intervals are 95%: bootstrap for percentiles, batch means for throughput and goodput, Wilson for "
-                 "attainment; a win needs non-overlapping intervals.")  # fmt: skip
+    lines.append(
+        "Intervals are 95%: bootstrap for percentiles, batch means for throughput and goodput, Wilson for "
+        "attainment; a win needs non-overlapping intervals."
+    )
     lines.append("")
     if a.verdict.flags:
         lines.append("**Validity flags**")
@@ -88,14 +98,28 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
         rows = []
         for metric, r in c.table.iterrows():
             results = {"b lower": f"{c.b.label} lower", "b higher": f"{c.b.label} higher"}
-            rows.append([
-                METRIC_NAMES.get(str(metric), str(metric)), fmt.seconds(r["median_a"]), fmt.seconds(r["median_b"]),
-                f"{fmt.seconds(r['delta'])} {fmt.ci(r['ci_low'], r['ci_high'])}", fmt.pvalue(r["p_holm"]),
-                results.get(r["verdict"], "no difference"),
-            ])  # fmt: skip
+            rows.append(
+                [
+                    METRIC_NAMES.get(str(metric), str(metric)),
+                    fmt.seconds(r["median_a"]),
+                    fmt.seconds(r["median_b"]),
+                    f"{fmt.seconds(r['delta'])} {fmt.ci(r['ci_low'], r['ci_high'])}",
+                    fmt.pvalue(r["p_holm"]),
+                    results.get(r["verdict"], "no difference"),
+                ]
+            )
         delta = "median per-request b − a" if c.kind == "paired" else "median b − median a"
-        lines += _table(["metric", f"median {c.a.label}", f"median {c.b.label}", f"{delta} [95% CI]",
-                         "p (Holm)", "result (α = 0.05)"], rows)  # fmt: skip
+        lines += _table(
+            [
+                "metric",
+                f"median {c.a.label}",
+                f"median {c.b.label}",
+                f"{delta} [95% CI]",
+                "p (Holm)",
+                "result (α = 0.05)",
+            ],
+            rows,
+        )
         lines += ["", f"_{c.reason}._", ""]
     lines += ["<details><summary>Metric table</summary>", "", *_metric_rows(a), "", "</details>", ""]
     return "\n".join(lines)

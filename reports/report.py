@@ -28,56 +28,74 @@ def _version() -> str:
 
 
 def _latency_sections(series: list[EngineRun], colors: dict[str, str]) -> list[Section]:
-    lat = Section("latency", "Latency distributions",
-                  "CDFs of every successful request (ITL: every gap between two tokens of a request), log time axis; "
-                  "further right is slower, and the top of each curve is the tail. Then each percentile with its 95% "
-                  "bootstrap confidence interval as a whisker. TTFT and E2E are measured from the scheduled arrival "
-                  "(no coordinated omission).")  # fmt: skip
+    lat = Section(
+        "latency",
+        "Latency distributions",
+        "CDFs of every successful request (ITL: every gap between two tokens of a request), log time axis; "
+        "further right is slower, and the top of each curve is the tail. Then each percentile with its 95% "
+        "bootstrap confidence interval as a whisker. TTFT and E2E are measured from the scheduled arrival "
+        "(no coordinated omission).",
+    )
     lat.figure(fl.latency_cdfs(series, colors))
     lat.figure(fl.percentile_bars(series, colors))
     slo_limits = ((series[0].summary.get("slo") or {}).get("slo")) or {}
     limits = ", ".join(f"{k.removesuffix('_s').upper()} ≤ {v} s" for k, v in slo_limits.items() if v is not None)
-    slo = Section("slo", "SLO attainment and goodput",
-                  f"Share of all requests (failures included) that meet the SLO ({limits or 'none set'}) as one limit "
-                  "moves and the others stay at the run's SLO, and as every limit is scaled by k together. Goodput "
-                  "is SLO-meeting requests per second: the metric table and the verdict give it for the run's "
-                  "SLO.")  # fmt: skip
+    slo = Section(
+        "slo",
+        "SLO attainment and goodput",
+        f"Share of all requests (failures included) that meet the SLO ({limits or 'none set'}) as one limit "
+        "moves and the others stay at the run's SLO, and as every limit is scaled by k together. Goodput "
+        "is SLO-meeting requests per second: the metric table and the verdict give it for the run's "
+        "SLO.",
+    )
     slo.figure(fl.slo_curves(series, colors))
     return [lat, slo]
 
 
 def _engine_sections(series: list[EngineRun], colors: dict[str, str]) -> list[Section]:
-    thr = Section("throughput", "Throughput and queues over time",
-                  "Output tokens per second, requests waiting for admission, and requests inside the engine, counted "
-                  "from the records in equal time bins (shaded: the steady window the summary rates use).")  # fmt: skip
+    thr = Section(
+        "throughput",
+        "Throughput and queues over time",
+        "Output tokens per second, requests waiting for admission, and requests inside the engine, counted "
+        "from the records in equal time bins (shaded: the steady window the summary rates use).",
+    )
     thr.figure(fe.throughput_over_time(series, colors))
-    occ = Section("occupancy", "Batch occupancy (from the step trace)",
-                  "How many batch slots computed a token, and how many were held by sequences that had already "
-                  "finished. Static batching fills a batch, then drains it down to its slowest member while finished "
-                  "members idle their slots; continuous batching refills a freed slot at the next step, so while "
-                  "requests wait its slots stay full.")  # fmt: skip
+    occ = Section(
+        "occupancy",
+        "Batch occupancy (from the step trace)",
+        "How many batch slots computed a token, and how many were held by sequences that had already "
+        "finished. Static batching fills a batch, then drains it down to its slowest member while finished "
+        "members idle their slots; continuous batching refills a freed slot at the next step, so while "
+        "requests wait its slots stay full.",
+    )
     missing = "No step trace in these runs (e.g. an HTTP target): occupancy is unknown."
     occ.figure(fe.occupancy_overview(series, colors), fe.overview_note(series), missing)
     detail, note = fe.occupancy_detail(series, colors)
     occ.figure(detail, f"Detail: every engine step over {note}." if note else "")
     gantt, note = fe.gantt(series, colors)
-    tl = Section("timeline", "Request timeline",
-                 "The same requests in every engine: grey = queued (scheduled arrival to admission), amber = prefill "
-                 "(admission to first token), blue = decode (first token to finish), pink = a static batch member "
-                 "that finished but keeps its slot until the batch's slowest member is done. Under static batching "
-                 "new arrivals wait for the whole previous batch.")  # fmt: skip
+    tl = Section(
+        "timeline",
+        "Request timeline",
+        "The same requests in every engine: grey = queued (scheduled arrival to admission), amber = prefill "
+        "(admission to first token), blue = decode (first token to finish), pink = a static batch member "
+        "that finished but keeps its slot until the batch's slowest member is done. Under static batching "
+        "new arrivals wait for the whole previous batch.",
+    )
     tl.figure(gantt, f"Sample: {note}.")
     return [thr, occ, tl]
 
 
 def _comparison_section(comparisons: list[Comparison]) -> Section:
-    sec = Section("compare", "Comparisons",
-                  "Each engine against the baseline (static batching, or the first engine) and, across runs, each "
-                  "engine against itself in the first run. Runs that replayed the same schedule are compared request "
-                  "by request (Wilcoxon signed-rank test on the paired differences, median difference with a bootstrap "
-                  "CI); otherwise the two distributions are compared (Mann-Whitney U for a shift, Kolmogorov-Smirnov "
-                  "for any difference; scipy, two-sided). p-values are Holm-adjusted over the metrics of one "
-                  "comparison.")  # fmt: skip
+    sec = Section(
+        "compare",
+        "Comparisons",
+        "Each engine against the baseline (static batching, or the first engine) and, across runs, each "
+        "engine against itself in the first run. Runs that replayed the same schedule are compared request "
+        "by request (Wilcoxon signed-rank test on the paired differences, median difference with a bootstrap "
+        "CI); otherwise the two distributions are compared (Mann-Whitney U for a shift, Kolmogorov-Smirnov "
+        "for any difference; scipy, two-sided). p-values are Holm-adjusted over the metrics of one "
+        "comparison.",
+    )
     if not comparisons:
         sec.html('<p class="note">One engine run only: nothing to compare.</p>')
         return sec
@@ -90,8 +108,12 @@ def _comparison_section(comparisons: list[Comparison]) -> Section:
 
 def _run_sections(runs: list[RunData]) -> list[Section]:
     wl = Section("workload", "Workload", "The replayed requests: arrivals per tenant, prompt and output lengths.")
-    lineage = Section("lineage", "Lineage", "Each run's manifest: command, code, packages, model, workload, engine "
-                      "configurations, hardware, seeds, SLO and price.")  # fmt: skip
+    lineage = Section(
+        "lineage",
+        "Lineage",
+        "Each run's manifest: command, code, packages, model, workload, engine "
+        "configurations, hardware, seeds, SLO and price.",
+    )
     for run in runs:
         if len(runs) > 1:
             wl.html(f"<h3>{esc(run.label)}</h3>")
@@ -108,43 +130,74 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     started = time.perf_counter()
     a = run_dirs if isinstance(run_dirs, Analysis) else analyse(run_dirs, labels=labels)
     series, colors, v = a.series, a.colors, a.verdict
-    head = Section("summary", "Verdict", "Headline metrics with 95% intervals; a win counts only when the "
-                   "intervals do not overlap. Validity flags say when numbers should not be trusted as they "
-                   "stand.")  # fmt: skip
+    head = Section(
+        "summary",
+        "Verdict",
+        "Headline metrics with 95% intervals; a win counts only when the "
+        "intervals do not overlap. Validity flags say when numbers should not be trusted as they "
+        "stand.",
+    )
     head.table(tables.headline_table(v.headlines, a.labels))
     head.table(tables.flags_table(v.flags), "Run validity")
-    metrics = Section("metrics", "Metric table", "Every engine run side by side, from the run's metrics.json "
-                      "(definitions: docs/metrics.md). Grey brackets: 95% bootstrap confidence "
-                      "intervals.")  # fmt: skip
+    metrics = Section(
+        "metrics",
+        "Metric table",
+        "Every engine run side by side, from the run's metrics.json "
+        "(definitions: docs/metrics.md). Grey brackets: 95% bootstrap confidence "
+        "intervals.",
+    )
     metrics.table(tables.metric_table(series))
     repeat = tables.repeat_table(a.runs)
     if repeat:
         metrics.table(repeat, "Across trials")
-    tenants = Section("tenants", "Tenants and fairness", "Per-tenant latency and the service each tenant received "
-                      "per second while it had work waiting (VTC weights: 1 per prompt token, 2 per output "
-                      "token).")  # fmt: skip
+    tenants = Section(
+        "tenants",
+        "Tenants and fairness",
+        "Per-tenant latency and the service each tenant received "
+        "per second while it had work waiting (VTC weights: 1 per prompt token, 2 per output "
+        "token).",
+    )
     tenants.figure(fl.tenant_figure(series, colors))
     tenants.table(tables.fairness_table(series))
     tenants.table(tables.tenant_table(series), "Per tenant")
-    cost = Section("cost", "Cost", "Price per accelerator-hour times the engine run's wall time; on the CPU machine "
-                   "the price is only a way to turn time into a comparable unit.")  # fmt: skip
+    cost = Section(
+        "cost",
+        "Cost",
+        "Price per accelerator-hour times the engine run's wall time; on the CPU machine "
+        "the price is only a way to turn time into a comparable unit.",
+    )
     cost.table(tables.cost_table(series))
     about = Section("about", "About this report")
     about.html(f"<p>Downsampling: {esc(DOWNSAMPLING)}</p>")
-    about.html("<p>Statistical tests: paired comparisons use the Wilcoxon signed-rank test; unpaired ones the "
-               "Mann-Whitney U and two-sample Kolmogorov-Smirnov tests (scipy.stats, two-sided), Holm-adjusted "
-               "per comparison. Throughput and goodput intervals are batch means over 20 sub-windows of the steady "
-               "window; SLO attainment uses a Wilson interval.</p>")  # fmt: skip
+    about.html(
+        "<p>Statistical tests: paired comparisons use the Wilcoxon signed-rank test; unpaired ones the "
+        "Mann-Whitney U and two-sample Kolmogorov-Smirnov tests (scipy.stats, two-sided), Holm-adjusted "
+        "per comparison. Throughput and goodput intervals are batch means over 20 sub-windows of the steady "
+        "window; SLO attainment uses a Wilson interval.</p>"
+    )
     sources = {er.summary_source for er in series}
     about.html(f"<p>Summaries: {esc(', '.join(sorted(sources)))}. Figures show each engine's first trial.</p>")
-    sections = [head, metrics, *_latency_sections(series, colors), *_engine_sections(series, colors), tenants, cost,
-                _comparison_section(a.comparisons), *_run_sections(a.runs), about]  # fmt: skip
+    sections = [
+        head,
+        metrics,
+        *_latency_sections(series, colors),
+        *_engine_sections(series, colors),
+        tenants,
+        cost,
+        _comparison_section(a.comparisons),
+        *_run_sections(a.runs),
+        about,
+    ]
     n_dirs = len(a.runs)
-    subtitle = (f"{', '.join(a.labels)} · {n_dirs} run director{'y' if n_dirs == 1 else 'ies'} · "
-                f"{sum(len(er.records) for er in series):,} requests shown")  # fmt: skip
+    subtitle = (
+        f"{', '.join(a.labels)} · {n_dirs} run director{'y' if n_dirs == 1 else 'ies'} · "
+        f"{sum(len(er.records) for er in series):,} requests shown"
+    )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    footer = (f"batchmark {_version()} · generated {stamp} in {time.perf_counter() - started:.1f} s · "
-              "self-contained: opens with no network")  # fmt: skip
+    footer = (
+        f"batchmark {_version()} · generated {stamp} in {time.perf_counter() - started:.1f} s · "
+        "self-contained: opens with no network"
+    )
     return page(a.title, subtitle, v.lines, sections, footer)
 
 

@@ -74,6 +74,8 @@ def _fallback(path: Path) -> pd.DataFrame:
 
 @dataclass
 class StepTrace:
+    """A step trace read whole, or sampled in runs of steps when it is large."""
+
     path: Path
     frame: pd.DataFrame  # every step (exact) or the sampled runs of steps, in time order
     exact: bool

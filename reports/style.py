@@ -19,9 +19,15 @@ PLOTLY_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
 _AXIS = {"gridcolor": "#EBF0F8", "linecolor": "#D9E2EC", "zerolinecolor": "#D9E2EC", "automargin": True}
 # A small template of our own: plotly's named templates add ~7 KB to every figure and cost time to copy.
 TEMPLATE = go.layout.Template(
-    layout={"paper_bgcolor": "white", "plot_bgcolor": "white", "colorway": list(PALETTE), "hovermode": "closest",
-            "xaxis": _AXIS, "yaxis": _AXIS}
-)  # fmt: skip
+    layout={
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "colorway": list(PALETTE),
+        "hovermode": "closest",
+        "xaxis": _AXIS,
+        "yaxis": _AXIS,
+    }
+)
 
 
 def series_colors(labels: list[str]) -> dict[str, str]:

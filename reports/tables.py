@@ -54,16 +54,19 @@ def metric_table(series: list[EngineRun]) -> str:
     def add(name: str, getter: Callable[[dict[str, Any]], str]) -> None:
         rows.append([name, *(getter(er.summary) for er in series)])
 
-    add("requests (succeeded / failed)", lambda s: f"{_get(s, 'requests', 'succeeded'):,} / "
-                                                   f"{_get(s, 'requests', 'failed'):,}")  # fmt: skip
+    add(
+        "requests (succeeded / failed)",
+        lambda s: f"{_get(s, 'requests', 'succeeded'):,} / {_get(s, 'requests', 'failed'):,}",
+    )
     add("output tokens", lambda s: fmt.number(_get(s, "requests", "output_tokens")))
     for key, name in LATENCY_ROWS:
         f = fmt.number if key == "slowdown" else fmt.seconds
         for label in ("p50", "p90", "p99", "p99.9"):
             if key in ("ttft_sent", "slowdown", "normalized_latency", "queue_delay") and label in ("p90", "p99.9"):
                 continue
-            add(f"{name} {label}",
-                lambda s, k=key, lb=label, f=f: _with_ci(_get(s, "latency", k, "percentiles", lb), f))  # fmt: skip
+            add(
+                f"{name} {label}", lambda s, k=key, lb=label, f=f: _with_ci(_get(s, "latency", k, "percentiles", lb), f)
+            )
         add(f"{name} mean", lambda s, k=key, f=f: f(_get(s, "latency", k, "mean")))
     add("offered rate (req/s, from the schedule)", lambda s: fmt.number(_get(s, "load", "offered_rate_rps")))
     add("send rate (req/s, achieved)", lambda s: fmt.number(_get(s, "load", "send_rate_rps")))
@@ -76,8 +79,10 @@ def metric_table(series: list[EngineRun]) -> str:
     add("SLO attainment", lambda s: fmt.share(_get(s, "slo", "attainment")))
     add("goodput req/s (steady)", lambda s: fmt.number(_get(s, "slo", "goodput_rps_steady")))
     kinds = ("failed", "ttft", "tpot", "e2e")
-    add("SLO violations (failed / TTFT / TPOT / E2E)",
-        lambda s: " / ".join(str(_get(s, "slo", "violations", k)) for k in kinds))  # fmt: skip
+    add(
+        "SLO violations (failed / TTFT / TPOT / E2E)",
+        lambda s: " / ".join(str(_get(s, "slo", "violations", k)) for k in kinds),
+    )
     add("slots computing (busy time)", lambda s: fmt.share(_get(s, "utilisation", "mean_running_share")))
     add("slots held idle (busy time)", lambda s: fmt.share(_get(s, "utilisation", "idle_slot_share")))
     add("padded token share", lambda s: fmt.share(_get(s, "utilisation", "padded_token_share")))
@@ -127,14 +132,32 @@ def tenant_table(series: list[EngineRun]) -> str:
     rows = []
     for er in series:
         for tenant, t in sorted((er.summary.get("tenants") or {}).items()):
-            rows.append([
-                fmt.esc(er.label), fmt.esc(tenant), fmt.number(t.get("requests")), fmt.share(t.get("attainment")),
-                fmt.seconds(t.get("ttft_p50")), fmt.seconds(t.get("ttft_p99")), fmt.seconds(t.get("e2e_p99")),
-                fmt.number(t.get("slowdown_p99"), 3), fmt.seconds(t.get("max_queue_delay")),
-                fmt.number(t.get("service_rate")),
-            ])  # fmt: skip
-    head = ["engine run", "tenant", "requests", "SLO attainment", "TTFT p50", "TTFT p99", "E2E p99", "slowdown p99",
-            "max queueing delay", "service rate (units/s backlogged)"]  # fmt: skip
+            rows.append(
+                [
+                    fmt.esc(er.label),
+                    fmt.esc(tenant),
+                    fmt.number(t.get("requests")),
+                    fmt.share(t.get("attainment")),
+                    fmt.seconds(t.get("ttft_p50")),
+                    fmt.seconds(t.get("ttft_p99")),
+                    fmt.seconds(t.get("e2e_p99")),
+                    fmt.number(t.get("slowdown_p99"), 3),
+                    fmt.seconds(t.get("max_queue_delay")),
+                    fmt.number(t.get("service_rate")),
+                ]
+            )
+    head = [
+        "engine run",
+        "tenant",
+        "requests",
+        "SLO attainment",
+        "TTFT p50",
+        "TTFT p99",
+        "E2E p99",
+        "slowdown p99",
+        "max queueing delay",
+        "service rate (units/s backlogged)",
+    ]
     return _table(head, rows, "tenant-table")
 
 
@@ -145,10 +168,15 @@ def fairness_table(series: list[EngineRun]) -> str:
         ("p99 slowdown, worst / best tenant", lambda f: fmt.number(f.get("p99_slowdown_max_min_ratio"), 3)),
         ("VTC service gap (units)", lambda f: fmt.number(_get(f, "vtc_gap", "gap"))),
         ("VTC gap between", lambda f: fmt.esc(" & ".join(_get(f, "vtc_gap", "tenants") or []) or "–")),
-        ("longest queueing delay", lambda f: fmt.seconds(_get(f, "starvation", "max_queue_delay_s"))
-         + (f" ({fmt.esc(_get(f, 'starvation', 'request_id'))})" if _get(f, "starvation", "request_id") else "")),
+        (
+            "longest queueing delay",
+            lambda f: (
+                fmt.seconds(_get(f, "starvation", "max_queue_delay_s"))
+                + (f" ({fmt.esc(_get(f, 'starvation', 'request_id'))})" if _get(f, "starvation", "request_id") else "")
+            ),
+        ),
         ("requests never admitted", lambda f: fmt.number(_get(f, "starvation", "never_admitted"))),
-    ):  # fmt: skip
+    ):
         rows.append([name, *(getter(er.summary.get("fairness") or {}) for er in series)])
     return _table(["fairness", *(fmt.esc(er.label) for er in series)], rows, "fairness-table")
 
@@ -157,14 +185,26 @@ def cost_table(series: list[EngineRun]) -> str:
     rows = []
     for er in series:
         c = er.summary.get("cost") or {}
-        rows.append([
-            fmt.esc(er.label), fmt.usd(c.get("price_per_hour")), fmt.number(c.get("accelerators")),
-            f"{fmt.number(c.get('wall_time_s'))} s ({fmt.esc(c.get('wall_time_source', '?'))})",
-            fmt.usd(c.get("total_usd")), fmt.usd(c.get("usd_per_1m_output_tokens")),
-            fmt.usd(c.get("usd_per_1k_good_requests")),
-        ])  # fmt: skip
-    head = ["engine run", "price / accelerator-hour", "accelerators", "wall time (source)", "total",
-            "per 1M output tokens", "per 1,000 SLO-meeting requests"]  # fmt: skip
+        rows.append(
+            [
+                fmt.esc(er.label),
+                fmt.usd(c.get("price_per_hour")),
+                fmt.number(c.get("accelerators")),
+                f"{fmt.number(c.get('wall_time_s'))} s ({fmt.esc(c.get('wall_time_source', '?'))})",
+                fmt.usd(c.get("total_usd")),
+                fmt.usd(c.get("usd_per_1m_output_tokens")),
+                fmt.usd(c.get("usd_per_1k_good_requests")),
+            ]
+        )
+    head = [
+        "engine run",
+        "price / accelerator-hour",
+        "accelerators",
+        "wall time (source)",
+        "total",
+        "per 1M output tokens",
+        "per 1,000 SLO-meeting requests",
+    ]
     return _table(head, rows, "cost-table")
 
 
@@ -175,18 +215,38 @@ def comparison_table(c: Comparison) -> str:
         ks = ks if c.kind == "unpaired" else []
         results = {"b lower": f"{fmt.esc(c.b.label)} lower", "b higher": f"{fmt.esc(c.b.label)} higher"}
         interval = fmt.ci(r["ci_low"], r["ci_high"])
-        rows.append([
-            METRIC_NAMES.get(str(metric), str(metric)), f"{r['n_a']:,} / {r['n_b']:,}", fmt.seconds(r["median_a"]),
-            fmt.seconds(r["median_b"]), f"{fmt.seconds(r['delta'])} <span class='ci'>{interval}</span>",
-            fmt.share(r["rel_change"]), fmt.share(r["effect"]), fmt.pvalue(r["p_value"]), fmt.pvalue(r["p_holm"]),
-            *ks, results.get(r["verdict"], "no significant difference"),
-        ])  # fmt: skip
+        rows.append(
+            [
+                METRIC_NAMES.get(str(metric), str(metric)),
+                f"{r['n_a']:,} / {r['n_b']:,}",
+                fmt.seconds(r["median_a"]),
+                fmt.seconds(r["median_b"]),
+                f"{fmt.seconds(r['delta'])} <span class='ci'>{interval}</span>",
+                fmt.share(r["rel_change"]),
+                fmt.share(r["effect"]),
+                fmt.pvalue(r["p_value"]),
+                fmt.pvalue(r["p_holm"]),
+                *ks,
+                results.get(r["verdict"], "no significant difference"),
+            ]
+        )
     delta = "median of per-request b - a [95% CI]" if c.kind == "paired" else "median b - median a [95% CI]"
     effect = "requests where b is lower" if c.kind == "paired" else "P(b < a)"
     test = "Wilcoxon p" if c.kind == "paired" else "Mann-Whitney U p"
     ks_head = ["Kolmogorov-Smirnov"] if c.kind == "unpaired" else []
-    head = ["metric", "n (a / b)", f"median a ({fmt.esc(c.a.label)})", f"median b ({fmt.esc(c.b.label)})", delta,
-            "relative change", effect, test, "Holm-adjusted p", *ks_head, "result (α = 0.05)"]  # fmt: skip
+    head = [
+        "metric",
+        "n (a / b)",
+        f"median a ({fmt.esc(c.a.label)})",
+        f"median b ({fmt.esc(c.b.label)})",
+        delta,
+        "relative change",
+        effect,
+        test,
+        "Holm-adjusted p",
+        *ks_head,
+        "result (α = 0.05)",
+    ]
     return _table(head, rows, "compare-table")
 
 
@@ -197,9 +257,16 @@ def repeat_table(runs: list[RunData]) -> str:
         for engine, metrics in sorted(((run.metrics or {}).get("repeat") or {}).items()):
             for metric, s in sorted((metrics or {}).items()):
                 if isinstance(s, dict):
-                    rows.append([fmt.esc(run.label), fmt.esc(engine), fmt.esc(metric), fmt.number(s.get("mean")),
-                                 fmt.ci(s.get("ci_low"), s.get("ci_high"), fmt.number),
-                                 fmt.esc(", ".join(fmt.number(v) for v in s.get("values") or []))])  # fmt: skip
+                    rows.append(
+                        [
+                            fmt.esc(run.label),
+                            fmt.esc(engine),
+                            fmt.esc(metric),
+                            fmt.number(s.get("mean")),
+                            fmt.ci(s.get("ci_low"), s.get("ci_high"), fmt.number),
+                            fmt.esc(", ".join(fmt.number(v) for v in s.get("values") or [])),
+                        ]
+                    )
     if not rows:
         return ""
     return _table(["run", "engine", "metric", "mean over trials", "95% CI", "trials"], rows, "repeat-table")
@@ -210,8 +277,9 @@ def dict_table(d: Any, depth: int = 0, key: str = "") -> str:
     if isinstance(d, dict):
         if not d:
             return "<span class='muted'>{}</span>"
-        rows = "".join(f"<tr><th>{fmt.esc(k)}</th><td>{dict_table(v, depth + 1, str(k))}</td></tr>"
-                       for k, v in d.items())  # fmt: skip
+        rows = "".join(
+            f"<tr><th>{fmt.esc(k)}</th><td>{dict_table(v, depth + 1, str(k))}</td></tr>" for k, v in d.items()
+        )
         return f'<table class="kv">{rows}</table>'
     if isinstance(d, list) and key in ("command", "argv", "cmd") and all(isinstance(v, str) for v in d):
         return f"<code>{fmt.esc(shlex.join(d))}</code>"
@@ -228,5 +296,8 @@ def dict_table(d: Any, depth: int = 0, key: str = "") -> str:
 
 
 def kv_table(pairs: dict[str, str]) -> str:
-    return '<table class="kv">' + "".join(f"<tr><th>{fmt.esc(k)}</th><td>{fmt.esc(v)}</td></tr>"
-                                          for k, v in pairs.items()) + "</table>"  # fmt: skip
+    return (
+        '<table class="kv">'
+        + "".join(f"<tr><th>{fmt.esc(k)}</th><td>{fmt.esc(v)}</td></tr>" for k, v in pairs.items())
+        + "</table>"
+    )

@@ -29,6 +29,8 @@ Z95 = 1.959963984540054
 
 @dataclass
 class Estimate:
+    """A number with its confidence interval, when it has one."""
+
     value: float | None
     low: float | None = None
     high: float | None = None
@@ -40,6 +42,8 @@ class Estimate:
 
 @dataclass
 class Headline:
+    """One headline metric across engines, and which engine clearly wins it, if any."""
+
     key: str
     name: str
     better: str  # "lower" or "higher"
@@ -73,6 +77,8 @@ class Headline:
 
 @dataclass
 class Verdict:
+    """The report's one-paragraph answer: which engine wins which headline metrics."""
+
     headlines: list[Headline]
     flags: list[dict[str, str]]  # {"series", "name", "message"}
     lines: list[str] = field(default_factory=list)  # the sentences at the top of the report
@@ -151,10 +157,24 @@ def headlines(series: list[EngineRun]) -> list[Headline]:
         for label in ("p50", "p99"):
             est = {er.label: _pct(er, metric, label) for er in series}
             out.append(Headline(f"{metric}_{label}", f"{name} {label}", "lower", fmt.seconds, est))
-    out.append(Headline("output_tok_s", "output throughput (tok/s)", "higher", fmt.number,
-                        {er.label: throughput_estimate(er) for er in series}))  # fmt: skip
-    out.append(Headline("goodput_rps", "goodput (SLO-meeting req/s)", "higher", fmt.number,
-                        {er.label: goodput_estimate(er) for er in series}))  # fmt: skip
+    out.append(
+        Headline(
+            "output_tok_s",
+            "output throughput (tok/s)",
+            "higher",
+            fmt.number,
+            {er.label: throughput_estimate(er) for er in series},
+        )
+    )
+    out.append(
+        Headline(
+            "goodput_rps",
+            "goodput (SLO-meeting req/s)",
+            "higher",
+            fmt.number,
+            {er.label: goodput_estimate(er) for er in series},
+        )
+    )
     attain = {}
     for er in series:
         slo = er.summary.get("slo") or {}
@@ -172,11 +192,21 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
     for er in series:
         for f in ((er.summary.get("validity") or {}).get("flags")) or []:
             ex = f", e.g. {', '.join(f.get('example_ids') or [])}" if f.get("example_ids") else ""
-            flags.append({"series": er.label, "name": f.get("name", "?"),
-                          "message": f"{f.get('message', '')} ({f.get('count', '?')} requests{ex})"})  # fmt: skip
+            flags.append(
+                {
+                    "series": er.label,
+                    "name": f.get("name", "?"),
+                    "message": f"{f.get('message', '')} ({f.get('count', '?')} requests{ex})",
+                }
+            )
         if er.stopped_early:
-            flags.append({"series": er.label, "name": "stopped_early",
-                          "message": "the run stopped before every request finished"})  # fmt: skip
+            flags.append(
+                {
+                    "series": er.label,
+                    "name": "stopped_early",
+                    "message": "the run stopped before every request finished",
+                }
+            )
         failed = (er.summary.get("requests") or {}).get("failed") or 0
         if failed:
             by_type = (er.summary.get("requests") or {}).get("failures_by_type") or {}
@@ -184,8 +214,13 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
             message = f"{failed} requests failed ({kinds}); they count against SLO attainment"
             flags.append({"series": er.label, "name": "failed_requests", "message": message})
         if _steady(er) is None:
-            flags.append({"series": er.label, "name": "no_steady_window",
-                          "message": "no steady window (a burst?): throughput is over the whole run"})  # fmt: skip
+            flags.append(
+                {
+                    "series": er.label,
+                    "name": "no_steady_window",
+                    "message": "no steady window (a burst?): throughput is over the whole run",
+                }
+            )
     for run in runs:
         for note in run.notes:
             flags.append({"series": run.label, "name": "report_note", "message": note})
@@ -193,8 +228,11 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
 
 
 def _comparison_line(c: Comparison) -> str:
-    how = ("per request on the same schedule (Wilcoxon signed-rank)" if c.kind == "paired"
-           else "by distribution, different schedules (Mann-Whitney U)")  # fmt: skip
+    how = (
+        "per request on the same schedule (Wilcoxon signed-rank)"
+        if c.kind == "paired"
+        else "by distribution, different schedules (Mann-Whitney U)"
+    )
     t = c.table
     sig = t[t["verdict"] != "no significant difference"]
     if sig.empty:

@@ -1,5 +1,8 @@
-"""Workloads for batchmark: bundled real traces, readers for user traces, synthetic generators, transforms,
-and prompts of exact token counts. Deterministic for a given spec and seed; no torch, no network.
+"""Workloads for batchmark: the sample library. Bundled real traces, readers for user traces, synthetic
+generators, transforms, and prompts of exact token counts, with one override table (`options.py`).
+Deterministic for a given spec and seed; no torch, no network. A workload may suggest a closed loop; the
+scenario itself is the load generator's run setting. Imports: numpy, pandas, tokenizers and this package
+only; nothing of `engines`, `harness` or `reports`.
 
     from workloads import load_workload
     w = load_workload("azure-conv", duration_s=600, time_scale=2.0)

@@ -20,6 +20,8 @@ PROCESSES = ("poisson", "gamma", "constant")
 
 @dataclass(frozen=True)
 class ArrivalProcess:
+    """How a tenant's requests arrive: Poisson, gamma (any inter-arrival CV: bursty above 1) or constant."""
+
     process: str = "poisson"
     cv: float = 1.0  # only free for "gamma"
 

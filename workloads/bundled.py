@@ -13,6 +13,8 @@ TRACES_DIR = Path(__file__).resolve().parent / "traces"
 
 @dataclass(frozen=True)
 class BundledTrace:
+    """A real trace shipped in workloads/traces, with its format and summary."""
+
     name: str
     relative_path: str  # under workloads/traces/
     format: str

@@ -17,12 +17,16 @@ from workloads.options import MAX_TOKENS
 
 
 class LengthDist(Protocol):
+    """A distribution of token lengths a synthetic tenant draws from."""
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
     def to_spec(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
 class Fixed:
+    """Every length the same."""
+
     value: int
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -34,6 +38,8 @@ class Fixed:
 
 @dataclass(frozen=True)
 class Uniform:
+    """Lengths uniform between low and high, inclusive."""
+
     low: int
     high: int  # inclusive
 
@@ -46,6 +52,8 @@ class Uniform:
 
 @dataclass(frozen=True)
 class Normal:
+    """Lengths from a normal distribution, rounded and clipped to [min, max]."""
+
     mean: float
     std: float
     min: int = 1
@@ -60,6 +68,8 @@ class Normal:
 
 @dataclass(frozen=True)
 class LogNormal:
+    """Lengths from a log-normal distribution given its median and sigma, clipped to [min, max]."""
+
     median: float  # exp(mu): easier to pick than mu
     sigma: float
     min: int = 1
@@ -74,6 +84,8 @@ class LogNormal:
 
 @dataclass(frozen=True)
 class Empirical:
+    """Lengths resampled from a bundled trace's input or output column."""
+
     trace: str  # a bundled trace name
     field: str  # "input" or "output"
 
@@ -89,6 +101,8 @@ class Empirical:
 
 @dataclass(frozen=True)
 class Mixture:
+    """Lengths from several distributions, each chosen with its weight."""
+
     weights: tuple[float, ...]  # normalised to sum to 1
     components: tuple[LengthDist, ...]
 

@@ -8,6 +8,8 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class WorkloadRequest:
+    """One request of a workload: when it arrives, its lengths, tenant and priority."""
+
     request_id: str  # stable for a given spec and seed: "r" + zero-padded position in arrival order
     arrival_s: float  # seconds from workload start, ascending; 0.0 for every request of a closed loop
     input_tokens: int
@@ -20,6 +22,8 @@ class WorkloadRequest:
 
 @dataclass
 class Workload:
+    """An ordered list of requests, the spec that produced them, and notes on what was changed."""
+
     name: str
     requests: list[WorkloadRequest]
     spec: dict[str, Any]  # canonical and json-serialisable: source, seed, transforms applied in order

@@ -27,6 +27,8 @@ TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority"
 
 @dataclass(frozen=True)
 class TraceSource:
+    """A spec's [trace]: a bundled trace or a file, and how to read it."""
+
     bundled: str | None = None
     path: Path | None = None
     format: str = "auto"
@@ -36,6 +38,8 @@ class TraceSource:
 
 @dataclass(frozen=True)
 class SyntheticSource:
+    """A spec's [[tenants]], and how many requests or seconds to generate."""
+
     tenants: tuple[TenantSpec, ...]
     requests: int | None = None
     duration_s: float | None = None
@@ -43,6 +47,8 @@ class SyntheticSource:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
+    """A parsed spec file: its source, options and description."""
+
     name: str
     source: TraceSource | SyntheticSource
     options: Options = field(default_factory=Options)

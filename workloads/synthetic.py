@@ -23,6 +23,8 @@ CLOSED_LOOP_STREAM = 999
 
 @dataclass(frozen=True)
 class TenantSpec:
+    """One synthetic tenant: its rate, arrival process, length distributions and priority."""
+
     name: str
     rate: float  # requests per second (a weight when the workload is a closed loop)
     input: LengthDist

@@ -53,6 +53,8 @@ FALLBACK_WORDS = (
 
 @dataclass(frozen=True)
 class WordPool:
+    """Words with their token counts under one tokenizer, to build text of an exact token length."""
+
     words: tuple[str, ...]
     counts: dict[str, int]  # tokens in " " + word
     fillers: tuple[str, ...]  # words that are one token after a space: the unit of fine adjustment

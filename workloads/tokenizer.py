@@ -14,6 +14,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TokenizerAdapter:
+    """The encode/decode pair and vocabulary of any tokenizer, as the workloads need them."""
+
     encode_fn: Callable[[str], list[int]]
     decode_fn: Callable[[list[int]], str]
     vocab_size: int

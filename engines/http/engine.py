@@ -66,6 +66,8 @@ _FINISH_REASONS = {"length": "length", "stop": "stop", "abort": "abort"}
 
 @dataclass(frozen=True)
 class HttpEngineConfig:
+    """Everything that configures an HTTP engine; `describe()` reports it, the URL without credentials."""
+
     url: str
     model: str
     api: Api = "completions"
@@ -96,6 +98,8 @@ class _Aborted(Exception):
 
 
 class HttpEngine(Engine):
+    """Any OpenAI-compatible server behind the one engine interface: one streaming POST per request, typed failures."""
+
     def __init__(
         self,
         url: str,
@@ -116,9 +120,19 @@ class HttpEngine(Engine):
         name: str = "http",
     ) -> None:
         self.config = HttpEngineConfig(
-            url, model, api, timeout_s, connect_timeout_s, read_timeout_s, connections, prompt_format,
-            include_usage, return_token_ids, read_bufsize, dict(extra_body or {}),
-        )  # fmt: skip
+            url,
+            model,
+            api,
+            timeout_s,
+            connect_timeout_s,
+            read_timeout_s,
+            connections,
+            prompt_format,
+            include_usage,
+            return_token_ids,
+            read_bufsize,
+            dict(extra_body or {}),
+        )
         _validate(self.config)
         self.name = name
         self.tokenizer = tokenizer
@@ -270,9 +284,15 @@ class HttpEngine(Engine):
     async def _post(self, request: Request, flight: _Flight, use_ids: bool) -> tuple[aiohttp.ClientResponse, float]:
         c = self.config
         body = build_body(
-            request, api=c.api, model=c.model, use_ids=use_ids, tokenizer=self.tokenizer,
-            include_usage=c.include_usage, return_token_ids=c.return_token_ids, extra=c.extra_body,
-        )  # fmt: skip
+            request,
+            api=c.api,
+            model=c.model,
+            use_ids=use_ids,
+            tokenizer=self.tokenizer,
+            include_usage=c.include_usage,
+            return_token_ids=c.return_token_ids,
+            extra=c.extra_body,
+        )
         data = encode_body(body)
         assert self._session is not None
         flight.task = asyncio.current_task()
@@ -360,8 +380,15 @@ class _Stream:
     def finish(self, reason: str, error_type: str | None = None, message: str | None = None) -> FinishEvent:
         prompt = self.usage_prompt  # only what the server said: a guess would pass the prompt-length cross-check
         output = self.usage_completion if self.usage_completion is not None and reason != "error" else self.count
-        return FinishEvent(self.request_id, reason, prompt, output, time.perf_counter(),  # type: ignore[arg-type]
-                           error_type=error_type, error_message=message)  # fmt: skip
+        return FinishEvent(
+            self.request_id,
+            reason,
+            prompt,
+            output,
+            time.perf_counter(),  # type: ignore[arg-type]
+            error_type=error_type,
+            error_message=message,
+        )
 
 
 async def _status_message(response: aiohttp.ClientResponse, flight: _Flight) -> str:

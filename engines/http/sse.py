@@ -16,6 +16,8 @@ DEFAULT_MAX_EVENT_BYTES = 64 * 2**20
 
 
 class SSEEvent(NamedTuple):
+    """One server-sent event: its name ("message" unless the server named it) and its data."""
+
     event: str  # "message" unless the server named it
     data: bytes  # the data lines joined by "\n"
 
@@ -25,6 +27,8 @@ class SSEError(ValueError):
 
 
 class SSEDecoder:
+    """Incremental server-sent-events parser: feed it bytes as they arrive, take whole events out."""
+
     __slots__ = ("_buf", "_data", "_event", "_max", "_size")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:

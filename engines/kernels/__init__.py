@@ -2,7 +2,7 @@
 
 Only the paged-attention kernel lives here. When no compiler is available the model runner falls back
 to a pure-torch gather + SDPA path (same results, several times slower); `kernel_info()` says which
-one a run used so the manifest records it.
+one a run used so the manifest records it. Imports: the standard library only (ctypes).
 """
 
 from __future__ import annotations

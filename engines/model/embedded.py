@@ -14,6 +14,8 @@ TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
 
 @dataclass(frozen=True)
 class EmbeddedModelConfig:
+    """The embedded Llama's shape and seed: small enough for 2 CPU cores, a real transformer."""
+
     hidden_size: int = 256
     num_hidden_layers: int = 4
     num_attention_heads: int = 4

@@ -41,9 +41,16 @@ def make_app(
     manage_engine: bool = True,
 ) -> web.Application:
     state = ServerState(
-        engine, tokenizer, model_name, api_key=api_key, max_waiting=max_waiting, max_body_bytes=max_body_bytes,
-        default_max_tokens=default_max_tokens, drain_timeout_s=drain_timeout_s, manage_engine=manage_engine,
-    )  # fmt: skip
+        engine,
+        tokenizer,
+        model_name,
+        api_key=api_key,
+        max_waiting=max_waiting,
+        max_body_bytes=max_body_bytes,
+        default_max_tokens=default_max_tokens,
+        drain_timeout_s=drain_timeout_s,
+        manage_engine=manage_engine,
+    )
     _wire_engine_gauges(state)
     # aiohttp's own limit stops a body that lies about (or omits) its length; a 413 either way.
     app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors, _auth])

@@ -20,6 +20,8 @@ T = TypeVar("T")
 
 
 class BackgroundServer:
+    """The server on a thread of its own with its own event loop (tests); `url` once started."""
+
     def __init__(self, app_factory: Callable[[], web.Application], host: str = "127.0.0.1", port: int = 0) -> None:
         self._factory = app_factory
         self._host = host

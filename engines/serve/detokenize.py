@@ -11,6 +11,8 @@ from typing import Any
 
 
 class IncrementalDetokenizer:
+    """Text for a growing list of token ids, emitted only once it can no longer change."""
+
     __slots__ = ("_ids", "_prefix", "_read", "_tok")
 
     def __init__(self, tokenizer: Any) -> None:

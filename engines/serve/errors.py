@@ -20,6 +20,8 @@ _TYPES = {
 
 
 class ApiError(Exception):
+    """An error answered as OpenAI's error JSON with its HTTP status (never a 500 for bad input)."""
+
     def __init__(
         self,
         status: int,

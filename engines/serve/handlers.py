@@ -33,8 +33,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 async def models(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    card: dict[str, Any] = {"id": state.model_name, "object": "model", "created": state.created,
-                            "owned_by": "batchmark"}  # fmt: skip
+    card: dict[str, Any] = {
+        "id": state.model_name,
+        "object": "model",
+        "created": state.created,
+        "owned_by": "batchmark",
+    }
     max_context = getattr(state.engine, "max_context", None)
     if max_context:
         card["max_model_len"] = max_context
@@ -73,8 +77,12 @@ async def _generate(http: web.Request, api: str) -> web.StreamResponse:
     request = Request(rid, prompt, max_tokens, ignore_eos=params.ignore_eos, stop_token_ids=params.stop_token_ids)
     _check_fits(state, request)
     if state.metrics.waiting >= state.max_waiting:
-        raise ApiError(429, f"the waiting queue is full ({state.max_waiting} requests); retry later",
-                       code="queue_full", headers={"Retry-After": str(state.retry_after_s)})  # fmt: skip
+        raise ApiError(
+            429,
+            f"the waiting queue is full ({state.max_waiting} requests); retry later",
+            code="queue_full",
+            headers={"Retry-After": str(state.retry_after_s)},
+        )
     place = Place(state)  # no await between the check and this: the limit is exact
     try:
         chunks = _Chunks(rid, state.model_name, state.created, params)
@@ -127,8 +135,12 @@ async def _complete(
 
 # -- helpers ------------------------------------------------------------------------------------
 async def _read_json(http: web.Request, state: ServerState) -> dict[str, Any]:
-    too_big = ApiError(413, f"the request body exceeds {state.max_body_bytes} bytes", code="body_too_large",
-                       headers={"Connection": "close"})  # fmt: skip
+    too_big = ApiError(
+        413,
+        f"the request body exceeds {state.max_body_bytes} bytes",
+        code="body_too_large",
+        headers={"Connection": "close"},
+    )
     if http.content_length is not None and http.content_length > state.max_body_bytes:
         raise too_big
     try:
@@ -162,8 +174,10 @@ def _check_fits(state: ServerState, request: Request) -> None:
     max_context = getattr(state.engine, "max_context", None)
     n = len(request.prompt_token_ids)
     if max_context is not None and n + request.max_tokens > max_context:
-        raise invalid("max_tokens", f"prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the "
-                                    f"model context of {max_context}")  # fmt: skip
+        raise invalid(
+            "max_tokens",
+            f"prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the model context of {max_context}",
+        )
     validate = getattr(state.engine, "validate", None)
     if validate is not None:
         try:
@@ -202,8 +216,16 @@ class _Chunks:
         return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
     def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
-        return self._event({"id": self.rid, "object": self.object, "created": self.created, "model": self.model,
-                            "choices": choices, **extra})  # fmt: skip
+        return self._event(
+            {
+                "id": self.rid,
+                "object": self.object,
+                "created": self.created,
+                "model": self.model,
+                "choices": choices,
+                **extra,
+            }
+        )
 
     def token(self, text: str, token_id: int) -> bytes:
         return self._chunk([self._choice(text, [token_id], None)])
@@ -221,15 +243,24 @@ class _Chunks:
 
     def complete(self, text: str, ids: list[int], finish: FinishEvent) -> dict[str, Any]:
         if self.chat:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                      "logprobs": None, "finish_reason": finish.reason}  # fmt: skip
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": None,
+                "finish_reason": finish.reason,
+            }
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish.reason}
         if self.ids:
             choice["token_ids"] = ids
-        return {"id": self.rid, "object": "chat.completion" if self.chat else "text_completion",
-                "created": self.created, "model": self.model, "choices": [choice],
-                "usage": _usage(finish.prompt_tokens, finish.output_tokens)}  # fmt: skip
+        return {
+            "id": self.rid,
+            "object": "chat.completion" if self.chat else "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+            "usage": _usage(finish.prompt_tokens, finish.output_tokens),
+        }
 
 
 def _usage(prompt: int, output: int) -> dict[str, int]:

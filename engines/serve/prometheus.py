@@ -19,6 +19,8 @@ TTFT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 
 
 class Histogram:
+    """A Prometheus histogram with fixed buckets, safe to observe from several threads."""
+
     def __init__(self, name: str, help_text: str, buckets: Sequence[float]) -> None:
         self.name = name
         self.help = help_text
@@ -94,14 +96,27 @@ class ServerMetrics:
             metric("batchmark_kv_blocks_used", "gauge", "KV-cache blocks in use.", [("", used)])
         if total is not None:
             metric("batchmark_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", [("", total)])
-        metric("batchmark_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
-               [("", self.prompt_tokens)])  # fmt: skip
-        metric("batchmark_generation_tokens_total", "counter", "Output tokens generated.",
-               [("", self.generation_tokens)])  # fmt: skip
-        metric("batchmark_requests_finished_total", "counter", "Finished requests by reason.",
-               [(f'{{reason="{k}"}}', v) for k, v in sorted(self.finished.items())])  # fmt: skip
-        metric("batchmark_requests_rejected_total", "counter", "Requests refused before the engine, by status.",
-               [(f'{{status="{k}"}}', v) for k, v in sorted(self.rejected.items())])  # fmt: skip
+        metric(
+            "batchmark_prompt_tokens_total",
+            "counter",
+            "Prompt tokens of admitted requests.",
+            [("", self.prompt_tokens)],
+        )
+        metric(
+            "batchmark_generation_tokens_total", "counter", "Output tokens generated.", [("", self.generation_tokens)]
+        )
+        metric(
+            "batchmark_requests_finished_total",
+            "counter",
+            "Finished requests by reason.",
+            [(f'{{reason="{k}"}}', v) for k, v in sorted(self.finished.items())],
+        )
+        metric(
+            "batchmark_requests_rejected_total",
+            "counter",
+            "Requests refused before the engine, by status.",
+            [(f'{{status="{k}"}}', v) for k, v in sorted(self.rejected.items())],
+        )
         lines.extend(self.step_seconds.render())
         lines.extend(self.ttft_seconds.render())
         return "\n".join(lines) + "\n"

@@ -19,6 +19,8 @@ CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
 
 @dataclass
 class GenerationParams:
+    """What a completions or chat request asks for, checked and with the server's defaults filled in."""
+
     api: Api
     max_tokens: int | None  # None: the server's default
     stream: bool = False
@@ -83,8 +85,12 @@ def _common(body: dict[str, Any], model_name: str, api: Api, max_keys: tuple[str
     if not isinstance(model, str) or not model:
         raise invalid("model", "is required (a string; see GET /v1/models)")
     if model != model_name:
-        raise ApiError(404, f"model: {model!r} is not served here; this server serves {model_name!r}",
-                       param="model", code="model_not_found")  # fmt: skip
+        raise ApiError(
+            404,
+            f"model: {model!r} is not served here; this server serves {model_name!r}",
+            param="model",
+            code="model_not_found",
+        )
     max_tokens = None
     for key in max_keys:
         value = body.get(key)

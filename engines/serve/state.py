@@ -23,6 +23,8 @@ DEFAULT_DRAIN_TIMEOUT_S = 30.0
 
 @dataclass
 class ServerState:
+    """The server's engine, tokenizer, limits and counters, shared by the handlers."""
+
     engine: Engine
     tokenizer: Any
     model_name: str

@@ -37,8 +37,13 @@ def _chunk(chat: bool, text: str, ids: list[int] | None, finish: str | None) -> 
         choice = {"index": 0, "text": text, "finish_reason": finish}
     if ids is not None:
         choice["token_ids"] = ids
-    obj = {"id": "zero", "object": "chat.completion.chunk" if chat else "text_completion", "created": 0,
-           "model": "zero", "choices": [choice]}  # fmt: skip
+    obj = {
+        "id": "zero",
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": 0,
+        "model": "zero",
+        "choices": [choice],
+    }
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
@@ -59,8 +64,10 @@ def _events(n: int, chat: bool, ids: bool, usage_prompt: int | None) -> tuple[by
 
 
 def _response(status: str, content_type: str, body: bytes, close: bool) -> bytes:
-    head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-            f"{'Connection: close' if close else 'Connection: keep-alive'}\r\n\r\n")  # fmt: skip
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        f"{'Connection: close' if close else 'Connection: keep-alive'}\r\n\r\n"
+    )
     return head.encode() + body
 
 
@@ -73,6 +80,8 @@ def _error(status: str, message: str) -> bytes:
 
 
 class ZeroProtocol(asyncio.Protocol):
+    """One HTTP/1.1 connection of the zero-delay server, on a bare asyncio protocol."""
+
     def __init__(self, token_delay_s: float) -> None:
         self.delay = token_delay_s
         self.buf = b""

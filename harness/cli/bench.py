@@ -21,7 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     engines.add_argument("--prompt-len", type=int, default=64)
     engines.add_argument("--min-output", type=int, default=8)
     engines.add_argument("--max-output", type=int, default=128)
-    engines.add_argument("--batch", type=int, default=32, help="static max batch = continuous max running")
+    batch = OPTIONS["max_running"].default
+    engines.add_argument(
+        "--batch", type=int, default=batch, help=f"static max batch = continuous max running (default {batch})"
+    )
     engines.add_argument(
         "--max-batched-tokens",
         type=int,

@@ -38,8 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run each pair's two sides at the same instant in two worker processes (shared machines)",
     )
     cal.add_argument("--rules", type=Path, metavar="FILE", help="gate rules file (default: one rule, see --rule)")
-    cal.add_argument("--rule", action="append", default=[], metavar="RULE",
-                     help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"))  # fmt: skip
+    cal.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"),
+    )
     cal.add_argument("--unit", choices=("auto", "request", "trial"), help="the gate's unit (default auto)")
     cal.set_defaults(run=calibrate_command)
 
@@ -58,8 +63,15 @@ def calibrate_command(args: argparse.Namespace) -> int:
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
     rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])
-    config = merged(config, rules=rules, alpha=args.alpha, unit=args.unit, min_trials=args.min_trials,
-                    slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)  # fmt: skip
+    config = merged(
+        config,
+        rules=rules,
+        alpha=args.alpha,
+        unit=args.unit,
+        min_trials=args.min_trials,
+        slo_ttft_ms=args.slo_ttft_ms,
+        slo_tpot_ms=args.slo_tpot_ms,
+    )
     if (problem := settings_problem(config)) is not None:
         raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
     compute_threads.configure(args.threads)
@@ -73,17 +85,25 @@ def calibrate_command(args: argparse.Namespace) -> int:
     overrides.pop("seed")
     scenario = shared.scenario_from_args(args, workload)
     out = args.out or shared.default_out("calibrate", workload.name)
-    plan = CalibrationPlan(pairs=args.pairs, slowdown=args.slowdown, trials=args.trials, seed=base_seed,
-                           max_false_alarm=args.max_false_alarm, min_detection=args.min_detection)  # fmt: skip
+    plan = CalibrationPlan(
+        pairs=args.pairs,
+        slowdown=args.slowdown,
+        trials=args.trials,
+        seed=base_seed,
+        max_false_alarm=args.max_false_alarm,
+        min_detection=args.min_detection,
+    )
 
     def load(seed: int) -> Any:
         return load_workload(args.workload, **overrides, seed=seed)
 
     run_one = ConcurrentReplay(scenario, args.model, args.dtype, args.threads or 1) if args.concurrent else None
     run_one = run_one or InProcessReplay(scenario, args.model, args.dtype)
-    print(f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
-          f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
-          f"slowdown {plan.slowdown:.0%}")  # fmt: skip
+    print(
+        f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
+        f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
+        f"slowdown {plan.slowdown:.0%}"
+    )
     trials = list(range(plan.trials))
     print(f"the gate judges {'trials' if use_trials(config.unit, trials, trials, config.min_trials) else 'requests'}")
     mode = "concurrently, one worker process per side" if args.concurrent else "one after the other"
@@ -97,19 +117,25 @@ def calibrate_command(args: argparse.Namespace) -> int:
     labels = {"false_alarm": "A/A false-alarm rate", "detection": f"{plan.slowdown:.0%} slowdown detected"}
     for name, label in labels.items():
         part = s[name]
-        print(f"{label}: {part['failed']}/{part['pairs']} = {part['rate']:.0%} "
-              f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})")  # fmt: skip
+        print(
+            f"{label}: {part['failed']}/{part['pairs']} = {part['rate']:.0%} "
+            f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})"
+        )
     for n in data["noise"]:
         sd = f"{n['trial_sd']:.1%}" if n["scale"] == "log ratio" else f"{n['trial_sd']:.4g}"
         need = n["trials_for_95pct_detection"] or (
             "more than 1000" if n["slowdown_past_threshold"] else "none, the slowdown stayed within the threshold"
         )
         aa, slow = _signed(n["aa_mean_change"]), _signed(n["slowdown_mean_change"])
-        print(f"noise of {n['rule']}: one trial's change has sd {sd} ({n['scale']}, median over A/A pairs); "
-              f"A/A changes averaged {aa}, the slowdown's {slow}; trials per side to catch it in 95% of gates "
-              f"at alpha {config.alpha}: {need}")  # fmt: skip
-    print(f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
-          f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}")  # fmt: skip
+        print(
+            f"noise of {n['rule']}: one trial's change has sd {sd} ({n['scale']}, median over A/A pairs); "
+            f"A/A changes averaged {aa}, the slowdown's {slow}; trials per side to catch it in 95% of gates "
+            f"at alpha {config.alpha}: {need}"
+        )
+    print(
+        f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
+        f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}"
+    )
     return 0 if s["met"] else 1
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,15 +85,18 @@ def check_flags(args: argparse.Namespace, flags: Sequence[Flag]) -> None:
 
 
 def writable_dir(path: Path, flag: str) -> Path:
-    """`path` as a directory that exists (created if missing) and takes a new file; one line if it cannot."""
+    """`path` if it is, or can become, a directory that takes new files; one line if not. Creates nothing: the
+    nearest existing ancestor is what is tried (a temporary file made and removed at once)."""
     if path.exists() and not path.is_dir():
         raise HarnessInputError(f"{flag} {path}: is a file, not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise HarnessInputError(f"{flag} {path}: {existing} is a file, not a directory")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".batchmark-write-test-"):
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".batchmark-write-test-"):
             pass
     except OSError as exc:
         raise HarnessInputError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
-    if not os.access(path, os.W_OK):  # pragma: no cover - the file test above already tried
-        raise HarnessInputError(f"{flag} {path}: cannot write there")
     return path

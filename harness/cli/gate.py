@@ -19,17 +19,24 @@ if TYPE_CHECKING:
 
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", type=Path, metavar="FILE", help="rules file (gate.toml, grammar in docs/gate.md)")
-    parser.add_argument("--rule", action="append", default=[], metavar="RULE",
-                        help="a rule such as 'ttft.p99 <= +10%%' (repeatable; added to the file's)")  # fmt: skip
+    parser.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="a rule such as 'ttft.p99 <= +10%%' (repeatable; added to the file's)",
+    )
     parser.add_argument("--engine", help="engine label on both sides (when a run holds several)")
     parser.add_argument("--baseline-engine", help="engine label in the baseline run")
     parser.add_argument("--candidate-engine", help="engine label in the candidate run")
     parser.add_argument("--trial", type=int, help="compare this trial only (default: all trials, pooled)")
     parser.add_argument("--alpha", type=float, help="significance level (default 0.05)")
     parser.add_argument("--pairing", choices=("auto", "paired", "unpaired"), help="default auto")
-    parser.add_argument("--unit", choices=("auto", "request", "trial"),
-                        help="what is independent: requests or whole trials (default auto: trials when both "
-                             "runs hold --min-trials)")  # fmt: skip
+    parser.add_argument(
+        "--unit",
+        choices=("auto", "request", "trial"),
+        help="what is independent: requests or whole trials (default auto: trials when both runs hold --min-trials)",
+    )
     parser.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
     parser.add_argument("--n-boot", type=int, help="bootstrap resamples (default 2000)")
     parser.add_argument("--gate-seed", dest="gate_seed", type=int, help="bootstrap seed (default 0)")
@@ -38,10 +45,21 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     gate = sub.add_parser("gate", help="CI regression gate: noise-aware rules, candidate run vs baseline run")
-    gate.add_argument("--baseline", type=Path, nargs="+", metavar="RUN",
-                      help="baseline run directory or records.jsonl; several: their trials, in order")  # fmt: skip
-    gate.add_argument("--candidate", type=Path, nargs="+", metavar="RUN", required=True,
-                      help="candidate run directory; several: their trials, in order")  # fmt: skip
+    gate.add_argument(
+        "--baseline",
+        type=Path,
+        nargs="+",
+        metavar="RUN",
+        help="baseline run directory or records.jsonl; several: their trials, in order",
+    )
+    gate.add_argument(
+        "--candidate",
+        type=Path,
+        nargs="+",
+        metavar="RUN",
+        required=True,
+        help="candidate run directory; several: their trials, in order",
+    )
     add_gate_arguments(gate)
     gate.add_argument("--json", type=Path, metavar="PATH", help="write the JSON verdict here ('-': stdout)")
     gate.add_argument("--markdown", type=Path, metavar="PATH", help="write the Markdown summary here")
@@ -56,11 +74,20 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
     shared.check_slo_flags(args)
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     extra = rules_from_texts(args.rule) if args.rule else ()
-    config = merged(config, rules=(*config.rules, *extra), alpha=args.alpha, pairing=args.pairing,
-                    unit=args.unit, min_trials=args.min_trials, n_boot=args.n_boot, seed=args.gate_seed,
-                    slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
-                    baseline_engine=args.baseline_engine or args.engine,
-                    candidate_engine=args.candidate_engine or args.engine)  # fmt: skip
+    config = merged(
+        config,
+        rules=(*config.rules, *extra),
+        alpha=args.alpha,
+        pairing=args.pairing,
+        unit=args.unit,
+        min_trials=args.min_trials,
+        n_boot=args.n_boot,
+        seed=args.gate_seed,
+        slo_ttft_ms=args.slo_ttft_ms,
+        slo_tpot_ms=args.slo_tpot_ms,
+        baseline_engine=args.baseline_engine or args.engine,
+        candidate_engine=args.candidate_engine or args.engine,
+    )
     if not config.rules:
         raise HarnessInputError("gate: no rules; give --rules FILE or --rule 'ttft.p99 <= +10%'")
     problem = settings_problem(config)

@@ -48,10 +48,18 @@ def run_probe_command(args: argparse.Namespace) -> int:
         if not api_key:
             raise HarnessInputError(f"--api-key-env {args.api_key_env}: the variable is not set")
     config = ProbeConfig(
-        url=args.url, model=args.model, api=args.api, rounds=args.rounds, long_requests=args.long_requests,
-        long_tokens=args.long_tokens, short_requests=args.short_requests, short_tokens=args.short_tokens,
-        warmup_tokens=args.warmup_tokens, timeout_s=args.timeout, api_key=api_key,
-    )  # fmt: skip
+        url=args.url,
+        model=args.model,
+        api=args.api,
+        rounds=args.rounds,
+        long_requests=args.long_requests,
+        long_tokens=args.long_tokens,
+        short_requests=args.short_requests,
+        short_tokens=args.short_tokens,
+        warmup_tokens=args.warmup_tokens,
+        timeout_s=args.timeout,
+        api_key=api_key,
+    )
     result = asyncio.run(run_probe(config))
     print(format_result(result))
     if args.json:

@@ -16,19 +16,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         "or more run directories. With several, engines are also compared across runs: paired per request "
         "when the schedules are identical, by distribution otherwise.",
     )
-    report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="directories written by batchmark run")  # fmt: skip
-    report.add_argument("-o", "--out", type=Path, help="HTML file (default: RUN_DIR/report.html for one run, "
-                        "./report.html for several)")  # fmt: skip
-    report.add_argument("--label", action="append", default=[], metavar="NAME",
-                        help="a name for each RUN_DIR in order, e.g. --label before --label after "
-                        "(default: the directory names)")  # fmt: skip
-    report.add_argument("--export", type=Path, metavar="DIR",
-                        help="also write records.csv, records.parquet, report-metrics.json and summary.md "
-                        "to DIR")  # fmt: skip
-    report.add_argument("--markdown", type=Path, metavar="FILE",
-                        help="also write the Markdown summary to FILE ('-' for standard output), e.g. "
-                        "$GITHUB_STEP_SUMMARY")  # fmt: skip
+    report.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="directories written by batchmark run"
+    )
+    report.add_argument(
+        "-o", "--out", type=Path, help="HTML file (default: RUN_DIR/report.html for one run, ./report.html for several)"
+    )
+    report.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name for each RUN_DIR in order, e.g. --label before --label after (default: the directory names)",
+    )
+    report.add_argument(
+        "--export",
+        type=Path,
+        metavar="DIR",
+        help="also write records.csv, records.parquet, report-metrics.json and summary.md to DIR",
+    )
+    report.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="FILE",
+        help="also write the Markdown summary to FILE ('-' for standard output), e.g. $GITHUB_STEP_SUMMARY",
+    )
     report.add_argument("--no-html", action="store_true", help="skip the HTML report (exports or Markdown only)")
     report.set_defaults(run=run_report)
 

@@ -31,8 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     shared.add_run_flags(sweep)
     sweep.add_argument("--rates", type=_rates, metavar="R1,R2,...", help="offered rates in req/s (default: automatic)")
     sweep.add_argument("--points", type=int, default=6, help="automatic: how many rates to spread (default 6)")
-    sweep.add_argument("--low-fraction", type=float, default=0.1,
-                       help="automatic: lowest rate as a share of the saturation throughput (default 0.1)")  # fmt: skip
+    sweep.add_argument(
+        "--low-fraction",
+        type=float,
+        default=0.1,
+        help="automatic: lowest rate as a share of the saturation throughput (default 0.1)",
+    )
     sweep.add_argument(
         "--extend",
         type=int,
@@ -40,13 +44,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="automatic: climb up to N rates past the saturation while an engine keeps up (default 3)",
     )
     sweep.add_argument("--spacing", choices=("geometric", "linear"), default="geometric", help="automatic rates")
-    sweep.add_argument("--percentile", type=float, default=90.0,
-                       help="a rate meets the SLO when this %% of requests meet every limit (default 90)")  # fmt: skip
-    sweep.add_argument("--search", choices=("climb", "binary"), default="climb",
-                       help="binary: narrow each engine's capacity bracket after the climb")  # fmt: skip
+    sweep.add_argument(
+        "--percentile",
+        type=float,
+        default=90.0,
+        help="a rate meets the SLO when this %% of requests meet every limit (default 90)",
+    )
+    sweep.add_argument(
+        "--search",
+        choices=("climb", "binary"),
+        default="climb",
+        help="binary: narrow each engine's capacity bracket after the climb",
+    )
     sweep.add_argument("--search-steps", type=int, default=4, help="binary search: at most this many runs per engine")
-    sweep.add_argument("--tolerance", type=float, default=0.05,
-                       help="binary search: stop at this relative bracket width (default 0.05)")  # fmt: skip
+    sweep.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.05,
+        help="binary search: stop at this relative bracket width (default 0.05)",
+    )
     sweep.set_defaults(run=sweep_command)
 
 
@@ -56,15 +72,28 @@ def _plan(args: argparse.Namespace) -> Any:
 
     if args.rate is not None:
         raise HarnessInputError("sweep: --rate sets one load; give the sweep's rates with --rates R1,R2,...")
-    checks = {"--points": args.points >= 2, "--low-fraction": 0 < args.low_fraction < 1,
-              "--percentile": 0 < args.percentile <= 100, "--search-steps": args.search_steps >= 1,
-              "--tolerance": args.tolerance > 0, "--extend": args.extend >= 0}  # fmt: skip
+    checks = {
+        "--points": args.points >= 2,
+        "--low-fraction": 0 < args.low_fraction < 1,
+        "--percentile": 0 < args.percentile <= 100,
+        "--search-steps": args.search_steps >= 1,
+        "--tolerance": args.tolerance > 0,
+        "--extend": args.extend >= 0,
+    }
     for flag, ok in checks.items():
         if not ok:
             raise HarnessInputError(f"sweep: {flag} {getattr(args, flag[2:].replace('-', '_'))} is out of range")
-    return SweepPlan(rates=tuple(sorted(set(args.rates or ()))), points=args.points, low_fraction=args.low_fraction,
-                     spacing=args.spacing, percentile=args.percentile, search=args.search,
-                     search_steps=args.search_steps, tolerance=args.tolerance, extend=args.extend)  # fmt: skip
+    return SweepPlan(
+        rates=tuple(sorted(set(args.rates or ()))),
+        points=args.points,
+        low_fraction=args.low_fraction,
+        spacing=args.spacing,
+        percentile=args.percentile,
+        search=args.search,
+        search_steps=args.search_steps,
+        tolerance=args.tolerance,
+        extend=args.extend,
+    )
 
 
 def sweep_command(args: argparse.Namespace) -> int:

@@ -18,6 +18,8 @@ KINDS = ("aa", "slowdown")
 
 @dataclass(frozen=True)
 class CalibrationPlan:
+    """How many pairs of each kind, the injected slowdown, trials per pair, and the targets to meet."""
+
     pairs: int = 20  # of each kind
     slowdown: float = 0.10
     trials: int = 1  # interleaved repeats per pair, pooled by the gate
@@ -28,6 +30,8 @@ class CalibrationPlan:
 
 @dataclass
 class PairResult:
+    """One calibration pair's verdict, per rule, with the machine's load when it ended."""
+
     kind: str
     index: int
     seed: int
@@ -37,8 +41,9 @@ class PairResult:
     rules: list[dict[str, Any]]
 
 
-def trials_needed(effect: float, threshold: float, trial_sd: float, alpha: float, power: float = 0.95,
-                  most: int = 1000) -> int | None:  # fmt: skip
+def trials_needed(
+    effect: float, threshold: float, trial_sd: float, alpha: float, power: float = 0.95, most: int = 1000
+) -> int | None:
     """Fewest trials per side for a paired trial gate to fail on a change of `effect` with probability `power`.
 
     The gate fails when the mean change is past `threshold` and its one-sided t-test has p < alpha: the
@@ -76,11 +81,17 @@ def noise(results: list[PairResult], alpha: float) -> list[dict[str, Any]]:
         sign = 1.0 if not slow or effect >= 0 else -1.0  # lower-is-worse rules move down under a slowdown
         back = np.expm1 if kind == "relative" else (lambda v: v)
         past = bool(slow) and sign * effect > threshold
-        out.append({"rule": text, "scale": "log ratio" if kind == "relative" else "difference",
-                    "trial_sd": sd, "aa_mean_change": float(back(np.mean(aa))) if aa else None,
-                    "slowdown_mean_change": float(back(effect)) if slow else None, "slowdown_past_threshold": past,
-                    "trials_for_95pct_detection": trials_needed(sign * effect, threshold, sd, alpha) if past
-                    else None})  # fmt: skip
+        out.append(
+            {
+                "rule": text,
+                "scale": "log ratio" if kind == "relative" else "difference",
+                "trial_sd": sd,
+                "aa_mean_change": float(back(np.mean(aa))) if aa else None,
+                "slowdown_mean_change": float(back(effect)) if slow else None,
+                "slowdown_past_threshold": past,
+                "trials_for_95pct_detection": trials_needed(sign * effect, threshold, sd, alpha) if past else None,
+            }
+        )
     return out
 
 
@@ -90,8 +101,7 @@ def summary(plan: CalibrationPlan, results: list[PairResult]) -> dict[str, Any]:
         done = [r for r in results if r.kind == kind]
         k, n = sum(r.failed for r in done), len(done)
         ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact") if n else None
-        out[name] = {"failed": k, "pairs": n, "rate": k / n if n else None,
-                     "ci95": [ci.low, ci.high] if ci else None}  # fmt: skip
+        out[name] = {"failed": k, "pairs": n, "rate": k / n if n else None, "ci95": [ci.low, ci.high] if ci else None}
     fa, det = out["false_alarm"]["rate"], out["detection"]["rate"]
     out["targets"] = {"max_false_alarm": plan.max_false_alarm, "min_detection": plan.min_detection}
     out["met"] = fa is not None and det is not None and fa <= plan.max_false_alarm and det >= plan.min_detection

@@ -17,6 +17,8 @@ Kind = Literal["latency", "rate", "share"]
 
 @dataclass(frozen=True)
 class MetricInfo:
+    """A metric a gate rule may name: its kind (which noise model), unit and meaning."""
+
     name: str
     kind: Kind
     unit: str  # "s", "tok/s", "req/s" or "share"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +23,8 @@ Unit = Literal["auto", "request", "trial"]
 
 @dataclass(frozen=True)
 class GateConfig:
+    """The gate's settings (a rules file's `[gate]` table, or flags) and its rules."""
+
     alpha: float = 0.05  # a regression must be significant at this level to fail a rule
     n_boot: int = 2000  # bootstrap resamples for confidence intervals and tail-percentile tests
     seed: int = 0
@@ -38,12 +41,19 @@ class GateConfig:
     rules: tuple[Rule, ...] = field(default_factory=tuple)
 
 
-_SETTING_TYPES: dict[str, tuple[type, ...]] = {
-    "alpha": (float, int), "n_boot": (int,), "seed": (int,), "min_samples": (int,), "pairing": (str,),
-    "buckets": (int,), "unit": (str,), "min_trials": (int,), "baseline_engine": (str,), "candidate_engine": (str,),
-    "engine": (str,),
-    "slo_ttft_ms": (float, int), "slo_tpot_ms": (float, int), "slo_e2e_ms": (float, int),
-}  # fmt: skip
+def _setting_types() -> dict[str, tuple[type, ...]]:
+    """What a rules file may write for each setting, from GateConfig's annotations (a float takes an int)."""
+    out: dict[str, tuple[type, ...]] = {}
+    for name, hint in typing.get_type_hints(GateConfig).items():
+        if name == "rules":
+            continue
+        kinds = {float: (float, int), int: (int,)}
+        base = next((t for t in (float, int) if hint is t or t in typing.get_args(hint)), str)
+        out[name] = kinds.get(base, (str,))
+    return {**out, "engine": (str,)}  # one engine label for both sides
+
+
+_SETTING_TYPES = _setting_types()
 _RULE_KEYS = ("check", "alpha")
 
 
@@ -154,8 +164,11 @@ def _rules(data: dict[str, Any], lines: list[str], fail: Any) -> list[Rule]:
         line = _find_table(lines, "rule", nth=i)
         unknown = sorted(set(table) - set(_RULE_KEYS))
         if unknown:
-            raise fail(_find_key(lines, unknown[0], line or 0), f"rule[{i}].{unknown[0]}",
-                       f"unknown key (known: {', '.join(_RULE_KEYS)})")  # fmt: skip
+            raise fail(
+                _find_key(lines, unknown[0], line or 0),
+                f"rule[{i}].{unknown[0]}",
+                f"unknown key (known: {', '.join(_RULE_KEYS)})",
+            )
         check = table.get("check")
         if not isinstance(check, str):
             raise fail(line, f"rule[{i}].check", 'each [[rule]] needs check = "METRIC[.STAT] <= THRESHOLD"')

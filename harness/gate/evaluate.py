@@ -50,8 +50,9 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
         if baseline.fingerprint and candidate.fingerprint and baseline.fingerprint != candidate.fingerprint:
             notes.append("the runs replayed different workloads (fingerprints differ)")
         if pairing.paired:
-            joined = paired_frame(base.latencies, cand.latencies, pairing.key,
-                                  [*LATENCY_METRICS, "meets_slo", "failed"])  # fmt: skip
+            joined = paired_frame(
+                base.latencies, cand.latencies, pairing.key, [*LATENCY_METRICS, "meets_slo", "failed"]
+            )
     else:
         pairing = Pairing(False, (), 0, "no baseline: absolute limits only")
     ctx = _Context(config, pairing, base, cand, joined)
@@ -60,24 +61,42 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
         ctx.trial_paired = pairing.paired and baseline.trials == candidate.trials
     # each rule draws from its own stream, so adding a rule never changes another rule's result
     results = [evaluate_rule(rule, ctx, np.random.default_rng([config.seed, i])) for i, rule in enumerate(config.rules)]
-    settings = {"alpha": config.alpha, "n_boot": config.n_boot, "seed": config.seed, "min_samples": config.min_samples,
-                "pairing": config.pairing, "buckets": config.buckets, "slo": slo.to_json(),
-                "unit": "trial" if ctx.trials else "request", "min_trials": config.min_trials}  # fmt: skip
+    settings = {
+        "alpha": config.alpha,
+        "n_boot": config.n_boot,
+        "seed": config.seed,
+        "min_samples": config.min_samples,
+        "pairing": config.pairing,
+        "buckets": config.buckets,
+        "slo": slo.to_json(),
+        "unit": "trial" if ctx.trials else "request",
+        "min_trials": config.min_trials,
+    }
     return Verdict(results, pairing.to_json(), _describe(baseline), _describe(candidate) or {}, settings, notes)
 
 
 def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleResult:
     alpha = rule.alpha if rule.alpha is not None else ctx.config.alpha
-    result = RuleResult(rule=rule.text, name=rule.name, threshold_kind=rule.threshold.kind,
-                        threshold=rule.threshold.value, unit=rule.info.unit, status="no_data", alpha=alpha,
-                        line=rule.line)  # fmt: skip
+    result = RuleResult(
+        rule=rule.text,
+        name=rule.name,
+        threshold_kind=rule.threshold.kind,
+        threshold=rule.threshold.value,
+        unit=rule.info.unit,
+        status="no_data",
+        alpha=alpha,
+        line=rule.line,
+    )
     absolute = ctx.base is None or rule.threshold.kind == "absolute"
     kind = "share" if rule.metric == "goodput" else rule.info.kind  # goodput's noise is in the SLO outcomes
     handlers = {
-        ("latency", True): _latency_limit, ("latency", False): _latency_change,
-        ("share", True): _share_limit, ("share", False): _share_change,
-        ("rate", True): _rate_limit, ("rate", False): _rate_change,
-    }  # fmt: skip
+        ("latency", True): _latency_limit,
+        ("latency", False): _latency_change,
+        ("share", True): _share_limit,
+        ("share", False): _share_change,
+        ("rate", True): _rate_limit,
+        ("rate", False): _rate_change,
+    }
     handlers[(kind, absolute)](rule, ctx, rng, result)
     return _decide(rule, result)
 
@@ -97,8 +116,9 @@ def _worse(rule: Rule) -> sig.Side:
     return "greater" if rule.higher_is_worse else "less"
 
 
-def _judge_trials(rule: Rule, ctx: _Context, r: RuleResult, per_trial: Callable[[Prepared, int], float],
-                  what: str) -> bool:  # fmt: skip
+def _judge_trials(
+    rule: Rule, ctx: _Context, r: RuleResult, per_trial: Callable[[Prepared, int], float], what: str
+) -> bool:
     """When the gate judges trials, fill `r` from one statistic per trial and return True."""
     if ctx.trials is None or ctx.base is None:
         return False
@@ -106,8 +126,15 @@ def _judge_trials(rule: Rule, ctx: _Context, r: RuleResult, per_trial: Callable[
     a = np.array([per_trial(ctx.base, t) for t in ta], dtype=np.float64)
     b = np.array([per_trial(ctx.cand, t) for t in tb], dtype=np.float64)
     r.paired, r.n_baseline, r.n_candidate = ctx.trial_paired, len(ta), len(tb)
-    found = compare_trials(a, b, relative=rule.threshold.kind == "relative", paired=ctx.trial_paired,
-                           worse=_worse(rule), alpha=r.alpha, what=what)  # fmt: skip
+    found = compare_trials(
+        a,
+        b,
+        relative=rule.threshold.kind == "relative",
+        paired=ctx.trial_paired,
+        worse=_worse(rule),
+        alpha=r.alpha,
+        what=what,
+    )
     if found is None:
         r.change = None
         return True
@@ -208,16 +235,16 @@ def _share_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRe
         if _judge_trials(rule, ctx, r, lambda p, t: _trial_rate(p, "goodput", t), "goodput"):
             return
         same_slices = paired and ra.slices.size == rb.slices.size
-        sa, sb = sig.bootstrap_stat(ra.slices, rb.slices, "mean", paired=same_slices, n_boot=ctx.config.n_boot,
-                                    rng=rng)  # fmt: skip
+        sa, sb = sig.bootstrap_stat(ra.slices, rb.slices, "mean", paired=same_slices, n_boot=ctx.config.n_boot, rng=rng)
         r.test = f"{test.test} on SLO outcomes"
     else:
         r.baseline, r.candidate = float(xa.mean()), float(xb.mean())
         r.change = sig.change(r.baseline, r.candidate, relative)
         if _judge_trials(rule, ctx, r, lambda p, t: float(np.mean(p.trial_column(column, t))), f"{column} shares"):
             return
-        sa, sb = sig.bootstrap_stat(xa.astype(np.float64), xb.astype(np.float64), "mean", paired=paired,
-                                    n_boot=ctx.config.n_boot, rng=rng)  # fmt: skip
+        sa, sb = sig.bootstrap_stat(
+            xa.astype(np.float64), xb.astype(np.float64), "mean", paired=paired, n_boot=ctx.config.n_boot, rng=rng
+        )
         r.test = test.test
     r.change = sig.change(r.baseline, r.candidate, relative)
     r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
@@ -274,5 +301,10 @@ def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -
 def _describe(sample: RunSample | None) -> dict[str, object] | None:
     if sample is None:
         return None
-    return {"source": sample.source, "engine": sample.engine, "trials": sample.trials,
-            "requests": len(sample.records), "fingerprint": sample.fingerprint}  # fmt: skip
+    return {
+        "source": sample.source,
+        "engine": sample.engine,
+        "trials": sample.trials,
+        "requests": len(sample.records),
+        "fingerprint": sample.fingerprint,
+    }

@@ -19,6 +19,8 @@ from harness.metrics import SLO, load_records, records_frame
 
 @dataclass
 class RunSample:
+    """One side of a gate comparison: an engine's records from one or more runs, with their SLO and fingerprint."""
+
     source: str
     engine: str
     records: pd.DataFrame
@@ -31,9 +33,15 @@ class RunSample:
         return sorted(int(t) for t in self.records["trial"].unique())
 
 
-def sample_from_records(records: pd.DataFrame | list[dict[str, Any]], *, engine: str | None = None,
-                        trial: int | None = None, source: str = "records", slo: SLO | None = None,
-                        closed_loop: bool = False) -> RunSample:  # fmt: skip
+def sample_from_records(
+    records: pd.DataFrame | list[dict[str, Any]],
+    *,
+    engine: str | None = None,
+    trial: int | None = None,
+    source: str = "records",
+    slo: SLO | None = None,
+    closed_loop: bool = False,
+) -> RunSample:
     """Pick one engine (and optionally one trial) from a records table or a list of record dicts."""
     frame = records if isinstance(records, pd.DataFrame) else records_frame(records)
     engines = sorted(str(e) for e in frame["engine"].dropna().unique())
@@ -84,9 +92,14 @@ def load_runs(paths: list[Path], *, engine: str | None = None, trial: int | None
         offset += len(numbers)
     first = samples[0]
     fingerprints = {s.fingerprint for s in samples}
-    return RunSample(" + ".join(s.source for s in samples), first.engine, pd.concat(frames, ignore_index=True),
-                     slo=first.slo, fingerprint=first.fingerprint if len(fingerprints) == 1 else None,
-                     closed_loop=any(s.closed_loop for s in samples))  # fmt: skip
+    return RunSample(
+        " + ".join(s.source for s in samples),
+        first.engine,
+        pd.concat(frames, ignore_index=True),
+        slo=first.slo,
+        fingerprint=first.fingerprint if len(fingerprints) == 1 else None,
+        closed_loop=any(s.closed_loop for s in samples),
+    )
 
 
 def _manifest(path: Path) -> dict[str, Any]:

@@ -36,8 +36,10 @@ def to_markdown(verdict: Verdict) -> str:
     cand = verdict.candidate
     if verdict.baseline is not None:
         base = verdict.baseline
-        lines.append(f"baseline `{base['source']}` ({base['engine']}, {base['requests']} requests) vs candidate "
-                     f"`{cand['source']}` ({cand['engine']}, {cand['requests']} requests)")  # fmt: skip
+        lines.append(
+            f"baseline `{base['source']}` ({base['engine']}, {base['requests']} requests) vs candidate "
+            f"`{cand['source']}` ({cand['engine']}, {cand['requests']} requests)"
+        )
     else:
         lines.append(f"candidate `{cand['source']}` ({cand['engine']}, {cand['requests']} requests)")
     pairing = verdict.pairing
@@ -48,12 +50,22 @@ def to_markdown(verdict: Verdict) -> str:
     for r in verdict.results:
         interval = "-" if r.ci_low is None else f"{fmt_change(r, r.ci_low)} … {fmt_change(r, r.ci_high)}"
         p = "-" if r.p_value is None else f"{r.p_value:.2g}"
-        cells = [f"`{r.rule}`", fmt_value(r.baseline, r.unit), fmt_value(r.candidate, r.unit),
-                 fmt_change(r, r.change), interval, p, _test(r), MARKS[r.status]]  # fmt: skip
+        cells = [
+            f"`{r.rule}`",
+            fmt_value(r.baseline, r.unit),
+            fmt_value(r.candidate, r.unit),
+            fmt_change(r, r.change),
+            interval,
+            p,
+            _test(r),
+            MARKS[r.status],
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("A rule fails only when the change is past its threshold and significant (p <= alpha, one-sided); "
-                 "each interval end is a one-sided (1 - alpha) bound.")  # fmt: skip
+    lines.append(
+        "A rule fails only when the change is past its threshold and significant (p <= alpha, one-sided); "
+        "each interval end is a one-sided (1 - alpha) bound."
+    )
     lines += [f"- note: {note}" for note in verdict.notes]
     return "\n".join(lines) + "\n"
 
@@ -69,6 +81,10 @@ def one_line(verdict: Verdict) -> str:
     """For the console: the verdict and the failing rules."""
     if verdict.passed:
         return f"gate: pass ({len(verdict.results)} rules)"
-    failed = "; ".join(f"{r.rule} ({r.status}: {fmt_change(r, r.change)}, p={r.p_value:.2g})"
-                       if r.p_value is not None else f"{r.rule} ({r.status})" for r in verdict.failed)  # fmt: skip
+    failed = "; ".join(
+        f"{r.rule} ({r.status}: {fmt_change(r, r.change)}, p={r.p_value:.2g})"
+        if r.p_value is not None
+        else f"{r.rule} ({r.status})"
+        for r in verdict.failed
+    )
     return f"gate: REGRESSION: {failed}"

@@ -20,6 +20,8 @@ SCHEDULE_ATOL_S = 1e-6
 
 @dataclass(frozen=True)
 class Pairing:
+    """Whether the two sides are compared request by request, on which key, and why."""
+
     paired: bool
     key: tuple[str, ...]  # the columns that identify a request on both sides
     shared: int  # requests present on both sides

@@ -18,6 +18,8 @@ from harness.metrics.frame import flatten_token_times
 
 @dataclass
 class Rates:
+    """A rate metric cut into slices of the steady window, so its noise can be seen."""
+
     slices: np.ndarray  # per-slice rates, trial after trial
     value: float  # events in the windows / their total duration
     window: str  # "steady" or "whole_run" (the first trial's)
@@ -26,6 +28,8 @@ class Rates:
 
 @dataclass
 class Prepared:
+    """One side's records with the latencies and SLO verdicts every rule reads, computed once."""
+
     sample: RunSample
     latencies: pd.DataFrame  # request_latencies plus `meets_slo` and `failed`
     buckets: int
@@ -95,8 +99,9 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
         kind = kind or window.kind
         times, weights = _events(trial, lat.loc[idx], metric)
         keep = np.isfinite(times)
-        counts, _ = np.histogram(times[keep], bins=np.linspace(window.start, window.end, buckets + 1),
-                                 weights=weights[keep])  # fmt: skip
+        counts, _ = np.histogram(
+            times[keep], bins=np.linspace(window.start, window.end, buckets + 1), weights=weights[keep]
+        )
         slices.append(counts / (window.duration_s / buckets))
         total += float(counts.sum())
         duration += window.duration_s

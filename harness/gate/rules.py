@@ -36,6 +36,8 @@ class RuleError(ValueError):
 
 @dataclass(frozen=True)
 class Threshold:
+    """How far a metric may move: relative (+10%), a delta (+1pp, +5ms) or an absolute limit (<= 2s)."""
+
     kind: ThresholdKind
     value: float  # relative: a fraction (+0.10); delta and absolute: the metric's base unit (s, tok/s, share)
     text: str
@@ -43,6 +45,8 @@ class Threshold:
 
 @dataclass(frozen=True)
 class Rule:
+    """One parsed gate rule: metric, statistic, direction and threshold, with where it was written."""
+
     text: str
     metric: str
     stat: str | None  # "mean", "p50", "p99.9"; None for rates and shares
@@ -83,8 +87,11 @@ def parse_rule(text: str, *, alpha: float | None = None, line: int | None = None
     threshold = _parse_threshold(info, match["threshold"], text)
     if threshold.kind != "absolute" and (threshold.value < 0 if op == "<=" else threshold.value > 0):
         bound = "increase" if op == "<=" else "decrease"
-        raise RuleError(f"{text!r}: a {op!r} rule bounds the {bound} it allows, so its change threshold needs "
-                        f"the sign {'+' if op == '<=' else '-'}", "threshold")  # fmt: skip
+        raise RuleError(
+            f"{text!r}: a {op!r} rule bounds the {bound} it allows, so its change threshold needs "
+            f"the sign {'+' if op == '<=' else '-'}",
+            "threshold",
+        )
     return Rule(text.strip(), metric, stat, op, threshold, alpha, line)  # type: ignore[arg-type]
 
 
@@ -94,12 +101,14 @@ def _check_stat(info: MetricInfo, stat: str | None, text: str) -> str | None:
             raise RuleError(f"{info.name} is a single number per run and takes no statistic ({text!r})", "statistic")
         return None
     if stat is None:
-        raise RuleError(f"{info.name} needs a statistic, e.g. {info.name}.p99 or {info.name}.mean ({text!r})",
-                        "statistic")  # fmt: skip
+        raise RuleError(
+            f"{info.name} needs a statistic, e.g. {info.name}.p99 or {info.name}.mean ({text!r})", "statistic"
+        )
     m = _STAT.match(stat)
     if m is None or (m[2] is not None and not 0 < float(m[2]) < 100):
-        raise RuleError(f"statistic {stat!r} in {text!r}: use mean or pQ with 0 < Q < 100 (p50, p99, p99.9)",
-                        "statistic")  # fmt: skip
+        raise RuleError(
+            f"statistic {stat!r} in {text!r}: use mean or pQ with 0 < Q < 100 (p50, p99, p99.9)", "statistic"
+        )
     return stat
 
 
@@ -118,8 +127,9 @@ def _parse_threshold(info: MetricInfo, raw: str, text: str) -> Threshold:
 def _unit_scale(info: MetricInfo, unit: str | None, raw: str, text: str) -> float:
     if info.unit == "s":
         if unit not in TIME_UNITS:
-            raise RuleError(f"threshold {raw!r} in {text!r}: {info.name} is a time, give a unit (us, ms or s)",
-                            "threshold")  # fmt: skip
+            raise RuleError(
+                f"threshold {raw!r} in {text!r}: {info.name} is a time, give a unit (us, ms or s)", "threshold"
+            )
         return TIME_UNITS[unit]
     if info.unit == "share":
         if unit in ("%", "pp"):
@@ -128,6 +138,8 @@ def _unit_scale(info: MetricInfo, unit: str | None, raw: str, text: str) -> floa
             return 1.0
         raise RuleError(f"threshold {raw!r} in {text!r}: {info.name} is a share, write 0.01, 1% or 1pp", "threshold")
     if unit is not None:
-        raise RuleError(f"threshold {raw!r} in {text!r}: {info.name} is in {info.unit}, write the number without "
-                        f"a unit", "threshold")  # fmt: skip
+        raise RuleError(
+            f"threshold {raw!r} in {text!r}: {info.name} is in {info.unit}, write the number without a unit",
+            "threshold",
+        )
     return 1.0

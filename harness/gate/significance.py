@@ -32,6 +32,8 @@ EXACT_SIGNED_RANK_MAX_N = 16  # 2**16 sign patterns: exact and still a few milli
 
 @dataclass(frozen=True)
 class TestResult:
+    """A significance test's name and one-sided p-value."""
+
     test: str
     p_value: float
 
@@ -77,8 +79,9 @@ def signed_rank_p(d: np.ndarray, worse: Side) -> float:
     return float(hits / null.size)
 
 
-def bootstrap_stat(a: np.ndarray, b: np.ndarray, stat: str, *, paired: bool, n_boot: int,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def bootstrap_stat(
+    a: np.ndarray, b: np.ndarray, stat: str, *, paired: bool, n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap replicates of `stat` on each side: resampled jointly when paired, independently otherwise."""
     if paired:
         chunk = max(1, MAX_CHUNK_ELEMENTS // max(a.size, 1))

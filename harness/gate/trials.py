@@ -23,6 +23,8 @@ from harness.gate.significance import Side
 
 @dataclass(frozen=True)
 class TrialComparison:
+    """The change between two sides judged over whole trials: its size, interval, test and noise."""
+
     change: float  # relative: geometric mean of per-trial ratios - 1; delta: mean per-trial difference
     ci_low: float  # each end a one-sided (1 - alpha) bound, as the gate's other intervals
     ci_high: float
@@ -37,8 +39,9 @@ def use_trials(mode: str, trials_a: list[int], trials_b: list[int], min_trials: 
     return min(len(trials_a), len(trials_b)) >= (2 if mode == "trial" else min_trials)
 
 
-def compare_trials(a: np.ndarray, b: np.ndarray, *, relative: bool, paired: bool, worse: Side,
-                   alpha: float, what: str) -> TrialComparison | None:  # fmt: skip
+def compare_trials(
+    a: np.ndarray, b: np.ndarray, *, relative: bool, paired: bool, worse: Side, alpha: float, what: str
+) -> TrialComparison | None:
     """Per-trial statistics `a` (baseline) and `b` (candidate), index-aligned by trial when `paired`."""
     keep_a, keep_b = np.isfinite(a), np.isfinite(b)
     if paired:
@@ -54,8 +57,14 @@ def compare_trials(a: np.ndarray, b: np.ndarray, *, relative: bool, paired: bool
         if scale <= 0:
             edge = 0.0 if diff.change == 0 else float(np.sign(diff.change)) * float("inf")
             return TrialComparison(edge, edge, edge, diff.p_value, diff.test, diff.trial_sd)
-        return TrialComparison(diff.change / scale, diff.ci_low / scale, diff.ci_high / scale, diff.p_value,
-                               diff.test, diff.trial_sd / scale)  # fmt: skip
+        return TrialComparison(
+            diff.change / scale,
+            diff.ci_low / scale,
+            diff.ci_high / scale,
+            diff.p_value,
+            diff.test,
+            diff.trial_sd / scale,
+        )
     xa, xb = (np.log(a), np.log(b)) if relative else (a, b)
     if paired:
         d = xb - xa

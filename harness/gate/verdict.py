@@ -20,6 +20,8 @@ VERDICT_SCHEMA_VERSION = 1
 
 @dataclass
 class RuleResult:
+    """One rule's outcome: pass, fail or no_data, with the numbers behind it."""
+
     rule: str
     name: str  # metric or metric.stat
     threshold_kind: str  # relative, delta or absolute
@@ -46,6 +48,8 @@ class RuleResult:
 
 @dataclass
 class Verdict:
+    """Every rule's result and the gate's exit code."""
+
     results: list[RuleResult]
     pairing: dict[str, Any]
     baseline: dict[str, Any] | None
@@ -66,14 +70,16 @@ class Verdict:
         return [r for r in self.results if r.status in FAILING]
 
     def to_json(self) -> dict[str, Any]:
-        return jsonable({
-            "schema_version": VERDICT_SCHEMA_VERSION,
-            "verdict": "pass" if self.passed else "fail",
-            "exit_code": self.exit_code,
-            "rules": [asdict(r) for r in self.results],
-            "pairing": self.pairing,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "settings": self.settings,
-            "notes": self.notes,
-        })  # fmt: skip
+        return jsonable(
+            {
+                "schema_version": VERDICT_SCHEMA_VERSION,
+                "verdict": "pass" if self.passed else "fail",
+                "exit_code": self.exit_code,
+                "rules": [asdict(r) for r in self.results],
+                "pairing": self.pairing,
+                "baseline": self.baseline,
+                "candidate": self.candidate,
+                "settings": self.settings,
+                "notes": self.notes,
+            }
+        )

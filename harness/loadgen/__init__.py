@@ -21,7 +21,6 @@ from harness.loadgen.scenarios import (
     Scenario,
     Scheduled,
     run_closed_loop,
-    run_offline,
     run_open_loop,
     run_scenario,
 )
@@ -40,7 +39,6 @@ __all__ = [
     "dispatcher_first",
     "replay_engine",
     "run_closed_loop",
-    "run_offline",
     "run_open_loop",
     "run_scenario",
     "schedule_from",

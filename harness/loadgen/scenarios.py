@@ -98,11 +98,18 @@ class _Run:
     async def drive(self, item: Scheduled, scheduled: float, sent: float, user: int | None = None) -> None:
         request = item.request
         record = RequestRecord(
-            request_id=request.request_id, engine=self.label, tenant=request.tenant, priority=request.priority,
-            max_tokens=request.max_tokens, ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids), t_scheduled=scheduled - self.t0, t_sent=sent - self.t0,
-            trial=self.trial, user=user,
-        )  # fmt: skip
+            request_id=request.request_id,
+            engine=self.label,
+            tenant=request.tenant,
+            priority=request.priority,
+            max_tokens=request.max_tokens,
+            ignore_eos=request.ignore_eos,
+            prompt_tokens=len(request.prompt_token_ids),
+            t_scheduled=scheduled - self.t0,
+            t_sent=sent - self.t0,
+            trial=self.trial,
+            user=user,
+        )
         times = record.token_times
         t0 = self.t0
         try:
@@ -220,23 +227,6 @@ async def run_closed_loop(
         return await _finish(run, len(schedule), ticker)
 
 
-async def run_offline(
-    engine: Engine,
-    schedule: list[Scheduled],
-    sink: RecordSink,
-    *,
-    label: str,
-    trial: int = 0,
-    stop_rules: StopRules | None = None,
-    progress: Progress | None = None,
-    on_start: OnStart | None = None,
-) -> LoopOutcome:
-    """Every request at once (due at t0): the engine's throughput capacity."""
-    at_once = [replace(item, at=0.0) for item in schedule]
-    return await run_open_loop(engine, at_once, sink, label=label, trial=trial, stop_rules=stop_rules,
-                               progress=progress, on_start=on_start)  # fmt: skip
-
-
 async def run_scenario(
     engine: Engine,
     schedule: list[Scheduled],
@@ -249,14 +239,20 @@ async def run_scenario(
     progress: Progress | None = None,
     on_start: OnStart | None = None,
 ) -> LoopOutcome:
-    """Offer `schedule` to `engine` as `scenario` says."""
-    common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress,
-                              "on_start": on_start}  # fmt: skip
+    """Offer `schedule` to `engine` as `scenario` says (offline: an open loop with every request due at t0)."""
+    common: dict[str, Any] = {
+        "label": label,
+        "trial": trial,
+        "stop_rules": stop_rules,
+        "progress": progress,
+        "on_start": on_start,
+    }
     if scenario.kind == "closed":
-        return await run_closed_loop(engine, schedule, sink, users=scenario.users,
-                                     think_time_s=scenario.think_time_s, **common)  # fmt: skip
+        return await run_closed_loop(
+            engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common
+        )
     if scenario.kind == "offline":
-        return await run_offline(engine, schedule, sink, **common)
+        schedule = [replace(item, at=0.0) for item in schedule]
     return await run_open_loop(engine, schedule, sink, **common)
 
 

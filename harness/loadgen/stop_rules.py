@@ -19,6 +19,8 @@ from harness.records import RequestRecord
 
 @dataclass(frozen=True)
 class StopRules:
+    """Limits that end an engine's run early (None: off)."""
+
     max_error_rate: float | None = None  # share of failed requests in the window
     max_in_flight: int | None = None  # requests sent but not finished (the engine's queue, seen from outside)
     max_ttft_p99_s: float | None = None  # p99 TTFT (from the scheduled arrival) over the window
@@ -31,6 +33,8 @@ class StopRules:
 
 @dataclass
 class StopState:
+    """The stop rules' sliding windows during one run, and the first rule that fired."""
+
     rules: StopRules
     reason: dict[str, Any] | None = None
     _errors: deque[bool] = field(default_factory=deque)
@@ -39,8 +43,7 @@ class StopState:
 
     def _fire(self, rule: str, value: float, limit: float) -> None:
         if self.reason is None:
-            self.reason = {"rule": rule, "value": value, "limit": limit,
-                           "at_s": time.perf_counter() - self._started}  # fmt: skip
+            self.reason = {"rule": rule, "value": value, "limit": limit, "at_s": time.perf_counter() - self._started}
 
     def observe(self, record: RequestRecord) -> None:
         rules = self.rules

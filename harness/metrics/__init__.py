@@ -1,6 +1,9 @@
 """Metrics of a benchmark run: pure functions from record (and step-trace) tables to tables and dicts.
 
-Definitions, with the variants other tools use, are in docs/metrics.md.
+`frame.py` reads records and step traces into typed tables whose columns derive from the two record
+schemas (`columns.py`); everything else is records in, numbers out, no hidden state. Definitions, with
+the variants other tools use, are in docs/metrics.md. Imports: `harness.records`, `engines.step_record`
+and numpy, pandas, scipy; never the load generator, the gate or the CLI (`reports` reads it).
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ _KINDS: dict[str, tuple[str, Any]] = {
 
 @dataclass(frozen=True)
 class Column:
+    """How a reader types one field of a record schema."""
+
     name: str
     kind: str  # int, count, float, bool, text, floats, texts or objects
     required: bool  # a row without it is not a record of this kind

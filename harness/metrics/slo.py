@@ -22,6 +22,8 @@ from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, Window, run_wind
 
 @dataclass(frozen=True)
 class SLO:
+    """Latency limits a request must meet to count as good (None: no limit on that metric)."""
+
     ttft_s: float | None = 2.0
     tpot_s: float | None = 0.2
     e2e_s: float | None = None

@@ -27,6 +27,8 @@ DEFAULT_WARMUP_FRACTION = 0.1
 
 @dataclass(frozen=True)
 class Window:
+    """A span of the run's time, e.g. the steady window between ramp-up and drain."""
+
     kind: str  # "steady" or "whole_run"
     start: float
     end: float

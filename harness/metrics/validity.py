@@ -30,6 +30,8 @@ CHECKS = (
 
 @dataclass(frozen=True)
 class ValidityFlag:
+    """A reason to distrust a run's numbers, with how many requests show it and examples."""
+
     name: str
     count: int
     message: str

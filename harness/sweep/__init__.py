@@ -1,5 +1,9 @@
 """Rate sweeps and capacity search (`batchmark sweep`, docs/gate.md): the throughput-latency curve of
-one or more engines and the highest offered rate at which each still meets its SLOs."""
+one or more engines and the highest offered rate at which each still meets its SLOs.
+
+The decisions are pure functions over a `measure(rate, engines, phase)` callback (`search.py`); the
+runner gets a `run_one` callback from the CLI, so it never builds an engine itself. Imports:
+`harness.metrics` and the harness's errors only."""
 
 from __future__ import annotations
 

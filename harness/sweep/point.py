@@ -14,6 +14,8 @@ from harness.metrics import SLO, load_records, request_latencies, slo_table
 
 @dataclass
 class Point:
+    """One engine at one offered rate: throughput, latencies, SLO attainment and whether it meets the SLO."""
+
     engine: str
     rate: float  # offered load, requests/s
     phase: str  # "probe", "climb" or "search"
@@ -32,8 +34,9 @@ class Point:
     why: str
 
 
-def measure_point(run_dir: Path, engine: str, rate: float, phase: str, percentile: float, slo: SLO,
-                  min_attainment: float) -> Point:  # fmt: skip
+def measure_point(
+    run_dir: Path, engine: str, rate: float, phase: str, percentile: float, slo: SLO, min_attainment: float
+) -> Point:
     """Read one engine's share of a finished run directory. The rate meets the SLO when no stop rule fired
     and at least `min_attainment` of its requests met every limit (DistServe's goodput criterion)."""
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -57,12 +60,23 @@ def measure_point(run_dir: Path, engine: str, rate: float, phase: str, percentil
     else:
         meets, why = True, f"SLO met by {_pct(attainment)}"
     return Point(
-        engine=engine, rate=rate, phase=phase, run_dir=str(run_dir), requests=len(records),
-        achieved_rps=steady.get("request_rate") or whole.get("request_rate"), whole_run_rps=whole.get("request_rate"),
+        engine=engine,
+        rate=rate,
+        phase=phase,
+        run_dir=str(run_dir),
+        requests=len(records),
+        achieved_rps=steady.get("request_rate") or whole.get("request_rate"),
+        whole_run_rps=whole.get("request_rate"),
         output_tok_s=steady.get("output_token_rate") or whole.get("output_token_rate"),
-        ttft_s=_pq(lat["ttft"], percentile), tpot_s=_pq(lat["tpot"], percentile), e2e_s=_pq(lat["e2e"], percentile),
-        attainment=attainment, goodput_rps=goodput, stopped=stopped, meets=meets, why=why,
-    )  # fmt: skip
+        ttft_s=_pq(lat["ttft"], percentile),
+        tpot_s=_pq(lat["tpot"], percentile),
+        e2e_s=_pq(lat["e2e"], percentile),
+        attainment=attainment,
+        goodput_rps=goodput,
+        stopped=stopped,
+        meets=meets,
+        why=why,
+    )
 
 
 def _pq(values: pd.Series, percentile: float) -> float | None:

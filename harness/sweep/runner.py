@@ -22,6 +22,8 @@ SWEEP_SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class SweepPlan:
+    """Which rates to try (given, or spread below the measured saturation) and how to search for capacity."""
+
     rates: tuple[float, ...] = ()  # empty: automatic (probe the saturation throughput, then spread below it)
     points: int = 6
     low_fraction: float = 0.1
@@ -37,8 +39,16 @@ LoadWorkload = Callable[[float | None], Any]  # offered rate (None: the workload
 RunOne = Callable[[Any, Sequence[Any], Path], None]  # workload, engine specs, run directory
 
 
-def run_sweep(plan: SweepPlan, specs: Sequence[Any], load: LoadWorkload, run_one: RunOne, out: Path, slo: Any,
-              argv: list[str], log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+def run_sweep(
+    plan: SweepPlan,
+    specs: Sequence[Any],
+    load: LoadWorkload,
+    run_one: RunOne,
+    out: Path,
+    slo: Any,
+    argv: list[str],
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Measure, decide, write sweep.json; returns its content."""
     by_label = {s.label: s for s in specs}
     points: list[Point] = []
@@ -59,8 +69,10 @@ def run_sweep(plan: SweepPlan, specs: Sequence[Any], load: LoadWorkload, run_one
         points.extend(got.values())
         save()
         for p in got.values():
-            log(f"  {phase:6} {rate:>8g} req/s  {p.engine:<14} {'meets' if p.meets else 'breaks'}: {p.why} "
-                f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
+            log(
+                f"  {phase:6} {rate:>8g} req/s  {p.engine:<14} {'meets' if p.meets else 'breaks'}: {p.why} "
+                f"({time.perf_counter() - started:.0f} s)"
+            )
         return got
 
     out.mkdir(parents=True, exist_ok=True)
@@ -74,8 +86,10 @@ def run_sweep(plan: SweepPlan, specs: Sequence[Any], load: LoadWorkload, run_one
             raise HarnessInputError("sweep: the saturation probe completed no request; nothing to spread rates over")
         rates = spread(best, plan.points, plan.low_fraction, plan.spacing)
         state.update(saturation=saturation, rates=rates)
-        log(f"saturation: {', '.join(f'{e} {v:.3g} req/s' for e, v in saturation.items() if v)}; "
-            f"rates {', '.join(f'{r:g}' for r in rates)}")  # fmt: skip
+        log(
+            f"saturation: {', '.join(f'{e} {v:.3g} req/s' for e, v in saturation.items() if v)}; "
+            f"rates {', '.join(f'{r:g}' for r in rates)}"
+        )
     climbed = climb(rates, list(by_label), measure, extend=0 if plan.rates else plan.extend)
     if plan.search == "binary":
         for engine in by_label:
@@ -83,29 +97,46 @@ def run_sweep(plan: SweepPlan, specs: Sequence[Any], load: LoadWorkload, run_one
     return save()
 
 
-def _document(plan: SweepPlan, engines: list[str], points: list[Point], state: dict[str, Any], slo: Any,
-              argv: list[str]) -> dict[str, Any]:  # fmt: skip
+def _document(
+    plan: SweepPlan, engines: list[str], points: list[Point], state: dict[str, Any], slo: Any, argv: list[str]
+) -> dict[str, Any]:
     capacities = {e: capacity(points, e) for e in engines}
     curve = {
-        e: [{k: asdict(p)[k] for k in ("rate", "achieved_rps", "output_tok_s", "ttft_s", "tpot_s", "e2e_s",
-                                       "attainment", "goodput_rps", "meets")}
-            for p in sorted((p for p in points if p.engine == e and p.phase != "probe"), key=lambda p: p.rate)]
+        e: [
+            {
+                k: asdict(p)[k]
+                for k in (
+                    "rate",
+                    "achieved_rps",
+                    "output_tok_s",
+                    "ttft_s",
+                    "tpot_s",
+                    "e2e_s",
+                    "attainment",
+                    "goodput_rps",
+                    "meets",
+                )
+            }
+            for p in sorted((p for p in points if p.engine == e and p.phase != "probe"), key=lambda p: p.rate)
+        ]
         for e in engines
-    }  # fmt: skip
-    return _clean({
-        "schema_version": SWEEP_SCHEMA_VERSION,
-        "command": argv,
-        "engines": engines,
-        "plan": asdict(plan),
-        "slo": slo.to_json(),
-        "criterion": f"a rate meets the SLO when no stop rule fired and >= {plan.percentile:g}% of its requests "
-                     f"met every SLO limit; latencies at p{plan.percentile:g}",
-        "saturation_rps": state["saturation"],
-        "rates": state["rates"],
-        "points": [asdict(p) for p in points],
-        "curve": curve,
-        "capacity": {e: asdict(c) for e, c in capacities.items()},
-    })  # fmt: skip
+    }
+    return _clean(
+        {
+            "schema_version": SWEEP_SCHEMA_VERSION,
+            "command": argv,
+            "engines": engines,
+            "plan": asdict(plan),
+            "slo": slo.to_json(),
+            "criterion": f"a rate meets the SLO when no stop rule fired and >= {plan.percentile:g}% of its requests "
+            f"met every SLO limit; latencies at p{plan.percentile:g}",
+            "saturation_rps": state["saturation"],
+            "rates": state["rates"],
+            "points": [asdict(p) for p in points],
+            "curve": curve,
+            "capacity": {e: asdict(c) for e, c in capacities.items()},
+        }
+    )
 
 
 def _clean(value: Any) -> Any:

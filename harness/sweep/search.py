@@ -19,6 +19,8 @@ Measure = Callable[[float, Sequence[str], str], dict[str, Point]]
 
 @dataclass(frozen=True)
 class Capacity:
+    """The highest offered rate that met the SLO, and the bracket around it."""
+
     rate: float | None  # highest offered rate meeting the SLO; None when even the lowest failed
     bound: str  # "bracketed": the next rate up failed; "at_least": nothing failed; "below": nothing met
     low: float | None  # the bracket: highest meeting rate ...

@@ -20,10 +20,20 @@ def format_table(data: dict[str, Any]) -> str:
     header = [*HEADER[:4], f"TTFT {pct}", f"TPOT {pct}", f"E2E {pct}", *HEADER[7:]]
     rows = []
     for p in sorted((p for p in data["points"] if p["phase"] != "probe"), key=lambda p: (p["rate"], p["engine"])):
-        rows.append([f"{p['rate']:g}", p["engine"], _num(p["achieved_rps"]), _num(p["output_tok_s"], ".0f"),
-                     _ms(p["ttft_s"]), _ms(p["tpot_s"]), _ms(p["e2e_s"]),
-                     "-" if p["attainment"] is None else f"{p['attainment']:.0%}", _num(p["goodput_rps"]),
-                     "ok" if p["meets"] else f"breaks: {p['why']}"])  # fmt: skip
+        rows.append(
+            [
+                f"{p['rate']:g}",
+                p["engine"],
+                _num(p["achieved_rps"]),
+                _num(p["output_tok_s"], ".0f"),
+                _ms(p["ttft_s"]),
+                _ms(p["tpot_s"]),
+                _ms(p["e2e_s"]),
+                "-" if p["attainment"] is None else f"{p['attainment']:.0%}",
+                _num(p["goodput_rps"]),
+                "ok" if p["meets"] else f"breaks: {p['why']}",
+            ]
+        )
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

@@ -42,8 +42,9 @@ def median_time(fn: Callable[[], object], repeat: int = 15) -> float:
 
 def decoding_batch(blocks: BlockManager) -> ContinuousScheduler:
     """BATCH sequences past their prefill, decoding: the steady state of a busy continuous engine."""
-    scheduler = ContinuousScheduler(ContinuousConfig(max_running=BATCH, max_batched_tokens=BATCH * PROMPT),
-                                    make_policy("fcfs"), blocks, eos=None)  # fmt: skip
+    scheduler = ContinuousScheduler(
+        ContinuousConfig(max_running=BATCH, max_batched_tokens=BATCH * PROMPT), make_policy("fcfs"), blocks, eos=None
+    )
     for i in range(BATCH):
         request = Request(f"r{i}", list(range(3, 3 + PROMPT)), 100_000, ignore_eos=True)
         scheduler.enqueue(Sequence.from_request(request, i, 0.0))
@@ -104,8 +105,9 @@ def test_metric_computation(benchmark):
 
 
 def test_gate_evaluation(benchmark):
-    config = GateConfig(rules=rules_from_texts(["ttft.p99 <= +10%", "tpot.p50 <= +5%", "output_tok_s >= -5%",
-                                                "goodput >= -5%"]))  # fmt: skip
+    config = GateConfig(
+        rules=rules_from_texts(["ttft.p99 <= +10%", "tpot.p50 <= +5%", "output_tok_s >= -5%", "goodput >= -5%"])
+    )
 
     def pair(n: int):
         return tuple(sample_from_records(synthetic_run(seed, n=n, rate=50.0)) for seed in (1, 2))

@@ -45,8 +45,10 @@ def worker(url: str, index: int, workers: int, start_at: float, out: mp.Queue) -
 
     total = int(RATE * DURATION_S)
     prompt = list(range(3, 3 + PROMPT_TOKENS))
-    schedule = [Scheduled(Request(f"w{index}-{i}", prompt, OUTPUT_TOKENS, ignore_eos=True), i / RATE)
-                for i in range(index, total, workers)]  # fmt: skip
+    schedule = [
+        Scheduled(Request(f"w{index}-{i}", prompt, OUTPUT_TOKENS, ignore_eos=True), i / RATE)
+        for i in range(index, total, workers)
+    ]
 
     async def run() -> tuple[float, list]:
         engine = HttpEngine(url, "zero", connections=256)
@@ -61,15 +63,22 @@ def worker(url: str, index: int, workers: int, start_at: float, out: mp.Queue) -
         return starts[0], records
 
     t0, records = asyncio.run(run())
-    rows = [(r.t_scheduled + t0, r.t_sent + t0, (r.t_first_token + t0) if r.t_first_token is not None else np.nan,
-             r.error_type is None and r.output_tokens == OUTPUT_TOKENS and r.engine_output_tokens == OUTPUT_TOKENS)
-            for r in records]  # fmt: skip
+    rows = [
+        (
+            r.t_scheduled + t0,
+            r.t_sent + t0,
+            (r.t_first_token + t0) if r.t_first_token is not None else np.nan,
+            r.error_type is None and r.output_tokens == OUTPUT_TOKENS and r.engine_output_tokens == OUTPUT_TOKENS,
+        )
+        for r in records
+    ]
     out.put((index, rows))
 
 
 def test_http_open_loop_accuracy():
-    server = subprocess.Popen([sys.executable, "-m", "engines.serve.zero_server", "--port", "0"],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "engines.serve.zero_server", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert server.stdout is not None
         url = server.stdout.readline().split()[-1]
@@ -93,9 +102,11 @@ def test_http_open_loop_accuracy():
     ttft = np.sort(first - scheduled)
     lag = sent - scheduled
     p50, p90, p99 = np.percentile(ttft, [50, 90, 99]) * 1e3
-    print(f"\nHTTP accuracy: {WORKERS} worker(s), {len(rows)} requests, achieved {achieved:.1f} req/s "
-          f"(target {RATE:g}); TTFT p50 {p50:.2f} p90 {p90:.2f} p99 {p99:.2f} max {ttft[-1] * 1e3:.2f} ms; "
-          f"send lag p99 {np.percentile(lag, 99) * 1e3:.2f} ms")  # fmt: skip
+    print(
+        f"\nHTTP accuracy: {WORKERS} worker(s), {len(rows)} requests, achieved {achieved:.1f} req/s "
+        f"(target {RATE:g}); TTFT p50 {p50:.2f} p90 {p90:.2f} p99 {p99:.2f} max {ttft[-1] * 1e3:.2f} ms; "
+        f"send lag p99 {np.percentile(lag, 99) * 1e3:.2f} ms"
+    )
     assert len(rows) == total and ok.all()
     assert abs(achieved - RATE) <= 0.02 * RATE
     assert p99 <= 10.0

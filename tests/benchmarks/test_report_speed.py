@@ -27,8 +27,15 @@ MAX_BYTES = 15 * 1024 * 1024
 @pytest.fixture(scope="module")
 def run_100k(tmp_path_factory: pytest.TempPathFactory) -> Path:
     started = time.perf_counter()
-    run = write_synthetic_run(tmp_path_factory.mktemp("bench") / "run", requests=REQUESTS, slots=32, mean_output=32,
-                              rate=0.7 * capacity_rps(32, 32), running_ids=True, n_boot=1000)  # fmt: skip
+    run = write_synthetic_run(
+        tmp_path_factory.mktemp("bench") / "run",
+        requests=REQUESTS,
+        slots=32,
+        mean_output=32,
+        rate=0.7 * capacity_rps(32, 32),
+        running_ids=True,
+        n_boot=1000,
+    )
     sizes = {p.relative_to(run).as_posix(): p.stat().st_size / 1e6 for p in run.rglob("*") if p.is_file()}
     listing = ", ".join(f"{k} {v:.0f} MB" for k, v in sizes.items())
     print(f"\nsynthetic run: {time.perf_counter() - started:.1f} s; {listing}")
@@ -48,7 +55,9 @@ def test_report_speed_100k(benchmark, run_100k: Path, tmp_path: Path) -> None:
     median = statistics.median(times)
     size = out.stat().st_size
     benchmark.extra_info.update(median_s=median, bytes=size)
-    print(f"report of {REQUESTS:,} requests x 2 engines: {', '.join(f'{t:.2f}' for t in times)} s "
-          f"(median {median:.2f} s), {size / 1e6:.2f} MB")  # fmt: skip
+    print(
+        f"report of {REQUESTS:,} requests x 2 engines: {', '.join(f'{t:.2f}' for t in times)} s "
+        f"(median {median:.2f} s), {size / 1e6:.2f} MB"
+    )
     assert size <= MAX_BYTES
     assert median <= TARGET_S

@@ -15,15 +15,15 @@ from engines.inprocess import EngineOptions, InProcessEngine
 
 
 @dataclass
-class EngineRun:
+class EngineOutput:
     """What the engine produced: every token id per request and every step record (as its JSON)."""
 
     tokens_by_request: dict[str, list[int]] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def _drive(engine: Engine, requests: list[Request]) -> EngineRun:
-    run = EngineRun()
+async def _drive(engine: Engine, requests: list[Request]) -> EngineOutput:
+    run = EngineOutput()
     engine.set_step_sink(lambda record: run.steps.append(record.to_json()))
     await engine.start()
 
@@ -43,7 +43,7 @@ async def _drive(engine: Engine, requests: list[Request]) -> EngineRun:
     return run
 
 
-def drive(engine: Engine, requests: list[Request]) -> EngineRun:
+def drive(engine: Engine, requests: list[Request]) -> EngineOutput:
     """Submit every request at once and wait for all of them."""
     return asyncio.run(_drive(engine, requests))
 
@@ -73,5 +73,5 @@ def mixed_requests(count: int, seed: int, vocab: int, prompt=(4, 96), output=(1,
     return requests
 
 
-def run_engine(loaded: Any, options: EngineOptions, requests: list[Request]) -> EngineRun:
+def run_engine(loaded: Any, options: EngineOptions, requests: list[Request]) -> EngineOutput:
     return drive(InProcessEngine(loaded, options), requests)

@@ -107,8 +107,12 @@ def test_unknown_policy_names_the_choices():
 
 @pytest.mark.slow
 def test_subprocess_shows_no_traceback(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "bench", "engines", "--model", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "bench", "engines", "--model", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "config.json is missing" in proc.stderr

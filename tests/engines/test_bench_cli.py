@@ -14,8 +14,14 @@ def test_bench_engines_small(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "raw loop (ceiling)" in table and "continuous / static" in table
     result = json.loads(out.read_text())
-    for key in ("raw_tok_s", "static_tok_s", "continuous_tok_s", "continuous_over_static", "continuous_over_raw",
-                "static_slot_waste"):  # fmt: skip
+    for key in (
+        "raw_tok_s",
+        "static_tok_s",
+        "continuous_tok_s",
+        "continuous_over_static",
+        "continuous_over_raw",
+        "static_slot_waste",
+    ):
         assert result[key] > 0, key
     # three static batches must each run to their slowest member: more steps, slots left idle
     assert result["static_steps"] > result["continuous_steps"]

@@ -79,8 +79,9 @@ def test_scheduler_never_leaks_and_every_request_ends(ops, kind, policy, num_blo
             capacity = num_blocks * block_size
             prompt = 1 + value % max(1, capacity // 3)
             max_tokens = 1 + value % max(1, capacity - prompt) if capacity > prompt else 1
-            request = Request(f"r{len(sequences)}", [3] * prompt, max_tokens, tenant=f"t{value % 3}",
-                              priority=value % 2)  # fmt: skip
+            request = Request(
+                f"r{len(sequences)}", [3] * prompt, max_tokens, tenant=f"t{value % 3}", priority=value % 2
+            )
             seq = Sequence.from_request(request, len(sequences), now)
             if blocks.blocks_for_tokens(seq.max_total_tokens) <= num_blocks:  # engines reject larger ones
                 sequences.append(seq)

@@ -27,9 +27,19 @@ def qwen2_dir(embedded, tmp_path):
     """A different architecture: grouped-query attention and biased q/k/v projections."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    config = Qwen2Config(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         intermediate_size=256, vocab_size=8192, max_position_embeddings=4096,
-                         tie_word_embeddings=False, eos_token_id=1, pad_token_id=2, bos_token_id=0)  # fmt: skip
+    config = Qwen2Config(
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=256,
+        vocab_size=8192,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        eos_token_id=1,
+        pad_token_id=2,
+        bos_token_id=0,
+    )
     torch.manual_seed(5)
     model = Qwen2ForCausalLM(config).eval()
     with torch.no_grad():  # transformers zero-initialises biases; make them matter

@@ -13,8 +13,9 @@ from tests.engines.helpers import drive, mixed_requests, reference_greedy, run_e
 @pytest.fixture(scope="module")
 def requests_and_reference(embedded):
     requests = mixed_requests(36, seed=7, vocab=embedded.model.config.vocab_size)
-    reference = {r.request_id: reference_greedy(embedded.model, list(r.prompt_token_ids), r.max_tokens)
-                 for r in requests}  # fmt: skip
+    reference = {
+        r.request_id: reference_greedy(embedded.model, list(r.prompt_token_ids), r.max_tokens) for r in requests
+    }
     return requests, reference
 
 
@@ -43,8 +44,11 @@ def test_static_matches_reference(embedded, requests_and_reference):
 def test_continuous_matches_reference_under_preemption(embedded, requests_and_reference):
     requests, reference = requests_and_reference
     # 12 blocks of 16 tokens: a few sequences fit, growth forces preemption and recompute
-    options = EngineOptions(kind="continuous", kv=KVConfig(block_size=16, blocks=12),
-                            continuous=ContinuousConfig(max_running=8, max_batched_tokens=256))  # fmt: skip
+    options = EngineOptions(
+        kind="continuous",
+        kv=KVConfig(block_size=16, blocks=12),
+        continuous=ContinuousConfig(max_running=8, max_batched_tokens=256),
+    )
     run = run_engine(embedded, options, requests)
     preempted = [rid for step in run.steps for rid in step["preempted"]]
     assert len(preempted) >= 3, "the tiny KV pool should have forced preemptions"

@@ -29,9 +29,23 @@ def test_kernel_matches_sdpa(heads, kv_heads, block_size):
     q = torch.randn(len(token_seq), heads, dim, generator=gen)
     out = torch.empty_like(q)
     scale = dim**-0.5
-    failed = lib.paged_attention(q.data_ptr(), k_pool.data_ptr(), v_pool.data_ptr(), tables.data_ptr(), 40,
-                                 token_seq.data_ptr(), token_pos.data_ptr(), out.data_ptr(), len(token_seq),
-                                 heads, kv_heads, dim, block_size, scale, 33)  # fmt: skip
+    failed = lib.paged_attention(
+        q.data_ptr(),
+        k_pool.data_ptr(),
+        v_pool.data_ptr(),
+        tables.data_ptr(),
+        40,
+        token_seq.data_ptr(),
+        token_pos.data_ptr(),
+        out.data_ptr(),
+        len(token_seq),
+        heads,
+        kv_heads,
+        dim,
+        block_size,
+        scale,
+        33,
+    )
     assert failed == 0
     for t in range(len(token_seq)):
         length = int(token_pos[t]) + 1

@@ -34,8 +34,13 @@ class FakeReplay:
         with JsonlWriter(run_dir / "records.jsonl") as out:
             for n, spec in enumerate(specs):
                 speed = 1.0 + spec.options.get("slowdown", 0.0)
-                for record in synthetic_run(1000 * workload + 10 * len(self.orders) + n, n=80, speed=speed,
-                                            schedule_seed=workload, engine=spec.label):  # fmt: skip
+                for record in synthetic_run(
+                    1000 * workload + 10 * len(self.orders) + n,
+                    n=80,
+                    speed=speed,
+                    schedule_seed=workload,
+                    engine=spec.label,
+                ):
                     out.write(record)
 
 
@@ -90,8 +95,14 @@ def step_times(slowdown: float) -> list[float]:
     clock = FakeClock()
     blocks = BlockManager(64, 16)
     scheduler = ContinuousScheduler(ContinuousConfig(max_running=4), make_policy("fcfs"), blocks, eos=None)
-    core = EngineCore(scheduler, FixedRunner(clock), blocks_total=lambda: 64, blocks_used=lambda: blocks.num_used,
-                      slowdown=slowdown, clock=clock)  # fmt: skip
+    core = EngineCore(
+        scheduler,
+        FixedRunner(clock),
+        blocks_total=lambda: 64,
+        blocks_used=lambda: blocks.num_used,
+        slowdown=slowdown,
+        clock=clock,
+    )
     for i in range(4):
         scheduler.enqueue(Sequence.from_request(Request(f"r{i}", [3] * 8, 20, ignore_eos=True), i, 0.0))
     durations: list[float] = []

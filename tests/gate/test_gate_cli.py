@@ -48,8 +48,18 @@ def runs(tmp_path):
 
 
 def gate(runs, candidate, *extra):
-    return main(["gate", "--baseline", str(runs["base"]), "--candidate", str(runs[candidate]), "--rules",
-                 str(runs["rules"]), *extra])  # fmt: skip
+    return main(
+        [
+            "gate",
+            "--baseline",
+            str(runs["base"]),
+            "--candidate",
+            str(runs[candidate]),
+            "--rules",
+            str(runs["rules"]),
+            *extra,
+        ]
+    )
 
 
 def test_pass_exits_0_and_writes_json_and_markdown(runs, tmp_path, capsys):
@@ -127,14 +137,29 @@ def test_several_runs_per_side_become_trials(tmp_path):
     base = [write_run(tmp_path / f"b{k}", synthetic_run(10 + k, n=60, schedule_seed=k)) for k in range(4)]
     slow = [write_run(tmp_path / f"c{k}", synthetic_run(20 + k, n=60, schedule_seed=k, speed=1.4)) for k in range(4)]
     out, md = tmp_path / "verdict.json", tmp_path / "verdict.md"
-    code = main(["gate", "--baseline", *map(str, base), "--candidate", *map(str, slow), "--rule", "tpot.p50 <= +5%",
-                 "--json", str(out), "--markdown", str(md), "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "gate",
+            "--baseline",
+            *map(str, base),
+            "--candidate",
+            *map(str, slow),
+            "--rule",
+            "tpot.p50 <= +5%",
+            "--json",
+            str(out),
+            "--markdown",
+            str(md),
+            "--quiet",
+        ]
+    )
     verdict = json.loads(out.read_text())
     (rule,) = verdict["rules"]
     assert 0 < rule["trial_sd"] < 0.2 and f"one trial's change has sd {rule['trial_sd']:.1%}" in md.read_text()
     assert code == 1 and rule["status"] == "fail"
     assert verdict["settings"]["unit"] == "trial" and rule["n_baseline"] == rule["n_candidate"] == 4
     assert rule["test"].startswith("paired t-test on 4 trials") and verdict["pairing"]["paired"]
-    same = main(["gate", "--baseline", *map(str, base), "--candidate", *map(str, base), "--rule", "tpot.p50 <= +5%",
-                 "--quiet"])  # fmt: skip
+    same = main(
+        ["gate", "--baseline", *map(str, base), "--candidate", *map(str, base), "--rule", "tpot.p50 <= +5%", "--quiet"]
+    )
     assert same == 0

@@ -20,8 +20,14 @@ def test_run_and_absolute_rules_on_the_zero_engine(batchmark):
 
 def test_compare_catches_an_injected_slowdown(batchmark):
     # four times slower steps: far beyond what a shared machine's noise can fake or hide
-    verdict = batchmark.compare("chat-small", baseline="continuous", candidate="continuous:slowdown=3",
-                                rules=["tpot.p50 <= +5%", "error_rate <= +1pp"], requests=16, rate=1000.0)  # fmt: skip
+    verdict = batchmark.compare(
+        "chat-small",
+        baseline="continuous",
+        candidate="continuous:slowdown=3",
+        rules=["tpot.p50 <= +5%", "error_rate <= +1pp"],
+        requests=16,
+        rate=1000.0,
+    )
     assert verdict.pairing["paired"] and verdict.pairing["shared_requests"] == 16
     statuses = {r.rule: r.status for r in verdict.results}
     assert statuses == {"tpot.p50 <= +5%": "fail", "error_rate <= +1pp": "pass"}
@@ -30,15 +36,31 @@ def test_compare_catches_an_injected_slowdown(batchmark):
 
 
 def test_any_project_gets_the_fixture_from_the_installed_plugin(tmp_path):
-    (tmp_path / "test_theirs.py").write_text(textwrap.dedent("""
+    (tmp_path / "test_theirs.py").write_text(
+        textwrap.dedent("""
         def test_budget(batchmark):
             run = batchmark.run("chat-small", engines=["zero"], requests=16, rate=200.0)
             batchmark.assert_rules(run, ["e2e.p90 <= 5s"])
-    """))  # fmt: skip
+    """)
+    )
     keep = tmp_path / "kept"
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--batchmark-out",
-                             str(keep), "test_theirs.py"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--batchmark-out",
+            str(keep),
+            "test_theirs.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
     assert any((d / "records.jsonl").is_file() for d in keep.iterdir())

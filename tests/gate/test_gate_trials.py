@@ -59,8 +59,10 @@ def test_run_noise_alone_fails_no_more_often_than_alpha_by_trials_but_often_by_r
 
 
 def test_a_real_regression_fails_by_trials():
-    detected = sum(not gate(trials_run(2 * i, 6), trials_run(2 * i + 1, 6, speed=1.25), rules=RULES[:1],
-                            n_boot=100).passed for i in range(40))  # fmt: skip
+    detected = sum(
+        not gate(trials_run(2 * i, 6), trials_run(2 * i + 1, 6, speed=1.25), rules=RULES[:1], n_boot=100).passed
+        for i in range(40)
+    )
     assert detected >= 36
     verdict = gate(trials_run(1, 6), trials_run(2, 6, speed=1.25), rules=RULES[:1])
     (tpot,) = verdict.results
@@ -85,16 +87,35 @@ def test_compare_trials_edges():
     zeros = np.zeros(4)  # no errors on either side: nothing changed, no log ratio needed
     none_either = compare_trials(zeros, zeros, relative=True, paired=True, worse="greater", alpha=0.05, what="x")
     assert none_either is not None and none_either.change == 0.0 and none_either.p_value == 1.0
-    from_zero = compare_trials(zeros, np.full(4, 0.1), relative=True, paired=True, worse="greater", alpha=0.05,
-                               what="x")  # fmt: skip
+    from_zero = compare_trials(
+        zeros, np.full(4, 0.1), relative=True, paired=True, worse="greater", alpha=0.05, what="x"
+    )
     assert from_zero is not None and from_zero.change == float("inf") and from_zero.p_value == 0.0
-    some = compare_trials(np.array([0.1, 0.0, 0.1, 0.2]), np.array([0.2, 0.1, 0.2, 0.3]), relative=True, paired=True,
-                          worse="greater", alpha=0.05, what="x")  # fmt: skip
+    some = compare_trials(
+        np.array([0.1, 0.0, 0.1, 0.2]),
+        np.array([0.2, 0.1, 0.2, 0.3]),
+        relative=True,
+        paired=True,
+        worse="greater",
+        alpha=0.05,
+        what="x",
+    )
     assert some is not None and some.change == pytest.approx(1.0) and some.p_value == 0.0  # +0.1 on a mean of 0.1
-    assert compare_trials(np.array([1.0]), np.array([1.0]), relative=True, paired=True, worse="greater", alpha=0.05,
-                          what="x") is None  # one trial: no spread to test against  # fmt: skip
-    delta = compare_trials(np.array([0.0, 0.1, 0.0]), np.array([0.2, 0.2, 0.3]), relative=False, paired=False,
-                           worse="greater", alpha=0.05, what="x")  # fmt: skip
+    assert (
+        compare_trials(
+            np.array([1.0]), np.array([1.0]), relative=True, paired=True, worse="greater", alpha=0.05, what="x"
+        )
+        is None
+    )  # one trial: no spread to test against
+    delta = compare_trials(
+        np.array([0.0, 0.1, 0.0]),
+        np.array([0.2, 0.2, 0.3]),
+        relative=False,
+        paired=False,
+        worse="greater",
+        alpha=0.05,
+        what="x",
+    )
     assert delta is not None and delta.change == pytest.approx(0.2) and delta.p_value < 0.05
 
 

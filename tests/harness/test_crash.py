@@ -19,10 +19,26 @@ def test_sigkill_keeps_finished_records(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "--workload", "chat-small", "--requests", "400",
-         "--engine", "continuous", "--out", str(out), "--no-report", "--no-progress"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--workload",
+            "chat-small",
+            "--requests",
+            "400",
+            "--engine",
+            "continuous",
+            "--out",
+            str(out),
+            "--no-report",
+            "--no-progress",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     records = out / "records.jsonl"
     deadline = time.monotonic() + 240
     try:

@@ -34,8 +34,15 @@ class SlowEngine(Engine):
         try:
             yield AdmitEvent(request.request_id, time.perf_counter())
             if self.fail:
-                yield FinishEvent(request.request_id, "error", 1, 0, time.perf_counter(), error_type="http_status",
-                                  error_message="503")  # fmt: skip
+                yield FinishEvent(
+                    request.request_id,
+                    "error",
+                    1,
+                    0,
+                    time.perf_counter(),
+                    error_type="http_status",
+                    error_message="503",
+                )
                 return
             for i in range(request.max_tokens):
                 await asyncio.sleep(self.gap_s)
@@ -90,8 +97,11 @@ def test_latency_is_measured_from_the_scheduled_arrival():
 
 def test_closed_loop_never_exceeds_its_users():
     records: list[RequestRecord] = []
-    outcome = run(run_closed_loop(SlowEngine(gap_s=0.005), schedule(30, rate=1e6), records.append, label="c",
-                                  users=3, think_time_s=0.001))  # fmt: skip
+    outcome = run(
+        run_closed_loop(
+            SlowEngine(gap_s=0.005), schedule(30, rate=1e6), records.append, label="c", users=3, think_time_s=0.001
+        )
+    )
     assert outcome.records == 30
     events = sorted([(r.t_sent, 1) for r in records] + [(r.t_finish, -1) for r in records], key=lambda e: (e[0], e[1]))
     live = peak = 0
@@ -104,8 +114,9 @@ def test_closed_loop_never_exceeds_its_users():
 def test_error_rate_stop_rule_ends_the_run_and_says_why():
     records: list[RequestRecord] = []
     rules = StopRules(max_error_rate=0.5, window=10, min_samples=10)
-    outcome = run(run_open_loop(SlowEngine(fail=True), schedule(200, rate=1000.0), records.append, label="f",
-                                stop_rules=rules))  # fmt: skip
+    outcome = run(
+        run_open_loop(SlowEngine(fail=True), schedule(200, rate=1000.0), records.append, label="f", stop_rules=rules)
+    )
     assert outcome.stopped_early is not None and outcome.stopped_early["rule"] == "max_error_rate"
     assert outcome.not_sent > 0 and len(records) == outcome.records < 200
     assert all(r.error_type == "http_status" for r in records)
@@ -114,8 +125,15 @@ def test_error_rate_stop_rule_ends_the_run_and_says_why():
 def test_in_flight_stop_rule_aborts_what_is_running():
     records: list[RequestRecord] = []
     engine = SlowEngine(gap_s=0.05)
-    outcome = run(run_open_loop(engine, schedule(100, rate=500.0, max_tokens=20), records.append, label="q",
-                                stop_rules=StopRules(max_in_flight=5)))  # fmt: skip
+    outcome = run(
+        run_open_loop(
+            engine,
+            schedule(100, rate=500.0, max_tokens=20),
+            records.append,
+            label="q",
+            stop_rules=StopRules(max_in_flight=5),
+        )
+    )
     assert outcome.stopped_early["rule"] == "max_in_flight"
     assert engine.aborted and any(r.finish_reason == "abort" for r in records)
     assert len(records) == outcome.records == 100 - outcome.not_sent

@@ -13,8 +13,21 @@ from harness.metrics import load_records
 @pytest.fixture(scope="module")
 def paired_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    argv = ["run", "--workload", "chat-small", "--requests", "16", "--engine", "static", "--engine",
-            "continuous:max_running=8,label=cont8", "--out", str(out), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "16",
+        "--engine",
+        "static",
+        "--engine",
+        "continuous:max_running=8,label=cont8",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+    ]
     code = main(argv)
     assert code == 0
     return out
@@ -33,8 +46,14 @@ def test_engines_replay_the_identical_schedule(paired_run):
 
 
 def test_run_directory_is_complete(paired_run):
-    for name in ("manifest.json", "requests.jsonl", "records.jsonl", "metrics.json", "steps/static-t0.jsonl",
-                 "steps/cont8-t0.jsonl"):  # fmt: skip
+    for name in (
+        "manifest.json",
+        "requests.jsonl",
+        "records.jsonl",
+        "metrics.json",
+        "steps/static-t0.jsonl",
+        "steps/cont8-t0.jsonl",
+    ):
         assert (paired_run / name).is_file(), name
     manifest = json.loads((paired_run / "manifest.json").read_text())
     for key in ("command", "git", "packages", "hardware", "model", "workload", "engines", "seed", "started_at"):
@@ -57,8 +76,23 @@ def test_run_directory_is_complete(paired_run):
 
 
 def test_repeat_gives_confidence_intervals_across_trials(tmp_path, capsys):
-    argv = ["run", "--workload", "chat-small", "--requests", "30", "--time-scale", "20", "--engine", "zero",
-            "--repeat", "3", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "30",
+        "--time-scale",
+        "20",
+        "--engine",
+        "zero",
+        "--repeat",
+        "3",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     code = main(argv)
     assert code == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
@@ -98,8 +132,21 @@ def test_offered_and_sent_rates_are_recorded_and_printed_side_by_side(tmp_path, 
 def test_a_closed_loop_pairs_engines_by_request(tmp_path, capsys):
     """In a closed loop each engine's users set their own pace, so a request's scheduled time differs
     between engines: the comparison pairs requests without demanding one schedule (it used to fail)."""
-    argv = ["run", "--workload", "closed-loop-small", "--requests", "16", "--engine", "zero", "--engine",
-            "zero:label=z2", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "closed-loop-small",
+        "--requests",
+        "16",
+        "--engine",
+        "zero",
+        "--engine",
+        "zero:label=z2",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["comparison"]["pairs"]["z2"]["paired_requests"] == 16
@@ -109,8 +156,21 @@ def test_a_closed_loop_pairs_engines_by_request(tmp_path, capsys):
 
 def test_the_scenario_is_a_run_setting(tmp_path):
     """`--scenario offline` offers a workload's requests all at once, whatever its arrival times."""
-    argv = ["run", "--workload", "chat-small", "--requests", "12", "--engine", "zero", "--scenario", "offline",
-            "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "12",
+        "--engine",
+        "zero",
+        "--scenario",
+        "offline",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     records = load_records(tmp_path / "records.jsonl")
     assert records["t_scheduled"].max() == 0.0 and len(records) == 12

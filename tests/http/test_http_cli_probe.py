@@ -67,8 +67,9 @@ def test_models_url():
 
 
 # -- the decision rule ------------------------------------------------------------------------------
-CONFIG = ProbeConfig(url="http://x", model="m", long_requests=2, long_tokens=40, short_requests=3, short_tokens=4,
-                     warmup_tokens=5)  # fmt: skip
+CONFIG = ProbeConfig(
+    url="http://x", model="m", long_requests=2, long_tokens=40, short_requests=3, short_tokens=4, warmup_tokens=5
+)
 
 
 def _finish(n: int) -> FinishEvent:
@@ -81,14 +82,17 @@ def synthetic_round(short_start_steps: float, jitter: float = 0.0, seed: int = 0
     import random
 
     rng = random.Random(seed)
-    longs = [Timeline(0.0, [STEP * (k + 1) for k in range(CONFIG.long_tokens)], _finish(CONFIG.long_tokens))
-             for _ in range(CONFIG.long_requests)]  # fmt: skip
+    longs = [
+        Timeline(0.0, [STEP * (k + 1) for k in range(CONFIG.long_tokens)], _finish(CONFIG.long_tokens))
+        for _ in range(CONFIG.long_requests)
+    ]
     t_short = STEP * CONFIG.warmup_tokens + STEP / 3
     shorts = []
     for _ in range(CONFIG.short_requests):
         first = t_short + STEP * short_start_steps * (1 + rng.uniform(-jitter, jitter))
-        shorts.append(Timeline(t_short, [first + STEP * k for k in range(CONFIG.short_tokens)],
-                               _finish(CONFIG.short_tokens)))  # fmt: skip
+        shorts.append(
+            Timeline(t_short, [first + STEP * k for k in range(CONFIG.short_tokens)], _finish(CONFIG.short_tokens))
+        )
     return longs, shorts, t_short
 
 

@@ -46,8 +46,19 @@ STARTUP_S = 180.0  # torch + the embedded model on a busy 2-core machine
 
 class ServeProcess:
     def __init__(self, *args: str) -> None:
-        command = [sys.executable, "-m", "harness.cli", "serve", "--port", "0", "--served-model-name", MODEL,
-                   "--kv-memory-mb", str(KV_MB), *args]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "serve",
+            "--port",
+            "0",
+            "--served-model-name",
+            MODEL,
+            "--kv-memory-mb",
+            str(KV_MB),
+            *args,
+        ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         self.lines: list[str] = []
@@ -172,8 +183,15 @@ def compare_once(url: str, embedded, schedule: list[Scheduled]) -> tuple[float, 
 
     # the same requests, the same outcome, token for token (the server built the same seeded model)
     assert remote_tokens == local_tokens
-    for column in ("request_id", "output_tokens", "prompt_tokens", "engine_output_tokens", "engine_prompt_tokens",
-                   "finish_reason", "max_tokens"):  # fmt: skip
+    for column in (
+        "request_id",
+        "output_tokens",
+        "prompt_tokens",
+        "engine_output_tokens",
+        "engine_prompt_tokens",
+        "finish_reason",
+        "max_tokens",
+    ):
         assert remote[column].tolist() == local[column].tolist(), column
     assert remote["error_type"].isna().all() and local["error_type"].isna().all()
     assert [len(t) for t in remote["token_times"]] == remote["output_tokens"].tolist()
@@ -181,9 +199,11 @@ def compare_once(url: str, embedded, schedule: list[Scheduled]) -> tuple[float, 
     lat_local, lat_remote = request_latencies(local), request_latencies(remote)
     extra = (lat_remote["ttft"] - lat_local["ttft"]).to_numpy()
     tpot_local, tpot_remote = float(lat_local["tpot"].median()), float(lat_remote["tpot"].median())
-    line = (f"TTFT median {lat_local['ttft'].median() * 1e3:.2f} -> {lat_remote['ttft'].median() * 1e3:.2f} ms, "
-            f"extra median {statistics.median(extra) * 1e3:.2f} ms (p90 {np.percentile(extra, 90) * 1e3:.2f}); "
-            f"TPOT median {tpot_local * 1e3:.2f} -> {tpot_remote * 1e3:.2f} ms")  # fmt: skip
+    line = (
+        f"TTFT median {lat_local['ttft'].median() * 1e3:.2f} -> {lat_remote['ttft'].median() * 1e3:.2f} ms, "
+        f"extra median {statistics.median(extra) * 1e3:.2f} ms (p90 {np.percentile(extra, 90) * 1e3:.2f}); "
+        f"TPOT median {tpot_local * 1e3:.2f} -> {tpot_remote * 1e3:.2f} ms"
+    )
     return float(statistics.median(extra)), tpot_local, tpot_remote, line
 
 
@@ -212,8 +232,9 @@ def test_http_overhead_within_bound(servers, embedded):
     assert abs(tpot_remote - tpot_local) <= max(0.002, 0.3 * tpot_local)
 
 
-def attempts_until_within(url: str, embedded, schedule: list[Scheduled],
-                          tries: int) -> list[tuple[float, float, float, str]]:  # fmt: skip
+def attempts_until_within(
+    url: str, embedded, schedule: list[Scheduled], tries: int
+) -> list[tuple[float, float, float, str]]:
     from engines import compute_threads
 
     threads = compute_threads.count()

@@ -101,8 +101,13 @@ def test_completion_text_prompt_non_streaming(server, embedded):
 
 
 def test_streaming_matches_non_streaming_and_reports_usage(server):
-    base = {"model": MODEL, "prompt": [11, 22, 33, 44, 55], "max_tokens": 9, "ignore_eos": True,
-            "return_token_ids": True}  # fmt: skip
+    base = {
+        "model": MODEL,
+        "prompt": [11, 22, 33, 44, 55],
+        "max_tokens": 9,
+        "ignore_eos": True,
+        "return_token_ids": True,
+    }
     _, _, whole = call(server.url, "POST", "/v1/completions", base)
     events = stream(server.url, "/v1/completions", {**base, "stream": True, "stream_options": {"include_usage": True}})
     assert events[-1] == "[DONE]"
@@ -116,8 +121,11 @@ def test_streaming_matches_non_streaming_and_reports_usage(server):
 
 
 def test_streaming_without_usage_has_no_usage_chunk(server):
-    events = stream(server.url, "/v1/completions", {"model": MODEL, "prompt": "x = 1", "max_tokens": 3,
-                                                    "ignore_eos": True, "stream": True})  # fmt: skip
+    events = stream(
+        server.url,
+        "/v1/completions",
+        {"model": MODEL, "prompt": "x = 1", "max_tokens": 3, "ignore_eos": True, "stream": True},
+    )
     assert events[-1] == "[DONE]"
     assert all("usage" not in e for e in events[:-1])
     assert sum(1 for e in events[:-1] if e["choices"][0]["finish_reason"] is None) == 3
@@ -133,8 +141,9 @@ def test_chat_streaming_and_not(server, embedded):
     assert whole["choices"][0]["message"]["role"] == "assistant"
     flat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
     assert whole["usage"]["prompt_tokens"] == len(chat_prompt_ids(embedded.tokenizer, flat))
-    events = stream(server.url, "/v1/chat/completions",
-                    {**base, "stream": True, "stream_options": {"include_usage": True}})  # fmt: skip
+    events = stream(
+        server.url, "/v1/chat/completions", {**base, "stream": True, "stream_options": {"include_usage": True}}
+    )
     chunks = [e for e in events[:-1] if e["choices"]]
     assert chunks[0]["object"] == "chat.completion.chunk"
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
@@ -334,8 +343,7 @@ def test_drain_timeout_aborts_what_still_runs(embedded):
 @pytest.mark.parametrize("streaming", [True, False])
 def test_client_disconnect_aborts_and_frees_kv(embedded, streaming):
     app = lambda: make_app(engine_for(embedded, KVConfig(memory_mb=32)), embedded.tokenizer, MODEL)  # noqa: E731
-    body = {"model": MODEL, "prompt": list(range(10, 60)), "max_tokens": 3000, "ignore_eos": True,
-            "stream": streaming}  # fmt: skip
+    body = {"model": MODEL, "prompt": list(range(10, 60)), "max_tokens": 3000, "ignore_eos": True, "stream": streaming}
     with BackgroundServer(app) as s:
         state = s.app[STATE]
         engine = state.engine

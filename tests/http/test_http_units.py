@@ -167,8 +167,13 @@ def test_histogram_buckets_are_cumulative_and_le():
     for v in (0.05, 0.1, 0.5, 2.0):
         h.observe(v)
     lines = dict(line.rsplit(" ", 1) for line in h.render() if not line.startswith("#"))
-    assert lines == {'h_bucket{le="0.1"}': "2", 'h_bucket{le="1"}': "3", 'h_bucket{le="+Inf"}': "4",
-                     "h_sum": "2.65", "h_count": "4"}  # fmt: skip
+    assert lines == {
+        'h_bucket{le="0.1"}': "2",
+        'h_bucket{le="1"}': "3",
+        'h_bucket{le="+Inf"}': "4",
+        "h_sum": "2.65",
+        "h_count": "4",
+    }
 
 
 def test_batch_of_one_prompt_is_accepted():

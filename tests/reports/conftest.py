@@ -36,15 +36,17 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def after_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The same schedule with a 30% slower continuous scheduler: a before/after pair for `run_dir`."""
-    return write_synthetic_run(tmp_path_factory.mktemp("after") / "after", requests=600, slots=16, fail_share=0.01,
-                               slow_continuous=1.3)  # fmt: skip
+    return write_synthetic_run(
+        tmp_path_factory.mktemp("after") / "after", requests=600, slots=16, fail_share=0.01, slow_continuous=1.3
+    )
 
 
 @pytest.fixture(scope="session")
 def other_schedule_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Another seed: a different schedule, so comparisons with `run_dir` cannot be paired."""
-    return write_synthetic_run(tmp_path_factory.mktemp("other") / "other", requests=500, slots=16, seed=5,
-                               engines=("continuous",))  # fmt: skip
+    return write_synthetic_run(
+        tmp_path_factory.mktemp("other") / "other", requests=500, slots=16, seed=5, engines=("continuous",)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -71,8 +73,10 @@ def chromium() -> str:
             subprocess.run(cmd, check=True, capture_output=True, timeout=900, env=env)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
-        pytest.skip(f"chromium is missing and `apt-get install -y chromium` failed ({exc}): "
-                    f"{detail.decode(errors='replace')[-300:]}")  # fmt: skip
+        pytest.skip(
+            f"chromium is missing and `apt-get install -y chromium` failed ({exc}): "
+            f"{detail.decode(errors='replace')[-300:]}"
+        )
     path = _find_chromium()
     if not path:
         pytest.skip("apt-get installed chromium but no `chromium` executable is on PATH")
@@ -114,8 +118,9 @@ class DevTools:
                     return msg
 
     async def evaluate(self, expression: str) -> Any:
-        result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                      "awaitPromise": True})  # fmt: skip
+        result = await self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"JS error: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -164,12 +169,26 @@ async def _render(chromium: str, page: Path, shots: Path, width: int) -> dict[st
 
     profile = Path(tempfile.mkdtemp(prefix="batchmark-chromium-"))
     cmd = [
-        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
-        "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio",
-        f"--user-data-dir={profile}", "--remote-debugging-port=0", "--proxy-server=127.0.0.1:9",
-        "--proxy-bypass-list=<-loopback>", f"--window-size={width},1000", "about:blank",
-    ]  # fmt: skip
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        "--remote-debugging-port=0",
+        "--proxy-server=127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+        f"--window-size={width},1000",
+        "about:blank",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         port_file = profile / "DevToolsActivePort"
@@ -199,8 +218,10 @@ async def _render(chromium: str, page: Path, shots: Path, width: int) -> dict[st
 async def _drive(dt: DevTools, page: Path, shots: Path, width: int) -> dict[str, Any]:
     for domain in ("Runtime", "Log", "Network", "Page"):
         await dt.send(f"{domain}.enable")
-    await dt.send("Network.emulateNetworkConditions",
-                  {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})  # fmt: skip
+    await dt.send(
+        "Network.emulateNetworkConditions",
+        {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
     await dt.send("Page.navigate", {"url": page.resolve().as_uri()})
     await dt.wait_event("Page.loadEventFired", timeout=90)
     deadline = time.monotonic() + 60
@@ -214,22 +235,28 @@ async def _drive(dt: DevTools, page: Path, shots: Path, width: int) -> dict[str,
     metrics = await dt.send("Page.getLayoutMetrics")
     height = int(metrics["cssContentSize"]["height"])
     saved = []
-    for name, clip in [("full", {"x": 0, "y": 0, "width": width, "height": height})] + [
-        (s["id"], {"x": 0, "y": s["y"], "width": width, "height": max(1, s["height"])}) for s in checks["sections"]
-    ] + [("top", {"x": 0, "y": 0, "width": width, "height": 1000})]:  # fmt: skip
-        shot = await dt.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                        "clip": {**clip, "scale": 1}}, timeout=120)  # fmt: skip
+    for name, clip in (
+        [("full", {"x": 0, "y": 0, "width": width, "height": height})]
+        + [(s["id"], {"x": 0, "y": s["y"], "width": width, "height": max(1, s["height"])}) for s in checks["sections"]]
+        + [("top", {"x": 0, "y": 0, "width": width, "height": 1000})]
+    ):
+        shot = await dt.send(
+            "Page.captureScreenshot",
+            {"format": "png", "captureBeyondViewport": True, "clip": {**clip, "scale": 1}},
+            timeout=120,
+        )
         path = shots / f"{name}.png"
         path.write_bytes(base64.b64decode(shot["data"]))
         saved.append(path)
     checks["screenshots"] = [str(p) for p in saved]
     checks["page_height"] = height
     checks["console_errors"] = [
-        e["params"] for e in dt.events
+        e["params"]
+        for e in dt.events
         if (e["method"] == "Runtime.consoleAPICalled" and e["params"].get("type") in ("error", "assert"))
         or e["method"] == "Runtime.exceptionThrown"
         or (e["method"] == "Log.entryAdded" and e["params"]["entry"].get("level") == "error")
-    ]  # fmt: skip
+    ]
     sent = [e for e in dt.events if e["method"] == "Network.requestWillBeSent"]
     checks["requests"] = [e["params"]["request"]["url"] for e in sent]
     return checks

@@ -26,8 +26,9 @@ def test_export_and_markdown(copy_run: Path, tmp_path: Path, capsys: pytest.Capt
     out = tmp_path / "r.html"
     summary = tmp_path / "step-summary.md"
     summary.write_text("earlier step\n")
-    code = main(["report", str(copy_run), "-o", str(out), "--export", str(tmp_path / "exp"),
-                 "--markdown", str(summary)])  # fmt: skip
+    code = main(
+        ["report", str(copy_run), "-o", str(out), "--export", str(tmp_path / "exp"), "--markdown", str(summary)]
+    )
     assert code == 0
     assert out.exists()
     for name in ("records.csv", "records.parquet", "report-metrics.json", "summary.md"):
@@ -39,8 +40,9 @@ def test_export_and_markdown(copy_run: Path, tmp_path: Path, capsys: pytest.Capt
     assert capsys.readouterr().out.startswith("## synthetic-chat")
 
 
-def test_several_runs_with_labels(copy_run: Path, after_dir: Path, tmp_path: Path,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_several_runs_with_labels(
+    copy_run: Path, after_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(copy_run), str(after_dir), "--label", "before", "--label", "after"]) == 0
     text = (tmp_path / "report.html").read_text()

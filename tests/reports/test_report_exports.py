@@ -58,8 +58,18 @@ def test_metrics_json_follows_its_schema(exported: dict[str, Path]) -> None:
     assert set(next(iter(head["estimates"].values()))) == {"value", "ci_low", "ci_high"}
     comp = doc["comparisons"][0]
     assert comp["kind"] == "paired" and comp["test"].startswith("Wilcoxon")
-    assert set(comp["metrics"][0]) >= {"metric", "median_a", "median_b", "delta", "ci_low", "ci_high", "p_value",
-                                       "p_holm", "verdict", "test"}  # fmt: skip
+    assert set(comp["metrics"][0]) >= {
+        "metric",
+        "median_a",
+        "median_b",
+        "delta",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "verdict",
+        "test",
+    }
 
 
 def test_metrics_json_is_strict(run_dir: Path) -> None:

@@ -23,8 +23,15 @@ MAX_BYTES = 15 * 1024 * 1024
 @pytest.fixture(scope="module")
 def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """100k requests, short outputs, offered at 70% of continuous capacity (static batching overloaded)."""
-    return write_synthetic_run(tmp_path_factory.mktemp("big") / "run", requests=100_000, slots=32, mean_output=8,
-                               rate=0.7 * capacity_rps(32, 8), running_ids=False, n_boot=200)  # fmt: skip
+    return write_synthetic_run(
+        tmp_path_factory.mktemp("big") / "run",
+        requests=100_000,
+        slots=32,
+        mean_output=8,
+        rate=0.7 * capacity_rps(32, 8),
+        running_ids=False,
+        n_boot=200,
+    )
 
 
 @pytest.fixture(scope="module")

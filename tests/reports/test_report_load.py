@@ -110,8 +110,9 @@ def test_sampled_occupancy_is_close_to_exact(run_dir: Path) -> None:
     def mean_occupancy(trace) -> float:
         st, spans = trace.frame, trace.spans
         edges = time_edges(float(spans[:, 0].min()), float(spans[:, 1].max()), 20)
-        area = steps_mean_per_bin(st["t_start"].to_numpy(), st["t_end"].to_numpy(),
-                                  st["num_running"].to_numpy(dtype=float), edges)  # fmt: skip
+        area = steps_mean_per_bin(
+            st["t_start"].to_numpy(), st["t_end"].to_numpy(), st["num_running"].to_numpy(dtype=float), edges
+        )
         covered = level_per_bin(spans[:, 0], spans[:, 1], edges)
         return float(area.sum() / covered.sum())
 

@@ -19,9 +19,29 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("real") / "run"
-    cmd = [sys.executable, "-m", "harness.cli", "run", "--workload", "chat-small", "--requests", "6", "--rate", "20",
-           "--max-context", "64", "--engine", "static", "--engine", "continuous", "--threads", "1", "--no-report",
-           "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "6",
+        "--rate",
+        "20",
+        "--max-context",
+        "64",
+        "--engine",
+        "static",
+        "--engine",
+        "continuous",
+        "--threads",
+        "1",
+        "--no-report",
+        "--out",
+        str(out),
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -29,8 +49,17 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_of_a_real_run(real_run: Path, tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "harness.cli", "report", str(real_run), "-o", str(tmp_path / "r.html"),
-           "--export", str(tmp_path / "exp")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "report",
+        str(real_run),
+        "-o",
+        str(tmp_path / "r.html"),
+        "--export",
+        str(tmp_path / "exp"),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     text = (tmp_path / "r.html").read_text()

@@ -35,8 +35,15 @@ def test_static_batches_drain_and_hold_slots(run_dir: Path) -> None:
 
 
 def test_continuous_keeps_slots_full_under_load(tmp_path: Path) -> None:
-    run = write_synthetic_run(tmp_path / "busy", requests=600, slots=8, mean_output=20, rate=0.9 * capacity_rps(8, 20),
-                              engines=("continuous",), with_metrics=False)  # fmt: skip
+    run = write_synthetic_run(
+        tmp_path / "busy",
+        requests=600,
+        slots=8,
+        mean_output=20,
+        rate=0.9 * capacity_rps(8, 20),
+        engines=("continuous",),
+        with_metrics=False,
+    )
     steps = load_steps(run / "steps" / "continuous-t0.jsonl")
     queued = steps["waiting"] > 0
     assert queued.mean() > 0.2

@@ -1,4 +1,5 @@
-"""Named presets: the spec files in this folder (bundled traces, small loads and adversarial loads)."""
+"""Named presets: the spec files in this folder (bundled traces, small loads and adversarial loads).
+Read by `workloads.build`; imports nothing of ours."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Trace readers: bundled traces and files users bring, all into the one workload table.
+"""Trace readers: bundled traces and files users bring, all into the one workload table (imports only
+`workloads`).
 
 `read_trace(path)` tells the format from the extension and the header (Azure 2023/2024, BurstGPT, Mooncake,
 batchmark's canonical columns); other CSV / JSONL files need a column mapping.
@@ -25,6 +26,8 @@ EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "js
 
 @dataclass(frozen=True)
 class TraceTable:
+    """A trace read into the one workload table, with its format, column mapping and hash."""
+
     frame: pd.DataFrame  # shared by the cache: treat as read-only
     notes: tuple[str, ...]
     format: str

@@ -31,6 +31,8 @@ MISSING = Missing()
 
 @dataclass(frozen=True)
 class RawTable:
+    """A CSV or JSONL file's columns as read, with each row's line number for error messages."""
+
     header: list[str]
     columns: dict[str, list[Any] | np.ndarray]  # one entry per row
     lines: list[int]  # line number of each row in the file (1-based)

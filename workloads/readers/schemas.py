@@ -19,6 +19,8 @@ MAPPING_KEYS = ("arrival", "input_tokens", "output_tokens", "tenant", "priority"
 
 @dataclass(frozen=True)
 class ColumnMap:
+    """Which columns of a trace hold arrival, lengths, tenant, priority and prompt text."""
+
     arrival: str
     input_tokens: str
     output_tokens: str

@@ -1,0 +1,1 @@
+"""Mooncake traces (conversation, synthetic): see SOURCE.md and LICENSE.md. Data only."""
