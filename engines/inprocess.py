@@ -184,8 +184,9 @@ class InProcessEngine(Engine):
         return f"engine loop failed: {type(error).__name__}: {error}".splitlines()[0]
 
     def _failure_event(self, request_id: str) -> FinishEvent:
-        return FinishEvent(request_id, "error", 0, 0, time.perf_counter(), error_type=ENGINE_FAILURE,
-                           error_message=self.failure)  # fmt: skip
+        return FinishEvent(
+            request_id, "error", 0, 0, time.perf_counter(), error_type=ENGINE_FAILURE, error_message=self.failure
+        )
 
     def _dispatch(self, events: list[EngineEvent]) -> None:
         for event in events:  # a step that completed before the loop died still delivers its tokens and finishes

@@ -194,7 +194,9 @@ def format_table(result: dict[str, Any]) -> str:
     )
     if result["repeat"] > 1:
         low, high = result["continuous_over_static_range"]
-        line += (f"   (trial {result['median_trial']}, the median of {result['repeat']} by continuous / static; "
-                 f"that ratio ranged {low:.2f}-{high:.2f}x)")  # fmt: skip
+        line += (
+            f"   (trial {result['median_trial']}, the median of {result['repeat']} by continuous / static; "
+            f"that ratio ranged {low:.2f}-{high:.2f}x)"
+        )
     lines.append(line)
     return "\n".join(lines)

@@ -83,14 +83,18 @@ def run_failure(metrics: dict[str, Any]) -> str | None:
     for run in metrics["runs"]:
         stopped = run.get("stopped_early") or {}
         if stopped.get("rule") == "engine_failure":
-            return (f"engine {run['engine']} (trial {run['trial']}) failed: {stopped.get('message')}; "
-                    f"{stopped.get('not_sent', 0)} of its requests were never sent")  # fmt: skip
+            return (
+                f"engine {run['engine']} (trial {run['trial']}) failed: {stopped.get('message')}; "
+                f"{stopped.get('not_sent', 0)} of its requests were never sent"
+            )
     for run in metrics["runs"]:
         requests = run["summary"]["requests"]
         if requests["total"] and not requests["succeeded"]:
             kinds = requests.get("failures_by_type") or {}
             top = max(kinds, key=kinds.get) if kinds else "unknown"  # type: ignore[arg-type]
             example = run.get("first_error") or "-"
-            return (f"every request to engine {run['engine']} (trial {run['trial']}) failed "
-                    f"({requests['failed']} of {requests['total']}, mostly {top}: {example})")  # fmt: skip
+            return (
+                f"every request to engine {run['engine']} (trial {run['trial']}) failed "
+                f"({requests['failed']} of {requests['total']}, mostly {top}: {example})"
+            )
     return None

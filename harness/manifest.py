@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import Any
 
 # what changes the numbers without changing the code: hub access, and the OpenMP threads' behaviour
-ENVIRONMENT = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
-               "OMP_PROC_BIND", "OMP_PLACES")  # fmt: skip
+ENVIRONMENT = (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+)
 PACKAGES = ("batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly")
 
 

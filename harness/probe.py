@@ -255,8 +255,13 @@ def decide(c: ProbeConfig, model: str, rounds: list[RoundResult]) -> ProbeResult
             firsts = [sorted(r.short_ttft_s) for r in served]
             gaps = [b - a for f in firsts for a, b in itertools.pairwise(f)]
             apart = f"; the short requests' first tokens came {statistics.median(gaps) * 1e3:.1f} ms apart"
-            return result("serial", share, f"no batching: {handoffs} of {handoffs + overlaps} hand-offs between "
-                          f"requests without overlap, one stream at a time{apart if gaps else ''}", share)  # fmt: skip
+            return result(
+                "serial",
+                share,
+                f"no batching: {handoffs} of {handoffs + overlaps} hand-offs between "
+                f"requests without overlap, one stream at a time{apart if gaps else ''}",
+                share,
+            )
     if len(valid) * 2 <= len(rounds):
         problems = "; ".join(sorted({r.problem for r in rounds if r.problem}))
         return result("inconclusive", 0.0, f"{len(rounds) - len(valid)} of {len(rounds)} rounds unusable: {problems}")

@@ -29,7 +29,6 @@ from typing import Any
 
 from harness.loadgen import Scheduled, schedule_from
 
-KINDS = ("ids", "text", "chat")
 MAX_LISTED = 5
 
 
@@ -57,12 +56,16 @@ class RunPrompts:
         }
 
     def notes(self) -> list[str]:
-        return [f"{len(lines)} {kind} prompts could not be made exactly as long as asked (e.g. {lines[0]})"
-                for kind, lines in self.mismatches.items() if lines]  # fmt: skip
+        return [
+            f"{len(lines)} {kind} prompts could not be made exactly as long as asked (e.g. {lines[0]})"
+            for kind, lines in self.mismatches.items()
+            if lines
+        ]
 
 
-def build_prompts(workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info: dict[str, Any],
-                  seed: int) -> RunPrompts:  # fmt: skip
+def build_prompts(
+    workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info: dict[str, Any], seed: int
+) -> RunPrompts:
     """The schedules of `kinds` for `workload`, with prompts exact in `tokenizer` (a transformers tokenizer)."""
     from workloads import as_tokenizer, text_prompts, token_id_prompts
 
@@ -89,5 +92,3 @@ def build_prompts(workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info
         chat_ids = {rid: templated(text) for rid, text in content.items()}
         prompts.schedules["chat"] = schedule_from(workload, chat_ids, dict(content))
     return prompts
-
-

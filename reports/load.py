@@ -275,8 +275,10 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
                     why = "the run was killed or crashed first"
                 else:
                     why = "a stop rule ended it" if entry.get("stopped_early") else "the run ended before them"
-                notes.append(f"{engine} trial {trial}: {never} of {len(scheduled)} scheduled requests were never "
-                             f"sent ({why}); rates and percentiles cover the {len(records)} that were")  # fmt: skip
+                notes.append(
+                    f"{engine} trial {trial}: {never} of {len(scheduled)} scheduled requests were never "
+                    f"sent ({why}); rates and percentiles cover the {len(records)} that were"
+                )
         if entry is not None:
             er.summary = entry["summary"]
             er.stopped_early = bool(entry.get("stopped_early"))

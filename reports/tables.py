@@ -90,8 +90,10 @@ def metric_table(series: list[EngineRun]) -> str:
     add("preemptions", lambda s: fmt.number(_get(s, "requests", "preemptions")))
     add("Jain's index (tenant service rate)", lambda s: fmt.number(_get(s, "fairness", "jain_index"), 3))
     add("$ per 1M output tokens", lambda s: fmt.usd(_get(s, "cost", "usd_per_1m_output_tokens")))
-    add("prompt tokens off by > 1 (share of counted)",
-        lambda s: fmt.share(_get(s, "validity", "prompt_tokens", "share_off")))  # fmt: skip
+    add(
+        "prompt tokens off by > 1 (share of counted)",
+        lambda s: fmt.share(_get(s, "validity", "prompt_tokens", "share_off")),
+    )
     add("validity flags", lambda s: ", ".join(f["name"] for f in (_get(s, "validity", "flags") or [])) or "none")
     return _table(["metric", *(fmt.esc(er.label) for er in series)], rows, "metric-table")
 

@@ -33,8 +33,15 @@ def _opt(
     metavar: str | None = None,
     section: str = "transforms",
 ) -> Any:
-    meta = {"help": help, "low": low, "above": above, "high": high, "flag": flag, "metavar": metavar,
-            "section": section}  # fmt: skip
+    meta = {
+        "help": help,
+        "low": low,
+        "above": above,
+        "high": high,
+        "flag": flag,
+        "metavar": metavar,
+        "section": section,
+    }
     return field(default=default, metadata=meta)
 
 

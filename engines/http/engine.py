@@ -192,8 +192,11 @@ class HttpEngine(Engine):
             response, t_sent = await self._open(request, flight)
             stream.responded = True
             if response.content_type == "application/json":
-                raise RequestFailure(NOT_STREAMED, f"HTTP {response.status} with one JSON body, not an event "
-                                     "stream: the server ignored stream=true, so its tokens have no times")  # fmt: skip
+                raise RequestFailure(
+                    NOT_STREAMED,
+                    f"HTTP {response.status} with one JSON body, not an event "
+                    "stream: the server ignored stream=true, so its tokens have no times",
+                )
             yield AdmitEvent(rid, t_sent)
             if flight.aborted:
                 raise _Aborted

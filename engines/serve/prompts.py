@@ -48,8 +48,11 @@ class PromptTokenizer:
         field = "messages" if messages is not None else "prompt"
         chars = sum(len(m["content"]) for m in messages) if messages is not None else len(text or "")
         if self.max_chars is not None and chars > self.max_chars:
-            raise invalid(field, f"{chars} characters cannot fit the model context of {self.max_context} tokens "
-                                 f"(no token is longer than {self.token_chars} characters)")  # fmt: skip
+            raise invalid(
+                field,
+                f"{chars} characters cannot fit the model context of {self.max_context} tokens "
+                f"(no token is longer than {self.token_chars} characters)",
+            )
         if chars <= INLINE_CHARS:
             ids = self._encode(text, messages)
         else:

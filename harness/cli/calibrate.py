@@ -17,15 +17,30 @@ DEFAULT_RULE = "tpot.p50 <= +5%"
 
 CALIBRATE_FLAGS: tuple[Flag, ...] = (
     Flag("--pairs", int, "pairs of each kind", default=20, low=1, high=10_000, metavar="N"),
-    Flag("--slowdown", float, "injected per-step slowdown (0.10 = 10%)", default=0.10, low=0, above=True,
-         high=100, metavar="SHARE"),
-    Flag("--trials", int, "interleaved trials per pair, order alternating; from --min-trials on, the gate "
-         "judges trials", default=24, low=1, high=10_000, metavar="N"),
+    Flag(
+        "--slowdown",
+        float,
+        "injected per-step slowdown (0.10 = 10%)",
+        default=0.10,
+        low=0,
+        above=True,
+        high=100,
+        metavar="SHARE",
+    ),
+    Flag(
+        "--trials",
+        int,
+        "interleaved trials per pair, order alternating; from --min-trials on, the gate judges trials",
+        default=24,
+        low=1,
+        high=10_000,
+        metavar="N",
+    ),
     Flag("--alpha", float, "gate significance level (default 0.05)", low=0, above=True, high=1),
     Flag("--min-trials", int, "trials per side for auto to judge trials (default 3)", low=2, metavar="N"),
     Flag("--max-false-alarm", float, "target", default=0.05, low=0, high=1, metavar="SHARE"),
     Flag("--min-detection", float, "target", default=0.95, low=0, high=1, metavar="SHARE"),
-)  # fmt: skip
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -48,8 +48,13 @@ class Flag:
 
     def add(self, parser: argparse.ArgumentParser) -> None:
         shown = f" (default {self.default:g})" if isinstance(self.default, int | float) and self.default else ""
-        parser.add_argument(self.flag, dest=self.name, default=self.default, metavar=self.metavar,
-                            help=(self.help + shown).replace("%", "%%"))  # fmt: skip
+        parser.add_argument(
+            self.flag,
+            dest=self.name,
+            default=self.default,
+            metavar=self.metavar,
+            help=(self.help + shown).replace("%", "%%"),
+        )
 
     def check(self, value: Any) -> Any:
         """`value` converted to the flag's type and checked; HarnessInputError naming the flag otherwise."""

@@ -44,8 +44,10 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     offered = workload.describe()["mean_rate_rps"]
     closed = settings.scenario.kind == "closed"
     load = "closed loop" if closed else (f"offered {offered:.3f} req/s" if offered else "one burst")
-    print(f"workload {workload.name}: {len(workload.requests)} requests, {load}, "
-          f"fingerprint {workload.fingerprint()[:16]}")  # fmt: skip
+    print(
+        f"workload {workload.name}: {len(workload.requests)} requests, {load}, "
+        f"fingerprint {workload.fingerprint()[:16]}"
+    )
     for note in workload.notes:
         print(f"  note: {note}")
     metrics = run_benchmark(workload, specs, settings, sys.argv)

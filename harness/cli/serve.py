@@ -73,8 +73,9 @@ def check_host(host: str, port: int) -> None:
     from harness.errors import HarnessInputError
 
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]  # fmt: skip
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
     except (socket.gaierror, UnicodeError) as exc:
         reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
         raise HarnessInputError(f"--host {host}: not an address to listen on ({reason})") from None

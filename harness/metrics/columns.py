@@ -97,8 +97,16 @@ class RowError(RecordError):
         self.what = what
 
 
-KIND_TEXT = {"int": "an integer", "count": "a count or null", "float": "a number or null", "bool": "true or false",
-             "text": "a string", "floats": "a list of numbers", "texts": "a list", "objects": "a list"}  # fmt: skip
+KIND_TEXT = {
+    "int": "an integer",
+    "count": "a count or null",
+    "float": "a number or null",
+    "bool": "true or false",
+    "text": "a string",
+    "floats": "a list of numbers",
+    "texts": "a list",
+    "objects": "a list",
+}
 _CONVERSION_ERRORS = (TypeError, ValueError, OverflowError, UnicodeError)
 
 

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 
-FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                       HealthCheck.too_slow])  # fmt: skip
+FUZZ = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 MODEL = "fuzz-model"
 
 
@@ -49,9 +50,11 @@ nasty_number = st.one_of(
     st.sampled_from([0, 1, -1, 2**63, 10**22, 1e308, -0.0]),
 )
 json_leaf = st.one_of(st.none(), st.booleans(), nasty_number, nasty_text)
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                             st.dictionaries(nasty_text, inner, max_size=4)),
-                          max_leaves=12)  # fmt: skip
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(nasty_text, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def _dumps(value: Any) -> bytes:
@@ -60,9 +63,25 @@ def _dumps(value: Any) -> bytes:
 
 
 # -- serve's request bodies -------------------------------------------------------------------------
-BODY_KEYS = ["model", "prompt", "messages", "max_tokens", "max_completion_tokens", "stream", "stream_options",
-             "ignore_eos", "stop_token_ids", "return_token_ids", "n", "best_of", "stop", "temperature", "logprobs",
-             "echo", "top_p"]  # fmt: skip
+BODY_KEYS = [
+    "model",
+    "prompt",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "ignore_eos",
+    "stop_token_ids",
+    "return_token_ids",
+    "n",
+    "best_of",
+    "stop",
+    "temperature",
+    "logprobs",
+    "echo",
+    "top_p",
+]
 
 
 @st.composite
@@ -76,12 +95,22 @@ def request_bodies(draw: st.DrawFn) -> bytes:
     if kind == "any_json":
         return _dumps(draw(json_value))
     body: dict[str, Any] = {"model": draw(st.sampled_from([MODEL, MODEL, "other", 3, None]))}
-    body["prompt" if draw(st.booleans()) else "messages"] = draw(st.one_of(
-        nasty_text, st.lists(st.integers(min_value=-5, max_value=10**7), max_size=6),
-        st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "robot", 3]),
-                                        "content": st.one_of(nasty_text, json_value)}), max_size=3),
-        json_value,
-    ))  # fmt: skip
+    body["prompt" if draw(st.booleans()) else "messages"] = draw(
+        st.one_of(
+            nasty_text,
+            st.lists(st.integers(min_value=-5, max_value=10**7), max_size=6),
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "role": st.sampled_from(["user", "system", "robot", 3]),
+                        "content": st.one_of(nasty_text, json_value),
+                    }
+                ),
+                max_size=3,
+            ),
+            json_value,
+        )
+    )
     for key in draw(st.lists(st.sampled_from(BODY_KEYS[3:]), max_size=5, unique=True)):
         body[key] = draw(st.one_of(st.integers(min_value=-3, max_value=6), json_value))
     return _dumps(body)
@@ -120,11 +149,18 @@ def test_serve_never_answers_500(server, body, path):
 
 
 # -- trace files ------------------------------------------------------------------------------------
-csv_cell = st.one_of(nasty_text.map(lambda t: t.replace("\n", " ")), nasty_number.map(str),
-                     st.sampled_from(["2023-11-16 18:15:46.68", "99999999999999999999999", "", "1,2"]))  # fmt: skip
-CSV_HEADERS = ["TIMESTAMP,ContextTokens,GeneratedTokens", "timestamp,input_length,output_length,hash_ids",
-               "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type", "t,n_in,n_out,n_in",
-               "a"]  # fmt: skip
+csv_cell = st.one_of(
+    nasty_text.map(lambda t: t.replace("\n", " ")),
+    nasty_number.map(str),
+    st.sampled_from(["2023-11-16 18:15:46.68", "99999999999999999999999", "", "1,2"]),
+)
+CSV_HEADERS = [
+    "TIMESTAMP,ContextTokens,GeneratedTokens",
+    "timestamp,input_length,output_length,hash_ids",
+    "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type",
+    "t,n_in,n_out,n_in",
+    "a",
+]
 
 
 @st.composite
@@ -140,15 +176,16 @@ def csv_files(draw: st.DrawFn) -> str:
 @st.composite
 def jsonl_files(draw: st.DrawFn) -> str:
     keys = ["timestamp", "input_length", "output_length", "hash_ids"]
-    rows = draw(st.lists(st.one_of(st.dictionaries(st.sampled_from(keys), json_value, max_size=4), json_value),
-                         max_size=5))  # fmt: skip
+    rows = draw(
+        st.lists(st.one_of(st.dictionaries(st.sampled_from(keys), json_value, max_size=4), json_value), max_size=5)
+    )
     return "\n".join(json.dumps(r, allow_nan=True) for r in rows)
 
 
 @FUZZ
 @given(content=st.one_of(csv_files(), jsonl_files()))
 def test_trace_files_are_read_or_refused_in_one_line(tmp_path_factory, capsys, content):
-    suffix = ".jsonl" if content[:1] in "{[\"0123456789-ntf" and not content.startswith(tuple(CSV_HEADERS)) else ".csv"
+    suffix = ".jsonl" if content[:1] in '{["0123456789-ntf' and not content.startswith(tuple(CSV_HEADERS)) else ".csv"
     path = tmp_path_factory.mktemp("trace") / f"trace{suffix}"
     path.write_text(content, encoding="utf-8", errors="surrogatepass")
     one_error_line(capsys, ["workload", "describe", str(path)], str(path))
@@ -171,36 +208,85 @@ def _toml(value: Any) -> str:
     return '""'
 
 
-toml_leaf = st.one_of(st.booleans(), nasty_number.filter(lambda v: not isinstance(v, int) or abs(v) < 2**63),
-                      st.text(alphabet=string.ascii_letters + " -_", max_size=8))  # fmt: skip
-toml_value = st.recursive(toml_leaf, lambda inner: st.one_of(
-    st.lists(inner, max_size=3),
-    st.dictionaries(st.sampled_from(["dist", "value", "mean", "std", "median", "sigma", "min", "max", "low", "high",
-                                     "process", "cv", "weight", "components", "trace", "field"]), inner, max_size=4),
-), max_leaves=8)  # fmt: skip
-LENGTH = st.one_of(toml_value, st.fixed_dictionaries(
-    {"dist": st.sampled_from(["fixed", "uniform", "normal", "lognormal", "mixture", "empirical", "zipf"])},
-    optional={"value": toml_leaf, "mean": toml_leaf, "std": toml_leaf, "median": toml_leaf, "sigma": toml_leaf,
-              "low": toml_leaf, "high": toml_leaf, "max": toml_leaf}))  # fmt: skip
+toml_leaf = st.one_of(
+    st.booleans(),
+    nasty_number.filter(lambda v: not isinstance(v, int) or abs(v) < 2**63),
+    st.text(alphabet=string.ascii_letters + " -_", max_size=8),
+)
+toml_value = st.recursive(
+    toml_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "dist",
+                    "value",
+                    "mean",
+                    "std",
+                    "median",
+                    "sigma",
+                    "min",
+                    "max",
+                    "low",
+                    "high",
+                    "process",
+                    "cv",
+                    "weight",
+                    "components",
+                    "trace",
+                    "field",
+                ]
+            ),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=8,
+)
+LENGTH = st.one_of(
+    toml_value,
+    st.fixed_dictionaries(
+        {"dist": st.sampled_from(["fixed", "uniform", "normal", "lognormal", "mixture", "empirical", "zipf"])},
+        optional={
+            "value": toml_leaf,
+            "mean": toml_leaf,
+            "std": toml_leaf,
+            "median": toml_leaf,
+            "sigma": toml_leaf,
+            "low": toml_leaf,
+            "high": toml_leaf,
+            "max": toml_leaf,
+        },
+    ),
+)
 
 
 @st.composite
 def spec_files(draw: st.DrawFn) -> str:
-    top = {k: draw(toml_value) for k in draw(st.lists(st.sampled_from(["seed", "requests", "duration_s", "name"]),
-                                                      max_size=3, unique=True))}  # fmt: skip
+    top = {
+        k: draw(toml_value)
+        for k in draw(st.lists(st.sampled_from(["seed", "requests", "duration_s", "name"]), max_size=3, unique=True))
+    }
     lines = [f"{k} = {_toml(v)}" for k, v in top.items()]
     for _ in range(draw(st.integers(min_value=0, max_value=2))):
         tenant = {"rate": draw(toml_value), "input": draw(LENGTH), "output": draw(LENGTH)}
-        for key in draw(st.lists(st.sampled_from(["arrival", "priority", "start_s", "requests", "count", "colour"]),
-                                 max_size=2, unique=True)):  # fmt: skip
+        for key in draw(
+            st.lists(
+                st.sampled_from(["arrival", "priority", "start_s", "requests", "count", "colour"]),
+                max_size=2,
+                unique=True,
+            )
+        ):
             tenant[key] = draw(toml_value)
         lines.append("[[tenants]]")
         lines += [f"{k} = {_toml(v)}" for k, v in tenant.items()]
     if draw(st.booleans()):
         lines.append("[transforms]")
         keys = ["rate", "time_scale", "first", "requests", "max_context", "start_s", "duration_s", "jitter"]
-        lines += [f"{k} = {_toml(draw(toml_value))}" for k in draw(st.lists(st.sampled_from(keys), max_size=2,
-                                                                             unique=True))]  # fmt: skip
+        lines += [
+            f"{k} = {_toml(draw(toml_value))}" for k in draw(st.lists(st.sampled_from(keys), max_size=2, unique=True))
+        ]
     if draw(st.booleans()):
         lines.append(draw(st.sampled_from(["[trace]", "[closed_loop]", "[[", "x = ", "[trace]\nbundled = 3"])))
     return "\n".join(lines) + "\n"
@@ -215,12 +301,51 @@ def test_workload_specs_are_read_or_refused_in_one_line(tmp_path_factory, capsys
 
 
 # -- engine specs -----------------------------------------------------------------------------------
-SPEC_KEYS = ["label", "policy", "max_batch", "batch_timeout_ms", "max_running", "max_batched_tokens",
-             "chunked_prefill", "kv_memory_mb", "kv_blocks", "block_size", "step_delay_ms", "slowdown", "url",
-             "model", "api", "timeout_s", "read_timeout_s", "connections", "api_key_env", "colour"]  # fmt: skip
-spec_value = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1", "1e400", "true", "fcfs", "chat", "",
-                                        "http://[::1", "http://h:99999", "http://127.0.0.1:9", "=", ":"]),
-                       nasty_number.map(str), st.text(alphabet=string.printable, max_size=6))  # fmt: skip
+SPEC_KEYS = [
+    "label",
+    "policy",
+    "max_batch",
+    "batch_timeout_ms",
+    "max_running",
+    "max_batched_tokens",
+    "chunked_prefill",
+    "kv_memory_mb",
+    "kv_blocks",
+    "block_size",
+    "step_delay_ms",
+    "slowdown",
+    "url",
+    "model",
+    "api",
+    "timeout_s",
+    "read_timeout_s",
+    "connections",
+    "api_key_env",
+    "colour",
+]
+spec_value = st.one_of(
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-1",
+            "0",
+            "1",
+            "1e400",
+            "true",
+            "fcfs",
+            "chat",
+            "",
+            "http://[::1",
+            "http://h:99999",
+            "http://127.0.0.1:9",
+            "=",
+            ":",
+        ]
+    ),
+    nasty_number.map(str),
+    st.text(alphabet=string.printable, max_size=6),
+)
 
 
 @st.composite
@@ -267,8 +392,11 @@ def gate_files(draw: st.DrawFn) -> bytes:
         rules.append(f"{draw(st.sampled_from(RULE_METRICS))} {op} {bound}")
     lines = ["[gate]"] if draw(st.booleans()) else []
     lines.append(f"rules = {json.dumps(rules)}")
-    for key in draw(st.lists(st.sampled_from(["alpha", "pairing", "unit", "min_samples", "n_boot", "colour"]),
-                             max_size=2, unique=True)):  # fmt: skip
+    for key in draw(
+        st.lists(
+            st.sampled_from(["alpha", "pairing", "unit", "min_samples", "n_boot", "colour"]), max_size=2, unique=True
+        )
+    ):
         lines.append(f"{key} = {_toml(draw(toml_leaf))}")
     return ("\n".join(lines) + "\n").encode()
 
@@ -276,8 +404,21 @@ def gate_files(draw: st.DrawFn) -> bytes:
 @pytest.fixture(scope="module")
 def zero_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("zero-run")
-    argv = ["run", "--workload", "chat-small", "--requests", "30", "--time-scale", "40", "--engine", "zero",
-            "--out", str(out), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "30",
+        "--time-scale",
+        "40",
+        "--engine",
+        "zero",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     return out
 
@@ -295,16 +436,39 @@ def test_gate_rules_are_read_or_refused_in_one_line(zero_run, tmp_path_factory, 
 
 
 # -- run directories --------------------------------------------------------------------------------
-RECORD_FIELDS = ["request_id", "engine", "tenant", "priority", "max_tokens", "ignore_eos", "prompt_tokens",
-                 "t_scheduled", "t_sent", "t_first_token", "t_finish", "token_times", "output_tokens",
-                 "engine_output_tokens", "finish_reason", "error_type", "preemptions", "trial", "user"]  # fmt: skip
+RECORD_FIELDS = [
+    "request_id",
+    "engine",
+    "tenant",
+    "priority",
+    "max_tokens",
+    "ignore_eos",
+    "prompt_tokens",
+    "t_scheduled",
+    "t_sent",
+    "t_first_token",
+    "t_finish",
+    "token_times",
+    "output_tokens",
+    "engine_output_tokens",
+    "finish_reason",
+    "error_type",
+    "preemptions",
+    "trial",
+    "user",
+]
 
 
 @st.composite
 def damaged_records(draw: st.DrawFn) -> list[tuple[int, str, Any]]:
     """(record index, field, value) to overwrite; a value of ... deletes the field."""
-    return draw(st.lists(st.tuples(st.integers(0, 29), st.sampled_from(RECORD_FIELDS),
-                                   st.one_of(json_value, st.just(...))), min_size=1, max_size=3))  # fmt: skip
+    return draw(
+        st.lists(
+            st.tuples(st.integers(0, 29), st.sampled_from(RECORD_FIELDS), st.one_of(json_value, st.just(...))),
+            min_size=1,
+            max_size=3,
+        )
+    )
 
 
 @settings(FUZZ, max_examples=15)
@@ -320,8 +484,11 @@ def test_damaged_run_directories_are_refused_in_one_line(zero_run, tmp_path_fact
             lines[index].pop(key, None)
         else:
             lines[index][key] = value
-    (run / "records.jsonl").write_text("".join(_dumps(r).decode("utf-8", "surrogatepass") + "\n" for r in lines),
-                                       encoding="utf-8", errors="surrogatepass")  # fmt: skip
+    (run / "records.jsonl").write_text(
+        "".join(_dumps(r).decode("utf-8", "surrogatepass") + "\n" for r in lines),
+        encoding="utf-8",
+        errors="surrogatepass",
+    )
     (run / "metrics.json").unlink()  # the report must recompute from the damaged records
     if where == "report":
         argv = ["report", str(run), "--no-html", "--markdown", str(run / "summary.md")]

@@ -11,12 +11,20 @@ from harness import bench_engines as bench
 
 def _trial(raw: float, static: float, continuous: float) -> dict[str, float]:
     return {
-        "raw_tok_s": raw, "static_tok_s": static, "continuous_tok_s": continuous,
-        "continuous_over_static": continuous / static, "continuous_over_raw": continuous / raw,
-        "static_over_raw": static / raw, "static_occupancy": 0.5, "continuous_occupancy": 0.9,
-        "static_slot_waste": 0.4, "continuous_slot_waste": 0.1, "static_steps": 10.0, "continuous_steps": 8.0,
+        "raw_tok_s": raw,
+        "static_tok_s": static,
+        "continuous_tok_s": continuous,
+        "continuous_over_static": continuous / static,
+        "continuous_over_raw": continuous / raw,
+        "static_over_raw": static / raw,
+        "static_occupancy": 0.5,
+        "continuous_occupancy": 0.9,
+        "static_slot_waste": 0.4,
+        "continuous_slot_waste": 0.1,
+        "static_steps": 10.0,
+        "continuous_steps": 8.0,
         "raw_steps": 8.0,
-    }  # fmt: skip
+    }
 
 
 def test_repeats_report_the_median_trial_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,9 +34,11 @@ def test_repeats_report_the_median_trial_whole(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(bench, "bench_once", lambda *a, **k: next(feed))
     monkeypatch.setattr(bench.compute_threads, "count", lambda: 2)
     result = bench.bench_engines(None, bench.OfflineWorkload(), batch=8, repeat=3)  # type: ignore[arg-type]
-    for ratio, top, bottom in (("static_over_raw", "static_tok_s", "raw_tok_s"),
-                               ("continuous_over_raw", "continuous_tok_s", "raw_tok_s"),
-                               ("continuous_over_static", "continuous_tok_s", "static_tok_s")):  # fmt: skip
+    for ratio, top, bottom in (
+        ("static_over_raw", "static_tok_s", "raw_tok_s"),
+        ("continuous_over_raw", "continuous_tok_s", "raw_tok_s"),
+        ("continuous_over_static", "continuous_tok_s", "static_tok_s"),
+    ):
         assert result[ratio] == pytest.approx(result[top] / result[bottom]), ratio
     # continuous / static per trial: 1.04, 1.65, 2.0 -> the median trial is the second
     assert result["raw_tok_s"] == 300 and result["median_trial"] == 1

@@ -14,8 +14,21 @@ from tests.fixtures.records import make_record
 
 def test_two_engines_in_a_closed_loop_end_with_metrics(tmp_path, capsys):
     # before: "error: 64 request(s) scheduled at different times in the two runs" (exit 2, no metrics.json)
-    argv = ["run", "--workload", "closed-loop-small", "--requests", "24", "--engine", "zero",
-            "--engine", "zero:label=zero2", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "closed-loop-small",
+        "--requests",
+        "24",
+        "--engine",
+        "zero",
+        "--engine",
+        "zero:label=zero2",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     pair = metrics["comparison"]["pairs"]["zero2"]

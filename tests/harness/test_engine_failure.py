@@ -28,8 +28,21 @@ def test_an_engine_that_dies_mid_run_ends_it(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(ModelRunner, "execute", dying)
     monkeypatch.setattr(ContinuousScheduler, "remove_finished", noting)
-    argv = ["run", "--workload", "chat-small", "--requests", "40", "--time-scale", "2", "--engine", "continuous",
-            "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "40",
+        "--time-scale",
+        "2",
+        "--engine",
+        "continuous",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     result: list[int] = []
     worker = threading.Thread(target=lambda: result.append(main(argv)), daemon=True)
     worker.start()

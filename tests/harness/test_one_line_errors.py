@@ -22,8 +22,21 @@ def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 @pytest.fixture(scope="module")
 def zero_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("zero") / "run"
-    argv = ["run", "--workload", "chat-small", "--requests", "20", "--time-scale", "40", "--engine", "zero",
-            "--out", str(out), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "20",
+        "--time-scale",
+        "40",
+        "--engine",
+        "zero",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     return out
 
@@ -31,8 +44,9 @@ def zero_run(tmp_path_factory) -> Path:
 def test_a_gate_rules_file_that_is_not_utf8(tmp_path, capsys, zero_run):
     rules = tmp_path / "gate.toml"
     rules.write_bytes(b'rules = ["ttft.p99 <= +5%"]\n# caf\xe9\n')
-    message = one_line(capsys, ["gate", "--baseline", str(zero_run), "--candidate", str(zero_run), "--rules",
-                                str(rules)])  # fmt: skip
+    message = one_line(
+        capsys, ["gate", "--baseline", str(zero_run), "--candidate", str(zero_run), "--rules", str(rules)]
+    )
     assert message == f"{rules}:2: field file: not UTF-8 text (a binary file?)"
 
 
@@ -93,8 +107,20 @@ def test_report_and_gate_on_a_wrongly_typed_record_field(tmp_path, capsys, zero_
 )
 def test_bad_numbers_and_urls_are_refused_before_any_work(tmp_path, capsys, flags, expected):
     out = tmp_path / "run"
-    argv = ["run", "--workload", "chat-small", "--requests", "4", "--engine", "static", "--out", str(out),
-            "--no-report", "--no-progress", *flags]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "4",
+        "--engine",
+        "static",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+        *flags,
+    ]
     if any(f.startswith("--engine") for f in flags):
         argv.remove("static")
         argv.remove("--engine")
@@ -111,8 +137,19 @@ def test_an_out_directory_that_cannot_be_written(tmp_path, capsys, kind):
     else:
         out = Path("/proc/batchmark-cannot-write-here")  # even root cannot create a directory in /proc
         expected = f"--out {out}: cannot write there"
-    argv = ["run", "--workload", "chat-small", "--requests", "4", "--engine", "zero", "--out", str(out),
-            "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "4",
+        "--engine",
+        "zero",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+    ]
     assert one_line(capsys, argv).startswith(expected)
 
 

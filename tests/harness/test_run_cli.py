@@ -119,8 +119,21 @@ def test_bad_flags_get_one_line(tmp_path, capsys, argv, needle):
 
 
 def test_offered_and_sent_rates_are_recorded_and_printed_side_by_side(tmp_path, capsys):
-    argv = ["run", "--workload", "chat-small", "--requests", "60", "--rate", "40", "--engine", "zero",
-            "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "60",
+        "--rate",
+        "40",
+        "--engine",
+        "zero",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "offered 40.000 req/s" in out and "offered r/s" in out and "sent r/s" in out

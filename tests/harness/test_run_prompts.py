@@ -29,8 +29,10 @@ def test_each_kind_is_exact_in_the_tokenizer(tokenizer):
         n = next(r.input_tokens for r in workload.requests if r.request_id == request.request.request_id)
         assert len(request.request.prompt_token_ids) == n
         assert not special & set(request.request.prompt_token_ids)  # no BOS/EOS in the middle of a prompt
-        assert tok(text.request.prompt_text, add_special_tokens=False)["input_ids"] == list(
-            text.request.prompt_token_ids) and len(text.request.prompt_token_ids) == n  # fmt: skip
+        assert (
+            tok(text.request.prompt_text, add_special_tokens=False)["input_ids"] == list(text.request.prompt_token_ids)
+            and len(text.request.prompt_token_ids) == n
+        )
         templated = chat_prompt_ids(tok, [{"role": "user", "content": chat.request.prompt_text}])
         assert len(templated) == n == len(chat.request.prompt_token_ids)  # the template's tokens are counted
     assert prompts.describe()["tokenizer"]["sha256"] == tokenizer.sha256
@@ -63,8 +65,21 @@ def test_http_runs_work_from_the_cli_and_cross_check_prompt_lengths(served, tmp_
     # before: http:api=chat sent no text, every request failed invalid_request, and the run exited 0
     from harness.cli import main
 
-    argv = ["run", "--workload", "chat-small", "--requests", "8", "--time-scale", "8", "--engine",
-            f"http:url={served},api={api}", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "8",
+        "--time-scale",
+        "8",
+        "--engine",
+        f"http:url={served},api={api}",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     summary = metrics["engines"]["http"]
@@ -87,8 +102,21 @@ def test_a_run_in_which_every_request_failed_exits_1(tmp_path, capsys):
     from harness.cli import main
 
     with BackgroundServer(make_faulty_app) as server:  # it has no chat route: every chat request gets a 404
-        argv = ["run", "--workload", "chat-small", "--requests", "4", "--time-scale", "20", "--engine",
-                f"http:url={server.url},api=chat", "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+        argv = [
+            "run",
+            "--workload",
+            "chat-small",
+            "--requests",
+            "4",
+            "--time-scale",
+            "20",
+            "--engine",
+            f"http:url={server.url},api=chat",
+            "--out",
+            str(tmp_path),
+            "--no-report",
+            "--no-progress",
+        ]
         code = main(argv)
     err = capsys.readouterr().err
     assert code == 1
@@ -102,8 +130,12 @@ def _other_tokenizer(directory):
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<s>", "</s>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        special_tokens=["<s>", "</s>"],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     corpus = ["the quick brown fox jumps over the lazy dog while the cat sleeps in the warm sun"] * 50
     tokenizer.train_from_iterator(corpus, trainer=trainer)
     directory.mkdir()
@@ -118,9 +150,23 @@ def test_a_tokenizer_unlike_the_servers_shows_in_the_validity_figure(served, tmp
 
     other = _other_tokenizer(tmp_path / "other-tokenizer")
     out = tmp_path / "run"
-    argv = ["run", "--workload", "chat-small", "--requests", "6", "--time-scale", "8", "--engine",
-            f"http:url={served},api=chat", "--tokenizer", str(other), "--out", str(out), "--no-report",
-            "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "6",
+        "--time-scale",
+        "8",
+        "--engine",
+        f"http:url={served},api=chat",
+        "--tokenizer",
+        str(other),
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     summary = json.loads((out / "metrics.json").read_text())["engines"]["http"]
     figure = summary["validity"]["prompt_tokens"]

@@ -8,8 +8,21 @@ from reports.load import load_run
 
 
 def test_a_killed_run_reports_the_requests_never_sent(tmp_path, capsys):
-    argv = ["run", "--workload", "chat-small", "--requests", "30", "--time-scale", "50", "--engine", "zero",
-            "--out", str(tmp_path), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "30",
+        "--time-scale",
+        "50",
+        "--engine",
+        "zero",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     # what a SIGKILL after the tenth record leaves: no metrics.json, the records written so far
     records = tmp_path / "records.jsonl"

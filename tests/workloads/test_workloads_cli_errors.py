@@ -218,18 +218,29 @@ def test_a_directory_and_a_closed_loop_rate_are_one_line(tmp_path: Path, capsys:
 @pytest.mark.parametrize(
     ("toml", "expected"),
     [
-        ('requests = 10000000000\n[[tenants]]\nrate = 1\ninput = 8\noutput = 8\n',
-         "spec.toml:1: requests: must be <= 10,000,000, found 10000000000"),
-        ('requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "lognormal", median = 1e308, sigma = 1 }\n'
-         'output = 8\n', "spec.toml:4: tenants[0].input.median: must be <= 10,000,000 tokens, found 1e+308"),
-        ('requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "normal", mean = 100, std = 1e7 }\noutput = 8\n',
-         "spec.toml:4: tenants[0].input: draws would reach 6e+07 tokens, above 10,000,000: set max"),
-        ('requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "normal", mean = 100, std = nan }\noutput = 8\n',
-         "spec.toml:4: tenants[0].input.std: expected a number >= 0, found nan"),
-        ('duration_s = 1e300\n[[tenants]]\nrate = 1e10\ninput = 8\noutput = 8\n',
-         "duration_s: 1e+10 req/s for 1e+300 s is more requests than a workload may hold (10,000,000)"),
+        (
+            "requests = 10000000000\n[[tenants]]\nrate = 1\ninput = 8\noutput = 8\n",
+            "spec.toml:1: requests: must be <= 10,000,000, found 10000000000",
+        ),
+        (
+            'requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "lognormal", median = 1e308, sigma = 1 }\n'
+            "output = 8\n",
+            "spec.toml:4: tenants[0].input.median: must be <= 10,000,000 tokens, found 1e+308",
+        ),
+        (
+            'requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "normal", mean = 100, std = 1e7 }\noutput = 8\n',
+            "spec.toml:4: tenants[0].input: draws would reach 6e+07 tokens, above 10,000,000: set max",
+        ),
+        (
+            'requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "normal", mean = 100, std = nan }\noutput = 8\n',
+            "spec.toml:4: tenants[0].input.std: expected a number >= 0, found nan",
+        ),
+        (
+            "duration_s = 1e300\n[[tenants]]\nrate = 1e10\ninput = 8\noutput = 8\n",
+            "duration_s: 1e+10 req/s for 1e+300 s is more requests than a workload may hold (10,000,000)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_overflowing_spec_numbers_are_one_line(
     toml: str, expected: str, write: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
