@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from engines.errors import EngineInputError
-from workloads.errors import WorkloadError
 
 
 class HarnessInputError(ValueError):
@@ -12,4 +11,7 @@ class HarnessInputError(ValueError):
 
 def user_errors() -> tuple[type[Exception], ...]:
     """Exception types that mean 'the input is wrong', not 'batchmark is broken'."""
+    # Imported here, not at the top: the workloads package loads pandas, and `batchmark --help` should not.
+    from workloads.errors import WorkloadError
+
     return (EngineInputError, HarnessInputError, WorkloadError)

@@ -102,17 +102,26 @@ async def _one_engine_run(
     return outcome, engine.describe()
 
 
-def run_benchmark(workload: Any, specs: list[EngineSpec], settings: RunSettings, argv: list[str]) -> dict[str, Any]:
-    """Replay `workload` against every engine, `settings.repeat` times; returns metrics.json's content."""
+def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # -> LoadedModel | None
+    """The model the in-process engines among `specs` run on (None when there is none)."""
+    if not any(spec.in_process for spec in specs):
+        return None
+    from engines import compute_threads
+    from engines.model.loader import load_model
+
+    compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
+    return load_model(settings.model_path, dtype=settings.dtype)
+
+
+def run_benchmark(
+    workload: Any, specs: list[EngineSpec], settings: RunSettings, argv: list[str], loaded: Any = None
+) -> dict[str, Any]:
+    """Replay `workload` against every engine, `settings.repeat` times; returns metrics.json's content.
+    `loaded`: the model, when the caller already has it (a sweep loads it once for all its runs)."""
     out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    loaded = None
-    if any(spec.in_process for spec in specs):
-        from engines import compute_threads
-        from engines.model.loader import load_model
-
-        compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
-        loaded = load_model(settings.model_path, dtype=settings.dtype)
+    if loaded is None:
+        loaded = load_model_for(specs, settings)
     tokenizer = run_tokenizer(settings, loaded)
     kinds = {spec_prompt_kind(spec, specs) for spec in specs}
     prompts = build_prompts(workload, kinds, tokenizer.tokenizer, tokenizer.describe(), settings.seed)

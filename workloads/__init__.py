@@ -11,45 +11,32 @@ only; nothing of `engines`, `harness` or `reports`.
 
 from __future__ import annotations
 
-from workloads.build import load_workload
-from workloads.errors import WorkloadError
-from workloads.model import Workload, WorkloadRequest
-from workloads.ops import (
-    clip_to_context,
-    first_requests,
-    override_rate,
-    sample_requests,
-    spread_ties,
-    time_scale,
-    time_window,
-    to_closed_loop,
-)
-from workloads.presets import list_presets
-from workloads.prompts import token_id_prompts
-from workloads.readers import read_azure, read_burstgpt, read_mooncake, read_trace
-from workloads.text_prompts import text_prompts
-from workloads.tokenizer import TokenizerAdapter, as_tokenizer
+import importlib
+from typing import Any
 
-__all__ = [
-    "TokenizerAdapter",
-    "Workload",
-    "WorkloadError",
-    "WorkloadRequest",
-    "as_tokenizer",
-    "clip_to_context",
-    "first_requests",
-    "list_presets",
-    "load_workload",
-    "override_rate",
-    "read_azure",
-    "read_burstgpt",
-    "read_mooncake",
-    "read_trace",
-    "sample_requests",
-    "spread_ties",
-    "text_prompts",
-    "time_scale",
-    "time_window",
-    "to_closed_loop",
-    "token_id_prompts",
-]
+# name -> the module that defines it. Loaded on first use: reading the override table
+# (`workloads.options`, for the command line's flags) must not load pandas with the readers.
+_WHERE = {
+    "load_workload": "build",
+    "WorkloadError": "errors",
+    "Workload": "model",
+    "WorkloadRequest": "model",
+    **dict.fromkeys(
+        ("clip_to_context", "first_requests", "override_rate", "sample_requests", "spread_ties", "time_scale",
+         "time_window", "to_closed_loop"),
+        "ops",
+    ),
+    "list_presets": "presets",
+    "token_id_prompts": "prompts",
+    **dict.fromkeys(("read_azure", "read_burstgpt", "read_mooncake", "read_trace"), "readers"),
+    "text_prompts": "prompt_text",
+    "TokenizerAdapter": "tokenizer",
+    "as_tokenizer": "tokenizer",
+}  # fmt: skip
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'workloads' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"workloads.{_WHERE[name]}"), name)

@@ -12,15 +12,112 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
-from harness.cli.flags import Flag, add_flags, check_flags
+from harness.errors import HarnessInputError
 from workloads.options import OVERRIDES, parse_columns
 
 SCENARIOS = ("open", "closed", "offline")
+
+
+# -- flags that are neither engine options nor workload overrides -----------------------------------
+# Each `Flag` states its type, range and help once; `add_flags` builds the argparse flags from a table and
+# `check_flags` checks the values a command was given, before any model loads or any request is sent.
+# Values arrive as text, so argparse never prints its own usage-and-error pair: a bad value is one line
+# naming the flag (`--slo-ttft-ms nan: must be a finite number > 0`) and exit 2. NaN and infinity are
+# never numbers here; an output directory must be one that can be written.
+@dataclass(frozen=True)
+class Flag:
+    """One flag: its type, default, range and help."""
+
+    flag: str
+    type: type  # int, float, str, or Path (a directory to write, created when missing)
+    help: str
+    default: Any = None
+    low: float | None = None  # the lowest allowed value ...
+    above: bool = False  # ... or strictly above it
+    high: float | None = None  # the highest allowed value (inclusive)
+    metavar: str | None = None
+    dest: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+    def range_text(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.above else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"<= {self.high:g}")
+        return " and ".join(parts)
+
+    def add(self, parser: argparse.ArgumentParser) -> None:
+        shown = f" (default {self.default:g})" if isinstance(self.default, int | float) and self.default else ""
+        parser.add_argument(
+            self.flag,
+            dest=self.name,
+            default=self.default,
+            metavar=self.metavar,
+            help=(self.help + shown).replace("%", "%%"),
+        )
+
+    def check(self, value: Any) -> Any:
+        """`value` converted to the flag's type and checked; HarnessInputError naming the flag otherwise."""
+        if value is None or (value == self.default and not isinstance(value, str)):
+            return value
+        if self.type is Path:
+            return writable_dir(Path(value), self.flag)
+        if self.type is str:
+            return str(value)
+        kind = "an integer" if self.type is int else "a number"
+        try:
+            number = self.type(value)
+        except (TypeError, ValueError, OverflowError):
+            raise HarnessInputError(f"{self.flag} {value}: must be {kind}") from None
+        if not math.isfinite(number):
+            raise HarnessInputError(f"{self.flag} {value}: must be a finite number {self.range_text()}".rstrip())
+        low, high = self.low, self.high
+        too_low = low is not None and (number < low or (self.above and number == low))
+        if too_low or (high is not None and number > high):
+            raise HarnessInputError(f"{self.flag} {value}: must be {self.range_text()}")
+        return number
+
+
+def add_flags(parser: argparse.ArgumentParser, flags: Sequence[Flag]) -> None:
+    for flag in flags:
+        flag.add(parser)
+
+
+def check_flags(args: argparse.Namespace, flags: Sequence[Flag]) -> None:
+    """Every flag of `flags` checked, and replaced by its typed value, in place."""
+    for flag in flags:
+        setattr(args, flag.name, flag.check(getattr(args, flag.name, None)))
+
+
+def writable_dir(path: Path, flag: str) -> Path:
+    """`path` if it is, or can become, a directory that takes new files; one line if not. Creates nothing: the
+    nearest existing ancestor is what is tried (a temporary file made and removed at once)."""
+    if path.exists() and not path.is_dir():
+        raise HarnessInputError(f"{flag} {path}: is a file, not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise HarnessInputError(f"{flag} {path}: {existing} is a file, not a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".batchmark-write-test-"):
+            pass
+    except OSError as exc:
+        raise HarnessInputError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
+    return path
 
 
 # -- engine options --------------------------------------------------------------------------------
@@ -130,6 +227,48 @@ def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
     check_model_flags(args)
     compute_threads.configure(args.threads)
     return load_model(args.model, dtype=args.dtype)
+
+
+# -- gate settings ---------------------------------------------------------------------------------
+def add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per gate setting whose `GateConfig` field has a help text (defaults: the dataclass's)."""
+    import typing
+    from dataclasses import fields
+
+    from harness.gate.config import GateConfig
+
+    hints = typing.get_type_hints(GateConfig)
+    for f in fields(GateConfig):
+        if "help" not in f.metadata:
+            continue
+        choices = typing.get_args(hints[f.name]) or None
+        kind = None if choices else hints[f.name]
+        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+        text = f"{f.metadata['help']} (default {f.default})".replace("%", "%%")
+        metavar = None if choices else f.name.rsplit("_", 1)[-1].upper()
+        parser.add_argument(flag, dest=f"gate_{f.name}", type=kind, choices=choices, metavar=metavar, help=text)
+
+
+def gate_config(args: argparse.Namespace, command: str, default_rules: tuple[str, ...] = (), **extra: Any) -> Any:
+    """The gate's settings: the rules file, then `--rule`s (else `default_rules`), then the flags."""
+    from dataclasses import fields
+
+    from harness.errors import HarnessInputError
+    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
+
+    check_slo_flags(args)
+    config = load_rules_file(args.rules) if args.rules else GateConfig()
+    rules = (*config.rules, *(rules_from_texts(args.rule) if args.rule else ())) or rules_from_texts(
+        list(default_rules)
+    )
+    flags = {f.name: getattr(args, f"gate_{f.name}", None) for f in fields(GateConfig) if "help" in f.metadata}
+    config = merged(config, rules=rules, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms, **flags, **extra)
+    if not config.rules:
+        raise HarnessInputError(f"{command}: no rules; give --rules FILE or --rule 'ttft.p99 <= +10%'")
+    problem = settings_problem(config)
+    if problem is not None:
+        raise HarnessInputError(f"{command}: --{problem[0].replace('_', '-')}: {problem[1]}")
+    return config
 
 
 # -- SLO -------------------------------------------------------------------------------------------

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import args as shared
-from harness.cli.flags import Flag, add_flags, check_flags
 
 DEFAULT_RULE = "tpot.p50 <= +5%"
 
 
-CALIBRATE_FLAGS: tuple[Flag, ...] = (
-    Flag("--pairs", int, "pairs of each kind", default=20, low=1, high=10_000, metavar="N"),
-    Flag(
+CALIBRATE_FLAGS: tuple[shared.Flag, ...] = (
+    shared.Flag("--pairs", int, "pairs of each kind", default=20, low=1, high=10_000, metavar="N"),
+    shared.Flag(
         "--slowdown",
         float,
         "injected per-step slowdown (0.10 = 10%)",
@@ -27,7 +26,7 @@ CALIBRATE_FLAGS: tuple[Flag, ...] = (
         high=100,
         metavar="SHARE",
     ),
-    Flag(
+    shared.Flag(
         "--trials",
         int,
         "interleaved trials per pair, order alternating; from --min-trials on, the gate judges trials",
@@ -36,17 +35,15 @@ CALIBRATE_FLAGS: tuple[Flag, ...] = (
         high=10_000,
         metavar="N",
     ),
-    Flag("--alpha", float, "gate significance level (default 0.05)", low=0, above=True, high=1),
-    Flag("--min-trials", int, "trials per side for auto to judge trials (default 3)", low=2, metavar="N"),
-    Flag("--max-false-alarm", float, "target", default=0.05, low=0, high=1, metavar="SHARE"),
-    Flag("--min-detection", float, "target", default=0.95, low=0, high=1, metavar="SHARE"),
+    shared.Flag("--max-false-alarm", float, "target", default=0.05, low=0, high=1, metavar="SHARE"),
+    shared.Flag("--min-detection", float, "target", default=0.95, low=0, high=1, metavar="SHARE"),
 )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     cal = sub.add_parser("calibrate", help="gate calibration: A/A false alarms and injected-slowdown detections")
     shared.add_run_flags(cal)
-    add_flags(cal, CALIBRATE_FLAGS)
+    shared.add_flags(cal, CALIBRATE_FLAGS)
     cal.add_argument(
         "--concurrent",
         action="store_true",
@@ -60,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="RULE",
         help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"),
     )
-    cal.add_argument("--unit", choices=("auto", "request", "trial"), help="the gate's unit (default auto)")
+    shared.add_gate_flags(cal)
     cal.set_defaults(run=calibrate_command)
 
 
@@ -68,27 +65,13 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.calibrate import ConcurrentReplay, InProcessReplay, calibrate
     from harness.errors import HarnessInputError
-    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
     from harness.gate.calibration import CalibrationPlan
     from harness.gate.trials import use_trials
     from workloads import load_workload
 
     shared.check_run_flags(args)  # every flag, before any work
-    check_flags(args, CALIBRATE_FLAGS)
-    config = load_rules_file(args.rules) if args.rules else GateConfig()
-    extra = rules_from_texts(args.rule) if args.rule else ()
-    rules = (*config.rules, *extra) or rules_from_texts([DEFAULT_RULE])
-    config = merged(
-        config,
-        rules=rules,
-        alpha=args.alpha,
-        unit=args.unit,
-        min_trials=args.min_trials,
-        slo_ttft_ms=args.slo_ttft_ms,
-        slo_tpot_ms=args.slo_tpot_ms,
-    )
-    if (problem := settings_problem(config)) is not None:
-        raise HarnessInputError(f"calibrate: {problem[0]}: {problem[1]}")
+    shared.check_flags(args, CALIBRATE_FLAGS)
+    config = shared.gate_config(args, "calibrate", default_rules=(DEFAULT_RULE,))
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
     if len(specs) != 1:

@@ -30,16 +30,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-engine", help="engine label in the baseline run")
     parser.add_argument("--candidate-engine", help="engine label in the candidate run")
     parser.add_argument("--trial", type=int, help="compare this trial only (default: all trials, pooled)")
-    parser.add_argument("--alpha", type=float, help="significance level (default 0.05)")
-    parser.add_argument("--pairing", choices=("auto", "paired", "unpaired"), help="default auto")
-    parser.add_argument(
-        "--unit",
-        choices=("auto", "request", "trial"),
-        help="what is independent: requests or whole trials (default auto: trials when both runs hold --min-trials)",
-    )
-    parser.add_argument("--min-trials", type=int, help="trials per side for auto to judge trials (default 3)")
-    parser.add_argument("--n-boot", type=int, help="bootstrap resamples (default 2000)")
-    parser.add_argument("--gate-seed", dest="gate_seed", type=int, help="bootstrap seed (default 0)")
+    shared.add_gate_flags(parser)
     shared.add_slo_flags(parser, "the baseline's", "the baseline's")
 
 
@@ -68,32 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:
-    from harness.errors import HarnessInputError
-    from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
-
-    shared.check_slo_flags(args)
-    config = load_rules_file(args.rules) if args.rules else GateConfig()
-    extra = rules_from_texts(args.rule) if args.rule else ()
-    config = merged(
-        config,
-        rules=(*config.rules, *extra),
-        alpha=args.alpha,
-        pairing=args.pairing,
-        unit=args.unit,
-        min_trials=args.min_trials,
-        n_boot=args.n_boot,
-        seed=args.gate_seed,
-        slo_ttft_ms=args.slo_ttft_ms,
-        slo_tpot_ms=args.slo_tpot_ms,
+    return shared.gate_config(
+        args,
+        "gate",
         baseline_engine=args.baseline_engine or args.engine,
         candidate_engine=args.candidate_engine or args.engine,
     )
-    if not config.rules:
-        raise HarnessInputError("gate: no rules; give --rules FILE or --rule 'ttft.p99 <= +10%'")
-    problem = settings_problem(config)
-    if problem is not None:
-        raise HarnessInputError(f"gate: --{problem[0].replace('_', '-')}: {problem[1]}")
-    return config
 
 
 def gate_command(args: argparse.Namespace) -> int:

@@ -6,16 +6,16 @@ import argparse
 import json
 from pathlib import Path
 
-from harness.cli.flags import Flag, add_flags
+from harness.cli import args as shared
 
-PROBE_FLAGS: tuple[Flag, ...] = (
-    Flag("--rounds", int, "rounds of long and short requests", default=3, low=1, high=1000, metavar="N"),
-    Flag("--long-requests", int, "long generations per round", default=2, low=1, high=1024, metavar="N"),
-    Flag("--long-tokens", int, "their output length", default=128, low=1, high=1_000_000, metavar="N"),
-    Flag("--short-requests", int, "short requests per round", default=4, low=1, high=1024, metavar="N"),
-    Flag("--short-tokens", int, "their output length", default=8, low=1, high=1_000_000, metavar="N"),
-    Flag("--warmup-tokens", int, "long tokens seen before the short requests", default=8, low=1, metavar="N"),
-    Flag("--timeout", float, "per-request timeout in seconds", default=300.0, low=0, above=True, metavar="S"),
+PROBE_FLAGS: tuple[shared.Flag, ...] = (
+    shared.Flag("--rounds", int, "rounds of long and short requests", default=3, low=1, high=1000, metavar="N"),
+    shared.Flag("--long-requests", int, "long generations per round", default=2, low=1, high=1024, metavar="N"),
+    shared.Flag("--long-tokens", int, "their output length", default=128, low=1, high=1_000_000, metavar="N"),
+    shared.Flag("--short-requests", int, "short requests per round", default=4, low=1, high=1024, metavar="N"),
+    shared.Flag("--short-tokens", int, "their output length", default=8, low=1, high=1_000_000, metavar="N"),
+    shared.Flag("--warmup-tokens", int, "long tokens seen before the short requests", default=8, low=1, metavar="N"),
+    shared.Flag("--timeout", float, "per-request timeout in seconds", default=300.0, low=0, above=True, metavar="S"),
 )
 
 
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     probe.add_argument("url", help="server base URL, e.g. http://127.0.0.1:8000")
     probe.add_argument("--model", help="model name to request (default: the first one /v1/models lists)")
     probe.add_argument("--api", default="completions", choices=["completions", "chat"])
-    add_flags(probe, PROBE_FLAGS)
+    shared.add_flags(probe, PROBE_FLAGS)
     probe.add_argument("--api-key-env", help="environment variable holding the API key")
     probe.add_argument("--json", type=Path, help="also write the result here")
     probe.set_defaults(run=run_probe_command)
@@ -35,11 +35,10 @@ def run_probe_command(args: argparse.Namespace) -> int:
     import os
 
     from engines.options import url_problem
-    from harness.cli.flags import check_flags
     from harness.errors import HarnessInputError
     from harness.probe import ProbeConfig, format_result, run_probe
 
-    check_flags(args, PROBE_FLAGS)
+    shared.check_flags(args, PROBE_FLAGS)
     if (problem := url_problem(args.url)) is not None:
         raise HarnessInputError(f"probe {args.url}: {problem}")
     api_key = None

@@ -99,7 +99,7 @@ def _plan(args: argparse.Namespace) -> Any:
 def sweep_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.errors import HarnessInputError
-    from harness.run import run_benchmark
+    from harness.run import load_model_for, run_benchmark
     from harness.sweep import capacity_lines, format_table, run_sweep
     from workloads import load_workload
 
@@ -116,9 +116,11 @@ def sweep_command(args: argparse.Namespace) -> int:
     def load(rate: float | None) -> Any:
         return base if rate is None else load_workload(args.workload, **{**overrides, "rate": rate})
 
+    loaded = load_model_for(specs, settings)  # once, not once per rate
+
     def run_one(workload: Any, engine_specs: Any, run_dir: Path) -> None:
         one = dataclasses.replace(settings, out_dir=run_dir, report=False)
-        run_benchmark(workload, list(engine_specs), one, sys.argv)
+        run_benchmark(workload, list(engine_specs), one, sys.argv, loaded=loaded)
 
     print(f"sweep of {base.name} ({len(base.requests)} requests per rate): {', '.join(s.label for s in specs)}")
     data = run_sweep(plan, specs, load, run_one, out, settings.slo, sys.argv)

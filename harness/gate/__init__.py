@@ -16,29 +16,34 @@ verdict.passed, verdict.to_json()
 
 from __future__ import annotations
 
-from harness.gate.config import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
-from harness.gate.evaluate import evaluate
-from harness.gate.inputs import RunSample, load_run, sample_from_records
-from harness.gate.markdown import one_line, to_markdown
-from harness.gate.rules import Rule, RuleError, Threshold, parse_rule
-from harness.gate.verdict import RuleResult, Verdict
+import importlib
+from typing import Any
 
-__all__ = [
-    "GateConfig",
-    "Rule",
-    "RuleError",
-    "RuleResult",
-    "RunSample",
-    "Threshold",
-    "Verdict",
-    "evaluate",
-    "load_rules_file",
-    "load_run",
-    "merged",
-    "one_line",
-    "parse_rule",
-    "rules_from_texts",
-    "sample_from_records",
-    "settings_problem",
-    "to_markdown",
-]
+# name -> the module that defines it. Loaded on first use, so that reading the settings (`GateConfig`,
+# for the command line's flags) does not pull in pandas and scipy with the statistics.
+_WHERE = {
+    "GateConfig": "config",
+    "load_rules_file": "config",
+    "merged": "config",
+    "rules_from_texts": "config",
+    "settings_problem": "config",
+    "evaluate": "judge",
+    "RunSample": "inputs",
+    "load_run": "inputs",
+    "sample_from_records": "inputs",
+    "one_line": "markdown",
+    "to_markdown": "markdown",
+    "Rule": "rules",
+    "RuleError": "rules",
+    "Threshold": "rules",
+    "parse_rule": "rules",
+    "RuleResult": "verdict",
+    "Verdict": "verdict",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'harness.gate' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"harness.gate.{_WHERE[name]}"), name)

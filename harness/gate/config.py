@@ -21,18 +21,24 @@ Pairing = Literal["auto", "paired", "unpaired"]
 Unit = Literal["auto", "request", "trial"]
 
 
+UNIT_HELP = "what is independent: requests or whole trials (auto: trials when both runs hold --min-trials)"
+
+
 @dataclass(frozen=True)
 class GateConfig:
-    """The gate's settings (a rules file's `[gate]` table, or flags) and its rules."""
+    """The gate's settings (a rules file's `[gate]` table, or flags) and its rules. A field with a `help`
+    in its metadata is also a command-line flag (`harness.cli.args.add_gate_flags`)."""
 
-    alpha: float = 0.05  # a regression must be significant at this level to fail a rule
-    n_boot: int = 2000  # bootstrap resamples for confidence intervals and tail-percentile tests
-    seed: int = 0
+    alpha: float = field(default=0.05, metadata={"help": "significance level a regression must reach to fail"})
+    n_boot: int = field(default=2000, metadata={"help": "bootstrap resamples for intervals and tail tests"})
+    seed: int = field(default=0, metadata={"help": "bootstrap seed", "flag": "--gate-seed"})
     min_samples: int = 10  # fewer values than this on either side: the rule cannot be judged (no_data)
-    pairing: Pairing = "auto"  # auto: paired when both runs replayed the identical schedule
+    pairing: Pairing = field(
+        default="auto", metadata={"help": "auto: paired when both runs replayed the identical schedule"}
+    )
     buckets: int = 10  # a rate's steady window is cut into this many slices to see its noise
-    unit: Unit = "auto"  # what is independent: requests, or whole trials (auto: trials when both runs hold min_trials)
-    min_trials: int = 3
+    unit: Unit = field(default="auto", metadata={"help": UNIT_HELP})
+    min_trials: int = field(default=3, metadata={"help": "trials per side for auto to judge trials"})
     baseline_engine: str | None = None
     candidate_engine: str | None = None
     slo_ttft_ms: float | None = None  # SLO for goodput and slo_attainment; default: the baseline run's

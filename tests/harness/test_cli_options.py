@@ -60,3 +60,17 @@ def test_bad_options_stop_before_any_work(tmp_path, capsys, argv, needle):
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and needle in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_starts_without_the_heavy_packages():
+    """Flags come from the option tables, but building them must not load torch, pandas or scipy: `--help`
+    and light commands stay fast (the packages load their modules on first use)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from harness.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('torch', 'transformers', 'pandas', 'numpy', 'scipy', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
