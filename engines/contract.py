@@ -72,22 +72,25 @@ def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: Sche
     """Record what a step computed; append sampled tokens; return sequences that just finished."""
     finished: list[Sequence] = []
     tokens = iter(sampled)
+    charge, done = policy.charge, SequenceStatus.FINISHED  # once per step, not per chunk: the hot loop
     for chunk in plan.chunks:
         seq = chunk.seq
-        if seq.status is SequenceStatus.FINISHED:
+        if seq.status is done:
             continue  # a static batch's finished member computing pad rows
-        prefill_part = max(0, min(chunk.num_tokens, seq.num_prompt_tokens - seq.num_computed_tokens))
-        seq.num_computed_tokens += chunk.num_tokens
+        num, computed = chunk.num_tokens, seq.num_computed_tokens
+        prompt_left = seq.num_prompt_tokens - computed
+        prefill_part = 0 if prompt_left <= 0 else (num if num < prompt_left else prompt_left)
+        seq.num_computed_tokens = computed + num
         if chunk.yields_token:
             seq.append_token(next(tokens))
-            policy.charge(seq, prefill_part, 1)
+            charge(seq, prefill_part, 1)
             reason = seq.check_stop(eos)
             if reason is not None:
-                seq.status = SequenceStatus.FINISHED
+                seq.status = done
                 seq.finish_reason = reason
                 finished.append(seq)
         else:
-            policy.charge(seq, prefill_part, 0)
+            charge(seq, prefill_part, 0)
     return finished
 
 

@@ -20,6 +20,7 @@ from engines.compute_threads import enter_compute_thread
 from engines.contract import Runner, Scheduler
 from engines.plan import StepPlan
 from engines.sequence import Sequence
+from engines.step_features import StepFeatures, step_features
 from engines.step_record import StepRecord
 
 EventSink = Callable[[list[EngineEvent]], None]
@@ -127,6 +128,7 @@ class EngineCore:
             if events:
                 self.event_sink(events)
             return False
+        features = step_features(plan)  # before the step moves each sequence's computed count
         sampled = self.runner.execute(plan)
         if self.slowdown:  # like slower compute: stays on its core (a sleep's wake-up adds more) without the GIL
             deadline = self.clock() + self.slowdown * (self.clock() - t_start)
@@ -136,19 +138,21 @@ class EngineCore:
             time.sleep(self.step_delay_s)
         finished = self.scheduler.remove_finished(plan, sampled)
         t_end = self.clock()
+        admitted: list[EngineEvent] = []
+        tokens: list[EngineEvent] = []
         for chunk in plan.chunks:
             seq = chunk.seq
             if seq.admit_time is None:
                 seq.admit_time = t_start
-                events.append(AdmitEvent(seq.request_id, t_start))
-        for chunk in plan.chunks:
+                admitted.append(AdmitEvent(seq.request_id, t_start))
             if chunk.yields_token and chunk.num_tokens:
-                seq = chunk.seq
-                events.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
+                tokens.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
+        events += admitted  # every admission before any token: a request's admit precedes its first token
+        events += tokens
         events.extend(self._finish_event(seq, t_end) for seq in finished)
         self.event_sink(events)
         if self.step_sink is not None:
-            self.step_sink(self._step_record(plan, finished, t_start, t_end))
+            self.step_sink(self._step_record(plan, finished, t_start, t_end, features))
         self._step += 1
         return True
 
@@ -163,31 +167,43 @@ class EngineCore:
             preemptions=seq.preemptions,
         )
 
-    def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float) -> StepRecord:
-        computing = [c.seq.request_id for c in plan.chunks if c.num_tokens]
-        blocks_used = self._blocks_used()
-        blocks_total = self._blocks_total()
-        return StepRecord(
-            step=self._step,
-            scheduler=self.scheduler.kind,
-            t_start=t_start,
-            t_end=t_end,
-            phase=plan.phase,
-            batch_id=plan.batch_id,
-            running_ids=computing,
-            num_running=len(computing),
-            max_slots=self.scheduler.max_slots,
-            tokens_computed=plan.num_tokens,
-            padded_tokens=plan.num_pad,
-            idle_slots=len(plan.chunks) - len(computing),  # held by finished members of a static batch
-            empty_slots=max(0, self.scheduler.max_slots - len(plan.chunks)),
-            admitted=plan.admitted,
-            finished=[seq.request_id for seq in finished],
-            preempted=plan.preempted,
-            waiting=len(self.scheduler.waiting),
-            blocked_reason=plan.blocked_reason,
-            kv_blocks_used=blocks_used,
-            kv_blocks_free=blocks_total - blocks_used,
-            kv_blocks_total=blocks_total,
-            decisions=plan.decisions,
-        )
+    def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float,
+                     features: StepFeatures) -> StepRecord:  # fmt: skip
+        return step_record(self._step, self.scheduler, plan, finished, t_start, t_end, self._blocks_used(),
+                           self._blocks_total(), features)  # fmt: skip
+
+
+def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[Sequence], t_start: float,
+                t_end: float, blocks_used: int, blocks_total: int, features: StepFeatures) -> StepRecord:  # fmt: skip
+    """The record of one computed step; the simulator's engine loop writes the same ones."""
+    computing = [c.seq.request.request_id for c in plan.chunks if c.num_tokens]
+    return StepRecord(
+        step=step,
+        scheduler=scheduler.kind,
+        t_start=t_start,
+        t_end=t_end,
+        phase=features.phase,
+        batch_id=plan.batch_id,
+        running_ids=computing,
+        num_running=len(computing),
+        max_slots=scheduler.max_slots,
+        tokens_computed=features.prefill_tokens + features.decode_seqs,
+        padded_tokens=features.padded_rows,
+        idle_slots=features.held_rows,  # held by finished members of a static batch
+        empty_slots=max(0, scheduler.max_slots - len(plan.chunks)),
+        admitted=plan.admitted,
+        finished=[seq.request.request_id for seq in finished],
+        preempted=plan.preempted,
+        waiting=len(scheduler.waiting),
+        blocked_reason=plan.blocked_reason,
+        kv_blocks_used=blocks_used,
+        kv_blocks_free=blocks_total - blocks_used,
+        kv_blocks_total=blocks_total,
+        decisions=plan.decisions,
+        prefill_tokens=features.prefill_tokens,
+        prefill_chunks=features.prefill_chunks,
+        decode_seqs=features.decode_seqs,
+        attended_context=features.attended_context,
+        kv_read_tokens=features.kv_read_tokens,
+        sampled_rows=features.sampled_rows,
+    )

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+import torch.nn.functional as F
 
-from engines.kernels import load_paged_attention
+from engines.fused_layers import apply_rope, fused_model, greedy, rms_norm
+from engines.kernels import load_paged_attention, zeros_on_huge_pages
 from engines.plan import StepPlan
 
 # A chunk with more query rows than this runs through SDPA on its gathered context: for long prefills
@@ -41,9 +42,9 @@ class ModelRunner:
         slots = (num_blocks + 1) * block_size
         self.scratch_slot = num_blocks * block_size
         shape = (len(layers), slots, self.num_kv_heads, self.head_dim)
-        self.k_cache = torch.zeros(shape, dtype=dtype)
-        self.v_cache = torch.zeros(shape, dtype=dtype)
-        self._layers = layers
+        self.k_cache = zeros_on_huge_pages(shape, dtype)
+        self.v_cache = zeros_on_huge_pages(shape, dtype)
+        self._fused = fused_model(model)
         attn = layers[0].self_attn
         self.scale = float(getattr(attn, "scaling", 1.0 / math.sqrt(self.head_dim)))
         self._native = load_paged_attention() if dtype == torch.float32 else None
@@ -63,57 +64,62 @@ class ModelRunner:
 
     def _prepare(self, plan: StepPlan) -> dict[str, Any]:
         """Flatten the plan into rows. Short chunks (decode) come first and go to the paged kernel;
-        long chunks (prefill) follow and go to blocked SDPA, which wins once a chunk has many queries."""
-        bs = self.block_size
+        long chunks (prefill) follow and go to blocked SDPA, which wins once a chunk has many queries.
+
+        One Python pass over the chunks reads what only the sequences know (their new tokens, where
+        they start, their block tables); positions and slot mappings are then array arithmetic, never
+        a loop over tokens (a 2,048-token prefill step used to take 2,048 turns of one)."""
+        chunks = plan.chunks
+        order = [i for i, c in enumerate(chunks) if c.num_tokens + c.num_pad <= LONG_CHUNK]
+        num_short_chunks = len(order)
+        order += [i for i, c in enumerate(chunks) if c.num_tokens + c.num_pad > LONG_CHUNK]
         ids: list[int] = []
-        positions: list[int] = []
-        slots: list[int] = []
-        token_seq: list[int] = []
+        starts: list[int] = []
+        last_row = [0] * len(chunks)
         spans: list[tuple[int, int, bool]] = []  # rows of each chunk, and whether it starts at position 0
-        last_row: dict[int, int] = {}
-        short = [i for i, c in enumerate(plan.chunks) if c.num_tokens + c.num_pad <= LONG_CHUNK]
-        long = [i for i, c in enumerate(plan.chunks) if c.num_tokens + c.num_pad > LONG_CHUNK]
-        num_short_rows = 0
-        for row in short + long:
-            if row == (long[0] if long else None):
-                num_short_rows = len(ids)
-            chunk = plan.chunks[row]
+        for i in order:
+            chunk = chunks[i]
             seq = chunk.seq
-            table = seq.block_table
             start = seq.num_computed_tokens
-            end = start + chunk.num_tokens
-            ids.extend(seq.token_ids[start:end])
-            positions.extend(range(start, end))
-            slots.extend(table[p // bs] * bs + p % bs for p in range(start, end))
-            last_row[row] = len(ids) - 1
+            first = len(ids)
+            ids += seq.token_ids[start : start + chunk.num_tokens]
+            last_row[i] = len(ids) - 1
             if chunk.num_pad:
-                last = max(end, 1) - 1  # pad rows look at the sequence's real context, never beyond
-                ids.extend([self.pad_token_id] * chunk.num_pad)
-                positions.extend([last] * chunk.num_pad)
-                slots.extend([self.scratch_slot] * chunk.num_pad)
-            token_seq.extend([row] * (end - start + chunk.num_pad))
-            spans.append((len(ids) - (end - start + chunk.num_pad), len(ids), start == 0))
-        if not long:
-            num_short_rows = len(ids)
-        width = max(1, max(len(c.seq.block_table) for c in plan.chunks))
-        block_tables = np.zeros((len(plan.chunks), width), dtype=np.int32)
-        for row, chunk in enumerate(plan.chunks):
-            block_tables[row, : len(chunk.seq.block_table)] = chunk.seq.block_table
-        pos = torch.tensor(positions, dtype=torch.int64)
-        sample_rows = [last_row[i] for i, c in enumerate(plan.chunks) if c.yields_token]
+                ids += [self.pad_token_id] * chunk.num_pad
+            starts.append(start)
+            spans.append((first, len(ids), start == 0))
+        width = max(1, max(len(c.seq.block_table) for c in chunks))
+        tables = np.zeros((len(chunks), width), dtype=np.int32)
+        for row, chunk in enumerate(chunks):
+            tables[row, : len(chunk.seq.block_table)] = chunk.seq.block_table
+        real = np.array([chunks[i].num_tokens for i in order], dtype=np.int64)
+        counts = np.array([end - first for first, end, _ in spans], dtype=np.int64)
+        begin = np.array(starts, dtype=np.int64)
+        offset = np.arange(len(ids)) - np.repeat(np.array([first for first, _, _ in spans], dtype=np.int64), counts)
+        is_pad = offset >= np.repeat(real, counts)
+        # pad rows look at the sequence's real context, never beyond, and write their keys to scratch
+        last = np.maximum(begin + real, 1) - 1
+        positions = np.where(is_pad, np.repeat(last, counts), np.repeat(begin, counts) + offset)
+        token_seq = np.repeat(np.array(order, dtype=np.int32), counts)
+        bs = self.block_size
+        blocks = tables[token_seq, np.where(is_pad, 0, positions // bs)].astype(np.int64)
+        slots = np.where(is_pad, self.scratch_slot, blocks * bs + positions % bs)
         # A finished member of a static batch still runs its whole row, LM head included, as a padded
         # batch does; its logits are computed and thrown away.
-        sample_rows += [last_row[i] + c.num_pad for i, c in enumerate(plan.chunks) if not c.num_tokens and c.num_pad]
+        sample_rows = [last_row[i] for i, c in enumerate(chunks) if c.yields_token]
+        sample_rows += [last_row[i] + c.num_pad for i, c in enumerate(chunks) if not c.num_tokens and c.num_pad]
+        num_short_rows = spans[num_short_chunks - 1][1] if num_short_chunks else 0
+        pos = torch.from_numpy(positions)
         return {
             "ids": torch.tensor(ids, dtype=torch.int64),
             "positions": pos,
-            "slots": torch.tensor(slots, dtype=torch.int64),
-            "token_seq": torch.tensor(token_seq, dtype=torch.int32),
+            "slots": torch.from_numpy(slots),
+            "token_seq": torch.from_numpy(token_seq),
             "token_pos": pos.to(torch.int32),
-            "block_tables": torch.from_numpy(block_tables),
+            "block_tables": torch.from_numpy(tables),
             "sample_rows": torch.tensor(sample_rows, dtype=torch.int64),
-            "num_samples": sum(c.yields_token for c in plan.chunks),
-            "max_len": int(pos.max().item()) + 1 if positions else 1,
+            "num_samples": sum(c.yields_token for c in chunks),
+            "max_len": int(positions.max()) + 1 if len(ids) else 1,
             "num_short_rows": num_short_rows,
             # rows past the kernel's, grouped once per step rather than once per layer
             "span_groups": _span_groups(spans, num_short_rows if self._native is not None else 0),
@@ -125,33 +131,31 @@ class ModelRunner:
         if not plan.chunks:
             return []
         batch = self._prepare(plan)
-        inner = self.model.model
-        hidden = inner.embed_tokens(batch["ids"])
-        cos, sin = inner.rotary_emb(hidden, batch["positions"].unsqueeze(0))
-        cos, sin = cos[0], sin[0]
+        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
+        fused = self._fused
+        hidden = F.embedding(batch["ids"], fused.embed)
+        cos, sin = fused.rope.lookup(batch["positions"], batch["max_len"] - 1)
         num_tokens = hidden.shape[0]
-        for index, layer in enumerate(self._layers):
-            attn = layer.self_attn
-            x = layer.input_layernorm(hidden)
-            q = attn.q_proj(x).view(num_tokens, self.num_heads, self.head_dim)
-            k = attn.k_proj(x).view(num_tokens, self.num_kv_heads, self.head_dim)
-            v = attn.v_proj(x).view(num_tokens, self.num_kv_heads, self.head_dim)
-            if hasattr(attn, "q_norm"):  # Qwen3 normalises queries and keys per head before RoPE
-                q, k = attn.q_norm(q), attn.k_norm(k)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
+        for index, layer in enumerate(fused.layers):
+            qkv = layer.qkv(rms_norm(hidden, layer.input_norm)).view(num_tokens, heads + 2 * kv_heads, dim)
+            qk, v = qkv[:, : heads + kv_heads], qkv[:, heads + kv_heads :]
+            if layer.q_norm is not None and layer.k_norm is not None:
+                qk = torch.cat((rms_norm(qk[:, :heads], layer.q_norm), rms_norm(qk[:, heads:], layer.k_norm)), 1)
+            qk = apply_rope(qk, cos, sin)
+            q, k = qk[:, :heads].contiguous(), qk[:, heads:]
             self.k_cache[index].index_copy_(0, batch["slots"], k)
             self.v_cache[index].index_copy_(0, batch["slots"], v)
-            out = self._attention(index, q.contiguous(), k, v, batch)
-            hidden = hidden + attn.o_proj(out.view(num_tokens, self.num_heads * self.head_dim))
-            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+            out = self._attention(index, q, k, v, batch)
+            hidden += layer.o(out.view(num_tokens, heads * dim))
+            hidden += layer.mlp(rms_norm(hidden, layer.post_norm))
         rows = batch["sample_rows"]
         if rows.numel() == 0:
             return []
-        logits = self.model.lm_head(inner.norm(hidden.index_select(0, rows)))
-        return logits.argmax(dim=-1).tolist()[: batch["num_samples"]]
+        return greedy(fused.logits(hidden.index_select(0, rows)))[: batch["num_samples"]]
 
-    def _attention(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                   batch: dict[str, Any]) -> torch.Tensor:  # fmt: skip
+    def _attention(
+        self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, batch: dict[str, Any]
+    ) -> torch.Tensor:
         k_pool = self.k_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
         v_pool = self.v_cache[layer].view(-1, self.num_kv_heads, self.head_dim)
         out = torch.empty_like(q)
@@ -159,11 +163,22 @@ class ModelRunner:
         if short:
             tables = batch["block_tables"]
             failed = self._native.paged_attention(
-                q.data_ptr(), k_pool.data_ptr(), v_pool.data_ptr(), tables.data_ptr(), tables.shape[1],
-                batch["token_seq"].data_ptr(), batch["token_pos"].data_ptr(), out.data_ptr(),
-                short, self.num_heads, self.num_kv_heads, self.head_dim, self.block_size,
-                self.scale, batch["max_len"],
-            )  # fmt: skip
+                q.data_ptr(),
+                k_pool.data_ptr(),
+                v_pool.data_ptr(),
+                tables.data_ptr(),
+                tables.shape[1],
+                batch["token_seq"].data_ptr(),
+                batch["token_pos"].data_ptr(),
+                out.data_ptr(),
+                short,
+                self.num_heads,
+                self.num_kv_heads,
+                self.head_dim,
+                self.block_size,
+                self.scale,
+                batch["max_len"],
+            )
             if failed:
                 raise MemoryError("paged attention kernel could not allocate its score buffer")
         for start, end, count, fresh in batch["span_groups"]:
@@ -178,8 +193,9 @@ class ModelRunner:
             q, k, v, scale=self.scale, enable_gqa=self.num_kv_heads != self.num_heads, **mask
         )
 
-    def _attention_fresh(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
-                         start: int, end: int, count: int) -> None:  # fmt: skip
+    def _attention_fresh(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, start: int, end: int, count: int
+    ) -> None:
         """`count` prefills of equal length starting at position 0: their own keys are their whole
         context, so one causal SDPA over [count, heads, length, dim] does them all, with no gather."""
         length = (end - start) // count
@@ -190,8 +206,16 @@ class ModelRunner:
         result = self._sdpa(split(q), split(k), split(v), is_causal=True)
         out[start:end] = result.transpose(1, 2).reshape(end - start, self.num_heads, self.head_dim)
 
-    def _attention_cached(self, q: torch.Tensor, k_pool: torch.Tensor, v_pool: torch.Tensor, out: torch.Tensor,
-                          batch: dict[str, Any], start: int, end: int) -> None:  # fmt: skip
+    def _attention_cached(
+        self,
+        q: torch.Tensor,
+        k_pool: torch.Tensor,
+        v_pool: torch.Tensor,
+        out: torch.Tensor,
+        batch: dict[str, Any],
+        start: int,
+        end: int,
+    ) -> None:
         """One chunk whose context is (partly) in the cache: gather it through the block table, mask by position."""
         bs = self.block_size
         positions = batch["token_pos"][start:end].to(torch.int64)

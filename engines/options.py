@@ -20,7 +20,8 @@ from engines.errors import EngineInputError
 from engines.policy import POLICIES
 
 IN_PROCESS = ("static", "continuous")
-KINDS = (*IN_PROCESS, "zero", "http")
+SIMULATED = ("sim",)
+KINDS = (*IN_PROCESS, "zero", "http", *SIMULATED)
 
 # Where a default differs on purpose: profile -> why. Options list their differing values in `profiles`.
 PROFILES: dict[str, str] = {
@@ -131,13 +132,15 @@ def url_problem(url: str) -> str | None:
 
 
 _ALL = KINDS
-_STATIC = ("static",)
-_CONTINUOUS = ("continuous",)
+_SCHEDULED = (*IN_PROCESS, *SIMULATED)  # a simulated engine runs the same schedulers with the same options
+_STATIC = ("static", *SIMULATED)
+_CONTINUOUS = ("continuous", *SIMULATED)
 _HTTP = ("http",)
+_SIM = SIMULATED
 
 ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("label", str, None, "the engine's name in records and reports (default: the kind)", _ALL, flag=False),
-    Option("policy", str, "fcfs", "queue order", IN_PROCESS, choices=tuple(POLICIES)),
+    Option("policy", str, "fcfs", "queue order", _SCHEDULED, choices=tuple(POLICIES)),
     Option("max_batch", int, 32, "static: max batch size", _STATIC, low=1, metavar="N"),
     Option(
         "batch_timeout_ms",
@@ -161,18 +164,28 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         profiles={"serve": 2048, "offline": 2048},
     ),
     Option("chunked_prefill", bool, True, "continuous: prefill prompts whole", _CONTINUOUS),
-    Option("kv_memory_mb", float, 256.0, "KV cache budget in MiB", IN_PROCESS, low=0, above=True, metavar="MB"),
-    Option("kv_blocks", int, None, "exact number of KV blocks (overrides --kv-memory-mb)", IN_PROCESS, low=1),
-    Option("block_size", int, 16, "tokens per KV block", IN_PROCESS, low=1, metavar="N"),
+    Option(
+        "kv_memory_mb",
+        float,
+        256.0,
+        "KV cache budget in MiB (sim: default the cost model's capacity)",
+        _SCHEDULED,
+        low=0,
+        above=True,
+        metavar="MB",
+    ),
+    Option("kv_blocks", int, None, "exact number of KV blocks (overrides --kv-memory-mb)", _SCHEDULED, low=1),
+    Option("block_size", int, 16, "tokens per KV block", _SCHEDULED, low=1, metavar="N"),
     Option("step_delay_ms", float, 0.0, "a fixed delay added to every engine step", IN_PROCESS, low=0, metavar="MS"),
-    Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", IN_PROCESS, low=0, flag=False),
+    Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", _SCHEDULED, low=0, flag=False),
     Option("url", str, None, "http: base URL of an OpenAI-compatible server", _HTTP, validate=url_problem),
     Option(
         "model",
         str,
         None,
-        "http: the model name to request (default: --model or 'batchmark')",
-        _HTTP,
+        "http: the model name to request (default: --model or 'batchmark'); sim: a shipped config "
+        "(llama-3.1-8b, ...) or a config.json path (default llama-3.1-8b)",
+        (*_HTTP, *_SIM),
         spelling="--served-model",
     ),
     Option("api", str, "completions", "http: the API to call", _HTTP, choices=("completions", "chat")),
@@ -190,6 +203,57 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
     Option("api_key_env", str, None, "http: environment variable holding the API key", _HTTP, metavar="VAR"),
+    # The simulator (docs/simulator.md): the batching it runs, then a fitted profile or the roofline's inputs.
+    Option("scheduler", str, "continuous", "sim: the batching it simulates", _SIM, choices=IN_PROCESS, flag=False),
+    Option(
+        "profile",
+        str,
+        None,
+        "sim: a fitted step-time profile (batchmark sim fit) instead of the roofline",
+        _SIM,
+        flag=False,
+    ),
+    Option("hardware", str, "h100", "sim: the accelerator (engines/sim/hardware.py)", _SIM, flag=False),
+    Option("tp", int, 1, "sim: tensor-parallel degree", _SIM, low=1, flag=False),
+    Option(
+        "mfu_prefill",
+        float,
+        0.45,
+        "sim: model-FLOPs utilisation of prefill work (BLIS's default)",
+        _SIM,
+        low=0,
+        above=True,
+        flag=False,
+    ),
+    Option(
+        "mfu_decode",
+        float,
+        0.30,
+        "sim: model-FLOPs utilisation of decode work (BLIS's default)",
+        _SIM,
+        low=0,
+        above=True,
+        flag=False,
+    ),
+    Option("mbu", float, 0.80, "sim: achieved share of peak memory bandwidth", _SIM, low=0, above=True, flag=False),
+    Option("overhead_ms", float, 1.0, "sim: fixed time per step", _SIM, low=0, flag=False),
+    Option("allreduce_latency_us", float, 8.0, "sim: latency of one all-reduce (tp > 1)", _SIM, low=0, flag=False),
+    Option(
+        "gpu_memory_utilization",
+        float,
+        0.90,
+        "sim: share of device memory the engine may use",
+        _SIM,
+        low=0,
+        above=True,
+        flag=False,
+    ),
+    Option(
+        "activation_gb", float, None, "sim: activation reserve per device (default: estimated)", _SIM, low=0, flag=False
+    ),
+    Option("noise", bool, True, "sim: replay a fitted profile's measured noise", _SIM, flag=False),
+    Option("seed", int, None, "sim: the noise draw (default: from the run's seed and trial)", _SIM, low=0, flag=False),
+    Option("twin", str, None, "sim: the measured engine of the same run this one simulates", _SIM, flag=False),
 )
 OPTIONS: dict[str, Option] = {option.name: option for option in ENGINE_OPTIONS}
 

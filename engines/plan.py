@@ -9,7 +9,7 @@ from engines.sequence import Sequence
 from engines.stages import Stage
 
 
-@dataclass
+@dataclass(slots=True)
 class Chunk:
     """`num_tokens` tokens of `seq` computed this step, starting at its `num_computed_tokens`."""
 

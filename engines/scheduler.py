@@ -72,23 +72,26 @@ class ContinuousScheduler:
 
     def advance_running(self, plan: StepPlan, budget: int) -> int:
         """Stage 3: the next chunk of every running sequence, preempting the newest when blocks run out."""
+        blocks, chunks, running = self.blocks, plan.chunks, SequenceStatus.RUNNING
         for seq in list(self.running):  # oldest first, so preemption victims are not yet planned
-            if seq.status is not SequenceStatus.RUNNING:
+            if seq.status is not running:
                 continue
-            num = min(seq.num_uncomputed, budget)
+            uncomputed = seq.num_uncomputed
+            num = uncomputed if uncomputed < budget else budget
             if num <= 0:
                 plan.decide(Stage.ADVANCE, "defer", seq, why="token_budget")
                 continue
-            need = self.blocks.blocks_needed(seq, num)
-            while not self.blocks.can_allocate(need):
-                victim = self.running[-1]
-                self.preempt(victim, plan)
-                if victim is seq:
-                    break
-            if seq.status is not SequenceStatus.RUNNING:
-                continue
-            self.blocks.allocate(seq, need)
-            plan.chunks.append(Chunk(seq, num, yields_token=num == seq.num_uncomputed))
+            need = blocks.blocks_needed(seq, num)
+            if need:  # most decode steps stay inside the sequence's last block
+                while not blocks.can_allocate(need):
+                    victim = self.running[-1]
+                    self.preempt(victim, plan)
+                    if victim is seq:
+                        break
+                if seq.status is not running:
+                    continue
+                blocks.allocate(seq, need)
+            chunks.append(Chunk(seq, num, yields_token=num == uncomputed))
             budget -= num
         return budget
 

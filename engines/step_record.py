@@ -44,6 +44,14 @@ class StepRecord:
     # {"stage": 1..5 (`engines.stages.Stage`), "action": admit|readmit|defer|preempt|finish, "id": ..., "why": ...,
     # and the resources involved: tokens, blocks, need_blocks, free_blocks, output_tokens}
     decisions: list[dict[str, Any]]
+    # What the step computed (`engines.step_features`, counted before it ran), for fitting step-time models;
+    # its pad rows are `padded_tokens` and its held rows `idle_slots` above. Older traces read them as 0.
+    prefill_tokens: int  # real tokens of prefill chunks
+    prefill_chunks: int
+    decode_seqs: int  # one-token chunks extending a sequence that has output
+    attended_context: int  # (query row, key) pairs the attention computed
+    kv_read_tokens: int  # cached context tokens the step read
+    sampled_rows: int  # rows through the LM head
 
     def to_json(self) -> dict[str, Any]:
         """The line written to the trace (shallow: the lists are the record's own)."""

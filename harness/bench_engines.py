@@ -92,23 +92,27 @@ def bench_once(
     workload: OfflineWorkload,
     batch: int,
     step_tokens: int = OFFLINE_STEP_TOKENS,
-    continuous_first: bool = False,
+    reverse: bool = False,
 ) -> dict[str, float]:
     requests = workload.build(loaded.vocab_size, loaded.special_token_ids)
     mean_output = round(float(np.mean([r.max_tokens for r in requests])))
     prompts = [list(r.prompt_token_ids) for r in requests]
-    # on a compute thread, as the engines' loops run: the same OpenMP conditions for all three
-    raw = run_in_compute_thread(lambda: RawLoop(loaded.model).run(prompts, mean_output, batch_size=batch))
     options = {
         "static": in_process_options("static", {"max_batch": batch}, "offline"),
         "continuous": in_process_options(
             "continuous", {"max_running": batch, "max_batched_tokens": step_tokens}, "offline"
         ),
     }
-    # Which engine goes first alternates between trials, so a drift in machine load does not favour one.
-    order = ["continuous", "static"] if continuous_first else ["static", "continuous"]
-    runs = {kind: run_offline(InProcessEngine(loaded, options[kind]), requests) for kind in order}
-    static, continuous = runs["static"], runs["continuous"]
+    # Back to back with continuous in the middle, so each of its two ratios compares neighbours; the order
+    # flips between trials, so a drift in machine load does not favour one.
+    order = ["raw", "continuous", "static"]
+    runs: dict[str, Any] = {}
+    for kind in order[::-1] if reverse else order:
+        if kind == "raw":  # on a compute thread, as the engines' loops run: the same OpenMP conditions
+            runs[kind] = run_in_compute_thread(lambda: RawLoop(loaded.model).run(prompts, mean_output, batch))
+        else:
+            runs[kind] = run_offline(InProcessEngine(loaded, options[kind]), requests)
+    raw, static, continuous = runs["raw"], runs["static"], runs["continuous"]
     return {
         "raw_tok_s": raw.tok_s,
         "static_tok_s": static.tok_s,
@@ -138,7 +142,7 @@ def bench_engines(
         batch,
         step_tokens,
     )
-    trials = [bench_once(loaded, workload, batch, step_tokens, continuous_first=i % 2 == 1) for i in range(repeat)]
+    trials = [bench_once(loaded, workload, batch, step_tokens, reverse=i % 2 == 1) for i in range(repeat)]
     return {
         **median_trial(trials),
         "trials": trials,

@@ -43,8 +43,10 @@ RunOne = Callable[[Any, Sequence[Any], Path], None]  # workload, engine specs in
 
 def pair_specs(spec: Any, slowdown: float) -> dict[str, tuple[Any, Any]]:
     """(baseline, candidate) engine specs for each kind of pair."""
-    if not spec.in_process:
-        raise HarnessInputError(f"calibrate: --engine {spec.kind}: the injected slowdown needs an in-process engine")
+    if not (spec.in_process or spec.simulated):
+        raise HarnessInputError(
+            f"calibrate: --engine {spec.kind}: the injected slowdown needs an in-process or simulated engine"
+        )
     base = dataclasses.replace(spec, label="baseline")
     same = dataclasses.replace(spec, label="candidate")
     slow = dataclasses.replace(spec, label="candidate", options={**spec.options, "slowdown": slowdown})

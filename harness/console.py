@@ -91,6 +91,8 @@ def run_failure(metrics: dict[str, Any]) -> str | None:
         requests = run["summary"]["requests"]
         if requests["total"] and not requests["succeeded"]:
             kinds = requests.get("failures_by_type") or {}
+            if not kinds and run.get("stopped_early"):
+                continue  # a stop rule aborted all it had sent: the stop line says why, and that is a result
             top = max(kinds, key=kinds.get) if kinds else "unknown"  # type: ignore[arg-type]
             example = run.get("first_error") or "-"
             return (

@@ -13,7 +13,7 @@ from typing import Any
 
 from engines.api import Engine
 from engines.model.embedded import EmbeddedModelConfig
-from engines.options import IN_PROCESS, KINDS, OPTIONS, check_options, defaults, in_process_options
+from engines.options import IN_PROCESS, KINDS, OPTIONS, SIMULATED, check_options, defaults, in_process_options
 from harness.errors import HarnessInputError
 
 EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
@@ -31,6 +31,14 @@ class EngineSpec:
     def in_process(self) -> bool:
         return self.kind in IN_PROCESS
 
+    @property
+    def simulated(self) -> bool:
+        return self.kind in SIMULATED
+
+    @property
+    def has_step_trace(self) -> bool:
+        return self.in_process or self.simulated
+
 
 def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[EngineSpec]:
     """Specs from `--engine` texts over checked flag `defaults` (None: not given); labels made distinct."""
@@ -47,8 +55,11 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
             given[key.strip()] = raw.strip()
         own = check_options(kind, given, f"--engine {text!r}")
         flags = {k: v for k, v in defaults.items() if v is not None and OPTIONS[k].applies_to(kind)}
+        if kind in SIMULATED:
+            flags.pop("model", None)  # the flag is the served model's name; a simulated model is named in its spec
         options = {**flags, **own}
-        label = options.pop("label", None) or kind
+        default_label = f"sim-{options.get('scheduler') or 'continuous'}" if kind in SIMULATED else kind
+        label = options.pop("label", None) or default_label
         if kind == "http" and not options.get("url"):
             raise HarnessInputError(f"--engine {label}: http needs a url (--url or http:url=...)")
         specs.append(EngineSpec(kind, label, options))
@@ -60,6 +71,9 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
             spec.label = f"{spec.label}-{seen[spec.label]}"
     if len({s.label for s in specs}) != len(specs):
         raise HarnessInputError(f"--engine: labels must be distinct, got {[s.label for s in specs]}")
+    for spec in specs:
+        if spec.simulated:  # building one costs a config read: every bad value is caught before any work starts
+            build_engine(spec, None)
     return specs
 
 
@@ -84,6 +98,10 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
             read_timeout_s=o["read_timeout_s"],
             connections=o["connections"],
         )
+    if spec.kind in SIMULATED:
+        from engines.sim.build import build_sim_engine
+
+        return build_sim_engine(spec.options, spec.label)  # type: ignore[return-value]
     from engines.inprocess import InProcessEngine
 
     return InProcessEngine(loaded, in_process_options(spec.kind, spec.options), name=spec.label)

@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 
 class JsonlWriter:
     """Thread-safe: engine threads write step records while the event loop writes request records."""
@@ -14,12 +16,19 @@ class JsonlWriter:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: IO[str] = path.open("a", encoding="utf-8")
+        self._file: IO[bytes] = path.open("ab")
         self._lock = threading.Lock()
         self.count = 0
 
     def write(self, item: dict[str, Any]) -> None:
-        line = json.dumps(item, separators=(",", ":"), allow_nan=False) + "\n"
+        self._write((json.dumps(item, separators=(",", ":"), allow_nan=False) + "\n").encode())
+
+    def write_fast(self, item: Any) -> None:
+        """The same line by orjson, several times faster: for records that hold no NaN (orjson would write
+        null where `write` refuses), such as a simulated engine's token times."""
+        self._write(orjson.dumps(item) + b"\n")
+
+    def _write(self, line: bytes) -> None:
         with self._lock:
             self._file.write(line)
             self._file.flush()  # in the OS's hands now: a killed process loses nothing written

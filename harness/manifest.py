@@ -21,7 +21,9 @@ ENVIRONMENT = (
     "OMP_PROC_BIND",
     "OMP_PLACES",
 )
-PACKAGES = ("batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly")
+PACKAGES = (
+    "batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly", "orjson",
+)  # fmt: skip
 
 
 def git_state() -> dict[str, Any]:

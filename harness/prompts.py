@@ -15,7 +15,9 @@ directory, else the embedded model's. Three kinds of prompt, one per way an engi
   tokenizer's chat template, else batchmark serve's fallback template) has exactly `input_tokens`
   tokens: the chat template adds tokens of its own (14 for the fallback on the embedded tokenizer),
   and counting the whole templated prompt is what the model prefills and what the server's usage
-  reports. The request's ids are the templated prompt's.
+  reports. The request's ids are the templated prompt's;
+- `lengths`: for simulated engines, which count a prompt's tokens and never read them: a prompt is
+  `range(n)`, so a run of simulated engines over a whole trace builds no tokens and needs no tokenizer.
 
 Lengths that could not be met (a prompt shorter than the chat template itself) are counted, listed in
 the manifest and printed; the server's own count (`usage.prompt_tokens`) is cross-checked per request
@@ -43,7 +45,7 @@ def prompt_kind(kind: str, options: dict[str, Any], text_in_run: bool) -> str:
 class RunPrompts:
     """One schedule per prompt kind the run needs: the same requests, times and lengths in each."""
 
-    tokenizer: dict[str, Any]
+    tokenizer: dict[str, Any] | None  # None: no engine of the run reads tokens (simulated engines only)
     schedules: dict[str, list[Scheduled]] = field(default_factory=dict)
     mismatches: dict[str, list[str]] = field(default_factory=dict)
 
@@ -64,12 +66,18 @@ class RunPrompts:
 
 
 def build_prompts(
-    workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info: dict[str, Any], seed: int
+    workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info: dict[str, Any] | None, seed: int
 ) -> RunPrompts:
-    """The schedules of `kinds` for `workload`, with prompts exact in `tokenizer` (a transformers tokenizer)."""
+    """The schedules of `kinds` for `workload`, with prompts exact in `tokenizer` (a transformers tokenizer;
+    None when `kinds` is only `lengths`)."""
     from workloads import as_tokenizer, text_prompts, token_id_prompts
 
     prompts = RunPrompts(tokenizer_info)
+    if "lengths" in kinds:
+        lengths = {r.request_id: range(r.input_tokens) for r in workload.requests}
+        prompts.schedules["lengths"] = schedule_from(workload, lengths, {})
+    if kinds <= {"lengths"}:
+        return prompts
     adapter = as_tokenizer(tokenizer)
     ids: dict[str, list[int]] | None = None
     texts: dict[str, str | None] = {}

@@ -12,7 +12,7 @@ is what a missing key reads as (otherwise the field's type says: 0, False, "", N
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import HarnessInputError
@@ -53,4 +53,4 @@ class RequestRecord:
     user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))  # shallow: asdict would deep-copy every token time

@@ -12,15 +12,18 @@ import gc
 import json
 import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
+from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Progress, Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
+from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
 
 
@@ -40,6 +43,7 @@ class RunSettings:
     dtype: str = "float32"
     progress: bool = False
     report: bool = True
+    n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
 
 
 def run_tokenizer(settings: RunSettings, loaded: Any) -> Any:  # -> LoadedTokenizer
@@ -52,6 +56,8 @@ def run_tokenizer(settings: RunSettings, loaded: Any) -> Any:  # -> LoadedTokeni
 
 
 def spec_prompt_kind(spec: EngineSpec, specs: list[EngineSpec]) -> str:
+    if spec.simulated:
+        return "lengths"
     return prompt_kind(spec.kind, spec.options, any(s.kind == "http" for s in specs))
 
 
@@ -79,18 +85,31 @@ async def _one_engine_run(
     settings: RunSettings,
     trial: int,
 ) -> tuple[Any, dict[str, Any]]:
+    if spec.simulated and spec.options.get("seed") is None:
+        # each simulated engine and trial draws its own noise, fixed by the run's seed (an A/A pair differs)
+        seed = (settings.seed * 1000 + trial) * 4096 + zlib.crc32(spec.label.encode()) % 4096
+        spec = EngineSpec(spec.kind, spec.label, {**spec.options, "seed": seed})
     engine = build_engine(spec, loaded)
-    steps = JsonlWriter(steps_path) if steps_path is not None else None
+    steps: Any = None
+    write_step: Any = None
+    if steps_path is not None and spec.simulated:  # a simulated hour is half a million steps: Arrow batches
+        steps = BatchedJsonlWriter(steps_path)
+        write_step = steps.write
+    elif steps_path is not None:
+        steps = JsonlWriter(steps_path)
+        write_step = lambda step: steps.write(step.to_json())  # noqa: E731
     progress = _progress_printer(spec.label, trial) if settings.progress else None
     try:
         outcome = await replay_engine(
             engine,
             schedule,
             settings.scenario,
-            lambda record: records.write(record.to_json()),
+            (lambda record: records.write_fast(record.to_json()))
+            if spec.simulated
+            else (lambda record: records.write(record.to_json())),
             label=spec.label,
             trial=trial,
-            steps=None if steps is None else lambda step: steps.write(step.to_json()),
+            steps=write_step,
             stop_rules=settings.stop_rules,
             progress=progress,
         )
@@ -122,9 +141,16 @@ def run_benchmark(
     out.mkdir(parents=True, exist_ok=True)
     if loaded is None:
         loaded = load_model_for(specs, settings)
-    tokenizer = run_tokenizer(settings, loaded)
     kinds = {spec_prompt_kind(spec, specs) for spec in specs}
-    prompts = build_prompts(workload, kinds, tokenizer.tokenizer, tokenizer.describe(), settings.seed)
+    # only simulated engines: no engine reads a token, so no tokenizer is needed (a whole trace of lengths)
+    tokenizer = run_tokenizer(settings, loaded) if kinds != {"lengths"} else None
+    prompts = build_prompts(
+        workload,
+        kinds,
+        tokenizer.tokenizer if tokenizer else None,
+        tokenizer.describe() if tokenizer else None,
+        settings.seed,
+    )
     for note in prompts.notes():
         print(f"  note: {note}")
     with JsonlWriter(out / "requests.jsonl") as writer:
@@ -177,7 +203,7 @@ def _replay_all(
         for trial in range(settings.repeat):
             for spec in specs:
                 schedule = prompts.schedules[spec_prompt_kind(spec, specs)]
-                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.in_process else None
+                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
                 outcome, described = asyncio.run(
                     _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
                 )
@@ -193,6 +219,8 @@ def _replay_all(
                         "not_sent": outcome.not_sent,
                     }
                 )
+                if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
+                    outcomes[-1]["simulation_wall_s"] = outcome.simulation_wall_s
                 gc.collect()
 
 
@@ -216,9 +244,12 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             price_per_hour=settings.price_per_hour,
             wall_time_s=outcome["wall_time_s"],
             seed=seed,
+            n_boot=settings.n_boot,
         )
         errors = subset["error_message"].dropna()
-        runs.append({**outcome, "first_error": str(errors.iloc[0]) if len(errors) else None, "summary": summary})
+        # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
+        kept = {k: v for k, v in outcome.items() if k != "simulation_wall_s"}
+        runs.append({**kept, "first_error": str(errors.iloc[0]) if len(errors) else None, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {
         "schema_version": 1,

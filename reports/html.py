@@ -32,6 +32,9 @@ header.top .sub {{ margin: 0 0 12px; color: #bcccdc; font-size: 13px; }}
 .verdict p {{ margin: 4px 0; }}
 .verdict p.lead {{ font-size: 16px; font-weight: 600; }}
 .verdict p.warn {{ color: var(--warn); font-weight: 600; }}
+.simulated {{ margin-top: 8px; padding: 6px 12px; background: #fff4e5; border-left: 5px solid var(--warn);
+              border-radius: 4px; font-size: 13px; }}
+.simulated p {{ margin: 3px 0; }}
 nav {{ position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid var(--line);
        padding: 8px 32px; display: flex; flex-wrap: wrap; gap: 4px 18px; font-size: 13px; }}
 nav a {{ color: var(--accent); text-decoration: none; }}
@@ -104,11 +107,15 @@ def _plotly_script() -> str:
     return f"<script>/* plotly.js, embedded so the report needs no network */\n{js}\n</script>"
 
 
-def page(title: str, subtitle: str, verdict_lines: list[str], sections: list[Section], footer: str) -> str:
+def page(title: str, subtitle: str, verdict_lines: list[str], sections: list[Section], footer: str,
+         notices: list[str] = ()) -> str:  # type: ignore[assignment]  # fmt: skip
     lead, *rest = verdict_lines or [""]
     verdict = f'<p class="lead">{esc(lead)}</p>' + "".join(
         f'<p class="{"warn" if "flag" in line else ""}">{esc(line)}</p>' for line in rest
     )
+    if notices:  # simulated numbers: said before any number is shown
+        verdict += '<div class="simulated" id="simulated-notice">' + "".join(f"<p>{esc(n)}</p>" for n in notices)
+        verdict += "</div>"
     nav = "".join(f'<a href="#{s.id}">{esc(s.title)}</a>' for s in sections)
     body = "".join(
         f'<section id="{s.id}"><h2>{esc(s.title)}</h2>'

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reports import fmt
+from reports import fmt, simulated
 from reports.analysis import Analysis, analyse
 from reports.compare import METRIC_NAMES
 
@@ -79,6 +79,14 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
     lines = [f"## {a.title.removeprefix('batchmark report: ')}: {', '.join(a.labels)}", ""]
     lead, *rest = a.verdict.lines or [""]
     lines += [f"**{lead}**", "", *(f"- {line}" for line in rest), ""]
+    notices = simulated.notices(a.runs)
+    lines += [*(f"> **{n}**" for n in notices), *([""] if notices else [])]
+    for real, sim, rows in simulated.fidelity_tables(a.runs):
+        cells = [[r["metric"], fmt.seconds(r["real"]) if r["unit"] == "s" else fmt.number(r["real"]),
+                  fmt.seconds(r["simulated"]) if r["unit"] == "s" else fmt.number(r["simulated"]),
+                  "–" if r["error"] is None else f"{r['error']:+.1%}"] for r in rows]  # fmt: skip
+        lines += [f"Fidelity of {sim} against the measured {real}:", ""]
+        lines += [*_table(["metric", f"{real} (measured)", f"{sim} (simulated)", "error"], cells), ""]
     lines += [*_headlines(a), ""]
     lines.append(
         "Intervals are 95%: bootstrap for percentiles, batch means for throughput and goodput, Wilson for "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reports import figures_engine as fe
 from reports import figures_latency as fl
-from reports import tables
+from reports import simulated, tables
 from reports.analysis import Analysis, analyse
 from reports.compare import Comparison
 from reports.downsample import DOWNSAMPLING
@@ -125,6 +125,25 @@ def _run_sections(runs: list[RunData]) -> list[Section]:
     return [wl, lineage]
 
 
+def _simulation_section(runs: list[RunData]) -> Section:
+    sec = Section("simulation", "Simulation", "Simulated engines ran batchmark's own schedulers in virtual time; "
+                  "each step took the time their cost model predicted (docs/simulator.md). Their parameters, then, "
+                  "for a run that also measured the real engine on the same schedule, how far the simulation "
+                  "landed from the measurement (error = simulated / measured - 1).")  # fmt: skip
+    for run in runs:
+        for name, engine in simulated.simulated_engines(run.manifest).items():
+            title = f"{run.label}/{name}" if len(runs) > 1 else name
+            sec.html(f"<h3>{esc(title)}</h3><p>{esc(simulated.cost_model_text(engine))}</p>")
+            sec.html(f"<details><summary>cost model</summary>{tables.dict_table(engine.get('cost_model'))}</details>")
+    pairs = simulated.fidelity_tables(runs)
+    for real, sim, rows in pairs:
+        sec.html(f"<h3>Fidelity: {esc(sim)} against {esc(real)}</h3>{simulated.fidelity_html(real, sim, rows)}")
+    if not pairs:
+        sec.html('<p class="note">No measured twin in these runs: the simulation\'s error here is not measured '
+                 "(see docs/simulator.md for measured fidelity).</p>")  # fmt: skip
+    return sec
+
+
 def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = None) -> str:
     """The report's HTML text (of run directories, or of an `Analysis` already made)."""
     started = time.perf_counter()
@@ -177,8 +196,10 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     )
     sources = {er.summary_source for er in series}
     about.html(f"<p>Summaries: {esc(', '.join(sorted(sources)))}. Figures show each engine's first trial.</p>")
+    notices = simulated.notices(a.runs)
     sections = [
         head,
+        *([_simulation_section(a.runs)] if notices else []),
         metrics,
         *_latency_sections(series, colors),
         *_engine_sections(series, colors),
@@ -198,7 +219,7 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         f"batchmark {_version()} · generated {stamp} in {time.perf_counter() - started:.1f} s · "
         "self-contained: opens with no network"
     )
-    return page(a.title, subtitle, v.lines, sections, footer)
+    return page(a.title, subtitle, v.lines, sections, footer, notices)
 
 
 def write_report(run_dirs: list[Path] | Analysis, out: Path, *, labels: list[str] | None = None) -> Path:

@@ -2,7 +2,8 @@
 
 Only the paged-attention kernel lives here. When no compiler is available the model runner falls back
 to a pure-torch gather + SDPA path (same results, several times slower); `kernel_info()` says which
-one a run used so the manifest records it. Imports: the standard library only (ctypes).
+one a run used so the manifest records it. `zeros_on_huge_pages` allocates the KV pool. Imports: the
+standard library only (ctypes; torch lazily, when a kernel or a tensor is asked for).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _SOURCE = Path(__file__).with_name("paged_attention.c")
 _lib: ctypes.CDLL | None = None
@@ -73,6 +75,32 @@ def load_paged_attention() -> ctypes.CDLL | None:
     lib.paged_attention.restype = ctypes.c_int
     _lib, _status = lib, f"native ({target.name})"
     return lib
+
+
+_MADV_HUGEPAGE = 14  # linux/mman.h
+_HUGE_PAGE = 2 << 20
+
+
+def zeros_on_huge_pages(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A zeroed tensor whose memory asks Linux for 2 MiB transparent huge pages before it is touched.
+
+    Decode attention walks scattered KV blocks; on 4 KiB pages a 32 MiB working set misses the TLB at
+    almost every block. Machines whose THP setting is "madvise" (the common default) only give huge
+    pages to memory that asks; elsewhere the advice is ignored and the tensor is an ordinary one.
+    """
+    import torch
+
+    tensor = torch.empty(shape, dtype=dtype)
+    nbytes = tensor.numel() * tensor.element_size()
+    if nbytes >= 2 * _HUGE_PAGE and os.uname().sysname == "Linux":
+        start = -(-tensor.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
+        length = (tensor.data_ptr() + nbytes - start) // _HUGE_PAGE * _HUGE_PAGE
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), _MADV_HUGEPAGE)
+        except (OSError, AttributeError):
+            pass  # advice only
+    return tensor.zero_()
 
 
 def kernel_info() -> str:

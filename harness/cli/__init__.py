@@ -17,7 +17,7 @@ from typing import NoReturn
 from engines import compute_threads
 from harness.errors import user_errors
 
-COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate")
+COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate", "sim")
 
 
 class OneLineParser(argparse.ArgumentParser):

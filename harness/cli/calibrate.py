@@ -76,8 +76,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
     specs = shared.engine_specs(args)
     if len(specs) != 1:
         raise HarnessInputError("calibrate: give exactly one --engine (it is paired with itself)")
-    if not specs[0].in_process:
-        raise HarnessInputError(f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process engine")
+    if not (specs[0].in_process or specs[0].simulated):
+        raise HarnessInputError(
+            f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process or simulated engine"
+        )
     base_seed = args.seed or 0
     workload, overrides = shared.load_run_workload(args, specs, seed=base_seed)
     overrides.pop("seed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="replay a workload against one or more engines")
     shared.add_run_flags(run)
     run.set_defaults(run=run_command)
-    demo = sub.add_parser("demo", help="the default benchmark: an Azure conv slice, static vs continuous")
+    demo = sub.add_parser(
+        "demo", help="the default benchmark: an Azure conv slice, static vs continuous; then the whole trace simulated"
+    )
     shared.add_run_flags(demo)
     demo.set_defaults(run=demo_command, workload=DEMO_DEFAULTS["workload"])
 
@@ -52,6 +55,11 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         print(f"  note: {note}")
     metrics = run_benchmark(workload, specs, settings, sys.argv)
     print_summary(metrics)
+    if any(spec.simulated for spec in specs):
+        from harness.metrics.simulation import manifest_notices
+
+        for line in manifest_notices(json.loads((settings.out_dir / "manifest.json").read_text(encoding="utf-8"))):
+            print(line)
     if settings.report:
         _write_report(settings.out_dir)
     return settings.out_dir, metrics
@@ -80,8 +88,16 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    """Azure conv, a slice replayed faster than real time so the embedded model is loaded hard."""
+    """Azure conv, a slice replayed faster than real time so the embedded model is loaded hard; then the
+    whole trace at its real rate, simulated for Llama-3.1-8B on one H100 (harness/demo_at_scale.py)."""
+    from harness.demo_at_scale import simulate_at_scale
+
     for name, value in DEMO_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    return run_command(args)
+    out, _ = execute(args)
+    print(f"run directory: {out.resolve()}")
+    scale = simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"))
+    if not args.no_report:
+        _write_report(scale)
+    return 0

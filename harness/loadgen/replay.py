@@ -2,8 +2,8 @@
 
 `batchmark run` (and through it `sweep`, `demo` and the pytest plugin), gate calibration's paired replays
 and `bench engines` all replay through `replay_engine`: start the engine, offer the schedule as the
-scenario says, hand each request's record to the sink as it finishes (and each step record, on the
-records' clock, to the step sink), stop the engine.
+scenario says (in real time, or in virtual time for a simulated engine), hand each request's record to
+the sink as it finishes (and each step record, on the records' clock, to the step sink), stop the engine.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from engines.api import Engine, Request
 from engines.step_record import StepRecord
 from harness.loadgen.scenarios import LoopOutcome, Progress, RecordSink, Scenario, Scheduled, run_scenario
 from harness.loadgen.stop_rules import StopRules
+from harness.loadgen.virtual import is_virtual, run_virtual_scenario
 
 # An in-process engine's thread holds the GIL between torch calls; the default 5 ms switch interval
 # would let it delay the dispatcher by that much. 0.5 ms keeps schedule lag well under 1 ms.
@@ -36,16 +37,21 @@ def dispatcher_first() -> Iterator[None]:
         sys.setswitchinterval(switch)
 
 
-def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], seed: int) -> list[Scheduled]:
+def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], seed: int,
+                   lengths_only: bool = False) -> list[Scheduled]:  # fmt: skip
     """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
-    trace's output length is what every engine must produce)."""
+    trace's output length is what every engine must produce). `lengths_only`: no engine reads the ids
+    (simulated engines count tokens), so a prompt is `range(n)` instead of n drawn ids."""
     from workloads import token_id_prompts
 
-    prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
+    if lengths_only:
+        prompts: dict[str, Any] = {r.request_id: range(r.input_tokens) for r in workload.requests}
+    else:
+        prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
     return schedule_from(workload, prompts, {})
 
 
-def schedule_from(workload: Any, ids: dict[str, list[int]], texts: dict[str, str | None]) -> list[Scheduled]:
+def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | None]) -> list[Scheduled]:
     """The workload's requests with these prompts: token ids per request id, and text where there is one
     (else the request's own text, if it brought any)."""
     return [
@@ -79,7 +85,17 @@ async def replay_engine(
     progress: Progress | None = None,
 ) -> LoopOutcome:
     """Start `engine`, offer it `schedule`, stop it. Step records reach `steps` with times on the records'
-    clock (seconds from the loop's t0)."""
+    clock (seconds from the loop's t0). A virtual-time engine (the simulator) is offered it in virtual
+    time (`virtual.py`): its clock starts at t0 = 0, so its step records need no shift."""
+    if is_virtual(engine):
+        engine.set_step_sink(steps)
+        await engine.start()
+        try:
+            return run_virtual_scenario(engine, schedule, sink, scenario, label=label, trial=trial,  # type: ignore[arg-type]
+                                        stop_rules=stop_rules, progress=progress)  # fmt: skip
+        finally:
+            await engine.stop()
+            engine.set_step_sink(None)
     origin = [0.0]
 
     def shifted(record: StepRecord) -> None:

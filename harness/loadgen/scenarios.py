@@ -17,7 +17,6 @@ The clock is `time.perf_counter()` (monotonic, sub-microsecond); record times ar
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
+from harness.collector import collector_paused
 from harness.loadgen.stop_rules import StopRules, StopState
 from harness.records import RequestRecord
 
@@ -75,6 +75,7 @@ class LoopOutcome:
     wall_time_s: float = 0.0
     stopped_early: dict[str, Any] | None = None
     not_sent: int = 0
+    simulation_wall_s: float | None = None  # virtual-time engines: wall_time_s is virtual, this is real
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -165,7 +166,7 @@ async def run_open_loop(
 ) -> LoopOutcome:
     """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
-    with _gc_paused():  # before t0 is fixed: the full collection it starts with can take 100+ ms
+    with collector_paused(collect_first=True):  # before t0 is fixed: that full collection can take 100+ ms
         run.t0 = time.perf_counter() + LEAD_IN_S
         if on_start is not None:
             on_start(run.t0)
@@ -222,7 +223,7 @@ async def run_closed_loop(
             if think_time_s > 0:
                 await asyncio.sleep(think_time_s)
 
-    with _gc_paused():
+    with collector_paused(collect_first=True):
         await asyncio.gather(*(asyncio.create_task(user(i)) for i in range(users)))
         return await _finish(run, len(schedule), ticker)
 
@@ -254,18 +255,6 @@ async def run_scenario(
     if scenario.kind == "offline":
         schedule = [replace(item, at=0.0) for item in schedule]
     return await run_open_loop(engine, schedule, sink, **common)
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _ticker(run: _Run, total: int, progress: Progress | None) -> asyncio.Task | None:

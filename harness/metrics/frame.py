@@ -8,7 +8,6 @@ report them), text columns are pandas strings, list columns hold Python lists.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable, Mapping
 from itertools import chain
@@ -16,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
+from harness.collector import collector_paused
 from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, RowError, typed
 from harness.records import RecordError, RequestRecord
 
@@ -102,7 +103,7 @@ def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], l
     skipped: list[dict[str, Any]] = []
     for pos, (lineno, line) in enumerate(numbered):
         try:
-            obj = json.loads(line)
+            obj = orjson.loads(line)  # json.loads' values, several times faster (a simulated trace: 400k lines)
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:
@@ -133,13 +134,14 @@ def load_steps(path: str | Path) -> pd.DataFrame:
 
 
 def _load(path: str | Path, make: Any) -> pd.DataFrame:
-    objects, lines, skipped = _read_numbered(path)
-    try:
-        frame = make(objects)
-    except RowError as exc:
-        raise RecordError(f"{path}:{lines[exc.row] if exc.row < len(lines) else '?'}: {exc.what}") from None
-    except RecordError as exc:
-        raise RecordError(f"{path}: {exc}") from None
+    with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
+        objects, lines, skipped = _read_numbered(path)
+        try:
+            frame = make(objects)
+        except RowError as exc:
+            raise RecordError(f"{path}:{lines[exc.row] if exc.row < len(lines) else '?'}: {exc.what}") from None
+        except RecordError as exc:
+            raise RecordError(f"{path}: {exc}") from None
     frame.attrs["skipped_lines"] = skipped
     return frame
 

@@ -1,9 +1,9 @@
 """Report build time (`make bench`): a 100,000-request run's report builds in <= 10 s and stays <= 15 MB.
 
-The run directory is synthetic (tests.fixtures.run_dirs, numpy; no engine runs) but shaped like a real one:
-static and continuous engines on one 100k-request schedule, records with every token time, step traces
-with their id lists, metrics.json. Times the in-process `write_report` call (imports excluded) and
-reports the median of 3 builds.
+The run directory is simulated (tests.fixtures.run_dirs: the real schedulers in virtual time) and so
+exactly a real one's: static and continuous engines on one 100k-request schedule, records with every
+token time, step traces with their id lists, metrics.json. Times the in-process `write_report` call
+(imports excluded) and reports the median of 3 builds.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ def run_100k(tmp_path_factory: pytest.TempPathFactory) -> Path:
         slots=32,
         mean_output=32,
         rate=0.7 * capacity_rps(32, 32),
-        running_ids=True,
         n_boot=1000,
     )
     sizes = {p.relative_to(run).as_posix(): p.stat().st_size / 1e6 for p in run.rglob("*") if p.is_file()}

@@ -66,3 +66,14 @@ def test_torch_attention_path_matches_reference(embedded, requests_and_reference
     assert engine.runner.attention_backend == "torch gather + sdpa"
     run = drive(engine, requests[:12])
     assert_same_tokens(run, {r.request_id: reference[r.request_id] for r in requests[:12]})
+
+
+def test_raw_loop_matches_reference(embedded):
+    """The ceiling `bench engines` measures against computes the same greedy tokens (it shares the layer code)."""
+    from engines.raw_loop import RawLoop
+
+    requests = mixed_requests(6, seed=3, vocab=embedded.model.config.vocab_size, prompt=(24, 24))
+    prompts = [list(r.prompt_token_ids) for r in requests]
+    result = RawLoop(embedded.model).run(prompts, 12, batch_size=4)
+    assert result.output_tokens == 6 * 12 and result.steps == 2 * 12
+    assert result.tokens == [reference_greedy(embedded.model, prompt, 12) for prompt in prompts]

@@ -54,11 +54,13 @@ def test_a_gate_rules_file_that_is_not_utf8(tmp_path, capsys, zero_run):
     ("field", "value", "expected"),
     [
         ("priority", "high", "priority: expected an integer, found 'high'"),
-        ("priority", 2**70, "priority: expected an integer, found 1180591620717411303424"),
+        # orjson reads an integer past 64 bits as a float; either way it is no record's priority
+        ("priority", 2**70, "priority: expected an integer, found 1.1805916207174113e+21"),
         ("token_times", [0.1, None], "token_times: expected a list of numbers, found [0.1, None]"),
         ("token_times", 1.5, "token_times: expected a list of numbers, found 1.5"),
         ("t_sent", [1], "t_sent: expected a number or null, found [1]"),
-        ("request_id", "\ud800", "request_id: not valid Unicode (a lone surrogate)"),
+        # a lone surrogate: orjson refuses the line (the frame's own check covers records built in memory)
+        ("request_id", "\ud800", "not a JSON object: no low surrogate in string: line 1 column 17 (char 16)"),
         ("request_id", None, "request_id: missing (every record needs it)"),
     ],
 )

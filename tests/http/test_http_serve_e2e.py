@@ -10,14 +10,8 @@ run by `make bench`; the transport alone costs ~0.9 ms, see test_http_overhead.p
 from __future__ import annotations
 
 import asyncio
-import os
-import queue
 import signal
 import statistics
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,6 +28,7 @@ from harness.loadgen import Scheduled, run_open_loop
 from harness.metrics.frame import records_frame
 from harness.metrics.latency import request_latencies
 from harness.probe import ProbeConfig, format_result, run_probe
+from tests.http.serve_process import ServeProcess
 
 pytestmark = pytest.mark.slow
 
@@ -41,74 +36,15 @@ MODEL = "e2e-model"
 KV_MB = 16
 TTFT_OVERHEAD_LIMIT_S = 0.005  # the stated bound on the median extra TTFT over HTTP
 SPACING_S = 0.1  # light open-loop load (requests overlap little): the comparison is about the transport
-STARTUP_S = 180.0  # torch + the embedded model on a busy 2-core machine
-
-
-class ServeProcess:
-    def __init__(self, *args: str) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "serve",
-            "--port",
-            "0",
-            "--served-model-name",
-            MODEL,
-            "--kv-memory-mb",
-            str(KV_MB),
-            *args,
-        ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        self.lines: list[str] = []
-        self.url = ""
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._pump, daemon=True)
-        self._reader.start()
-
-    def wait_ready(self, timeout_s: float = STARTUP_S) -> str:
-        deadline = time.monotonic() + timeout_s
-        while not self.url and time.monotonic() < deadline:
-            try:
-                line = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                raise RuntimeError(f"batchmark serve exited: {''.join(self.lines)}")
-            if "listening on " in line:
-                self.url = line.split("listening on ", 1)[1].strip()
-        if not self.url:
-            raise TimeoutError(f"batchmark serve did not start in {timeout_s} s: {''.join(self.lines)}")
-        return self.url
-
-    def _pump(self) -> None:  # a thread: the pipe's lines, as they come, without buffering surprises
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            self._queue.put(line)
-        self._queue.put(None)
-
-    def stop(self, timeout_s: float = 60.0, *, signalled: bool = False) -> tuple[int, str]:
-        """SIGTERM (unless the caller already sent one: a second signal is not what is under test), then wait."""
-        if not signalled and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        self._reader.join(timeout=10)
-        return self.proc.returncode, "".join(self.lines)
 
 
 @pytest.fixture(scope="module")
 def servers():
-    static = ("--engine", "static", "--max-batch", "16", "--batch-timeout-ms", "20", "--threads", "1")
+    common = ("--served-model-name", MODEL, "--kv-memory-mb", str(KV_MB), "--threads", "1")
     procs = {
-        "continuous": ServeProcess("--engine", "continuous", "--max-running", "16", "--threads", "1"),
-        "static": ServeProcess(*static),
-        "serial": ServeProcess("--engine", "static", "--max-batch", "1", "--threads", "1"),  # no batching at all
+        "continuous": ServeProcess(*common, "--engine", "continuous", "--max-running", "16"),
+        "static": ServeProcess(*common, "--engine", "static", "--max-batch", "16", "--batch-timeout-ms", "20"),
+        "serial": ServeProcess(*common, "--engine", "static", "--max-batch", "1"),  # no batching at all
     }
     try:
         for proc in procs.values():

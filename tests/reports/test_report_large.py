@@ -29,7 +29,6 @@ def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         slots=32,
         mean_output=8,
         rate=0.7 * capacity_rps(32, 8),
-        running_ids=False,
         n_boot=200,
     )
 

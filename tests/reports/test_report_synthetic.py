@@ -1,5 +1,6 @@
-"""The synthetic run directory has the shapes the report must show: static batches drain, continuous
-batching refills; records and traces agree with each other and with the metrics loaders."""
+"""The simulated run directories the report tests use have the shapes the report must show (the real
+schedulers' own): static batches drain, continuous batching refills; records and traces agree with each
+other and with the metrics loaders."""
 
 from __future__ import annotations
 
@@ -47,7 +48,10 @@ def test_continuous_keeps_slots_full_under_load(tmp_path: Path) -> None:
     steps = load_steps(run / "steps" / "continuous-t0.jsonl")
     queued = steps["waiting"] > 0
     assert queued.mean() > 0.2
-    assert (steps.loc[queued, "num_running"] == 8).all()  # work waiting: every slot busy
+    busy = steps["num_running"] == 8
+    # work waiting: every slot busy, unless prefill chunks spent the step's token budget (the scheduler says so)
+    assert (busy | (steps["blocked_reason"] == "token_budget"))[queued].all()
+    assert busy[queued].mean() > 0.95
     assert (steps["idle_slots"] == 0).all()
     assert set(steps["phase"]) <= {"prefill", "decode", "mixed"}
 

@@ -19,6 +19,7 @@ SYNTHETIC = [
     "kv-pressure",
     "noisy-neighbour",
     "prefill-storm",
+    "step-profile",
 ]
 
 
@@ -42,6 +43,14 @@ def test_chat_small_is_sized_for_a_tiny_model() -> None:
     n_out = np.array([r.output_tokens for r in w.requests])
     assert len(w.requests) == 64
     assert 56 <= n_in.mean() <= 72 and n_out.min() >= 8 and n_out.max() <= 128
+
+
+def test_step_profile_spans_the_step_shapes_a_fit_needs() -> None:
+    w = load_workload("step-profile")
+    n_in = np.array([r.input_tokens for r in w.requests])
+    arrivals = np.array([r.arrival_s for r in w.requests])
+    assert n_in.min() < 32 and n_in.max() > 1024  # prefill from a few tokens to long prompts
+    assert ((arrivals >= 12.0) & (arrivals < 12.5)).sum() >= 32  # a burst that fills 32 slots
 
 
 def test_hol_blocking_has_rare_very_long_outputs() -> None:

@@ -1,0 +1,103 @@
+"""A simulated engine from its options (`--engine sim:key=value,...`), every bad value caught first.
+
+Options: `scheduler` (continuous or static) and the scheduler options every in-process engine takes;
+then either `profile` (a fitted step-time profile, `batchmark sim fit`) or the roofline's `model`,
+`hardware`, `tp` and efficiency factors. A profile's measured noise is replayed unless `noise=false`
+(`seed` picks the draw; the harness passes the run's seed and trial). The KV pool is the cost model's
+capacity (roofline: device memory left after weights and activations; fitted: the pool of the run it
+was fitted on) unless `kv_blocks` or `kv_memory_mb` say otherwise.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import fields
+from typing import Any
+
+from engines.block_manager import blocks_for_budget
+from engines.errors import EngineInputError
+from engines.options import check_options, defaults
+from engines.scheduler import ContinuousConfig
+from engines.sim.engine import CostModel, SimEngine, SimOptions
+from engines.sim.fitted import load_profile
+from engines.sim.hardware import accelerator
+from engines.sim.noise import BLOCK, GAP_STREAM, BlockResampler, StepNoise
+from engines.sim.roofline import RooflineCost, RooflineParams
+from engines.sim.shape import load_shape
+from engines.static_scheduler import StaticConfig
+
+DEFAULT_MODEL = "llama-3.1-8b"  # `model` has no table default: for an http engine it means the served name
+ROOFLINE_KEYS = tuple(f.name for f in fields(RooflineParams) if f.name not in ("weight_bytes", "kv_bytes"))
+# Keys that choose the roofline's inputs; a fitted profile already fixes them.
+ROOFLINE_ONLY = ("model", "hardware", "tp", *ROOFLINE_KEYS)
+
+
+def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
+    """`values` are the spec's options (the engine option table checks them); `label` names the engine."""
+    given = {k: v for k, v in values.items() if v is not None and k != "label"}
+    checked = check_options("sim", given, f"--engine {label}")
+    o = {**defaults("sim"), **checked}
+    kind = o["scheduler"]
+    static = StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3)
+    continuous = ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
+                                  chunked_prefill=o["chunked_prefill"])  # fmt: skip
+    block_size = o["block_size"]
+    cost: CostModel
+    if o["profile"]:
+        fixed = [k for k in ROOFLINE_ONLY if k in checked]
+        if fixed:
+            raise EngineInputError(f"--engine {label}: profile= fixes the cost model; drop {', '.join(fixed)}")
+        fitted = load_profile(o["profile"])
+        cost = fitted
+        engine = fitted.engine
+        bytes_per_token = int(engine.get("kv_bytes_per_token") or 0)
+        max_context = int(engine.get("max_context") or 1 << 31)
+        default_blocks = engine.get("kv_blocks")
+        gap = fitted.step_gap_s
+        source = {"profile": str(o["profile"]), "fitted_on": fitted.fit.get("sources")}
+    else:
+        shape = load_shape(o["model"] or DEFAULT_MODEL)
+        hw = accelerator(o["hardware"])
+        params = RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS})
+        roofline = RooflineCost(shape, hw, o["tp"], params)
+        cost = roofline
+        bytes_per_token = roofline.kv_bytes_per_token
+        max_context = shape.max_context
+        capacity = roofline.kv_capacity_bytes(continuous.max_batched_tokens, continuous.max_running)
+        default_blocks = blocks_for_budget(capacity, bytes_per_token, block_size)
+        gap = 0.0
+        source = {"model": shape.name, "hardware": hw.name, "tp": roofline.tp}
+    if "kv_blocks" in checked:
+        num_blocks = int(o["kv_blocks"])
+    elif "kv_memory_mb" in checked:  # the table's default is the in-process engines': a sim's is the cost model's
+        if bytes_per_token <= 0:
+            raise EngineInputError(f"--engine {label}: kv_memory_mb needs the profile's kv_bytes_per_token")
+        num_blocks = blocks_for_budget(int(o["kv_memory_mb"] * 2**20), bytes_per_token, block_size)
+    elif default_blocks:
+        num_blocks = int(default_blocks)
+    else:
+        raise EngineInputError(f"--engine {label}: the profile records no KV pool; give kv_blocks or kv_memory_mb")
+    if num_blocks < 1:
+        raise EngineInputError(f"--engine {label}: the KV pool holds no block of {block_size} tokens")
+    step_noise = gap_noise = None
+    if o["profile"] and o["noise"] and fitted.noise:
+        seed = o["seed"] if o["seed"] is not None else zlib.crc32(label.encode())  # engines draw apart
+        step_noise = StepNoise.from_profile(fitted.noise, seed)
+        gaps = fitted.noise.get("gap_s")
+        gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
+        source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
+    options = SimOptions(kind=kind, policy=o["policy"], static=static, continuous=continuous,
+                         block_size=block_size, num_blocks=num_blocks, step_gap_s=gap,
+                         slowdown=o["slowdown"])  # fmt: skip
+    if o["twin"]:
+        source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
+    description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}
+    return SimEngine(
+        options,
+        cost,
+        max_context=max_context,
+        name=label,
+        description=description,
+        step_noise=step_noise,
+        gap_noise=gap_noise,
+    )

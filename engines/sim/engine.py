@@ -1,0 +1,191 @@
+"""The simulated engine: the real schedulers, a cost model instead of a model, a virtual clock.
+
+A discrete-event loop. The load generator hands each request over at its scheduled (virtual) time and
+lets the engine run until the next one is due (`run_until`). Each step is exactly what an in-process
+engine does: the scheduler plans (stages 2, 3, 5), the cost model predicts how long computing the plan
+takes, the clock advances by that much, and the scheduler retires what finished (stage 4), so every
+admission, deferral, preemption and finish is the unchanged scheduler's decision. Tokens exist when
+their step ends, as in the in-process engine; the step trace records the same fields.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+from engines.api import FinishEvent, Request, StepSink
+from engines.block_manager import BlockManager
+from engines.engine_core import step_record
+from engines.policy import make_policy
+from engines.scheduler import ContinuousConfig, ContinuousScheduler
+from engines.sequence import Sequence
+from engines.static_scheduler import StaticConfig, StaticScheduler
+from engines.step_features import StepFeatures, step_features
+
+SIM_TOKEN = 0  # every simulated token: no model chooses tokens, and requests end at max_tokens
+
+
+class CostModel(Protocol):
+    kind: str
+
+    def step_time(self, features: StepFeatures) -> float: ...
+    def describe(self) -> dict[str, Any]: ...
+
+
+# (t_start, t_end, admitted ids, ids that got a token at t_end, finish events) -> pause?
+StepCallback = Callable[[float, float, list[str], list[str], list[FinishEvent]], bool]
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    kind: Literal["static", "continuous"] = "continuous"
+    policy: str = "fcfs"
+    static: StaticConfig = field(default_factory=StaticConfig)
+    continuous: ContinuousConfig = field(default_factory=ContinuousConfig)
+    block_size: int = 16
+    num_blocks: int = 1
+    step_gap_s: float = 0.0  # engine-loop time between two steps (a fitted profile measures it)
+    slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
+
+
+class SimEngine:
+    """A virtual-time engine (see the module docstring). `describe()` says it is simulated and how."""
+
+    virtual_time = True
+
+    def __init__(self, options: SimOptions, cost: CostModel, *, max_context: int, name: str | None = None,
+                 description: dict[str, Any] | None = None, step_noise: Callable[[float], float] | None = None,
+                 gap_noise: Callable[[], float] | None = None) -> None:  # fmt: skip
+        self.name = name or f"sim-{options.kind}"
+        self.options = options
+        self.cost = cost
+        self.max_context = max_context
+        self.blocks = BlockManager(options.num_blocks, options.block_size)
+        policy = make_policy(options.policy)
+        self.scheduler: StaticScheduler | ContinuousScheduler
+        if options.kind == "static":
+            self.scheduler = StaticScheduler(options.static, policy, self.blocks, None)
+        else:
+            self.scheduler = ContinuousScheduler(options.continuous, policy, self.blocks, None)
+        self._description = description or {}
+        self._step_noise = step_noise  # predicted step time -> noisy one (engines.sim.noise)
+        self._gap_noise = gap_noise  # each gap between steps, instead of the mean gap
+        self.now = 0.0
+        self._seq_no = 0
+        self._step = 0
+        self.step_sink: StepSink | None = None
+
+    # -- the narrow interface the virtual-time load generator uses ----------------------------------------
+    async def start(self) -> None:
+        self.now = 0.0
+
+    async def stop(self) -> None:
+        return None
+
+    def set_step_sink(self, sink: StepSink | None) -> None:
+        self.step_sink = sink
+
+    def submit(self, request: Request, at: float) -> FinishEvent | None:
+        """Request `request` arrives at virtual time `at` (never before the clock). Returns a finish
+        event at once when the request can never be served."""
+        self.now = max(self.now, at)
+        problem = self._problem(request)
+        if problem is not None:
+            return FinishEvent(request.request_id, "error", len(request.prompt_token_ids), 0, self.now,
+                               error_type="invalid_request", error_message=problem)  # fmt: skip
+        seq = Sequence.from_request(request, self._seq_no, self.now)
+        self._seq_no += 1
+        self.scheduler.enqueue(seq)
+        return None
+
+    def abort(self, request_id: str) -> FinishEvent | None:
+        seq = self.scheduler.abort(request_id)
+        if seq is None:
+            return None
+        return FinishEvent(seq.request_id, "abort", seq.num_prompt_tokens, seq.num_output_tokens, self.now,
+                           preemptions=seq.preemptions)  # fmt: skip
+
+    def run_until(self, until: float, on_step: StepCallback) -> None:
+        """Run every step that starts before `until` (math.inf: until no work is left); idle time
+        moves the clock to `until`. Returns early when `on_step` asks to pause."""
+        scheduler, cost, gap, slowdown = self.scheduler, self.cost, self.options.step_gap_s, self.options.slowdown
+        while self.now < until:
+            if not scheduler.has_work():
+                if until != math.inf:
+                    self.now = until
+                return
+            plan = scheduler.schedule(self.now)
+            if not plan.chunks:  # a static batch still forming: wait for its timeout or the next arrival
+                wake = scheduler.next_wakeup(self.now)
+                if wake is None or wake <= self.now:
+                    raise RuntimeError(f"{self.name}: the scheduler holds work but planned nothing at t={self.now}")
+                self.now = min(wake, until)
+                continue
+            features = step_features(plan)
+            t_start = self.now
+            duration = cost.step_time(features)
+            if self._step_noise is not None:
+                duration = self._step_noise(duration)
+            if slowdown:
+                duration *= 1.0 + slowdown
+            t_end = t_start + duration
+            admitted = []
+            sampled = []  # every chunk that yields a token computes at least one
+            for chunk in plan.chunks:
+                seq = chunk.seq
+                if seq.admit_time is None:
+                    seq.admit_time = t_start
+                    admitted.append(seq.request.request_id)
+                if chunk.yields_token:
+                    sampled.append(seq.request.request_id)
+            finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
+            done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
+                                s.num_output_tokens, t_end, preemptions=s.preemptions) for s in finished]  # fmt: skip
+            if self.step_sink is not None:
+                used = self.blocks.num_used
+                self.step_sink(step_record(self._step, scheduler, plan, finished, t_start, t_end, used,
+                                           self.blocks.num_blocks, features))  # fmt: skip
+            self._step += 1
+            self.now = t_end + (gap if self._gap_noise is None else self._gap_noise())
+            if on_step(t_start, t_end, admitted, sampled, done):
+                return
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.scheduler.running) + len(self.scheduler.waiting)
+
+    def _problem(self, request: Request) -> str | None:
+        rid = request.request_id
+        n = len(request.prompt_token_ids)
+        if n == 0:
+            return f"request {rid}: empty prompt"
+        if request.max_tokens <= 0:
+            return f"request {rid}: max_tokens={request.max_tokens} must be > 0"
+        if n + request.max_tokens > self.max_context:
+            return (f"request {rid}: prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the "
+                    f"model context of {self.max_context}")  # fmt: skip
+        need = self.blocks.blocks_for_tokens(n + request.max_tokens)
+        if need > self.blocks.num_blocks:
+            return f"request {rid}: needs {need} KV blocks, the simulated pool has {self.blocks.num_blocks}"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": "sim",
+            "simulated": True,
+            "scheduler": self.options.kind,
+            "options": {
+                "policy": self.options.policy,
+                self.options.kind: asdict(
+                    self.options.static if self.options.kind == "static" else self.options.continuous
+                ),
+                "block_size": self.options.block_size,
+                "step_gap_s": self.options.step_gap_s,
+            },
+            "kv_blocks": self.blocks.num_blocks,
+            "cost_model": self.cost.describe(),
+            **self._description,
+        }

@@ -1,0 +1,184 @@
+"""The fitted cost model: step time as a linear function of the step's work, fitted on a real trace.
+
+    step = c0 + c_p x prefill tokens + c_c x prefill chunks + c_d x decode sequences
+              + c_a x attended pairs + c_pp x prompt pad rows + c_h x held rows
+
+Non-negative least squares (scipy's NNLS) on every traced step of a batchmark run, in-process or
+served: each trace record carries the step's counts (`engines.step_features`) and its measured
+duration. A feature that is zero throughout the trace (no static batch, so no pad rows) says nothing
+about its price; it is priced as its nearest measured kin (a prompt's pad row as a prefill token, a
+held slot's row as a decode sequence: what the in-process runner computes for them) and the profile
+says so. A feature that varies
+too little to separate from the others is an error naming it. The time between back-to-back steps
+(publishing events, writing the trace) is measured too and added after every simulated step, and
+what the model leaves unexplained is kept to be replayed (`engines.sim.noise`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engines.errors import EngineInputError
+from engines.sim.files import read_json_object
+from engines.sim.noise import keep_blocks, step_noise
+from engines.step_features import FEATURE_NAMES, StepFeatures
+
+PROFILE_VERSION = 1
+REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "prompt_pad_rows", "held_rows")
+KIN = {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs"}  # the price of a feature never seen
+MIN_STEPS = 50
+MIN_DISTINCT = 3  # a feature needs at least this many distinct values to be fitted
+_F = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def regressors(features: np.ndarray) -> np.ndarray:
+    """The regressor columns of step features (rows of FEATURE_NAMES): prompt pad rows are the pad rows
+    that are not held slots."""
+    f = features.astype(np.float64)
+    columns = {name: f[:, _F[name]] for name in ("prefill_tokens", "prefill_chunks", "decode_seqs",
+                                                  "attended_context", "held_rows")}  # fmt: skip
+    columns["prompt_pad_rows"] = f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]
+    return np.column_stack([columns[name] for name in REGRESSORS])
+
+
+@dataclass
+class FittedCost:
+    """A fitted profile: `step_time(features)` in seconds, plus the engine shape it was measured on."""
+
+    intercept_s: float
+    coefficients: dict[str, float]  # seconds per unit of each regressor
+    step_gap_s: float = 0.0
+    engine: dict[str, Any] = field(default_factory=dict)  # kv bytes per token, block size, model, context
+    fit: dict[str, Any] = field(default_factory=dict)  # quality and provenance
+    noise: dict[str, list[float]] = field(default_factory=dict)  # engines.sim.noise
+    kind: str = "fitted"
+
+    def __post_init__(self) -> None:
+        self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in REGRESSORS)
+
+    def step_time(self, f: StepFeatures) -> float:
+        p, c, d, a, pp, h = self._coef
+        prefill, chunks, decode, pad, held, attended = f[:6]
+        return self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held) + h * held
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "profile_version": PROFILE_VERSION,
+            "intercept_s": self.intercept_s,
+            "coefficients": self.coefficients,
+            "step_gap_s": self.step_gap_s,
+            "engine": self.engine,
+            "fit": self.fit,
+            "noise": self.noise,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        described = self.to_json()
+        described["noise"] = {k: f"{len(v)} values" for k, v in self.noise.items()}  # the manifest stays small
+        return described
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def load_profile(path: str | Path) -> FittedCost:
+    path = Path(path)
+    data = read_json_object(path, "profile")
+    if data.get("kind") != "fitted":
+        raise EngineInputError(f"{path}: not a batchmark step-time profile (write one with `batchmark sim fit`)")
+    if data.get("profile_version") != PROFILE_VERSION:
+        raise EngineInputError(f"{path}: profile_version {data.get('profile_version')!r}, expected {PROFILE_VERSION}")
+    coefficients = data.get("coefficients")
+    if not isinstance(coefficients, dict) or set(coefficients) - set(REGRESSORS):
+        raise EngineInputError(f"{path}: field 'coefficients' must map {', '.join(REGRESSORS)} to seconds")
+    for key in ("intercept_s", "step_gap_s"):
+        if not isinstance(data.get(key), int | float):
+            raise EngineInputError(f"{path}: field {key!r} must be a number of seconds")
+    noise = data.get("noise") or {}
+    if not isinstance(noise, dict) or not all(isinstance(v, list) for v in noise.values()):
+        raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")
+    return FittedCost(float(data["intercept_s"]), {k: float(v) for k, v in coefficients.items()},
+                      float(data["step_gap_s"]), data.get("engine") or {}, data.get("fit") or {}, noise)  # fmt: skip
+
+
+@dataclass
+class TraceSteps:
+    """Steps of one or more traces as arrays: features (n x len(FEATURE_NAMES)), durations, gaps."""
+
+    features: np.ndarray
+    duration_s: np.ndarray
+    gaps_s: np.ndarray  # time from a step's end to the next one's start, where the engine had work left
+    sources: list[str]
+
+
+def fit_steps(steps: TraceSteps) -> FittedCost:
+    """Non-negative least squares of duration on the regressors; errors name an unusable feature."""
+    from scipy.optimize import nnls
+
+    n = len(steps.duration_s)
+    where = ", ".join(steps.sources)
+    if n < MIN_STEPS:
+        raise EngineInputError(f"sim fit: {where}: {n} traced steps with features, need at least {MIN_STEPS}")
+    columns = [np.ones(n)]
+    used: list[str] = []
+    absent: list[str] = []
+    for name, values in zip(REGRESSORS, regressors(steps.features).T, strict=True):
+        if not values.any():
+            absent.append(name)
+            continue
+        distinct = np.unique(values).size
+        if distinct < MIN_DISTINCT:
+            raise EngineInputError(
+                f"sim fit: {where}: feature {name!r} has no variation to fit ({distinct} distinct value"
+                f"{'s' if distinct != 1 else ''} over {n} steps); record a run with more varied load"
+            )
+        used.append(name)
+        columns.append(values)
+    x = np.column_stack(columns)
+    scale = np.abs(x).max(axis=0)
+    solution, _ = nnls(x / scale, steps.duration_s)  # unweighted: the mean step, so throughput, is unbiased
+    coef = solution / scale
+    if np.linalg.matrix_rank(x / scale) < x.shape[1]:
+        raise EngineInputError(f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
+                               "record a run that mixes prefill and decode")  # fmt: skip
+    predicted = x @ coef
+    resid = steps.duration_s - predicted
+    total = float(np.sum((steps.duration_s - steps.duration_s.mean()) ** 2))
+    coefficients = {name: 0.0 for name in REGRESSORS}
+    coefficients.update({name: float(c) for name, c in zip(used, coef[1:], strict=True)})
+    borrowed = {name: KIN[name] for name in absent if name in KIN}
+    for name, kin in borrowed.items():  # a row nobody measured costs what the row it computes like costs
+        coefficients[name] = coefficients[kin]
+    gap = _mean_gap(steps.gaps_s)
+    fit = {
+        "steps": n,
+        "sources": steps.sources,
+        "regressors": used,
+        "absent": absent,
+        "borrowed": borrowed,
+        "r2": 1.0 - float(np.sum(resid**2)) / total if total > 0 else None,
+        "rmse_s": float(np.sqrt(np.mean(resid**2))),
+        "mean_step_s": float(steps.duration_s.mean()),
+        "total_error": float(predicted.sum() / steps.duration_s.sum() - 1.0),
+        "back_to_back_gaps": int(steps.gaps_s.size),
+    }
+    noise = step_noise(predicted, steps.duration_s)
+    if steps.gaps_s.size:
+        noise["gap_s"] = keep_blocks(steps.gaps_s)
+    return FittedCost(float(coef[0]), coefficients, gap, {}, fit, noise)
+
+
+def _mean_gap(gaps: np.ndarray) -> float:
+    """Mean gap between back-to-back steps, the slowest 1% left out (a pause of the shared machine,
+    not the loop's cost)."""
+    if gaps.size == 0:
+        return 0.0
+    keep = gaps[gaps <= np.percentile(gaps, 99)]
+    return float(max(0.0, keep.mean()))

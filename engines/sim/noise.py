@@ -1,0 +1,94 @@
+"""Measured noise, replayed: a fitted profile keeps what its model did not explain, and the simulator
+draws it back, so a simulated run varies as the measured one did (tails included).
+
+Kept from the fitted trace, in step order: each step's measured / predicted duration, filed by the
+size of the prediction (log-spaced bins: a 2 ms decode step and a 2 s padded prefill do not wobble
+alike), and each back-to-back gap between steps. The simulator multiplies each predicted step by a
+ratio drawn from its size's bin and replays the gaps, in blocks of consecutive values from seeded
+random offsets (a block bootstrap): a slow stretch of the measured machine (another process on the
+cores, a garbage collection) stays a stretch instead of being spread thin over the run. The same seed
+draws the same values, so identical seeds give identical metrics.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+BLOCK = 64
+KEEP = 4096  # values kept per series (evenly spaced blocks of a longer one)
+BINS_PER_DECADE = 2
+MIN_PER_BIN = 32  # a bin with fewer steps joins its neighbour
+STEP_STREAM, GAP_STREAM = 1, 2  # seed-sequence tags: the draws of one series never depend on the other's
+
+
+class BlockResampler:
+    """Consecutive values from random offsets, `block` at a time."""
+
+    def __init__(self, values: list[float], seed: int | list[int], block: int = BLOCK) -> None:
+        if not values:
+            raise ValueError("nothing to resample")
+        self._values = [float(v) for v in values]
+        self._block = max(1, min(block, len(values)))
+        self._rng = np.random.default_rng(seed)
+        self._pos = 0
+        self._left = 0
+
+    def __call__(self) -> float:
+        if not self._left:
+            self._pos = int(self._rng.integers(0, len(self._values) - self._block + 1))
+            self._left = self._block
+        value = self._values[self._pos]
+        self._pos += 1
+        self._left -= 1
+        return value
+
+
+class StepNoise:
+    """predicted step time -> a noisy one: times a ratio replayed from the bin of its size."""
+
+    def __init__(self, edges: list[float], ratios: list[list[float]], seed: int) -> None:
+        self._edges = edges  # upper bounds of all bins but the last, seconds
+        self._bins = [BlockResampler(r, [seed, STEP_STREAM, i]) for i, r in enumerate(ratios)]
+
+    def __call__(self, predicted: float) -> float:
+        return predicted * self._bins[bisect.bisect_right(self._edges, predicted)]()
+
+    @classmethod
+    def from_profile(cls, noise: dict, seed: int) -> StepNoise | None:
+        ratios = [noise[k] for k in sorted((k for k in noise if k.startswith("step_ratio_")), key=_bin_index)]
+        if not ratios or not all(ratios):
+            return None
+        return cls(list(noise.get("step_bin_edges_s") or []), ratios, seed)
+
+
+def _bin_index(key: str) -> int:
+    return int(key.rsplit("_", 1)[1])
+
+
+def step_noise(predicted: np.ndarray, measured: np.ndarray) -> dict[str, list[float]]:
+    """The ratio series of a trace, binned by prediction (for `StepNoise`), in step order within a bin."""
+    ratio = measured / np.maximum(predicted, 1e-9)
+    logs = np.log10(np.maximum(predicted, 1e-9))
+    lo, hi = math.floor(logs.min() * BINS_PER_DECADE), math.ceil(logs.max() * BINS_PER_DECADE)
+    edges = [10 ** (k / BINS_PER_DECADE) for k in range(lo + 1, hi)]
+    index = np.searchsorted(edges, predicted, side="right")
+    while len(edges) and (counts := np.bincount(index, minlength=len(edges) + 1)).min() < MIN_PER_BIN:
+        small = int(counts.argmin())
+        drop = small - 1 if small == len(edges) else small  # merge into the next bin (the last: the previous)
+        edges.pop(drop)
+        index = np.searchsorted(edges, predicted, side="right")
+    out: dict[str, list[float]] = {"step_bin_edges_s": edges}
+    for b in range(len(edges) + 1):
+        out[f"step_ratio_{b}"] = keep_blocks(ratio[index == b])
+    return out
+
+
+def keep_blocks(values: np.ndarray, keep: int = KEEP, block: int = BLOCK) -> list[float]:
+    """At most `keep` values of a series, as evenly spaced runs of `block` consecutive ones."""
+    if values.size <= keep:
+        return values.tolist()
+    starts = np.linspace(0, values.size - block, keep // block).astype(np.int64)
+    return np.concatenate([values[s : s + block] for s in starts]).tolist()

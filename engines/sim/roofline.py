@@ -1,0 +1,134 @@
+"""The roofline cost model: a step is as slow as its compute or its memory traffic, whichever is slower.
+
+    compute  = FLOPs_prefill / (mfu_prefill x peak) + FLOPs_decode / (mfu_decode x peak)
+    memory   = (weights + KV read + KV written) / (mbu x bandwidth)
+    step     = max(compute, memory) + overhead + all-reduce (when tp > 1)
+
+per device, with every matrix split `tp` ways (Megatron-style tensor parallelism). FLOPs: 2 per weight
+per row through the layers (pad rows included: they are computed), 2 x hidden x vocab per row through
+the LM head, and 4 x layers x heads x head_dim per attended (query, key) pair. Bytes: the weights once
+per step, the cached keys and values each chunk reads, and the ones the step writes. All-reduce: two per
+layer (after attention and after the MLP), ring algorithm, `allreduce_latency_us` each plus
+2 (tp - 1) / tp x rows x hidden x 2 bytes over the device's link bandwidth.
+
+KV capacity = memory x gpu_memory_utilization - weights - activation reserve, per device, times tp
+(docs/simulator.md gives every term). Defaults: MFU 0.45 prefill and 0.30 decode (BLIS's), MBU 0.80,
+1 ms per-step overhead; each is an engine option.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from engines.errors import EngineInputError
+from engines.options import OPTIONS
+from engines.sim.hardware import Accelerator
+from engines.sim.shape import ModelShape
+from engines.step_features import StepFeatures
+
+GB = 1e9
+
+
+def _default(name: str) -> float:
+    return OPTIONS[name].default
+
+
+@dataclass(frozen=True)
+class RooflineParams:
+    """Efficiency factors and memory settings; defaults from the engine option table."""
+
+    mfu_prefill: float = _default("mfu_prefill")
+    mfu_decode: float = _default("mfu_decode")
+    mbu: float = _default("mbu")
+    overhead_ms: float = _default("overhead_ms")  # scheduling, input preparation, launches: per step
+    allreduce_latency_us: float = _default("allreduce_latency_us")
+    gpu_memory_utilization: float = _default("gpu_memory_utilization")
+    activation_gb: float | None = None  # activation reserve per device; None: estimated (see kv_capacity_bytes)
+    weight_bytes: int = 2  # bf16
+    kv_bytes: int = 2
+
+    def validate(self) -> None:
+        for name in ("mfu_prefill", "mfu_decode", "mbu", "gpu_memory_utilization"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise EngineInputError(f"sim: {name}={value} must be in (0, 1]")
+        for name in ("overhead_ms", "allreduce_latency_us"):
+            if getattr(self, name) < 0:
+                raise EngineInputError(f"sim: {name}={getattr(self, name)} must be >= 0")
+
+
+class RooflineCost:
+    """Step time of `shape` on `tp` devices of `hw` (see the module docstring for the formula)."""
+
+    kind = "roofline"
+
+    def __init__(self, shape: ModelShape, hw: Accelerator, tp: int, params: RooflineParams) -> None:
+        params.validate()
+        if tp < 1 or shape.heads % tp:
+            raise EngineInputError(f"sim: tp={tp} must divide {shape.name}'s {shape.heads} attention heads")
+        self.shape, self.hw, self.tp, self.params = shape, hw, tp, params
+        kv_heads = math.ceil(shape.kv_heads / tp)  # fewer KV heads than devices: each device keeps a copy
+        self.kv_bytes_per_token_device = 2 * shape.layers * kv_heads * shape.head_dim * params.kv_bytes
+        self.kv_bytes_per_token = self.kv_bytes_per_token_device * tp
+        self.weight_bytes_device = shape.params * params.weight_bytes / tp
+        peak = hw.bf16_tflops * 1e12
+        self._row_flops = 2.0 * shape.layers * shape.layer_params / tp
+        self._head_flops = 2.0 * shape.lm_head_params / tp
+        self._pair_flops = 4.0 * shape.layers * shape.heads * shape.head_dim / tp
+        self._prefill_rate = params.mfu_prefill * peak
+        self._decode_rate = params.mfu_decode * peak
+        self._bandwidth = params.mbu * hw.memory_tb_s * 1e12
+        self._overhead = params.overhead_ms / 1e3
+        if tp > 1:
+            self._ar_fixed = 2 * shape.layers * params.allreduce_latency_us / 1e6
+            self._ar_per_row = 2 * shape.layers * 2 * (tp - 1) / tp * shape.hidden * 2 / (hw.link_gb_s * GB)
+        else:
+            self._ar_fixed = self._ar_per_row = 0.0
+
+    def step_time(self, f: StepFeatures) -> float:
+        prefill, _, decode, pad, held, attended, kv_read, sampled = f
+        prefill_rows = prefill + pad - held  # prompt padding runs inside its prefill's GEMMs
+        rows = prefill + decode + pad
+        pair_head = self._pair_flops * attended + self._head_flops * sampled  # split in proportion to rows
+        prefill_share = prefill_rows / rows if rows else 0.0
+        prefill_flops = self._row_flops * prefill_rows + prefill_share * pair_head
+        decode_flops = self._row_flops * (rows - prefill_rows) + (1.0 - prefill_share) * pair_head
+        compute = prefill_flops / self._prefill_rate + decode_flops / self._decode_rate
+        memory = (self.weight_bytes_device + self.kv_bytes_per_token_device * (kv_read + rows)) / self._bandwidth
+        return max(compute, memory) + self._overhead + (self._ar_fixed + self._ar_per_row * rows if rows else 0.0)
+
+    def kv_capacity_bytes(self, max_batched_tokens: int, max_running: int) -> int:
+        """KV bytes across all tp devices: memory x utilisation - weights - activation reserve, per device.
+
+        The activation reserve, when not given, is the peak of one step at the token budget: the MLP's
+        gate and up outputs plus four hidden-sized buffers per token (bf16), and fp32 logits for every
+        sequence that samples; vLLM sizes its pool the same way, by profiling such a step."""
+        shape, p = self.shape, self.params
+        if p.activation_gb is not None:
+            activation = p.activation_gb * GB
+        else:
+            per_token = (2 * shape.intermediate / self.tp + 4 * shape.hidden) * 2
+            activation = max_batched_tokens * per_token + max_running * shape.vocab * 4
+        usable = self.hw.memory_gb * GB * p.gpu_memory_utilization
+        free = usable - self.weight_bytes_device - activation
+        if free <= 0:
+            need = (self.weight_bytes_device + activation) / GB
+            raise EngineInputError(
+                f"sim: {shape.name} does not fit on {self.tp} x {self.hw.name}: {need:.1f} GB of weights and "
+                f"activations per device, {usable / GB:.1f} GB usable ({p.gpu_memory_utilization:.0%} of "
+                f"{self.hw.memory_gb:g} GB); raise tp"
+            )
+        return int(free * self.tp)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "model": self.shape.to_json(),
+            "hardware": self.hw.to_json(),
+            "tp": self.tp,
+            "params": asdict(self.params),
+            "weight_gb_per_device": self.weight_bytes_device / GB,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+        }

@@ -1,0 +1,109 @@
+"""A transformer's shape from its Hugging Face config.json: parameters, KV bytes per token, FLOPs.
+
+Decoder-only, pre-norm, gated MLP (Llama, Qwen2, Mistral): per layer q/k/v/o projections and three MLP
+matrices; an embedding table and an LM head (shared when `tie_word_embeddings`). Norms and biases are
+a rounding error and are left out of the FLOPs (their bytes are counted with the weights).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from engines.errors import EngineInputError
+from engines.sim.files import read_json_object
+
+CONFIG_DIR = Path(__file__).with_name("configs")
+REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "float8": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    source: str  # the config file it came from
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    max_context: int
+    tied_embeddings: bool
+
+    @property
+    def layer_params(self) -> int:
+        """Weights of one layer's matrices (q, k, v, o and the gated MLP's three)."""
+        q_o = 2 * self.hidden * self.heads * self.head_dim
+        k_v = 2 * self.hidden * self.kv_heads * self.head_dim
+        return q_o + k_v + 3 * self.hidden * self.intermediate
+
+    @property
+    def lm_head_params(self) -> int:
+        return self.hidden * self.vocab
+
+    @property
+    def params(self) -> int:
+        """All weights: layers, embedding table, LM head (once when tied), norms."""
+        embed = self.vocab * self.hidden
+        norms = (2 * self.layers + 1) * self.hidden
+        return self.layers * self.layer_params + embed + (0 if self.tied_embeddings else self.lm_head_params) + norms
+
+    def kv_bytes_per_token(self, element_bytes: int = 2) -> int:
+        """Keys and values of one token in every layer."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * element_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "params": self.params, "kv_bytes_per_token_bf16": self.kv_bytes_per_token()}
+
+
+def known_models() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+
+
+def load_shape(name_or_path: str) -> ModelShape:
+    """A shipped config by name (`llama-3.1-8b`) or any config.json path; bad input raises one line."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".json" or "/" in name_or_path or path.exists()):
+        path = CONFIG_DIR / f"{name_or_path.lower()}.json"
+        if not path.is_file():
+            raise EngineInputError(f"sim: unknown model {name_or_path!r} (known: {', '.join(known_models())}; "
+                                   "or give a config.json path)")  # fmt: skip
+    if path.is_dir():
+        path = path / "config.json"
+    config = read_json_object(path, "model config")
+    config = config.get("text_config", config) if "hidden_size" not in config else config
+    return shape_from_config(config, name=path.stem if path.name != "config.json" else path.parent.name,
+                             source=str(path))  # fmt: skip
+
+
+def shape_from_config(config: dict[str, Any], *, name: str, source: str) -> ModelShape:
+    for key in REQUIRED:
+        value = config.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            problem = "missing" if key not in config else f"{value!r} is not a positive integer"
+            raise EngineInputError(f"{source}: field {key!r} {problem}; the roofline cost model needs it")
+    heads = config["num_attention_heads"]
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    for key, value in (("num_key_value_heads", kv_heads), ("head_dim", head_dim)):
+        if not isinstance(value, int) or value <= 0:
+            raise EngineInputError(f"{source}: field {key!r} {value!r} is not a positive integer")
+    if heads % kv_heads:
+        raise EngineInputError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads "
+                               f"{kv_heads}")  # fmt: skip
+    return ModelShape(
+        name=name,
+        source=source,
+        layers=config["num_hidden_layers"],
+        hidden=config["hidden_size"],
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=config["intermediate_size"],
+        vocab=config["vocab_size"],
+        max_context=int(config.get("max_position_embeddings") or 0) or 1 << 31,
+        tied_embeddings=bool(config.get("tie_word_embeddings", False)),
+    )

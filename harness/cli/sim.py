@@ -1,0 +1,121 @@
+"""`batchmark sim fit` (a step-time profile from a run's trace) and `batchmark sim fidelity` (how far
+simulated twins of a run's engines land from what the run measured)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser("sim", help="the simulator: fit a step-time profile, measure its fidelity")
+    commands = sim.add_subparsers(dest="sim_command", required=True, metavar="SIM_COMMAND")
+    fit = commands.add_parser("fit", help="fit a step-time profile on a run's step traces")
+    fit.add_argument("run_dir", type=Path, help="a batchmark run directory with steps/*.jsonl")
+    fit.add_argument("-o", "--out", type=Path, required=True, help="profile JSON to write")
+    fit.add_argument("--engine", action="append", dest="engines", default=[],
+                     help="fit on this engine's traces only (repeatable; default: every traced engine)")  # fmt: skip
+    fit.set_defaults(run=fit_command)
+    fid = commands.add_parser("fidelity", help="simulate a run's engines on its schedule; print the error table")
+    fid.add_argument("real_run", type=Path, help="a run directory of in-process engines")
+    fid.add_argument("--profile", type=Path, required=True, help="a profile from `batchmark sim fit`")
+    fid.add_argument("--engine", action="append", dest="engines", default=[],
+                     help="only this engine of the run (repeatable)")  # fmt: skip
+    fid.add_argument("--json", type=Path, help="also write the table as JSON here")
+    fid.add_argument("--no-noise", dest="noise", action="store_false",
+                     help="the profile's mean model only, without its measured noise")  # fmt: skip
+    fid.set_defaults(run=fidelity_command)
+
+
+def fit_command(args: argparse.Namespace) -> int:
+    from harness.simulation import fit_run
+
+    profile = fit_run(args.run_dir, args.engines)
+    profile.save(args.out)
+    fit = profile.fit
+    coef = ", ".join(f"{k} {v * 1e6:.3g} us" for k, v in profile.coefficients.items() if k in fit["regressors"])
+    r2 = "-" if fit["r2"] is None else f"{fit['r2']:.3f}"
+    print(f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
+          f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)")  # fmt: skip
+    print(f"  step = {profile.intercept_s * 1e6:.0f} us + {coef}; gap between steps {profile.step_gap_s * 1e6:.0f} us")
+    for name in fit["absent"]:
+        print(f"  {name}: always 0 in these traces, priced 0 (its rows cost what the rows of their kind cost)")
+    print(f"profile: {args.out.resolve()}")
+    return 0
+
+
+def fidelity_command(args: argparse.Namespace) -> int:
+    from harness.errors import HarnessInputError
+    from harness.metrics.simulation import fidelity_rows
+    from harness.simulation import run_engines
+
+    engines = [e for e in run_engines(args.real_run) if e.get("kind") in ("static", "continuous")]
+    if args.engines:
+        engines = [e for e in engines if e.get("name") in args.engines]
+    if not engines:
+        raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) to simulate")
+    real = json.loads((args.real_run / "metrics.json").read_text(encoding="utf-8"))["engines"]
+    table = []
+    for engine in engines:
+        simulated = simulate_twin(args.real_run, engine, args.profile, noise=args.noise)
+        rows = fidelity_rows(real[engine["name"]], simulated)
+        table.append({"engine": engine["name"], "rows": rows})
+    print(format_fidelity(table, args.real_run, args.profile))
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path, noise: bool = True) -> dict[str, Any]:
+    """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own."""
+    from harness.engine_specs import build_engine, parse_engine_specs
+    from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
+    from harness.metrics import SLO, records_frame, steps_frame, summarize
+    from harness.simulation import schedule_from_run, twin_spec_text
+
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    settings = manifest.get("settings") or {}
+    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise)], {})[0]
+    sim = build_engine(spec, None)
+    records: list[dict[str, Any]] = []
+    steps: list[Any] = []  # StepRecords
+    sim.set_step_sink(steps.append)
+    schedule = schedule_from_run(run_dir)
+    workload = manifest.get("workload") or {}
+    sink = lambda record: records.append(record.to_json())  # noqa: E731
+    if workload.get("closed_loop_users"):
+        outcome = run_virtual_closed_loop(sim, schedule, sink, label=spec.label, users=workload["closed_loop_users"],
+                                          think_time_s=workload.get("think_time_s") or 0.0)  # type: ignore[arg-type]  # fmt: skip
+    else:
+        outcome = run_virtual_open_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
+    slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
+    return summarize(records_frame(records), steps_frame([s.to_json() for s in steps]), slo=slo,
+                     price_per_hour=settings.get("price_per_hour", 2.0), wall_time_s=outcome.wall_time_s,
+                     seed=manifest.get("seed", 0))  # fmt: skip
+
+
+def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -> str:
+    lines = [f"fidelity of the simulator (profile {profile}) against {run_dir}:",
+             f"{'engine':<14}{'metric':<14}{'real':>12}{'simulated':>12}{'error':>9}"]  # fmt: skip
+    for entry in table:
+        for row in entry["rows"]:
+            lines.append(f"{entry['engine']:<14}{row['metric']:<14}{_fmt(row['real'], row['unit']):>12}"
+                         f"{_fmt(row['simulated'], row['unit']):>12}{_pct(row['error']):>9}")  # fmt: skip
+    worst = [abs(r["error"]) for e in table for r in e["rows"] if r["error"] is not None]
+    if worst:
+        lines.append(f"largest error {max(worst):.1%}")
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "s":
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.1f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"

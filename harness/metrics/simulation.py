@@ -1,0 +1,105 @@
+"""Simulated engines in a run: what they are (one line each, from the manifest), and their fidelity,
+how far a simulated engine's headline metrics land from a measured twin's.
+
+Pure functions of summaries (`harness.metrics.summarize`) and of the engine descriptions in a run's
+manifest, so the console, the CLI (`batchmark sim fidelity`) and the report say the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FidelityMetric:
+    name: str
+    path: tuple[str, ...]  # where it sits in a summary
+    unit: str
+
+
+FIDELITY_METRICS = (
+    FidelityMetric("TTFT p50", ("latency", "ttft", "percentiles", "p50", "value"), "s"),
+    FidelityMetric("TTFT p99", ("latency", "ttft", "percentiles", "p99", "value"), "s"),
+    FidelityMetric("TPOT p50", ("latency", "tpot", "percentiles", "p50", "value"), "s"),
+    FidelityMetric("TPOT p99", ("latency", "tpot", "percentiles", "p99", "value"), "s"),
+    FidelityMetric("E2E p50", ("latency", "e2e", "percentiles", "p50", "value"), "s"),
+    FidelityMetric("output tok/s", ("throughput", "steady", "output_token_rate"), "tok/s"),
+)
+
+
+def _value(summary: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
+    node: Any = summary
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return float(node) if isinstance(node, int | float) and math.isfinite(node) else None
+
+
+def fidelity_rows(real: Mapping[str, Any], simulated: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per fidelity metric: real value, simulated value, relative error (None: no data)."""
+    rows = []
+    for metric in FIDELITY_METRICS:
+        r, s = _value(real, metric.path), _value(simulated, metric.path)
+        error = (s - r) / r if r not in (None, 0.0) and s is not None else None
+        rows.append({"metric": metric.name, "unit": metric.unit, "real": r, "simulated": s, "error": error})
+    return rows
+
+
+def twins(engines: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(real label, simulated label) pairs in one run: a sim engine names its twin with `twin=`, or
+    is paired with the one measured engine that runs the same scheduler."""
+    real = [e for e in engines if not e.get("simulated")]
+    pairs = []
+    for sim in (e for e in engines if e.get("simulated")):
+        twin = (sim.get("simulated_with") or {}).get("twin")
+        if twin is None:
+            same = [e["name"] for e in real if e.get("kind") == sim.get("scheduler")]
+            twin = same[0] if len(same) == 1 else None
+        if twin is not None and any(e["name"] == twin for e in real):
+            pairs.append((str(twin), str(sim["name"])))
+    return pairs
+
+
+def simulated_engines(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    engines = manifest.get("engines") if isinstance(manifest, dict) else None
+    return {str(e.get("name")): e for e in engines or [] if isinstance(e, dict) and e.get("simulated")}
+
+
+def cost_model_text(engine: dict[str, Any]) -> str:
+    """One line: which cost model, on what, with which parameters."""
+    cm = engine.get("cost_model") or {}
+    blocks = engine.get("kv_blocks")
+    pool = f"; KV pool {blocks:,} blocks" if isinstance(blocks, int) else ""
+    if cm.get("kind") == "roofline":
+        model, hw, p = cm.get("model") or {}, cm.get("hardware") or {}, cm.get("params") or {}
+        return (
+            f"roofline cost model: {model.get('name')} on {cm.get('tp')} x {hw.get('name')} "
+            f"({hw.get('bf16_tflops')} TFLOPS bf16 dense, {hw.get('memory_tb_s')} TB/s, {hw.get('memory_gb')} GB); "
+            f"MFU prefill {p.get('mfu_prefill')}, decode {p.get('mfu_decode')}; MBU {p.get('mbu')}; "
+            f"{p.get('overhead_ms')} ms per-step overhead{pool}"
+        )
+    if cm.get("kind") == "fitted":
+        fit = cm.get("fit") or {}
+        coef = cm.get("coefficients") or {}
+        terms = ", ".join(f"{k} {v * 1e6:.3g} us" for k, v in coef.items() if v)
+        r2 = fit.get("r2")
+        quality = f", R^2 {r2:.3f}" if isinstance(r2, int | float) else ""
+        source = (engine.get("simulated_with") or {}).get("profile")
+        return (
+            f"fitted cost model {source or ''}: step = {cm.get('intercept_s', 0) * 1e6:.0f} us + {terms}; "
+            f"{cm.get('step_gap_s', 0) * 1e6:.0f} us between steps (fitted on {fit.get('steps')} steps of "
+            f"{fit.get('run_dir')}{quality}){pool}"
+        )
+    return f"cost model {cm.get('kind')!r}{pool}"
+
+
+def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
+    """One line per simulated engine of a run: what it is and what it ran on."""
+    return [
+        f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the {cost_model_text(engine)}."
+        for name, engine in simulated_engines(manifest).items()
+    ]

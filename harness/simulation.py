@@ -1,0 +1,148 @@
+"""The simulator against real runs: fit a step-time profile on a run's trace, replay a run's schedule
+through simulated twins of its engines, and measure how far the simulation is from what was measured.
+
+A twin runs the same scheduler with the same options (read from the run's manifest) on the same
+schedule (the run's requests.jsonl), with a fitted profile as its cost model. Fidelity is the relative
+error of the twin's headline metrics against the real engine's: TTFT p50/p99, TPOT p50/p99, E2E p50
+and output throughput (steady window), each from `harness.metrics.summarize`, so the simulated and the
+measured numbers are computed by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engines.api import Request
+from engines.sim.fitted import FittedCost, TraceSteps, fit_steps
+from engines.step_features import FEATURE_NAMES
+from harness.errors import HarnessInputError
+from harness.loadgen import Scheduled
+from harness.metrics.frame import read_jsonl
+
+# The trace field each step feature is read from (pad and held rows were traced before the features were).
+_TRACED_BEFORE = {"padded_rows": "padded_tokens", "held_rows": "idle_slots"}
+TRACE_FIELDS = {name: _TRACED_BEFORE.get(name, name) for name in FEATURE_NAMES}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise HarnessInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+def run_engines(run_dir: Path) -> list[dict[str, Any]]:
+    """The engine descriptions in a run's manifest (in-process, served or simulated)."""
+    manifest = _read_json(run_dir / "manifest.json")
+    engines = manifest.get("engines") or []
+    if not isinstance(engines, list):
+        raise HarnessInputError(f"{run_dir / 'manifest.json'}: field 'engines' is not a list")
+    return engines
+
+
+# ------------------------------------------------------------------------------------------------ fitting
+
+
+def trace_steps(paths: Sequence[Path]) -> TraceSteps:
+    """Every traced step with features (older traces have none and are refused by name)."""
+    features: list[list[int]] = []
+    durations: list[float] = []
+    gaps: list[float] = []
+    for path in paths:
+        rows, _ = read_jsonl(path)
+        if rows and TRACE_FIELDS["prefill_tokens"] not in rows[0]:
+            raise HarnessInputError(f"{path}: the step trace has no step features (prefill_tokens, decode_seqs, ...): "
+                                    "it predates them; record the run again")  # fmt: skip
+        previous: dict[str, Any] | None = None
+        for row in rows:
+            try:
+                features.append([int(row[TRACE_FIELDS[name]]) for name in FEATURE_NAMES])
+                durations.append(float(row["t_end"]) - float(row["t_start"]))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise HarnessInputError(f"{path}: step {row.get('step')}: bad or missing field ({exc})") from None
+            if previous is not None and previous["num_running"] - len(previous["finished"]) > 0:
+                gaps.append(float(row["t_start"]) - float(previous["t_end"]))  # the engine had work: no idling
+            previous = row
+    return TraceSteps(np.asarray(features, dtype=np.int64).reshape(-1, len(FEATURE_NAMES)),
+                      np.asarray(durations), np.asarray(gaps), [str(p) for p in paths])  # fmt: skip
+
+
+def fit_run(run_dir: Path, engines: Sequence[str] = ()) -> FittedCost:
+    """A profile fitted on the step traces of `run_dir` (all of them, or those of `engines`)."""
+    traced = [e for e in run_engines(run_dir) if (run_dir / "steps" / f"{e.get('name')}-t0.jsonl").exists()]
+    if engines:
+        unknown = sorted(set(engines) - {e.get("name") for e in traced})
+        if unknown:
+            known = ", ".join(str(e.get("name")) for e in traced) or "none"
+            raise HarnessInputError(f"{run_dir}: no step trace of engine {', '.join(unknown)} (traced: {known})")
+        traced = [e for e in traced if e.get("name") in engines]
+    simulated = [e["name"] for e in traced if e.get("simulated")]
+    if simulated:
+        raise HarnessInputError(f"{run_dir}: {', '.join(simulated)} simulated: fit on measured steps only")
+    if not traced:
+        raise HarnessInputError(f"{run_dir}: no engine with a step trace (steps/<engine>-t<trial>.jsonl)")
+    paths = sorted(p for e in traced for p in (run_dir / "steps").glob(f"{e['name']}-t*.jsonl"))
+    profile = fit_steps(trace_steps(paths))
+    first = traced[0]
+    options = first.get("options") or {}
+    model = first.get("model") or {}
+    config = model.get("config") or {}
+    profile.engine = {
+        "kv_bytes_per_token": first.get("kv_bytes_per_token"),
+        "kv_blocks": first.get("kv_blocks"),
+        "block_size": (options.get("kv") or {}).get("block_size"),
+        "max_context": config.get("max_position_embeddings"),
+        "model": {k: model.get(k) for k in ("source", "weight_hash") if k in model} | {"config": config},
+        "fitted_engines": [e["name"] for e in traced],
+    }
+    profile.fit["run_dir"] = str(run_dir)
+    return profile
+
+
+# ------------------------------------------------------------------------------------------------ twins
+
+
+def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True) -> str:
+    """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile`."""
+    kind = engine.get("kind")
+    if kind not in ("static", "continuous"):
+        raise HarnessInputError(f"engine {engine.get('name')!r} is {kind!r}: only in-process engines have twins")
+    o = engine.get("options") or {}
+    kv = o.get("kv") or {}
+    items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy", "fcfs"),
+             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(), "seed": 0,
+             "twin": engine.get("name")}  # fmt: skip
+    if engine.get("kv_blocks"):
+        items["kv_blocks"] = engine["kv_blocks"]
+    if kind == "static":
+        static = o.get("static") or {}
+        items |= {"max_batch": static.get("max_batch_size", 32),
+                  "batch_timeout_ms": static.get("batch_timeout_s", 0.05) * 1e3}  # fmt: skip
+    else:
+        cont = o.get("continuous") or {}
+        items |= {"max_running": cont.get("max_running", 32),
+                  "max_batched_tokens": cont.get("max_batched_tokens", 512),
+                  "chunked_prefill": cont.get("chunked_prefill", True)}  # fmt: skip
+    return "sim:" + ",".join(f"{k}={v}" for k, v in items.items())
+
+
+def schedule_from_run(run_dir: Path) -> list[Scheduled]:
+    """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored."""
+    rows, _ = read_jsonl(run_dir / "requests.jsonl")
+    try:
+        return [
+            Scheduled(Request(str(r["request_id"]), range(int(r["input_tokens"])), int(r["output_tokens"]),
+                              ignore_eos=True, tenant=str(r.get("tenant", "default")),
+                              priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"])),
+                      float(r["arrival_s"]))
+            for r in rows
+        ]  # fmt: skip
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HarnessInputError(f"{run_dir / 'requests.jsonl'}: bad or missing field ({exc})") from None

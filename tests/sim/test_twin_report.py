@@ -1,0 +1,48 @@
+"""A run that measures an engine and simulates its twin: `sim fit` on the measured trace, and a report that
+says which numbers are simulated and shows how far they landed (structure only: no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engines.sim.fitted import load_profile
+from harness.cli import main
+
+PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity" / "profile.json"
+
+
+@pytest.fixture(scope="module")
+def twin_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("twin") / "run"
+    argv = ["run", "--workload", "chat-small", "--requests", "24", "--rate", "8", "--threads", "1", "--out", str(out),
+            "--engine", "continuous", "--engine", f"sim:profile={PROFILE},twin=continuous,label=twin",
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    return out
+
+
+def test_the_report_says_simulated_and_shows_the_fidelity_table(twin_run: Path) -> None:
+    html = (twin_run / "report.html").read_text(encoding="utf-8")
+    assert 'id="simulated-notice"' in html and "SIMULATED: twin ran in virtual time" in html
+    assert "fitted cost model" in html
+    assert "Fidelity: twin against continuous" in html
+    assert html.count('class="fidelity-table"') == 1
+    summary = (twin_run / "summary.md").read_text(encoding="utf-8")
+    assert "SIMULATED: twin" in summary and "Fidelity of twin against the measured continuous" in summary
+    manifest = json.loads((twin_run / "manifest.json").read_text())
+    sims = [e for e in manifest["engines"] if e.get("simulated")]
+    assert [e["name"] for e in sims] == ["twin"] and sims[0]["simulated_with"]["twin"] == "continuous"
+
+
+def test_a_measured_trace_fits_a_profile(twin_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "profile.json"
+    assert main(["sim", "fit", str(twin_run), "--engine", "continuous", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "fitted" in printed and "R^2" in printed
+    profile = load_profile(out)
+    assert profile.fit["steps"] > 50 and profile.intercept_s >= 0
+    assert profile.engine["kv_blocks"] and profile.engine["fitted_engines"] == ["continuous"]
+    assert main(["sim", "fit", str(twin_run), "--engine", "nope", "-o", str(out)]) == 2
