@@ -47,3 +47,30 @@ def test_open_loop_pairing_still_refuses_different_schedules():
     closed_a = records_frame([make_record(f"r{i}", t_scheduled=float(i), user=i % 2) for i in range(5)])
     closed_b = records_frame([make_record(f"r{i}", t_scheduled=float(i) + 0.5, user=i % 2) for i in range(5)])
     assert len(paired_deltas(closed_a, closed_b)) == 5
+
+
+def test_a_simulated_closed_loop_gives_users_the_same_requests(tmp_path, capsys):
+    # the virtual-time closed loop handed each ready user the next request of a shared queue, so a
+    # simulated run and a measured one gave the same request to different users and could not pair
+    argv = [
+        "run",
+        "--workload",
+        "closed-loop-small",
+        "--requests",
+        "24",
+        "--engine",
+        "zero",
+        "--engine",
+        "sim:max_running=4",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    records = load_records(tmp_path / "records.jsonl")
+    by_engine = {e: g.set_index("request_id")["user"].sort_index() for e, g in records.groupby("engine")}
+    assert set(by_engine) == {"zero", "sim-continuous"}
+    assert (by_engine["zero"] == by_engine["sim-continuous"]).all()
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["comparison"]["pairs"]["sim-continuous"]["paired_requests"] == 24
