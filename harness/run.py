@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -20,10 +19,12 @@ from typing import Any
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
-from harness.loadgen import Progress, Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
+from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
+from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.stats import DEFAULT_N_BOOT
+from harness.progress import Mode, ProgressPrinter
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
 
 
@@ -41,7 +42,7 @@ class RunSettings:
     model_path: str | None = None
     tokenizer_path: str | None = None  # None: the model's (--model), else the embedded model's
     dtype: str = "float32"
-    progress: bool = False
+    progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
     n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
 
@@ -59,21 +60,6 @@ def spec_prompt_kind(spec: EngineSpec, specs: list[EngineSpec]) -> str:
     if spec.simulated:
         return "lengths"
     return prompt_kind(spec.kind, spec.options, any(s.kind == "http" for s in specs))
-
-
-def _progress_printer(label: str, trial: int) -> Progress:
-    started = time.perf_counter()
-
-    def show(sent: int, done: int, errors: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        bar = "#" * int(30 * done / max(total, 1))
-        sys.stderr.write(
-            f"\r[{label} t{trial}] [{bar:<30}] {done}/{total} done, {sent - done} in flight, "
-            f"{errors} errors, {elapsed:5.1f}s "
-        )
-        sys.stderr.flush()
-
-    return show
 
 
 async def _one_engine_run(
@@ -98,7 +84,7 @@ async def _one_engine_run(
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
         write_step = lambda step: steps.write(step.to_json())  # noqa: E731
-    progress = _progress_printer(spec.label, trial) if settings.progress else None
+    progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
     try:
         outcome = await replay_engine(
             engine,
@@ -117,7 +103,7 @@ async def _one_engine_run(
         if steps is not None:
             steps.close()
         if progress is not None:
-            sys.stderr.write("\n")
+            progress.close()
     return outcome, engine.describe()
 
 
@@ -204,9 +190,10 @@ def _replay_all(
             for spec in specs:
                 schedule = prompts.schedules[spec_prompt_kind(spec, specs)]
                 steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
-                outcome, described = asyncio.run(
-                    _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
-                )
+                with measured() as noise:  # what else the machine did meanwhile (harness.machine)
+                    outcome, described = asyncio.run(
+                        _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
+                    )
                 if trial == 0:
                     manifest["engines"].append(described)
                     _write_json(out / "manifest.json", manifest)
@@ -217,6 +204,7 @@ def _replay_all(
                         "wall_time_s": outcome.wall_time_s,
                         "stopped_early": outcome.stopped_early,
                         "not_sent": outcome.not_sent,
+                        "machine": noise,
                     }
                 )
                 if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
@@ -247,8 +235,10 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             n_boot=settings.n_boot,
         )
         errors = subset["error_message"].dropna()
-        # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
-        kept = {k: v for k, v in outcome.items() if k != "simulation_wall_s"}
+        # the simulator's own wall time and this machine's noise while it ran are not facts about the simulated
+        # system (virtual time does not slow down on a busy machine); the manifest keeps both
+        simulated = "simulation_wall_s" in outcome
+        kept = {k: v for k, v in outcome.items() if not (simulated and k in ("simulation_wall_s", "machine"))}
         runs.append({**kept, "first_error": str(errors.iloc[0]) if len(errors) else None, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {

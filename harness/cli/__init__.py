@@ -17,7 +17,10 @@ from typing import NoReturn
 from engines import compute_threads
 from harness.errors import user_errors
 
-COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate", "sim")
+# module names; `import_` is the `import` command (a keyword cannot name a module)
+COMMANDS = (
+    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "gate", "sweep", "calibrate", "sim",
+)  # fmt: skip
 
 
 class OneLineParser(argparse.ArgumentParser):

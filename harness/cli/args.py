@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -325,7 +324,7 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar (default: when stderr is a terminal)",
+        help="live progress on stderr (default on): a bar on a terminal, else a status line every few seconds",
     )
 
 
@@ -340,6 +339,15 @@ RUN_FLAGS: tuple[Flag, ...] = (
     ),
     Flag("--stop-in-flight", int, "end a run when more requests than this are in flight", low=1, metavar="N"),
     Flag("--stop-ttft-p99-ms", float, "end a run when recent p99 TTFT exceeds this", low=0, above=True, metavar="MS"),
+    Flag(
+        "--stop-run-s",
+        float,
+        "end each engine run this many seconds after it starts: nothing more is sent, what is in flight is "
+        "aborted and recorded (demo: 10 s after the last arrival)",
+        low=0,
+        above=True,
+        metavar="S",
+    ),
 )
 
 
@@ -368,6 +376,7 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
 
 def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
     from harness.loadgen import StopRules
+    from harness.progress import default_mode
     from harness.run import RunSettings
 
     check_run_flags(args)
@@ -377,6 +386,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         max_error_rate=args.stop_error_rate,
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
+        max_run_s=args.stop_run_s,
     )
     return RunSettings(
         out_dir=args.out or Path("runs") / f"{stamp}-{slug}",
@@ -389,7 +399,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         model_path=args.model,
         tokenizer_path=getattr(args, "tokenizer", None),
         dtype=args.dtype,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        progress=default_mode() if args.progress is not False else None,
         report=not args.no_report,
     )
 
