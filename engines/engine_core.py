@@ -82,8 +82,8 @@ class EngineCore:
 
     # -- the engine thread -----------------------------------------------------------------
     def _run(self) -> None:
-        enter_compute_thread()
         try:
+            enter_compute_thread()  # inside the try: a bad thread count is an engine failure, not a silent death
             while True:
                 with self._wake:
                     while not self._stop and not self._inbox and not self.scheduler.has_work():

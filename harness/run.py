@@ -21,21 +21,14 @@ from typing import Any
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
-from harness.loadgen import (
-    DEFAULT_VOCAB_SIZE,
-    Scenario,
-    Scheduled,
-    StopRules,
-    build_schedule,
-    dispatcher_first,
-    replay_engine,
-)
+from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
 from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
+from harness.prompts import RunPrompts, build_prompts, prompt_kind
 from harness.shards import SHARDABLE, ShardedLoad
 
 
@@ -52,6 +45,7 @@ class RunSettings:
     stop_rules: StopRules = field(default_factory=StopRules)
     model_path: str | None = None
     dtype: str = "float32"
+    tokenizer_path: str | None = None  # None: the model's (--model), else the embedded model's
     progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
     n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
@@ -118,6 +112,21 @@ def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # ->
 _MODELS: dict[tuple[str | None, str], Any] = {}  # a Ray worker process loads each model once for all its units
 
 
+def run_tokenizer(settings: RunSettings, loaded: Any) -> Any:  # -> LoadedTokenizer
+    """`--tokenizer`, else the model's tokenizer (already loaded with the model when engines run in process)."""
+    from engines.model.loader import LoadedTokenizer, load_tokenizer
+
+    if settings.tokenizer_path is None and loaded is not None:
+        return LoadedTokenizer(loaded.tokenizer, loaded.source, loaded.tokenizer_hash)
+    return load_tokenizer(settings.tokenizer_path or settings.model_path)
+
+
+def spec_prompt_kind(spec: EngineSpec, specs: list[EngineSpec]) -> str:
+    if spec.simulated:
+        return "lengths"
+    return prompt_kind(spec.kind, spec.options, any(s.kind == "http" for s in specs))
+
+
 def unit_cpus(specs: list[EngineSpec], settings: RunSettings) -> float:
     """What one trial of `specs` uses: an in-process engine its torch threads (`--threads`, default 1 on a
     cluster), a simulated or HTTP engine one CPU."""
@@ -140,6 +149,10 @@ def run_benchmark(
     remote = executor is not None and executor.kind != "local" and not _sharded(specs, settings)
     if loaded is None and not remote:
         loaded = load_model_for(specs, settings)
+    # built here even when the trials run elsewhere: the units replay exactly these prompts
+    prompts = _prompts(workload, specs, loaded, settings)
+    for note in prompts.notes():
+        print(f"  note: {note}")
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
             writer.write(
@@ -166,19 +179,19 @@ def run_benchmark(
         argv=argv, workload=workload, engines=[], model=model, seed=settings.seed, settings=run_settings
     )
     manifest["executor"] = executor.describe() if executor is not None else {"kind": "local"}
+    manifest["prompts"] = prompts.describe()  # the tokenizer (its hash) the prompt lengths are exact in
     _write_json(out / "manifest.json", manifest)
     outcomes: list[dict[str, Any]] = []
     with dispatcher_first():
         if remote:
-            _replay_on(executor, workload, specs, settings, manifest, outcomes)
+            _replay_on(executor, prompts, specs, settings, manifest, outcomes)
         else:
-            schedule = _schedule(workload, specs, loaded, settings.seed)
             kind = executor.kind if executor is not None else "local"
             shards = ShardedLoad(kind, settings.workers) if _sharded(specs, settings) else None
             try:
                 with JsonlWriter(out / "records.jsonl") as records:
                     for trial in range(settings.repeat):
-                        done = _replay_trial(specs, loaded, schedule, settings, trial, records, shards)
+                        done = _replay_trial(specs, loaded, prompts, settings, trial, records, shards)
                         for outcome, described in done:
                             _note(manifest, outcomes, outcome, described, out)
             finally:
@@ -196,10 +209,18 @@ def _sharded(specs: list[EngineSpec], settings: RunSettings) -> bool:
     return settings.workers > 1 and any(spec.kind in SHARDABLE for spec in specs)
 
 
-def _schedule(workload: Any, specs: list[EngineSpec], loaded: Any, seed: int) -> list[Scheduled]:
-    vocab_size, avoid = (loaded.vocab_size, loaded.special_token_ids) if loaded else (DEFAULT_VOCAB_SIZE, ())
-    lengths_only = all(spec.simulated for spec in specs)  # no engine reads a prompt's token ids
-    return build_schedule(workload, vocab_size, avoid, seed, lengths_only=lengths_only)
+def _prompts(workload: Any, specs: list[EngineSpec], loaded: Any, settings: RunSettings) -> RunPrompts:
+    """The schedule in each prompt kind the engines take (ids, text, chat; lengths for simulated engines)."""
+    kinds = {spec_prompt_kind(spec, specs) for spec in specs}
+    # only simulated engines: no engine reads a token, so no tokenizer is needed (a whole trace of lengths)
+    tokenizer = run_tokenizer(settings, loaded) if kinds != {"lengths"} else None
+    return build_prompts(
+        workload,
+        kinds,
+        tokenizer.tokenizer if tokenizer else None,
+        tokenizer.describe() if tokenizer else None,
+        settings.seed,
+    )
 
 
 def _note(
@@ -218,7 +239,7 @@ def _note(
 def _replay_trial(
     specs: list[EngineSpec],
     loaded: Any,
-    schedule: list[Scheduled],
+    prompts: RunPrompts,
     settings: RunSettings,
     trial: int,
     records: JsonlWriter,
@@ -230,6 +251,7 @@ def _replay_trial(
     for spec in specs:
         steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
         sharding = None
+        schedule = prompts.schedules[spec_prompt_kind(spec, specs)]
         with measured() as noise:  # what else the machine did meanwhile (harness.machine)
             if shards is not None and spec.kind in SHARDABLE:
                 sharded = shards.replay(
@@ -259,7 +281,7 @@ def _replay_trial(
 
 
 def replay_trial_unit(
-    workload: Any, specs: list[EngineSpec], settings: RunSettings, trial: int, *, out_dir: Path
+    prompts: RunPrompts, specs: list[EngineSpec], settings: RunSettings, trial: int, *, out_dir: Path
 ) -> dict[str, Any]:
     """One trial as an executor unit: records.jsonl and steps/ into `out_dir` (a scratch directory on a
     cluster node); the model is loaded once per worker process, on the threads the unit asked for.
@@ -272,9 +294,8 @@ def replay_trial_unit(
         _MODELS[key] = load_model_for(specs, settings)
     loaded = _MODELS.get(key)
     here = dataclasses.replace(settings, out_dir=out_dir, progress=None)
-    schedule = _schedule(workload, specs, loaded, settings.seed)
     with dispatcher_first(), JsonlWriter(out_dir / "records.jsonl") as records:
-        done = _replay_trial(specs, loaded, schedule, here, trial, records)
+        done = _replay_trial(specs, loaded, prompts, here, trial, records)
     return {"runs": done, "model": loaded.describe() if loaded else None}
 
 
@@ -313,7 +334,7 @@ def run_units(executor: Any, jobs: list[tuple[Any, Any, Path]], settings: RunSet
 
 def _replay_on(
     executor: Any,
-    workload: Any,
+    prompts: RunPrompts,
     specs: list[EngineSpec],
     settings: RunSettings,
     manifest: dict[str, Any],
@@ -327,7 +348,7 @@ def _replay_on(
     out = settings.out_dir
     cpus = unit_cpus(specs, settings)
     units = [
-        Unit(replay_trial_unit, (workload, specs, settings, t), out / f".trial-{t}", cpus, str(out), f"t{t}")
+        Unit(replay_trial_unit, (prompts, specs, settings, t), out / f".trial-{t}", cpus, str(out), f"t{t}")
         for t in range(settings.repeat)
     ]
     got: dict[int, Any] = {}
@@ -380,7 +401,8 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
         # system (virtual time does not slow down on a busy machine); the manifest keeps both
         simulated = "simulation_wall_s" in outcome
         kept = {k: v for k, v in outcome.items() if not (simulated and k in ("simulation_wall_s", "machine"))}
-        run = {**kept, "summary": summary}
+        errors = subset["error_message"].dropna()
+        run = {**kept, "first_error": str(errors.iloc[0]) if len(errors) else None, "summary": summary}
         workers = worker_table(subset)
         if workers:  # sharded load generation: each worker's offered and achieved rate and schedule lag
             run["workers"] = workers

@@ -14,18 +14,36 @@ from harness.cli import args as shared
 DEFAULT_RULE = "tpot.p50 <= +5%"
 
 
+CALIBRATE_FLAGS: tuple[shared.Flag, ...] = (
+    shared.Flag("--pairs", int, "pairs of each kind", default=20, low=1, high=10_000, metavar="N"),
+    shared.Flag(
+        "--slowdown",
+        float,
+        "injected per-step slowdown (0.10 = 10%)",
+        default=0.10,
+        low=0,
+        above=True,
+        high=100,
+        metavar="SHARE",
+    ),
+    shared.Flag(
+        "--trials",
+        int,
+        "interleaved trials per pair, order alternating; from --min-trials on, the gate judges trials",
+        default=24,
+        low=1,
+        high=10_000,
+        metavar="N",
+    ),
+    shared.Flag("--max-false-alarm", float, "target", default=0.05, low=0, high=1, metavar="SHARE"),
+    shared.Flag("--min-detection", float, "target", default=0.95, low=0, high=1, metavar="SHARE"),
+)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     cal = sub.add_parser("calibrate", help="gate calibration: A/A false alarms and injected-slowdown detections")
     shared.add_run_flags(cal)
-    cal.add_argument("--pairs", type=int, default=20, help="pairs of each kind (default 20)")
-    cal.add_argument("--slowdown", type=float, default=0.10, help="injected per-step slowdown (default 0.10 = 10%%)")
-    cal.add_argument(
-        "--trials",
-        type=int,
-        default=24,
-        help="interleaved trials per pair, order alternating; from --min-trials on, the gate judges "
-        "trials (default 24)",
-    )
+    shared.add_flags(cal, CALIBRATE_FLAGS)
     cal.add_argument(
         "--concurrent",
         action="store_true",
@@ -40,8 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"gate rule (repeatable; default {DEFAULT_RULE!r})".replace("%", "%%"),
     )
     shared.add_gate_flags(cal)
-    cal.add_argument("--max-false-alarm", type=float, default=0.05, help="target (default 0.05)")
-    cal.add_argument("--min-detection", type=float, default=0.95, help="target (default 0.95)")
     cal.set_defaults(run=calibrate_command)
 
 
@@ -52,8 +68,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from harness.gate.calibration import CalibrationPlan
     from workloads import load_workload
 
-    if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
-        raise HarnessInputError("calibrate: --pairs and --trials must be >= 1 and --slowdown > 0")
+    shared.check_run_flags(args)  # every flag, before any work
+    shared.check_flags(args, CALIBRATE_FLAGS)
     config = shared.gate_config(args, "calibrate", default_rules=(DEFAULT_RULE,))
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)

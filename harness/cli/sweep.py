@@ -103,6 +103,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     from harness.sweep import capacity_lines, format_table, run_sweep
     from workloads import load_workload
 
+    shared.check_run_flags(args)  # every flag, before any work
     plan = _plan(args)
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)

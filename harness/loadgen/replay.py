@@ -48,17 +48,23 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], s
         prompts: dict[str, Any] = {r.request_id: range(r.input_tokens) for r in workload.requests}
     else:
         prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
+    return schedule_from(workload, prompts, {})
+
+
+def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | None]) -> list[Scheduled]:
+    """The workload's requests with these prompts: token ids per request id, and text where there is one
+    (else the request's own text, if it brought any)."""
     return [
         Scheduled(
             Request(
                 request_id=r.request_id,
-                prompt_token_ids=prompts[r.request_id],
+                prompt_token_ids=ids[r.request_id],
                 max_tokens=r.output_tokens,
                 ignore_eos=True,
                 tenant=r.tenant,
                 priority=r.priority,
                 arrival_time=r.arrival_s,
-                prompt_text=r.prompt_text,
+                prompt_text=texts.get(r.request_id, r.prompt_text),
             ),
             r.arrival_s,
         )

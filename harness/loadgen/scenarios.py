@@ -5,8 +5,11 @@ library); a workload may only suggest one. Timing rules, explicit per scenario:
 - open: request i is due at `t0 + at_i` whatever happened before. Latency is measured from that
   scheduled time (coordinated-omission-safe) and also from the actual send; their difference, the
   schedule lag, is recorded per request. A late dispatcher sends at once and never skips.
-- closed: `users` users each send the next request when their previous one finished and their
-  think time passed; the scheduled time is then the moment the user was ready, so lag is ~0.
+- closed: `users` users each send their next request when their previous one finished and their
+  think time passed; the scheduled time is then the moment the user was ready, so lag is ~0. Requests
+  go to users round-robin in list order (user u sends requests u, u + users, ...), as fixed sessions, so
+  two runs of one workload give each user the same requests: records carry the user, and runs pair on
+  (request, user) even though their times differ.
 - offline: every request is due at `t0` (throughput capacity; latency is not the question).
 The clock is `time.perf_counter()` (monotonic, sub-microsecond); record times are seconds from `t0`.
 """
@@ -96,7 +99,7 @@ class _Run:
     watchdog: asyncio.Task | None = None  # ends the run at StopRules.max_run_s
     progress: Callable[[], None] | None = None  # reports the counts now
 
-    async def drive(self, item: Scheduled, scheduled: float, sent: float) -> None:
+    async def drive(self, item: Scheduled, scheduled: float, sent: float, user: int | None = None) -> None:
         request = item.request
         record = RequestRecord(
             request_id=request.request_id,
@@ -109,6 +112,7 @@ class _Run:
             t_scheduled=scheduled - self.t0,
             t_sent=sent - self.t0,
             trial=self.trial,
+            user=user,
         )
         times = record.token_times
         t0 = self.t0
@@ -215,11 +219,11 @@ async def run_closed_loop(
     if on_start is not None:
         on_start(run.t0)
     ticker = _ticker(run, len(schedule), progress)
+    users = max(1, users)
     run.watchdog = _deadline(run)
-    order = iter(schedule)  # shared by all users: each takes the next request in list order
 
-    async def user() -> None:
-        for item in order:
+    async def user(index: int) -> None:
+        for item in schedule[index::users]:  # this user's own requests, in list order
             now = time.perf_counter()
             if run.stop.triggered(len(run.in_flight)):
                 return
@@ -227,13 +231,13 @@ async def run_closed_loop(
             task = asyncio.current_task()
             assert task is not None
             run.in_flight[item.request.request_id] = task
-            await run.drive(item, now, now)
+            await run.drive(item, now, now, user=index)
             run.in_flight.pop(item.request.request_id, None)
             if think_time_s > 0:
                 await asyncio.sleep(think_time_s)
 
     with collector_paused(collect_first=True):
-        await asyncio.gather(*(asyncio.create_task(user()) for _ in range(max(1, users))))
+        await asyncio.gather(*(asyncio.create_task(user(i)) for i in range(users)))
         return await _finish(run, len(schedule), ticker)
 
 

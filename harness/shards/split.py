@@ -1,7 +1,8 @@
 """How one schedule is split over N load-generator workers.
 
-- Closed loop: the users are dealt out (a user lives on one worker for the whole run) and each worker gets
-  a share of the requests in proportion to its users.
+- Closed loop: the users are dealt out in contiguous blocks (a user lives on one worker for the whole run)
+  and each worker gets exactly its users' requests: user u sends requests u, u + users, ... as in an
+  unsharded closed loop, so a sharded run pairs with an unsharded one on (request, user).
 - Open loop (and offline), when the workload has at least N tenants: whole tenants go to the worker with the
   fewest requests so far (largest tenant first), so a tenant's requests all leave from one worker.
 - Otherwise round robin by position: every worker offers 1/N of the rate, evenly spread in time.
@@ -23,6 +24,7 @@ class Shard:
     worker: int
     schedule: list[Scheduled]
     scenario: Scenario
+    first_user: int = 0  # closed loop: the global index of this worker's user 0
 
 
 def split_schedule(schedule: list[Scheduled], n: int, scenario: Scenario) -> tuple[list[Shard], str]:
@@ -31,11 +33,13 @@ def split_schedule(schedule: list[Scheduled], n: int, scenario: Scenario) -> tup
         users = [scenario.users // n + (i < scenario.users % n) for i in range(n)]
         users = [u for u in users if u > 0] or [1]
         total = sum(users)
-        shards, start = [], 0
+        shards, first = [], 0
         for i, u in enumerate(users):
-            end = len(schedule) if i == len(users) - 1 else start + round(len(schedule) * u / total)
-            shards.append(Shard(i, schedule[start:end], replace(scenario, users=u)))
-            start = end
+            # the worker's users first..first+u-1 take requests k with k % total in that block; in list order
+            # its own round robin then gives local user (k % total) - first, the same user as unsharded
+            mine = [item for k, item in enumerate(schedule) if first <= k % total < first + u]
+            shards.append(Shard(i, mine, replace(scenario, users=u), first))
+            first += u
         return shards, "closed-loop users"
     tenants = Counter(item.request.tenant for item in schedule)
     if len(tenants) >= n > 1:

@@ -79,6 +79,8 @@ class ShardWorker:
         def sink(record: Any) -> None:
             row = record.to_json()
             row["worker"] = worker
+            if row.get("user") is not None:  # the worker's users are a block of the run's
+                row["user"] += order.shard.first_user
             with self._lock:
                 self._records.append(row)
 

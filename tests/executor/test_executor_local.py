@@ -42,6 +42,12 @@ def test_split_by_position_tenant_and_closed_loop_user():
     assert by == "closed-loop users"
     assert [shard.scenario.users for shard in shards] == [3, 2]
     assert [len(shard.schedule) for shard in shards] == [18, 12]
+    # each request keeps the user an unsharded closed loop gives it (request k -> user k % users), so a sharded
+    # run pairs with an unsharded one on (request, user)
+    position = {s.request.request_id: k for k, s in enumerate(items)}
+    for shard in shards:
+        for local, s in enumerate(shard.schedule):
+            assert shard.first_user + local % shard.scenario.users == position[s.request.request_id] % 5
 
 
 def test_sharded_load_against_the_zero_server_loses_and_duplicates_nothing(tmp_path):
