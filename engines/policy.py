@@ -55,6 +55,11 @@ class SchedulingPolicy(abc.ABC):
     def charge(self, seq: Sequence, input_tokens: int, output_tokens: int) -> None:  # noqa: B027
         """Account service a sequence received (used by fair-share policies)."""
 
+    @property
+    def keeps_accounts(self) -> bool:
+        """Whether `charge` does anything: the engine loop skips the call when it does not."""
+        return type(self).charge is not SchedulingPolicy.charge
+
 
 class FCFS(SchedulingPolicy):
     """First come, first served; a preempted sequence goes back to the front (it arrived earlier)."""
