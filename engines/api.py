@@ -57,7 +57,7 @@ class FinishEvent:
 
     request_id: str
     reason: FinishReason
-    prompt_tokens: int
+    prompt_tokens: int | None  # None: the engine cannot say (an HTTP server that sent no usage)
     output_tokens: int
     time: float
     preemptions: int = 0

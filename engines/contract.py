@@ -72,25 +72,28 @@ def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: Sche
     """Record what a step computed; append sampled tokens; return sequences that just finished."""
     finished: list[Sequence] = []
     tokens = iter(sampled)
-    charge, done = policy.charge, SequenceStatus.FINISHED  # once per step, not per chunk: the hot loop
+    done = SequenceStatus.FINISHED
+    # The hot loop (a simulated hour runs it four million times): a policy that keeps no account is not
+    # called, and a request that ignores EOS can only stop at its length, so `check_stop` runs only then.
+    charge = policy.charge if policy.keeps_accounts else None
     for chunk in plan.chunks:
         seq = chunk.seq
         if seq.status is done:
             continue  # a static batch's finished member computing pad rows
         num, computed = chunk.num_tokens, seq.num_computed_tokens
-        prompt_left = seq.num_prompt_tokens - computed
-        prefill_part = 0 if prompt_left <= 0 else (num if num < prompt_left else prompt_left)
         seq.num_computed_tokens = computed + num
+        if charge is not None:
+            prompt_left = seq.num_prompt_tokens - computed
+            charge(seq, 0 if prompt_left <= 0 else min(num, prompt_left), int(chunk.yields_token))
         if chunk.yields_token:
             seq.append_token(next(tokens))
-            charge(seq, prefill_part, 1)
-            reason = seq.check_stop(eos)
-            if reason is not None:
-                seq.status = done
-                seq.finish_reason = reason
-                finished.append(seq)
-        else:
-            charge(seq, prefill_part, 0)
+            request = seq.request
+            if not request.ignore_eos or seq.num_output_tokens >= request.max_tokens:
+                reason = seq.check_stop(eos)
+                if reason is not None:
+                    seq.status = done
+                    seq.finish_reason = reason
+                    finished.append(seq)
     return finished
 
 

@@ -82,8 +82,8 @@ class EngineCore:
 
     # -- the engine thread -----------------------------------------------------------------
     def _run(self) -> None:
-        enter_compute_thread()
         try:
+            enter_compute_thread()  # inside the try: a bad thread count is an engine failure, not a silent death
             while True:
                 with self._wake:
                     while not self._stop and not self._inbox and not self.scheduler.has_work():
@@ -182,6 +182,7 @@ def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[
                 t_end: float, blocks_used: int, blocks_total: int, features: StepFeatures) -> StepRecord:  # fmt: skip
     """The record of one computed step; the simulator's engine loop writes the same ones."""
     computing = [c.seq.request.request_id for c in plan.chunks if c.num_tokens]
+    slots = scheduler.max_slots
     return StepRecord(
         step=step,
         scheduler=scheduler.kind,
@@ -191,11 +192,11 @@ def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[
         batch_id=plan.batch_id,
         running_ids=computing,
         num_running=len(computing),
-        max_slots=scheduler.max_slots,
+        max_slots=slots,
         tokens_computed=features.prefill_tokens + features.decode_seqs,
         padded_tokens=features.padded_rows,
         idle_slots=features.held_rows,  # held by finished members of a static batch
-        empty_slots=max(0, scheduler.max_slots - len(plan.chunks)),
+        empty_slots=max(0, slots - len(plan.chunks)),
         admitted=plan.admitted,
         finished=[seq.request.request_id for seq in finished],
         preempted=plan.preempted,

@@ -13,7 +13,7 @@ from engines.aging import aged
 from engines.api import Engine, EngineEvent, FinishEvent, Request, StepSink
 from engines.block_manager import BlockManager, blocks_for_budget
 from engines.engine_core import EngineCore
-from engines.errors import EngineInputError
+from engines.errors import ENGINE_FAILURE, EngineInputError
 from engines.kernels import kernel_info
 from engines.model.loader import LoadedModel
 from engines.model_runner import ModelRunner
@@ -159,6 +159,8 @@ class InProcessEngine(Engine):
         queue: asyncio.Queue[EngineEvent] = asyncio.Queue()
         self._streams[request.request_id] = queue
         self.core.submit(request)
+        if self.core.error is not None:  # the loop died earlier: nothing will ever answer this request
+            queue.put_nowait(self._failure_event(request.request_id))
         try:
             while True:
                 event = await queue.get()
@@ -175,20 +177,29 @@ class InProcessEngine(Engine):
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._dispatch, events)
 
+    @property
+    def failure(self) -> str | None:
+        """Why the engine loop died (one line), or None while it runs."""
+        error = self.core.error
+        if error is None:
+            return None
+        return f"engine loop failed: {type(error).__name__}: {error}".splitlines()[0]
+
+    def _failure_event(self, request_id: str) -> FinishEvent:
+        return FinishEvent(
+            request_id, "error", 0, 0, time.perf_counter(), error_type=ENGINE_FAILURE, error_message=self.failure
+        )
+
     def _dispatch(self, events: list[EngineEvent]) -> None:
-        if self.core.error is not None:
-            message = f"engine loop failed: {type(self.core.error).__name__}: {self.core.error}"
-            for rid, queue in list(self._streams.items()):
-                queue.put_nowait(
-                    FinishEvent(
-                        rid, "error", 0, 0, time.perf_counter(), error_type="engine_failure", error_message=message
-                    )
-                )
-            return
-        for event in events:
+        for event in events:  # a step that completed before the loop died still delivers its tokens and finishes
             queue = self._streams.get(event.request_id)
             if queue is not None:
                 queue.put_nowait(event)
+        if self.core.error is not None:
+            ended = {e.request_id for e in events if isinstance(e, FinishEvent)}
+            for rid, queue in list(self._streams.items()):
+                if rid not in ended:
+                    queue.put_nowait(self._failure_event(rid))
 
     # -- manifest -------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

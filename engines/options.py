@@ -12,7 +12,7 @@ Defaults that differ on purpose are named as profiles (`PROFILES`): the same opt
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,7 @@ class Option:
     aliases: tuple[str, ...] = ()  # further spellings of the flag
     metavar: str | None = None
     profiles: Mapping[str, Any] = field(default_factory=dict)  # profile -> the default it uses instead
+    validate: Callable[[Any], str | None] | None = None  # a checked value's problem beyond type and range
 
     @property
     def flag_name(self) -> str:
@@ -110,7 +111,27 @@ class Option:
             return None, f"expected {self.range_text()}"
         if self.low is not None and (converted < self.low or (self.above and converted == self.low)):
             return None, f"must be {self.range_text()}"
+        if self.validate is not None and (problem := self.validate(converted)) is not None:
+            return None, problem
         return converted, None
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with an HTTP engine's base URL, or None. Parsed the way the client will parse it, so a
+    bad one is refused when the spec is read, not by a traceback when the run reaches that engine."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port out of 0..65535 or not a number
+        host = parts.hostname
+    except ValueError as exc:  # e.g. "Invalid IPv6 URL" for a missing ']'
+        return f"is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not host:
+        return "must be http://HOST[:PORT][/v1] or https://..."
+    if port == 0:
+        return "has port 0: give the server's port"
+    return None
 
 
 _ALL = KINDS
@@ -235,7 +256,7 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("block_size", int, 16, "tokens per KV block", _SCHEDULED, low=1, metavar="N"),
     Option("step_delay_ms", float, 0.0, "a fixed delay added to every engine step", IN_PROCESS, low=0, metavar="MS"),
     Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", _SCHEDULED, low=0, flag=False),
-    Option("url", str, None, "http: base URL of an OpenAI-compatible server", _HTTP),
+    Option("url", str, None, "http: base URL of an OpenAI-compatible server", _HTTP, validate=url_problem),
     Option(
         "model",
         str,
@@ -247,6 +268,17 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("api", str, "completions", "http: the API to call", _HTTP, choices=("completions", "chat")),
     Option("timeout_s", float, 600.0, "http: per-request timeout in seconds", _HTTP, low=0, above=True),
+    Option(
+        "read_timeout_s",
+        float,
+        None,
+        "http: the longest silence between reads (a stalled stream, or a slow first byte) before the request "
+        "fails as a timeout (default: only --timeout-s)",
+        _HTTP,
+        low=0,
+        above=True,
+        metavar="S",
+    ),
     Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
     Option("api_key_env", str, None, "http: environment variable holding the API key", _HTTP, metavar="VAR"),
     # The simulator (docs/simulator.md): the batching it runs, then a fitted profile or the roofline's inputs.

@@ -64,6 +64,11 @@ class SchedulingPolicy(abc.ABC):
         admission predicts its wait from this); all of them unless the order says otherwise."""
         return len(self)
 
+    @property
+    def keeps_accounts(self) -> bool:
+        """Whether `charge` does anything: the engine loop skips the call when it does not."""
+        return type(self).charge is not SchedulingPolicy.charge
+
 
 class FCFS(SchedulingPolicy):
     """First come, first served; a preempted sequence goes back to the front (it arrived earlier)."""

@@ -92,6 +92,7 @@ class ContinuousScheduler:
     def advance_running(self, plan: StepPlan, budget: int) -> int:
         """Stage 3: the next chunk of every running sequence, preempting the newest when blocks run out."""
         blocks, chunks, running = self.blocks, plan.chunks, SequenceStatus.RUNNING
+        block_size = blocks.block_size
         for seq in list(self.running):  # oldest first, so preemption victims are not yet planned
             if seq.status is not running:
                 continue
@@ -100,8 +101,9 @@ class ContinuousScheduler:
             if num <= 0:
                 plan.decide(Stage.ADVANCE, "defer", seq, why="token_budget")
                 continue
-            need = blocks.blocks_needed(seq, num)
-            if need:  # most decode steps stay inside the sequence's last block
+            # most decode steps stay inside the blocks the sequence holds: no block arithmetic for them
+            if seq.num_computed_tokens + num > len(seq.block_table) * block_size:
+                need = blocks.blocks_needed(seq, num)
                 while not blocks.can_allocate(need):
                     victim = self.running[-1]
                     self.preempt(victim, plan)

@@ -7,12 +7,14 @@ from typing import Any
 from harness.metrics import summary_table
 
 COLUMNS = {
-    "engine": "engine", "requests": "reqs", "failed": "failed", "ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99",
+    "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
+    "ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99",
     "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99", "e2e_p99_s": "E2E p99", "out_tok_per_s": "out tok/s",
     "slo_attainment": "SLO met", "goodput_rps": "goodput r/s", "slot_use": "slot use",
 }  # fmt: skip
 SECONDS = {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s"}
 SHARES = {"slo_attainment", "slot_use"}
+LOADS = {"offered_rps", "sent_rps"}  # side by side: the load asked for and the load the dispatcher managed
 RATES = {"out_tok_per_s": "rate_reason", "goodput_rps": "goodput_reason"}  # rate column -> its reason column
 
 
@@ -27,6 +29,8 @@ def _cell(column: str, value: Any) -> str:
         return f"{value * 1e3:.0f} ms" if value < 10 else f"{value:.1f} s"
     if column in SHARES:
         return f"{value:.0%}"
+    if column in LOADS:
+        return f"{value:.2f}"
     if isinstance(value, float):
         return f"{value:.1f}"
     return str(value)
@@ -53,10 +57,23 @@ def format_summary(metrics: dict[str, Any]) -> str:
             lines.append(f"! {run['engine']} trial {run['trial']} {machine['message']}")
         if run.get("stopped_early"):
             s = run["stopped_early"]
+            if s["rule"] == "engine_failure":
+                lines.append(
+                    f"! {run['engine']} trial {run['trial']}: the engine failed ({s.get('message')}); "
+                    f"{s['not_sent']} requests not sent"
+                )
+                continue
             lines.append(
                 f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
                 f"(limit {s['limit']}), {s['not_sent']} requests not sent"
             )
+    lines += _worker_lines(metrics["runs"])
+    nodes: dict[str, list[str]] = {}
+    for run in metrics["runs"]:
+        if run.get("node"):
+            nodes.setdefault(run["node"], []).append(f"{run['engine']} t{run['trial']}")
+    for node, ran in nodes.items():
+        lines.append(f"node {node} ran {', '.join(ran)}")
     for engine, summary in metrics["engines"].items():
         for flag in summary["validity"]["flags"]:
             lines.append(f"! {engine}: run validity: {flag['message']}")
@@ -80,5 +97,55 @@ def format_summary(metrics: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _worker_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """Sharded load generation: per worker, offered vs achieved rate and schedule lag; the clock flag."""
+    lines = []
+    for run in runs:
+        sharding = run.get("sharding") or {}
+        for w in run.get("workers", []):
+            lag = "-" if w["lag_p99_ms"] is None else f"{w['lag_p99_ms']:.2f} ms"
+            lines.append(
+                f"{run['engine']} t{run['trial']} worker {w['worker']}: {w['requests']} requests, offered "
+                f"{_rate(w['offered_rps'])} req/s, achieved {_rate(w['achieved_rps'])} req/s, lag p99 {lag}"
+            )
+        if sharding:
+            worst = max((c["uncertainty_s"] for c in sharding["clock_offsets"]), default=0.0)
+            lines.append(
+                f"{run['engine']} t{run['trial']}: {sharding['workers']} workers split by {sharding['split_by']}, "
+                f"clock offsets known to {worst * 1e3:.3f} ms"
+            )
+            if sharding.get("clock_flag"):
+                lines.append(f"! {run['engine']} t{run['trial']}: {sharding['clock_flag']}")
+    return lines
+
+
 def print_summary(metrics: dict[str, Any]) -> None:
     print(format_summary(metrics))
+
+
+def run_failure(metrics: dict[str, Any]) -> str | None:
+    """One line saying why the run as a whole failed, or None: an engine died, or every request failed."""
+    for run in metrics["runs"]:
+        stopped = run.get("stopped_early") or {}
+        if stopped.get("rule") == "engine_failure":
+            return (
+                f"engine {run['engine']} (trial {run['trial']}) failed: {stopped.get('message')}; "
+                f"{stopped.get('not_sent', 0)} of its requests were never sent"
+            )
+    for run in metrics["runs"]:
+        requests = run["summary"]["requests"]
+        if requests["total"] and not requests["succeeded"]:
+            kinds = requests.get("failures_by_type") or {}
+            if not kinds and run.get("stopped_early"):
+                continue  # a stop rule aborted all it had sent: the stop line says why, and that is a result
+            top = max(kinds, key=kinds.get) if kinds else "unknown"  # type: ignore[arg-type]
+            example = run.get("first_error") or "-"
+            return (
+                f"every request to engine {run['engine']} (trial {run['trial']}) failed "
+                f"({requests['failed']} of {requests['total']}, mostly {top}: {example})"
+            )
+    return None

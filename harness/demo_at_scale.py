@@ -2,8 +2,9 @@
 the whole Azure conversation trace (19,366 requests, 58 minutes) at its recorded rate.
 
 After `batchmark demo` has measured both schedulers on the embedded model, this answers the question
-its users ask next, in about a minute of simulation: the same two schedulers, unchanged, in virtual
-time on the roofline cost model (docs/simulator.md). Every line it prints says that it is simulated.
+its users ask next: the same two schedulers, unchanged, in virtual time on the roofline cost model
+(docs/simulator.md; minutes, not seconds, on a busy 2-core machine). Every line it prints says that it
+is simulated.
 """
 
 from __future__ import annotations

@@ -103,6 +103,7 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
             api_key=api_key,
             api=o["api"],
             timeout_s=o["timeout_s"],
+            read_timeout_s=o["read_timeout_s"],
             connections=o["connections"],
         )
     if spec.kind in SIMULATED:

@@ -11,8 +11,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+# what changes the numbers without changing the code: hub access, and the OpenMP threads' behaviour
+ENVIRONMENT = (
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+)
 PACKAGES = (
     "batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly", "orjson",
+    "ray",
 )  # fmt: skip
 
 
@@ -101,5 +112,5 @@ def build_manifest(
         "engines": engines,
         "seed": seed,
         "settings": settings,
-        "environment": {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "OMP_NUM_THREADS")},
+        "environment": {k: os.environ.get(k) for k in ENVIRONMENT},
     }

@@ -9,6 +9,15 @@ token (TTFT), both from the long requests' own measurements:
 - static batching: it waits for the long batch to finish, then gets a prefill step:
   (long batch's last token - short's send) + step.
 
+A third model, serial service (no batching at all: `--max-num-seqs 1`, a static batch of one), is
+told apart first, from what both others share: under any batching two requests stream at the same
+time. If in every usable round each request's tokens started only after the previous request's had
+ended (stream intervals shrunk by half a step at each end, so timer jitter cannot make an overlap), the
+verdict is "serial"; its confidence is the share of request-to-request hand-offs that did not overlap.
+Otherwise the short requests' TTFT decides between continuous and static as below (before, a serial
+server was called "static" with confidence 1.0: its short requests' first tokens came one after
+another, each about a short request's duration after the previous).
+
 The step time is the median gap between the long requests' tokens before the short ones were sent.
 Each TTFT becomes z = (ttft - continuous) / (static - continuous): 0 fits continuous, 1 fits static.
 The verdict is the side of 0.5 the median z is on. Its confidence is Phi(m / s), where m is the
@@ -24,6 +33,7 @@ long + short requests below the server's batch size.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import statistics
 import time
@@ -85,6 +95,8 @@ class RoundResult:
     z_ttft: list[float]
     z_done: list[float]
     problem: str | None = None  # why this round cannot count
+    handoffs: int = 0  # consecutive requests (by first token) whose streams did not overlap
+    overlaps: int = 0  # consecutive requests whose streams overlapped: some batching
 
 
 @dataclass
@@ -93,7 +105,7 @@ class ProbeResult:
 
     url: str
     model: str
-    verdict: str  # continuous | static | inconclusive
+    verdict: str  # continuous | static | serial | inconclusive
     confidence: float
     reason: str
     agreeing: float  # share of short requests on the verdict's side
@@ -200,7 +212,24 @@ def measure_round(longs: list[Timeline], shorts: list[Timeline], t_short: float,
             f"the long requests ended {left * 1e3:.1f} ms after the short ones were sent: fewer than "
             f"{c.min_separation_steps:g} steps between the predictions (raise --long-tokens)"
         )
-    return RoundResult(step, left, cont, stat, ttft, done, z_ttft, z_done, problem)
+    handoffs, overlaps = _serial_handoffs([*longs, *shorts], step)
+    return RoundResult(step, left, cont, stat, ttft, done, z_ttft, z_done, problem, handoffs, overlaps)
+
+
+def _serial_handoffs(timelines: list[Timeline], step: float) -> tuple[int, int]:
+    """(hand-offs, overlaps) between consecutive streams ordered by first token; each stream counts from
+    its first to its last token, shrunk by half a step at both ends."""
+    spans = sorted((t.tokens[0] + step / 2, t.tokens[-1] - step / 2) for t in timelines if len(t.tokens) >= 2)
+    handoffs = overlaps = 0
+    end = None
+    for start, stop in spans:
+        if end is not None:
+            if start < end:
+                overlaps += 1
+            else:
+                handoffs += 1
+        end = stop if end is None else max(end, stop)
+    return handoffs, overlaps
 
 
 # -- decision -------------------------------------------------------------------------------------
@@ -218,6 +247,21 @@ def decide(c: ProbeConfig, model: str, rounds: list[RoundResult]) -> ProbeResult
     ) -> ProbeResult:
         return ProbeResult(c.url, model, verdict, confidence, reason, agreeing, zt, zd, rounds, config)
 
+    served = [r for r in rounds if r.problem is None or "failed" not in r.problem]  # timed, if not predicted
+    handoffs, overlaps = sum(r.handoffs for r in served), sum(r.overlaps for r in served)
+    if served and len(served) * 2 > len(rounds) and handoffs + overlaps:
+        share = handoffs / (handoffs + overlaps)
+        if share >= c.min_confidence:
+            firsts = [sorted(r.short_ttft_s) for r in served]
+            gaps = [b - a for f in firsts for a, b in itertools.pairwise(f)]
+            apart = f"; the short requests' first tokens came {statistics.median(gaps) * 1e3:.1f} ms apart"
+            return result(
+                "serial",
+                share,
+                f"no batching: {handoffs} of {handoffs + overlaps} hand-offs between "
+                f"requests without overlap, one stream at a time{apart if gaps else ''}",
+                share,
+            )
     if len(valid) * 2 <= len(rounds):
         problems = "; ".join(sorted({r.problem for r in rounds if r.problem}))
         return result("inconclusive", 0.0, f"{len(rounds) - len(valid)} of {len(rounds)} rounds unusable: {problems}")
@@ -336,9 +380,15 @@ def format_result(result: ProbeResult) -> str:
             f"{r.static_ttft_s * 1e3:14.1f}  {ttft:>27}  {zt:>7}  {zd:>7}"
             + (f"  unusable: {r.problem}" if r.problem else "")
         )
-    lines.append(
-        f"verdict: {result.verdict} (confidence {result.confidence:.3f}, {result.agreeing:.0%} of short "
-        f"requests on its side)"
-    )
+    if result.verdict == "serial":
+        lines.append(
+            f"verdict: serial (confidence {result.confidence:.3f}: the share of hand-offs between requests "
+            "with no overlap)"
+        )
+    else:
+        lines.append(
+            f"verdict: {result.verdict} (confidence {result.confidence:.3f}, {result.agreeing:.0%} of short "
+            f"requests on its side)"
+        )
     lines.append(f"  {result.reason}")
     return "\n".join(lines)

@@ -50,6 +50,8 @@ class RequestRecord:
     error_message: str | None = None
     preemptions: int = 0
     trial: int = 0
+    worker: int | None = None  # sharded load generation: the load-generator worker that sent it (else absent)
+    user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

@@ -172,10 +172,13 @@ def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
     """records.jsonl as (frame with the `records_frame` dtypes but empty token_times, TokenTimes)."""
     try:
         table = _arrow_json(path, RECORD_SCHEMA, "ignore")
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeError):
         frame = load_records(path)  # raises a precise RecordError, or skips a truncated last line
         return frame, TokenTimes.from_lists(frame["token_times"])
     tt = table.column("token_times").combine_chunks()
+    if tt.flatten().null_count:  # a null among the token times: let the metrics loader name the line
+        frame = load_records(path)
+        return frame, TokenTimes.from_lists(frame["token_times"])
     counts = tt.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = tt.flatten().to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     if flat.size != counts.sum():  # sliced or null-filled list arrays: rebuild honestly
@@ -250,6 +253,8 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     if not manifest:
         notes.append("no manifest.json: lineage unknown")
     frame, tokens = read_records(records_path)
+    schedule = read_schedule(path / "requests.jsonl")
+    scheduled = set(schedule["request_id"].astype(str)) if schedule is not None and "request_id" in schedule else None
     known = _summaries(metrics)
     if frame.empty and not known:
         raise RecordError(f"{records_path}: no records")
@@ -264,6 +269,17 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         trace = read_trace(trace_path) if trace_path.exists() else None
         er = EngineRun(run_label, str(engine), int(trial), records, tokens.take(rows), trace)
         entry = known.get((str(engine), int(trial)))
+        if scheduled is not None:
+            never = len(scheduled - set(records["request_id"]))
+            if never:
+                if entry is None:
+                    why = "the run was killed or crashed first"
+                else:
+                    why = "a stop rule ended it" if entry.get("stopped_early") else "the run ended before them"
+                notes.append(
+                    f"{engine} trial {trial}: {never} of {len(scheduled)} scheduled requests were never "
+                    f"sent ({why}); rates and percentiles cover the {len(records)} that were"
+                )
         if entry is not None:
             er.summary = entry["summary"]
             er.stopped_early = bool(entry.get("stopped_early"))
@@ -284,7 +300,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
             er = EngineRun(run_label, engine, trial, empty, tokens.take(np.empty(0, dtype=np.int64)), None)
             er.summary, er.summary_source = entry["summary"], "metrics.json (aggregates only, no records)"
             engine_runs.append(er)
-    return RunData(path, run_label, manifest, read_schedule(path / "requests.jsonl"), metrics, engine_runs, notes)
+    return RunData(path, run_label, manifest, schedule, metrics, engine_runs, notes)
 
 
 def load_runs(paths: list[Path], labels: list[str] | None = None) -> list[RunData]:

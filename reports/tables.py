@@ -74,6 +74,8 @@ def metric_table(series: list[EngineRun]) -> str:
                 f"{name} {label}", lambda s, k=key, lb=label, f=f: _with_ci(_get(s, "latency", k, "percentiles", lb), f)
             )
         add(f"{name} mean", lambda s, k=key, f=f: f(_get(s, "latency", k, "mean")))
+    add("offered rate (req/s, from the schedule)", lambda s: fmt.number(_get(s, "load", "offered_rate_rps")))
+    add("send rate (req/s, achieved)", lambda s: fmt.number(_get(s, "load", "send_rate_rps")))
     add("schedule lag p99", lambda s: _with_ci(_get(s, "schedule_lag", "percentiles", "p99"), fmt.seconds))
     for window in ("steady", "whole_run"):
         w = window.replace("_", " ")
@@ -105,6 +107,10 @@ def metric_table(series: list[EngineRun]) -> str:
     add("preemptions", lambda s: fmt.number(_get(s, "requests", "preemptions")))
     add("Jain's index (tenant service rate)", lambda s: fmt.number(_get(s, "fairness", "jain_index"), 3))
     add("$ per 1M output tokens", lambda s: fmt.usd(_get(s, "cost", "usd_per_1m_output_tokens")))
+    add(
+        "prompt tokens off by > 1 (share of counted)",
+        lambda s: fmt.share(_get(s, "validity", "prompt_tokens", "share_off")),
+    )
     add("validity flags", lambda s: ", ".join(f["name"] for f in (_get(s, "validity", "flags") or [])) or "none")
     return _table(["metric", *(fmt.esc(er.label) for er in series)], rows, "metric-table")
 

@@ -6,12 +6,14 @@ bursts of near-simultaneous arrivals separated by long silences); constant rate 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from workloads.errors import WorkloadError
+from workloads.options import MAX_REQUESTS
 
 PROCESSES = ("poisson", "gamma", "constant")
 
@@ -71,25 +73,40 @@ def arrival_times(
     horizon_s: float | None = None,
     start_s: float = 0.0,
 ) -> np.ndarray:
-    """Arrival times from `start_s`: `count` of them, or all before `start_s + horizon_s`, whichever is fewer.
+    """Arrival times from `start_s`: `count` of them, or as many as fit before `start_s + horizon_s`.
 
-    The first request arrives at `start_s` itself, so a workload starts with traffic instead of a random wait.
+    The offered rate is exactly `rate`, not a random draw around it (240 Poisson arrivals "at 8 req/s"
+    span anything from 7.1 to 10.2 req/s before rescaling, so two tools "at the same rate" would offer
+    different loads). The rate of N arrivals is 1 / their mean gap, (N - 1) / (last - first), and the
+    N - 1 drawn gaps are rescaled so their mean is exactly 1 / rate: the shape of the process (its CV,
+    its bursts) is kept, its scale is fixed. With a horizon, N is the count whose last arrival at that
+    mean gap still lies before the horizon: ceil(rate x horizon). The first request arrives at `start_s`
+    itself, so a workload starts with traffic instead of a random wait.
     """
     if count is None and horizon_s is None:
         raise ValueError("need a count or a horizon")
-    if not rate > 0:
-        raise WorkloadError(f"must be > 0, found {rate!r}", field="rate")
-    if count is not None:
-        times = start_s + np.concatenate(([0.0], np.cumsum(process.gaps(rng, rate, max(count - 1, 0)))))
-        times = times[:count]
-    else:
-        times = np.array([start_s])
-    if horizon_s is None:
+    if not rate > 0 or rate == float("inf"):
+        raise WorkloadError(f"must be a finite number > 0, found {rate!r}", field="rate")
+    n = count
+    if horizon_s is not None:
+        expected = rate * horizon_s
+        if n is None and not expected <= MAX_REQUESTS:
+            what = f"{rate:g} req/s for {horizon_s:g} s is more requests than a workload may hold ({MAX_REQUESTS:,})"
+            raise WorkloadError(what, field="duration_s")
+        fits = max(1, math.ceil(min(expected, MAX_REQUESTS + 1) - 1e-9))
+        n = fits if n is None else min(n, fits)
+    assert n is not None
+    if n > MAX_REQUESTS:
+        raise WorkloadError(f"{n:,} arrivals: more than a workload may hold ({MAX_REQUESTS:,})", field="requests")
+    gaps = process.gaps(rng, rate, max(n - 1, 0))
+    total = float(gaps.sum())
+    if n > 1 and total > 0 and math.isfinite(total):
+        gaps = gaps * ((n - 1) / rate / total)
+    return start_s + np.concatenate(([0.0], np.cumsum(gaps)))
+
+
+def exact_rate(times: np.ndarray, rate: float) -> np.ndarray:
+    """`times` stretched about their first value so that (N - 1) / span is exactly `rate`."""
+    if len(times) < 2 or not times[-1] > times[0]:
         return times
-    # Draw in chunks until the horizon is passed: burstier processes overshoot or undershoot a fixed guess.
-    end = start_s + horizon_s
-    while times[-1] < end and (count is None or len(times) < count):
-        chunk = int(rate * (end - times[-1]) * 1.2) + 16
-        times = np.concatenate((times, times[-1] + np.cumsum(process.gaps(rng, rate, chunk))))
-    times = times[times < end]
-    return times if count is None else times[:count]
+    return times[0] + (times - times[0]) * ((len(times) - 1) / rate / (times[-1] - times[0]))

@@ -6,12 +6,14 @@ Every draw is an int64 array of lengths >= 1 (a request cannot have an empty pro
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from workloads.errors import WorkloadError
+from workloads.options import MAX_TOKENS
 
 
 class LengthDist(Protocol):
@@ -120,7 +122,10 @@ class Mixture:
 
 
 def _clip(values: np.ndarray, low: int, high: int | None) -> np.ndarray:
-    return np.clip(values, max(low, 1), high).astype(np.int64)
+    # MAX_TOKENS is a backstop: parse_length refuses parameters that reach it, so only a freak draw is cut,
+    # and nothing overflows int64 (a lognormal median of 1e308 once gave lengths of -9.2e18)
+    top = MAX_TOKENS if high is None else min(high, MAX_TOKENS)
+    return np.clip(np.nan_to_num(values, nan=low, posinf=top), max(low, 1), top).astype(np.int64)
 
 
 KEYS = {
@@ -144,9 +149,11 @@ def parse_length(value: Any, field: str) -> LengthDist:
             raise fail(f"missing {key!r}", key)
         v = table[key]
         ok = isinstance(v, int) if integer else isinstance(v, int | float)
-        if isinstance(v, bool) or not ok or (positive and not v > 0) or (not positive and v < 0):
+        if isinstance(v, bool) or not ok or (positive and not v > 0) or (not positive and not v >= 0):
             kind = "an integer" if integer else "a number"
             raise fail(f"expected {kind} {'> 0' if positive else '>= 0'}, found {v!r}", key)
+        if not v <= MAX_TOKENS:  # NaN and inf fail here too
+            raise fail(f"must be <= {MAX_TOKENS:,} tokens, found {v!r}", key)
         return v
 
     if isinstance(value, int) and not isinstance(value, bool):
@@ -169,12 +176,25 @@ def parse_length(value: Any, field: str) -> LengthDist:
             raise fail(f"high ({hi}) is below low ({lo})", "high")
         return Uniform(lo, hi)
     if dist == "normal":
-        return Normal(float(number(value, "mean")), float(number(value, "std", positive=False)), low, high)
+        normal = Normal(float(number(value, "mean")), float(number(value, "std", positive=False)), low, high)
+        _bounded_tail(normal.mean + 6 * normal.std, high, fail)
+        return normal
     if dist == "lognormal":
-        return LogNormal(float(number(value, "median")), float(number(value, "sigma", positive=False)), low, high)
+        sigma = float(number(value, "sigma", positive=False))
+        if sigma > 20:
+            raise fail(f"must be <= 20 (a spread of e^20 in lengths), found {sigma!r}", "sigma")
+        lognormal = LogNormal(float(number(value, "median")), sigma, low, high)
+        _bounded_tail(lognormal.median * math.exp(6 * sigma), high, fail)
+        return lognormal
     if dist == "empirical":
         return _parse_empirical(value, field, fail)
     return _parse_mixture(value, field, fail)
+
+
+def _bounded_tail(far: float, high: int | None, fail: Any) -> None:
+    """Without a `max`, the far tail (6 sd) must stay below MAX_TOKENS, or draws would be cut there silently."""
+    if high is None and far > MAX_TOKENS:
+        raise fail(f"draws would reach {far:.3g} tokens, above {MAX_TOKENS:,}: set max")
 
 
 def _parse_empirical(value: dict[str, Any], field: str, fail: Any) -> Empirical:

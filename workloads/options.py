@@ -16,6 +16,11 @@ from typing import Any
 
 from workloads.errors import WorkloadError
 
+# Beyond these, a number is a typo or an overflow, not a workload: 99999999999999999999999 input tokens once
+# read back as -9.2e18 and passed the negative check, and `requests = 10000000000` tried to allocate 74.5 GiB.
+MAX_TOKENS = 10_000_000  # tokens in one prompt or output: more than any model's context
+MAX_REQUESTS = 10_000_000  # requests in one workload: days of the busiest public traces
+
 
 def _opt(
     default: Any,
@@ -23,11 +28,20 @@ def _opt(
     *,
     low: float | None = None,
     above: bool = False,
+    high: float | None = None,
     flag: str | None = None,
     metavar: str | None = None,
     section: str = "transforms",
 ) -> Any:
-    meta = {"help": help, "low": low, "above": above, "flag": flag, "metavar": metavar, "section": section}
+    meta = {
+        "help": help,
+        "low": low,
+        "above": above,
+        "high": high,
+        "flag": flag,
+        "metavar": metavar,
+        "section": section,
+    }
     return field(default=default, metadata=meta)
 
 
@@ -35,7 +49,9 @@ def _opt(
 class Options:
     """The options a spec file or the command line sets on a workload (None: not given)."""
 
-    seed: int = _opt(0, "seed for everything random (default: the spec's, else 0)", low=0, metavar="N", section="top")
+    seed: int = _opt(
+        0, "seed for everything random (default: the spec's, else 0)", low=0, high=2**63 - 1, metavar="N", section="top"
+    )
     jitter: bool = _opt(False, "spread requests that share a timestamp")
     jitter_width_s: float | None = _opt(
         None,
@@ -63,11 +79,15 @@ class Options:
         None, "new mean rate R req/s over the same span, keeping the length mix", low=0, above=True, metavar="R"
     )
     rate_cv: float | None = _opt(None, "inter-arrival CV for --rate (default: the trace's own)", low=0, metavar="CV")
-    first: int | None = _opt(None, "keep the first N requests", low=1, metavar="N")
-    requests: int | None = _opt(None, "sample N requests from a trace; synthetic: generate N", low=1, metavar="N")
-    max_context: int | None = _opt(None, "clip input + output to N tokens (reported in the notes)", low=2, metavar="N")
+    first: int | None = _opt(None, "keep the first N requests", low=1, high=MAX_REQUESTS, metavar="N")
+    requests: int | None = _opt(
+        None, "sample N requests from a trace; synthetic: generate N", low=1, high=MAX_REQUESTS, metavar="N"
+    )
+    max_context: int | None = _opt(
+        None, "clip input + output to N tokens (reported in the notes)", low=2, high=MAX_TOKENS, metavar="N"
+    )
     closed_loop_users: int | None = _opt(
-        None, "make it a closed loop of N users", low=1, metavar="N", section="closed_loop"
+        None, "make it a closed loop of N users", low=1, high=100_000, metavar="N", section="closed_loop"
     )
     think_time_s: float | None = _opt(
         None, "closed-loop think time in seconds", low=0, flag="--think-time", metavar="S", section="closed_loop"
@@ -96,6 +116,7 @@ class Override:
     low: float | None = None
     above: bool = False
     section: str = "transforms"  # where a spec file writes it: top, transforms, closed_loop, or trace (source)
+    high: float | None = None  # the highest allowed value (inclusive)
 
     def range_text(self) -> str:
         return "" if self.low is None else f"{'>' if self.above else '>='} {self.low:g}"
@@ -108,7 +129,9 @@ def _from_options() -> tuple[Override, ...]:
         kind = next(t for t in (bool, int, float) if t is hints[f.name] or t in typing.get_args(hints[f.name]))
         m = f.metadata
         flag = m["flag"] or "--" + f.name.replace("_", "-")
-        rows.append(Override(f.name, kind, m["help"], flag, m["metavar"], m["low"], m["above"], m["section"]))
+        rows.append(
+            Override(f.name, kind, m["help"], flag, m["metavar"], m["low"], m["above"], m["section"], m["high"])
+        )
     return tuple(rows)
 
 
@@ -166,6 +189,8 @@ def check_option(name: str, value: Any, where: str | None = None, line: int | No
         raise WorkloadError(f"must be {option.range_text()}, found {value!r}", file=where, line=line, field=name)
     if not math.isfinite(value):
         raise WorkloadError("must be finite", file=where, line=line, field=name)
+    if option.high is not None and value > option.high:
+        raise WorkloadError(f"must be <= {option.high:,.0f}, found {value!r}", file=where, line=line, field=name)
     return kind(value)
 
 

@@ -9,6 +9,7 @@ requests sharing hash ids share a leading text.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,13 +93,18 @@ def draw_words(pool: WordPool, rng: np.random.Generator, n_tokens: int) -> list[
     return words
 
 
-def fit_words(words: list[str], n_tokens: int, pool: WordPool, tok: TokenizerAdapter) -> tuple[str, int]:
-    """Trim or extend the tail of `words` until the text encodes to n_tokens; returns (text, actual)."""
+def fit_words(
+    words: list[str], n_tokens: int, pool: WordPool, tok: TokenizerAdapter, count: Callable[[str], int] | None = None
+) -> tuple[str, int]:
+    """Trim or extend the tail of `words` until the text counts n_tokens; returns (text, actual).
+
+    `count` is the length of a text as the target sees it (default: its own tokens)."""
+    count = count or (lambda text: len(tok.encode(text)))
     words = list(words)
     fill = 0
     for _ in range(FIT_ROUNDS):
         text = " ".join(words)
-        actual = len(tok.encode(text))
+        actual = count(text)
         if actual == n_tokens:
             return text, actual
         deficit = n_tokens - actual
@@ -111,17 +117,26 @@ def fit_words(words: list[str], n_tokens: int, pool: WordPool, tok: TokenizerAda
             words.append(pool.fillers[fill % len(pool.fillers)])
             fill += 1
     text = " ".join(words)
-    return text, len(tok.encode(text))
+    return text, count(text)
 
 
 def text_prompts(
-    workload: Workload, tokenizer: Any, seed: int, block_tokens: int = BLOCK_TOKENS
+    workload: Workload,
+    tokenizer: Any,
+    seed: int,
+    block_tokens: int = BLOCK_TOKENS,
+    count: Callable[[str], int] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """request_id -> text of exactly `input_tokens` tokens, and one line per request where that failed.
 
+    `count` gives the length of a text as the target will see it, when that is more than the text's own
+    tokens: a chat server wraps the text in its chat template, so the text is fitted until the templated
+    prompt has `input_tokens` tokens (what the model prefills, and what the server's usage reports).
     A request that brings its own prompt text keeps it; a wrong length there is reported too.
     """
     tok = as_tokenizer(tokenizer)
+    count = count or (lambda text: len(tok.encode(text)))
+    overhead = count("")  # the chat template's own tokens (0 for a plain text)
     pool = word_pool(tok)
     blocks: dict[int, list[str]] = {}
 
@@ -136,14 +151,15 @@ def text_prompts(
     for index, request in enumerate(workload.requests):
         n = request.input_tokens
         if request.prompt_text is not None:
-            text, actual = request.prompt_text, len(tok.encode(request.prompt_text))
+            text, actual = request.prompt_text, count(request.prompt_text)
         else:
-            hashes = request.prefix_hash_ids[: math.ceil(n / block_tokens)]
+            content = max(1, n - overhead)
+            hashes = request.prefix_hash_ids[: math.ceil(content / block_tokens)]
             words = [w for h in hashes for w in block(h)]
             have = len(hashes) * block_tokens
-            if have < n:
-                words += draw_words(pool, np.random.default_rng(request_seed(seed, index)), n - have)
-            text, actual = fit_words(words, n, pool, tok)
+            if have < content:
+                words += draw_words(pool, np.random.default_rng(request_seed(seed, index)), content - have)
+            text, actual = fit_words(words, n, pool, tok, count)
         prompts[request.request_id] = text
         if actual != n:
             mismatches.append(f"{request.request_id}: asked for {n} tokens, the text encodes to {actual}")

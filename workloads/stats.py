@@ -1,9 +1,10 @@
 """`describe`: the numbers that say what a workload will do to an engine.
 
 Conventions (the same as the bundled traces' SOURCE.md, so the numbers can be checked against it):
-span = last minus first arrival; mean rate = requests / span; inter-arrival CV = population standard deviation
-over mean of the gaps; peak 1-second rate = most arrivals in one of the 1 s bins counted from the first
-arrival; percentiles use numpy's default linear interpolation.
+span = last minus first arrival; mean rate = 1 / mean inter-arrival gap = (requests - 1) / span (the rate
+synthetic arrivals are rescaled to, and run metrics use for offered and sent load); inter-arrival CV =
+population standard deviation over mean of the gaps; peak 1-second rate = most arrivals in one of the 1 s
+bins counted from the first arrival; percentiles use numpy's default linear interpolation.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def arrival_summary(arrivals: np.ndarray) -> dict[str, float | int | None]:
     bins = np.floor(arrivals - arrivals[0]).astype(np.int64)
     return {
         "span_s": round(span, 6),
-        "mean_rate_rps": round(len(arrivals) / span, 6),
+        "mean_rate_rps": round((len(arrivals) - 1) / span, 6),
         "interarrival_mean_s": round(gap_mean, 6),
         "interarrival_cv": round(float(gaps.std() / gap_mean), 6),
         "peak_1s_requests": int(np.bincount(bins).max()),

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workloads.arrivals import ArrivalProcess, arrival_times
+from workloads.arrivals import ArrivalProcess, arrival_times, exact_rate
 from workloads.errors import WorkloadError
 from workloads.frame import make_frame, sort_by_arrival
 from workloads.lengths import LengthDist
@@ -101,7 +101,15 @@ def generate_open(
     merged = sort_by_arrival(pd.concat(frames, ignore_index=True)) if frames else None
     if merged is None or merged.empty:
         raise WorkloadError("the tenants generate no requests in that duration", field="duration_s")
-    return merged if requests is None else merged.iloc[:requests].reset_index(drop=True)
+    if requests is None:
+        return merged
+    merged = merged.iloc[:requests].reset_index(drop=True)
+    if duration_s is None and len(tenants) > 1 and all(t.start_s == 0 and t.requests is None for t in tenants):
+        # Each tenant's stream has its exact rate, but the first N of the merged streams do not: stretch
+        # them so the total is exactly the sum of the rates (each tenant keeps its share on average).
+        total = sum(t.rate for t in tenants)
+        merged = merged.assign(arrival_s=exact_rate(merged["arrival_s"].to_numpy(dtype=np.float64), total))
+    return merged
 
 
 def generate_closed(tenants: Sequence[TenantSpec], seed: int, requests: int | None) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import pandas as pd
 from workloads.arrivals import ArrivalProcess, arrival_times
 from workloads.errors import WorkloadError
 from workloads.frame import sort_by_arrival
+from workloads.options import MAX_REQUESTS
 
 Step = dict[str, Any]
 Result = tuple[pd.DataFrame, list[str]]
@@ -87,14 +88,18 @@ def override_rate(frame: pd.DataFrame, step: Step) -> Result:
     """Same span, new mean rate: requests resampled from the source so the length mix stays the same.
 
     New arrivals are a gamma renewal process with the source's inter-arrival CV (or the given one), scaled so
-    that requests / span equals the rate exactly. Resampled requests keep their source order (so Mooncake
-    conversation turns stay in order) and their tenant, priority and prefix blocks.
+    that the rate, 1 / mean gap = (requests - 1) / span, is exactly the one asked for. Resampled requests keep
+    their source order (so Mooncake conversation turns stay in order) and their tenant, priority and prefix
+    blocks.
     """
     rate, span = float(step["rate"]), _span(frame)
     if span <= 0:
         raise WorkloadError("the workload has no time span to spread a new rate over", field="rate")
     n_src = len(frame)
-    n = max(1, round(rate * span))
+    if not rate * span < MAX_REQUESTS:
+        what = f"{rate * span:.3g} requests over {span:.0f} s: more than a workload may hold ({MAX_REQUESTS:,})"
+        raise WorkloadError(what, field="rate")
+    n = round(rate * span) + 1
     cv = float(step["cv"]) if step.get("cv") is not None else _interarrival_cv(frame)
     rng = _rng(step)
     if n <= n_src:
@@ -102,12 +107,10 @@ def override_rate(frame: pd.DataFrame, step: Step) -> Result:
     else:  # every source request once, the rest drawn with replacement
         picks = np.concatenate((np.arange(n_src), rng.choice(n_src, n - n_src)))
     process = ArrivalProcess("gamma", cv) if cv > 0 else ArrivalProcess("constant", 0.0)
-    times = arrival_times(process, rate, rng, count=n)
-    if n > 1 and times[-1] > 0:
-        times = times * (n / rate) / times[-1]
+    times = arrival_times(process, rate, rng, count=n)  # exactly `rate`: see arrival_times
     new = frame.iloc[np.sort(picks)].reset_index(drop=True).assign(arrival_s=times)
     note = (
-        f"rate override: {n} requests at {rate:g} req/s over {n / rate:.1f} s, resampled from {n_src} "
+        f"rate override: {n} requests at {rate:g} req/s over {(n - 1) / rate:.1f} s, resampled from {n_src} "
         f"(inter-arrival CV {cv:.2f})"
     )
     return new, [note]

@@ -10,8 +10,10 @@ contexts). Per request:
   carried it arrived. A chunk that carries several tokens (its `token_ids`, or a running usage total)
   gives several events with the same time. Without either, a chunk with content counts as one token.
   When the final usage says more tokens than were counted, the missing ones are added at the time of
-  the last content chunk (they cannot have arrived later), so counts follow the server's usage:
-  counting chunks or re-tokenizing text miscounts them.
+  the last content chunk (they cannot have arrived later), so counts follow the server: re-counting
+  chunks miscounts when one chunk carries several tokens. What usage may add is capped at the
+  request's max_tokens (a server once claimed 3,000,000 tokens after streaming 116); the claim itself
+  stays in the finish event, where run validity flags it.
   `token_id` is the server's id when it sends ids (`return_token_ids`), else -1: text is never
   re-tokenized to guess ids.
 - `FinishEvent`: reason from the server's `finish_reason`; token counts from its usage when present.
@@ -38,6 +40,7 @@ from engines.http.errors import (
     DISCONNECT,
     HTTP_STATUS,
     MALFORMED_EVENT,
+    NOT_STREAMED,
     SERVER_ERROR,
     TIMEOUT,
     RequestFailure,
@@ -55,6 +58,7 @@ from engines.http.payload import (
     read_chunk,
 )
 from engines.http.sse import SSEDecoder, SSEError
+from engines.options import url_problem
 
 DEFAULT_READ_BUFSIZE = 4 * 2**20  # >= 2 MiB: a 50K-token context's chunks never wait on the buffer
 _FINISH_REASONS = {"length": "length", "stop": "stop", "abort": "abort"}
@@ -187,6 +191,12 @@ class HttpEngine(Engine):
         try:
             response, t_sent = await self._open(request, flight)
             stream.responded = True
+            if response.content_type == "application/json":
+                raise RequestFailure(
+                    NOT_STREAMED,
+                    f"HTTP {response.status} with one JSON body, not an event "
+                    "stream: the server ignored stream=true, so its tokens have no times",
+                )
             yield AdmitEvent(rid, t_sent)
             if flight.aborted:
                 raise _Aborted
@@ -341,7 +351,7 @@ class _Stream:
         if info.usage_completion is not None:
             self.usage_completion = info.usage_completion
             if info.cumulative:
-                n = max(0, info.usage_completion - self.count)
+                n = max(0, min(info.usage_completion, self.request.max_tokens) - self.count)
         if info.usage_prompt is not None:
             self.usage_prompt = info.usage_prompt
         if info.finish_reason is not None:
@@ -359,7 +369,7 @@ class _Stream:
 
     def reconcile(self) -> list[TokenEvent]:
         """Tokens the usage numbers say were sent but no chunk counted (several tokens in one chunk)."""
-        missing = (self.usage_completion or 0) - self.count
+        missing = min(self.usage_completion or 0, self.request.max_tokens) - self.count
         if missing <= 0:
             return []
         at = self.last_token_time if self.last_token_time is not None else time.perf_counter()
@@ -371,7 +381,7 @@ class _Stream:
         return _FINISH_REASONS.get(self.finish_reason or "stop", "stop")
 
     def finish(self, reason: str, error_type: str | None = None, message: str | None = None) -> FinishEvent:
-        prompt = self.usage_prompt if self.usage_prompt is not None else len(self.request.prompt_token_ids)
+        prompt = self.usage_prompt  # only what the server said: a guess would pass the prompt-length cross-check
         output = self.usage_completion if self.usage_completion is not None and reason != "error" else self.count
         return FinishEvent(
             self.request_id,
@@ -421,6 +431,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _safe(url: str) -> str:
+    """`_redact`, or the URL's scheme and host part cut short when it does not even parse."""
+    try:
+        return _redact(url)
+    except ValueError:
+        return url.split("@")[-1][:80]
+
+
 def _redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.username or parts.password:
@@ -431,9 +449,9 @@ def _redact(url: str) -> str:
 
 
 def _validate(c: HttpEngineConfig) -> None:
-    parts = urlsplit(c.url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EngineInputError(f"--url {_redact(c.url)!r}: expected http://HOST[:PORT][/v1]")
+    problem = url_problem(c.url)
+    if problem is not None:
+        raise EngineInputError(f"--url {_safe(c.url)!r}: {problem}")
     if c.api not in PATHS:
         raise EngineInputError(f"--api {c.api!r}: expected one of {', '.join(PATHS)}")
     if c.prompt_format not in ("auto", "ids", "text"):

@@ -12,8 +12,11 @@ DISCONNECT = "disconnect"  # the connection closed before the stream finished
 MALFORMED_EVENT = "malformed_event"  # a chunk that is not valid SSE or not an OpenAI-shaped JSON object
 SERVER_ERROR = "server_error"  # the stream itself carried an error object (vLLM does this mid-stream)
 INVALID_REQUEST = "invalid_request"  # the request cannot be expressed for this API (e.g. chat without text)
+# a 2xx answer that is one JSON body, not an event stream (the server ignored stream=true): it has no token
+# timing, so TTFT and TPOT cannot be measured from it
+NOT_STREAMED = "not_streamed"
 
-ERROR_TYPES = (CONNECT, HTTP_STATUS, TIMEOUT, DISCONNECT, MALFORMED_EVENT, SERVER_ERROR, INVALID_REQUEST)
+ERROR_TYPES = (CONNECT, HTTP_STATUS, TIMEOUT, DISCONNECT, MALFORMED_EVENT, SERVER_ERROR, INVALID_REQUEST, NOT_STREAMED)
 
 
 class RequestFailure(Exception):

@@ -134,8 +134,8 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
         choice = choices[0]  # one prompt, n=1: there is only one
         ids = choice.get("token_ids")
         if ids is not None:  # the server says exactly which tokens (possibly none) this chunk carries
-            if not isinstance(ids, list):
-                raise RequestFailure(MALFORMED_EVENT, f"chunk 'token_ids' is not a list: {data[:120]!r}")
+            if not isinstance(ids, list) or not all(_is_count(t) for t in ids):
+                raise RequestFailure(MALFORMED_EVENT, f"chunk 'token_ids' is not a list of ids: {data[:120]!r}")
             info.token_ids = ids
             info.tokens = len(ids)
         else:
@@ -146,14 +146,21 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
                 text = choice.get("text")
             if text:  # one content chunk = one token unless the server says how many
                 info.tokens = 1
-        info.finish_reason = choice.get("finish_reason")
+        reason = choice.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            raise RequestFailure(MALFORMED_EVENT, f"chunk 'finish_reason' is not a string: {data[:120]!r}")
+        info.finish_reason = reason
     usage = obj.get("usage")
     if isinstance(usage, dict):
         completion = usage.get("completion_tokens")
         prompt = usage.get("prompt_tokens")
-        info.usage_completion = completion if isinstance(completion, int) else None
-        info.usage_prompt = prompt if isinstance(prompt, int) else None
+        info.usage_completion = completion if _is_count(completion) else None
+        info.usage_prompt = prompt if _is_count(prompt) else None
         info.cumulative = bool(choices)
     elif usage is not None:
         raise RequestFailure(MALFORMED_EVENT, f"chunk 'usage' is not an object: {data[:120]!r}")
     return info
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0

@@ -29,11 +29,12 @@ class SSEError(ValueError):
 class SSEDecoder:
     """Incremental server-sent-events parser: feed it bytes as they arrive, take whole events out."""
 
-    __slots__ = ("_buf", "_data", "_event", "_max")
+    __slots__ = ("_buf", "_data", "_event", "_max", "_size")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self._buf = b""
         self._data: list[bytes] = []
+        self._size = 0  # bytes in `_data`: an event's complete lines count against the limit too
         self._event = b""
         self._max = max_event_bytes
 
@@ -64,7 +65,7 @@ class SSEDecoder:
                     line = line[:-1]
                 self._line(line, events)
             self._buf = buf[start:]
-        if len(self._buf) > self._max:
+        if len(self._buf) + self._size > self._max:
             raise SSEError(f"an SSE event exceeds {self._max} bytes")
         return events
 
@@ -83,6 +84,7 @@ class SSEDecoder:
                 name = self._event.decode("utf-8", "replace") if self._event else "message"
                 events.append(SSEEvent(name, self._data[0] if len(self._data) == 1 else b"\n".join(self._data)))
                 self._data = []
+                self._size = 0
             self._event = b""
             return
         if line[0] == 0x3A:  # ":" starts a comment (keep-alive pings)
@@ -92,5 +94,8 @@ class SSEDecoder:
             value = value[1:]
         if name == b"data":
             self._data.append(value)
+            self._size += len(value) + 1
+            if self._size > self._max:  # many complete lines of one event (CRLF framing takes this path)
+                raise SSEError(f"an SSE event exceeds {self._max} bytes")
         elif name == b"event":
             self._event = value

@@ -82,6 +82,39 @@ def _tokenizer_sha256(directory: Path) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class LoadedTokenizer:
+    """A tokenizer on its own: the target's, to build prompts of exact lengths for it (no weights loaded)."""
+
+    tokenizer: Any  # a transformers tokenizer
+    source: str  # "embedded" or the directory
+    sha256: str
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "sha256": self.sha256,
+            "vocab_size": len(self.tokenizer),
+            "chat_template": bool(getattr(self.tokenizer, "chat_template", None)),
+        }
+
+
+def load_tokenizer(path: str | None = None) -> LoadedTokenizer:
+    """`path=None`: the embedded model's tokenizer; otherwise a local Hugging Face tokenizer (or model) directory."""
+    _offline()
+    from transformers import AutoTokenizer
+
+    directory = TOKENIZER_DIR if path is None else Path(path)
+    if not directory.is_dir():
+        raise ModelLoadError(f"--tokenizer {str(directory)!r}: no such directory")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    except Exception as exc:  # transformers raises many types for a broken tokenizer directory
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"--tokenizer {str(directory)!r}: cannot load a tokenizer: {first}") from None
+    return LoadedTokenizer(tokenizer, "embedded" if path is None else str(directory), _tokenizer_sha256(directory))
+
+
 def load_model(path: str | None = None, *, dtype: str = "float32", seed: int = 0) -> LoadedModel:
     """`path=None` builds the embedded model; otherwise `path` must be a local checkpoint directory."""
     _offline()

@@ -99,6 +99,7 @@ async def _drain(app: web.Application) -> None:
 
 async def _stop_engine(app: web.Application) -> None:
     state = app[STATE]
+    state.prompts.close()
     state.engine.set_step_sink(None)
     if state.manage_engine:
         await state.engine.stop()
@@ -124,7 +125,14 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
 async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     key = request.app[STATE].api_key
     if key and request.path.startswith("/v1/"):
-        given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+        # the scheme is case-insensitive (RFC 9110 section 11.1): "bearer KEY" is as good as "Bearer KEY"
+        ok = scheme.lower() == "bearer" and hmac.compare_digest(_raw(given.strip()), _raw(key))
+        if not ok:
             raise ApiError(401, "missing or invalid API key (Authorization: Bearer <key>)", code="invalid_api_key")
     return await handler(request)
+
+
+def _raw(text: str) -> bytes:
+    # aiohttp decodes header bytes that are not UTF-8 with surrogateescape: encode them back the same way
+    return text.encode("utf-8", "surrogateescape")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -13,15 +14,15 @@ from aiohttp import web
 
 from engines.api import EngineEvent, FinishEvent, Request, TokenEvent
 from engines.errors import EngineInputError
-from engines.serve.chat import chat_prompt_ids
 from engines.serve.detokenize import IncrementalDetokenizer
 from engines.serve.errors import ApiError, invalid
 from engines.serve.protocol import GenerationParams, parse_chat, parse_completions
 from engines.serve.state import STATE, ServerState
-from engines.serve.submit import submit
+from engines.serve.submit import Place, submit
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 DONE = b"data: [DONE]\n\n"
+INLINE_JSON_BYTES = 2**20
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
@@ -69,7 +70,10 @@ async def _generate(http: web.Request, api: str) -> web.StreamResponse:
         raise ApiError(503, "the server is shutting down", code="shutting_down", headers={"Connection": "close"})
     body = await _read_json(http, state)
     params = parse_completions(body, state.model_name) if api == "completions" else parse_chat(body, state.model_name)
-    prompt = _prompt_ids(params, state)
+    if params.prompt_ids is not None:
+        prompt = params.prompt_ids
+    else:
+        prompt = await state.prompts.ids(text=params.prompt_text, messages=params.messages)
     max_tokens = params.max_tokens or state.default_max_tokens
     rid = state.new_id("cmpl" if api == "completions" else "chatcmpl")
     request = Request(rid, prompt, max_tokens, ignore_eos=params.ignore_eos, stop_token_ids=params.stop_token_ids)
@@ -81,16 +85,20 @@ async def _generate(http: web.Request, api: str) -> web.StreamResponse:
             code="queue_full",
             headers={"Retry-After": str(state.retry_after_s)},
         )
-    chunks = _Chunks(rid, state.model_name, state.created, params)
-    if params.stream:
-        return await _stream(http, state, request, chunks, t_arrival)
-    return await _complete(state, request, chunks, t_arrival)
+    place = Place(state)  # no await between the check and this: the limit is exact
+    try:
+        chunks = _Chunks(rid, state.model_name, state.created, params)
+        if params.stream:
+            return await _stream(http, state, request, chunks, t_arrival, place)
+        return await _complete(state, request, chunks, t_arrival, place)
+    finally:
+        place.release()
 
 
 async def _stream(
-    http: web.Request, state: ServerState, request: Request, chunks: _Chunks, t_arrival: float
+    http: web.Request, state: ServerState, request: Request, chunks: _Chunks, t_arrival: float, place: Place
 ) -> web.StreamResponse:
-    async with aclosing(submit(state, request, t_arrival)) as events:
+    async with aclosing(submit(state, request, t_arrival, place)) as events:
         # With admission control a request may be shed before it is queued: look at its first event before
         # the 200 goes out, so a shed request gets its 429. (Headers then wait for the admission.)
         first = await anext(events) if _admission_on(state) else None
@@ -113,10 +121,12 @@ async def _stream(
     return response
 
 
-async def _complete(state: ServerState, request: Request, chunks: _Chunks, t_arrival: float) -> web.Response:
+async def _complete(
+    state: ServerState, request: Request, chunks: _Chunks, t_arrival: float, place: Place
+) -> web.Response:
     ids: list[int] = []
     finish: FinishEvent | None = None
-    async with aclosing(submit(state, request, t_arrival)) as events:
+    async with aclosing(submit(state, request, t_arrival, place)) as events:
         async for event in events:
             if type(event) is TokenEvent:
                 ids.append(event.token_id)
@@ -166,26 +176,17 @@ async def _read_json(http: web.Request, state: ServerState) -> dict[str, Any]:
     except web.HTTPRequestEntityTooLarge:
         raise too_big from None
     try:
-        body = json.loads(raw)
+        if len(raw) > INLINE_JSON_BYTES:  # a big body parses on a thread, so the loop keeps answering between
+            body = await asyncio.to_thread(json.loads, raw)
+        else:
+            body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise invalid("body", f"is not valid JSON ({exc})") from None
+    except RecursionError:  # `[` x 100000: nesting deeper than any request body needs
+        raise invalid("body", "is nested too deeply") from None
     if not isinstance(body, dict):
         raise invalid("body", "must be a JSON object")
     return body
-
-
-def _prompt_ids(params: GenerationParams, state: ServerState) -> list[int]:
-    if params.messages is not None:
-        ids = chat_prompt_ids(state.tokenizer, params.messages)
-        field = "messages"
-    elif params.prompt_ids is not None:
-        return params.prompt_ids
-    else:
-        ids = list(state.tokenizer(params.prompt_text, add_special_tokens=False)["input_ids"])
-        field = "prompt"
-    if not ids:
-        raise invalid(field, "tokenizes to no tokens")
-    return ids
 
 
 def _check_fits(state: ServerState, request: Request) -> None:
@@ -195,6 +196,9 @@ def _check_fits(state: ServerState, request: Request) -> None:
         bad = next((t for t in request.prompt_token_ids if t >= vocab), None)
         if bad is not None:
             raise invalid("prompt", f"token id {bad} is outside the vocabulary 0..{vocab - 1}")
+        bad = next((t for t in request.stop_token_ids if t >= vocab), None)
+        if bad is not None:
+            raise invalid("stop_token_ids", f"token id {bad} is outside the vocabulary 0..{vocab - 1}")
     max_context = getattr(state.engine, "max_context", None)
     n = len(request.prompt_token_ids)
     if max_context is not None and n + request.max_tokens > max_context:

@@ -41,7 +41,7 @@ def parse_completions(body: dict[str, Any], model_name: str) -> GenerationParams
     if isinstance(prompt, str):
         if not prompt:
             raise invalid("prompt", "must not be empty")
-        params.prompt_text = prompt
+        params.prompt_text = _unicode(prompt, "prompt")
     elif isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
         if any(t < 0 for t in prompt):
             raise invalid("prompt", "token ids must be >= 0")
@@ -133,15 +133,24 @@ def _common(body: dict[str, Any], model_name: str, api: Api, max_keys: tuple[str
 
 def _content(content: Any, where: str) -> str:
     if isinstance(content, str):
-        return content
+        return _unicode(content, where)
     if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
         texts = []
         for part in content:
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
                 raise invalid(where, "only text parts ({type: text, text}) are supported")
             texts.append(part["text"])
-        return "".join(texts)
+        return _unicode("".join(texts), where)
     raise invalid(where, "must be a string or a list of text parts")
+
+
+def _unicode(text: str, where: str) -> str:
+    """JSON may carry lone surrogates ("\\ud800"), which are not text a tokenizer can take: a 400, not a 500."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise invalid(where, f"is not valid Unicode: a lone surrogate at character {exc.start}") from None
+    return text
 
 
 def _bool(body: dict[str, Any], key: str, name: str | None = None) -> bool:

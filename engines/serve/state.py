@@ -13,6 +13,7 @@ from aiohttp import web
 
 from engines.api import Engine
 from engines.serve.prometheus import ServerMetrics
+from engines.serve.prompts import PromptTokenizer
 
 DEFAULT_MAX_WAITING = 1024
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a 50K-token prompt as JSON ids is ~0.4 MB; text is smaller
@@ -35,6 +36,7 @@ class ServerState:
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     manage_engine: bool = True  # start the engine with the app and stop it on cleanup
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    prompts: PromptTokenizer = field(init=False)
     draining: bool = False
     in_flight: int = 0
     created: int = field(default_factory=lambda: int(time.time()))
@@ -42,6 +44,9 @@ class ServerState:
     _prefix: str = field(default_factory=lambda: secrets.token_hex(3))
     _idle: asyncio.Event | None = None
     _abandoned: asyncio.Event | None = None
+
+    def __post_init__(self) -> None:
+        self.prompts = PromptTokenizer(self.tokenizer, getattr(self.engine, "max_context", None))
 
     def new_id(self, kind: str) -> str:
         return f"{kind}-{self._prefix}-{next(self._ids)}"

@@ -13,12 +13,43 @@ from engines.api import AdmitEvent, EngineEvent, FinishEvent, Request, TokenEven
 from engines.serve.state import ServerState
 
 
-async def submit(state: ServerState, request: Request, t_arrival: float) -> AsyncIterator[EngineEvent]:
+class Place:
+    """A request's place in the server's queue accounting, taken before the handler's first await.
+
+    Taking it only once the response was prepared let requests pass the `max_waiting` check while
+    others were still preparing (`--max-waiting 50` admitted 51). `release` is idempotent.
+    """
+
+    __slots__ = ("admitted", "released", "state")
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.admitted = False
+        self.released = False
+        state.metrics.waiting += 1
+        state.enter()
+
+    def admit(self) -> None:
+        if not self.admitted:
+            self.admitted = True
+            self.state.metrics.waiting -= 1
+            self.state.metrics.running += 1
+
+    def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        if self.admitted:
+            self.state.metrics.running -= 1
+        else:
+            self.state.metrics.waiting -= 1
+        self.state.leave()
+
+
+async def submit(state: ServerState, request: Request, t_arrival: float, place: Place) -> AsyncIterator[EngineEvent]:
     metrics = state.metrics
     engine = state.engine
-    metrics.waiting += 1
-    state.enter()
-    admitted = finished = False
+    finished = False
     events = engine.generate(request)
     try:
         async for event in events:
@@ -28,10 +59,8 @@ async def submit(state: ServerState, request: Request, t_arrival: float) -> Asyn
                 if event.index == 0:  # type: ignore[union-attr]
                     metrics.ttft_seconds.observe(event.time - t_arrival)
             elif kind is AdmitEvent:
-                if not admitted:
-                    admitted = True
-                    metrics.waiting -= 1
-                    metrics.running += 1
+                if not place.admitted:
+                    place.admit()
                     metrics.prompt_tokens += len(request.prompt_token_ids)
             elif kind is FinishEvent:
                 finished = True
@@ -39,11 +68,7 @@ async def submit(state: ServerState, request: Request, t_arrival: float) -> Asyn
                 metrics.finished[reason] = metrics.finished.get(reason, 0) + 1
             yield event
     finally:
-        if admitted:
-            metrics.running -= 1
-        else:
-            metrics.waiting -= 1
-        state.leave()
+        place.release()
         if not finished:
             metrics.finished["abort"] = metrics.finished.get("abort", 0) + 1
             try:

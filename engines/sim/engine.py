@@ -137,14 +137,13 @@ class SimEngine:
                 duration *= 1.0 + slowdown
             t_end = t_start + duration
             admitted = []
-            sampled = []  # every chunk that yields a token computes at least one
-            for chunk in plan.chunks:
-                seq = chunk.seq
-                if seq.admit_time is None:
-                    seq.admit_time = t_start
-                    admitted.append(seq.request.request_id)
-                if chunk.yields_token:
-                    sampled.append(seq.request.request_id)
+            if plan.admitted:  # a sequence is first planned in the step that admits it
+                for chunk in plan.chunks:
+                    seq = chunk.seq
+                    if seq.admit_time is None:
+                        seq.admit_time = t_start
+                        admitted.append(seq.request.request_id)
+            sampled = [c.seq.request.request_id for c in plan.chunks if c.yields_token]  # each computes >= 1 token
             finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
             done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
                                 s.num_output_tokens, t_end, preemptions=s.preemptions) for s in finished]  # fmt: skip

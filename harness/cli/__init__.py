@@ -12,7 +12,9 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
+from engines import compute_threads
 from harness.errors import user_errors
 
 # module names; `import_` is the `import` command (a keyword cannot name a module)
@@ -22,8 +24,15 @@ COMMANDS = (
 )  # fmt: skip
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's own errors (an unknown flag, a bad choice) as one line and exit 2, like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"batchmark: error: {self.prog}: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="batchmark",
         description="Measure what continuous batching buys over static batching.",
     )
@@ -37,8 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     # No hub access anywhere: every model and tokenizer is local.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # before torch loads libgomp: idle OpenMP workers must not spin on a shared machine (docs/threads.md)
+    compute_threads.wait_passively()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or argparse's one-line error (2): a return code, for callers of main
+        return int(exc.code or 0)
     try:
         return int(args.run(args) or 0)
     except user_errors() as exc:

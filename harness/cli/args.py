@@ -2,6 +2,8 @@
 
 - engine flags (`--max-running`, `--policy`, ...): from the engine option table, `engines/options.py`;
 - workload flags (`--rate`, `--duration`, ...): from the workload override table, `workloads/options.py`;
+- executor flags (`--executor`, `--ray-address`, `--workers`): from the executor option table,
+  `harness/executor/options.py`;
 - model, run, scenario and SLO flags: the rest of what `run`, `demo`, `sweep`, `calibrate` and `serve` take.
 
 Every flag defaults to None ("not given"): the tables hold the defaults, so a help text and the value a
@@ -11,14 +13,113 @@ run uses cannot disagree. Values are checked here, before any model loads or any
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import math
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
+from harness.errors import HarnessInputError
 from workloads.options import OVERRIDES, parse_columns
 
 SCENARIOS = ("open", "closed", "offline")
+
+
+# -- flags that are neither engine options nor workload overrides -----------------------------------
+# Each `Flag` states its type, range and help once; `add_flags` builds the argparse flags from a table and
+# `check_flags` checks the values a command was given, before any model loads or any request is sent.
+# Values arrive as text, so argparse never prints its own usage-and-error pair: a bad value is one line
+# naming the flag (`--slo-ttft-ms nan: must be a finite number > 0`) and exit 2. NaN and infinity are
+# never numbers here; an output directory must be one that can be written.
+@dataclass(frozen=True)
+class Flag:
+    """One flag: its type, default, range and help."""
+
+    flag: str
+    type: type  # int, float, str, or Path (a directory to write, created when missing)
+    help: str
+    default: Any = None
+    low: float | None = None  # the lowest allowed value ...
+    above: bool = False  # ... or strictly above it
+    high: float | None = None  # the highest allowed value (inclusive)
+    metavar: str | None = None
+    dest: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+    def range_text(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.above else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"<= {self.high:g}")
+        return " and ".join(parts)
+
+    def add(self, parser: argparse.ArgumentParser) -> None:
+        shown = f" (default {self.default:g})" if isinstance(self.default, int | float) and self.default else ""
+        parser.add_argument(
+            self.flag,
+            dest=self.name,
+            default=self.default,
+            metavar=self.metavar,
+            help=(self.help + shown).replace("%", "%%"),
+        )
+
+    def check(self, value: Any) -> Any:
+        """`value` converted to the flag's type and checked; HarnessInputError naming the flag otherwise."""
+        if value is None or (value == self.default and not isinstance(value, str)):
+            return value
+        if self.type is Path:
+            return writable_dir(Path(value), self.flag)
+        if self.type is str:
+            return str(value)
+        kind = "an integer" if self.type is int else "a number"
+        try:
+            number = self.type(value)
+        except (TypeError, ValueError, OverflowError):
+            raise HarnessInputError(f"{self.flag} {value}: must be {kind}") from None
+        if not math.isfinite(number):
+            raise HarnessInputError(f"{self.flag} {value}: must be a finite number {self.range_text()}".rstrip())
+        low, high = self.low, self.high
+        too_low = low is not None and (number < low or (self.above and number == low))
+        if too_low or (high is not None and number > high):
+            raise HarnessInputError(f"{self.flag} {value}: must be {self.range_text()}")
+        return number
+
+
+def add_flags(parser: argparse.ArgumentParser, flags: Sequence[Flag]) -> None:
+    for flag in flags:
+        flag.add(parser)
+
+
+def check_flags(args: argparse.Namespace, flags: Sequence[Flag]) -> None:
+    """Every flag of `flags` checked, and replaced by its typed value, in place."""
+    for flag in flags:
+        setattr(args, flag.name, flag.check(getattr(args, flag.name, None)))
+
+
+def writable_dir(path: Path, flag: str) -> Path:
+    """`path` if it is, or can become, a directory that takes new files; one line if not. Creates nothing: the
+    nearest existing ancestor is what is tried (a temporary file made and removed at once)."""
+    if path.exists() and not path.is_dir():
+        raise HarnessInputError(f"{flag} {path}: is a file, not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise HarnessInputError(f"{flag} {path}: {existing} is a file, not a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".batchmark-write-test-"):
+            pass
+    except OSError as exc:
+        raise HarnessInputError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
+    return path
 
 
 # -- engine options --------------------------------------------------------------------------------
@@ -95,17 +196,91 @@ def load_run_workload(args: argparse.Namespace, specs: list[Any], **fixed: Any) 
     return load_for_engines(args.workload, specs, args.model, **{**workload_overrides(args), **fixed})
 
 
+# -- the executor ----------------------------------------------------------------------------------
+def add_executor_flags(parser: argparse.ArgumentParser, workers: bool = True) -> None:
+    """One flag per row of the executor option table (`--workers` only where load is generated)."""
+    from harness.executor.options import EXECUTOR_OPTIONS
+
+    for o in EXECUTOR_OPTIONS:
+        if o.name == "workers" and not workers:
+            continue
+        shown = f" (default {o.default})" if o.default is not None else ""
+        parser.add_argument(
+            o.flag,
+            dest=f"executor_{o.name}",
+            type=o.type,
+            choices=o.choices or None,
+            metavar=o.metavar,
+            help=(o.help + shown).replace("%", "%%"),
+        )
+
+
+def executor_choice(args: argparse.Namespace) -> Any:  # -> ExecutorChoice
+    """The executor flags given, over the table's defaults, checked (Ray installed, its head reachable)."""
+    from harness.executor import EXECUTOR_OPTIONS, ExecutorChoice, check_choice
+
+    given = {o.name: getattr(args, f"executor_{o.name}", None) for o in EXECUTOR_OPTIONS}
+    values = {o.name: o.default if given[o.name] is None else given[o.name] for o in EXECUTOR_OPTIONS}
+    choice = ExecutorChoice(kind=values["executor"], address=values["ray_address"], workers=values["workers"])
+    check_choice(choice)
+    return choice
+
+
+@contextlib.contextmanager
+def executor_from_args(args: argparse.Namespace, specs: list[Any] | None = None) -> Iterator[Any]:
+    """The executor the flags choose, connected (a Ray cluster now, before any work starts), closed after."""
+    from harness.errors import HarnessInputError
+    from harness.executor import make_executor
+    from harness.shards import SHARDABLE
+
+    choice = executor_choice(args)
+    if choice.workers > 1 and specs is not None and not any(s.kind in SHARDABLE for s in specs):
+        raise HarnessInputError(
+            f"--workers {choice.workers}: sharded load generation drives {' and '.join(SHARDABLE)} engines; "
+            f"{', '.join(s.label for s in specs)} run inside their load generator"
+        )
+    executor = make_executor(choice)
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
 # -- the model -------------------------------------------------------------------------------------
-def add_model_flags(parser: argparse.ArgumentParser) -> None:
+THREADS_HELP = "torch intra-op threads of the engine (default: every usable core, waiting passively; docs/threads.md)"
+MODEL_FLAGS: tuple[Flag, ...] = (Flag("--threads", int, THREADS_HELP, low=1, high=4096, metavar="N"),)
+
+
+TOKENIZER_HELP = (
+    "local Hugging Face tokenizer directory the prompt lengths are exact in (default: --model when given, "
+    "else the embedded model's)"
+)
+
+
+def add_model_flags(parser: argparse.ArgumentParser, tokenizer: bool = False) -> None:
     parser.add_argument("--model", help="local Hugging Face checkpoint directory (default: the embedded model)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: all cores)")
+    if tokenizer:
+        parser.add_argument("--tokenizer", metavar="PATH", help=TOKENIZER_HELP)
+    add_flags(parser, MODEL_FLAGS)
+
+
+def check_model_flags(args: argparse.Namespace) -> None:
+    """The model flags checked (the paths exist) before anything loads."""
+    from harness.errors import HarnessInputError
+
+    check_flags(args, MODEL_FLAGS)
+    for flag in ("model", "tokenizer"):
+        value = getattr(args, flag, None)
+        if value is not None and not Path(value).is_dir():
+            raise HarnessInputError(f"--{flag} {value}: no such directory")
 
 
 def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
     from engines import compute_threads
     from engines.model.loader import load_model
 
+    check_model_flags(args)
     compute_threads.configure(args.threads)
     return load_model(args.model, dtype=args.dtype)
 
@@ -137,6 +312,7 @@ def gate_config(args: argparse.Namespace, command: str, default_rules: tuple[str
     from harness.errors import HarnessInputError
     from harness.gate import GateConfig, load_rules_file, merged, rules_from_texts, settings_problem
 
+    check_slo_flags(args)
     config = load_rules_file(args.rules) if args.rules else GateConfig()
     rules = (*config.rules, *(rules_from_texts(args.rule) if args.rule else ())) or rules_from_texts(
         list(default_rules)
@@ -152,10 +328,20 @@ def gate_config(args: argparse.Namespace, command: str, default_rules: tuple[str
 
 
 # -- SLO -------------------------------------------------------------------------------------------
-def add_slo_flags(parser: argparse.ArgumentParser, ttft: str = "2000", tpot: str = "200") -> None:
+def slo_flags(ttft: str = "2000", tpot: str = "200") -> tuple[Flag, ...]:
     """`--slo-ttft-ms` and `--slo-tpot-ms`; `ttft` and `tpot` say what applies when they are not given."""
-    parser.add_argument("--slo-ttft-ms", type=float, help=f"TTFT SLO in ms (default {ttft})")
-    parser.add_argument("--slo-tpot-ms", type=float, help=f"TPOT SLO in ms (default {tpot})")
+    return (
+        Flag("--slo-ttft-ms", float, f"TTFT SLO in ms (default {ttft})", low=0, above=True, metavar="MS"),
+        Flag("--slo-tpot-ms", float, f"TPOT SLO in ms (default {tpot})", low=0, above=True, metavar="MS"),
+    )
+
+
+def add_slo_flags(parser: argparse.ArgumentParser, ttft: str = "2000", tpot: str = "200") -> None:
+    add_flags(parser, slo_flags(ttft, tpot))
+
+
+def check_slo_flags(args: argparse.Namespace) -> None:
+    check_flags(args, slo_flags())
 
 
 def slo_from_args(args: argparse.Namespace) -> Any:  # -> SLO
@@ -187,20 +373,10 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     )
     add_workload_flags(parser)
     add_engine_flags(parser)
-    add_model_flags(parser)
-    parser.add_argument("--repeat", type=int, default=1, help="trials per engine; metrics get CIs across trials")
-    parser.add_argument("--out", type=Path, help="run directory (default runs/<time>-<workload>)")
+    add_model_flags(parser, tokenizer=True)
+    add_executor_flags(parser)
+    add_flags(parser, RUN_FLAGS)
     add_slo_flags(parser)
-    parser.add_argument("--price-per-hour", type=float, default=2.0, help="$ per accelerator-hour (default 2.00)")
-    parser.add_argument("--stop-error-rate", type=float, help="end a run when this share of recent requests fail")
-    parser.add_argument("--stop-in-flight", type=int, help="end a run when more requests than this are in flight")
-    parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
-    parser.add_argument(
-        "--stop-run-s",
-        type=float,
-        help="end each engine run this many seconds after it starts: nothing more is sent, what is in flight is "
-        "aborted and recorded (demo: 10 s after the last arrival)",
-    )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--progress",
@@ -208,6 +384,38 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="live progress on stderr (default on): a bar on a terminal, else a status line every few seconds",
     )
+
+
+RUN_FLAGS: tuple[Flag, ...] = (
+    Flag(
+        "--repeat", int, "trials per engine; metrics get CIs across trials", default=1, low=1, high=10_000, metavar="N"
+    ),
+    Flag("--out", Path, "run directory (default runs/<time>-<workload>)", metavar="DIR"),
+    Flag("--price-per-hour", float, "$ per accelerator-hour", default=2.0, low=0, metavar="USD"),
+    Flag(
+        "--stop-error-rate", float, "end a run when this share of recent requests fail", low=0, high=1, metavar="SHARE"
+    ),
+    Flag("--stop-in-flight", int, "end a run when more requests than this are in flight", low=1, metavar="N"),
+    Flag("--stop-ttft-p99-ms", float, "end a run when recent p99 TTFT exceeds this", low=0, above=True, metavar="MS"),
+    Flag(
+        "--stop-run-s",
+        float,
+        "end each engine run this many seconds after it starts: nothing more is sent, what is in flight is "
+        "aborted and recorded (demo: 10 s after the last arrival)",
+        low=0,
+        above=True,
+        metavar="S",
+    ),
+)
+
+
+def check_run_flags(args: argparse.Namespace) -> None:
+    """Every flag of `add_run_flags` checked, before the workload is built or a model loads: the engine
+    options and specs (their table), the run, SLO and model flags (theirs)."""
+    check_flags(args, RUN_FLAGS)
+    check_slo_flags(args)
+    check_model_flags(args)
+    engine_flag_values(args)
 
 
 def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Scenario
@@ -225,15 +433,11 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
 
 
 def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
-    from harness.errors import HarnessInputError
     from harness.loadgen import StopRules
     from harness.progress import default_mode
     from harness.run import RunSettings
 
-    if args.repeat < 1:
-        raise HarnessInputError(f"--repeat {args.repeat}: must be >= 1")
-    if args.stop_run_s is not None and not args.stop_run_s > 0:
-        raise HarnessInputError(f"--stop-run-s {args.stop_run_s}: must be > 0")
+    check_run_flags(args)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     slug = Path(workload.name).stem.replace(" ", "_")
     stop = StopRules(
@@ -251,9 +455,12 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         price_per_hour=args.price_per_hour,
         stop_rules=stop,
         model_path=args.model,
+        tokenizer_path=getattr(args, "tokenizer", None),
         dtype=args.dtype,
         progress=default_mode() if args.progress is not False else None,
         report=not args.no_report,
+        workers=getattr(args, "executor_workers", None) or 1,
+        threads=args.threads,
     )
 
 

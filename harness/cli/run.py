@@ -29,14 +29,23 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     from harness.console import print_summary
     from harness.run import run_benchmark
 
+    shared.check_run_flags(args)  # every flag, before any work
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
+    shared.executor_choice(args)  # Ray missing or its head unreachable: one line before the workload loads
     workload, _ = shared.load_run_workload(args, specs)
     settings = shared.run_settings(args, workload)
-    print(f"workload {workload.name}: {len(workload.requests)} requests, fingerprint {workload.fingerprint()[:16]}")
-    for note in workload.notes:
-        print(f"  note: {note}")
-    metrics = run_benchmark(workload, specs, settings, sys.argv)
+    offered = workload.describe()["mean_rate_rps"]
+    closed = settings.scenario.kind == "closed"
+    load = "closed loop" if closed else (f"offered {offered:.3f} req/s" if offered else "one burst")
+    with shared.executor_from_args(args, specs) as executor:
+        print(
+            f"workload {workload.name}: {len(workload.requests)} requests, {load}, "
+            f"fingerprint {workload.fingerprint()[:16]}"
+        )
+        for note in workload.notes:
+            print(f"  note: {note}")
+        metrics = run_benchmark(workload, specs, settings, sys.argv, executor=executor)
     print_summary(metrics)
     if any(spec.simulated for spec in specs):
         from harness.metrics.simulation import manifest_notices
@@ -58,9 +67,16 @@ def _write_report(out: Path) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    out, _ = execute(args)
+    from harness.console import run_failure
+
+    out, metrics = execute(args)
     print(f"run directory: {out.resolve()}")
-    return 0
+    problem = run_failure(metrics)
+    if problem is None:
+        return 0
+    # exit 1, not 2: the input was fine, the run failed as a whole; its records are kept
+    print(f"batchmark: error: {problem} (records kept in {out})", file=sys.stderr)
+    return 1
 
 
 def demo_command(args: argparse.Namespace) -> int:

@@ -48,6 +48,7 @@ def check_args(args: argparse.Namespace) -> None:
     shared.engine_flag_values(args, IN_PROCESS)
     if not 0 <= args.port <= 65535:
         raise HarnessInputError(f"--port {args.port}: must be 0..65535")
+    check_host(args.host, args.port)
     for flag in ("max_waiting", "default_max_tokens"):
         if getattr(args, flag) < 1:
             raise HarnessInputError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be >= 1")
@@ -63,6 +64,27 @@ def check_args(args: argparse.Namespace) -> None:
         if not os.environ.get(args.api_key_env, "").strip():
             raise HarnessInputError(f"--api-key-env {args.api_key_env}: the variable is not set")
         args.api_key = os.environ[args.api_key_env].strip()
+
+
+def check_host(host: str, port: int) -> None:
+    """The interface must resolve to an address of this machine's kind: `--host 999.1.1.1` is one line."""
+    import socket
+
+    from harness.errors import HarnessInputError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise HarnessInputError(f"--host {host}: not an address to listen on ({reason})") from None
+    with socket.socket(family, kind, proto) as probe:  # before the model loads: the address must be ours and free
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise HarnessInputError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc})") from None
 
 
 def engine_options(args: argparse.Namespace) -> Any:  # -> EngineOptions
@@ -82,6 +104,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from engines.inprocess import InProcessEngine
     from engines.serve import make_app
     from engines.serve.runner import serve
+    from harness.errors import HarnessInputError
 
     check_args(args)
     options = engine_options(args)
@@ -103,7 +126,11 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"batchmark serve: {line}", flush=True)
 
     announce(f"{args.engine} engine, model {name!r}, {engine.blocks.num_blocks} KV blocks")
-    drained = asyncio.run(serve(app, args.host, args.port, announce=announce))
+    try:
+        drained = asyncio.run(serve(app, args.host, args.port, announce=announce))
+    except OSError as exc:  # the address is taken, or not this machine's
+        what = exc.strerror or exc
+        raise HarnessInputError(f"--host {args.host} --port {args.port}: cannot listen ({what})") from None
     announce("stopped" if drained else "stopped with requests still running")
     sys.stdout.flush()
     return 0

@@ -96,9 +96,14 @@ def rules_from_texts(texts: list[str], where: str = "--rule") -> tuple[Rule, ...
 def load_rules_file(path: Path) -> GateConfig:
     """Read a rules file; raises HarnessInputError as `FILE:LINE: field NAME: problem`."""
     try:
-        source = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise HarnessInputError(f"{path}: cannot read the rules file ({exc.strerror})") from None
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise HarnessInputError(f"{path}:{line}: field file: not UTF-8 text (a binary file?)") from None
     lines = source.splitlines()
     try:
         data = tomllib.loads(source)

@@ -7,7 +7,13 @@ system under test.
 and the schedule it replays. Imports: `engines.api` (and the step record), `workloads`, `harness.records`.
 """
 
-from harness.loadgen.replay import DEFAULT_VOCAB_SIZE, build_schedule, dispatcher_first, replay_engine
+from harness.loadgen.replay import (
+    DEFAULT_VOCAB_SIZE,
+    build_schedule,
+    dispatcher_first,
+    replay_engine,
+    schedule_from,
+)
 from harness.loadgen.scenarios import (
     LoopOutcome,
     Progress,
@@ -35,4 +41,5 @@ __all__ = [
     "run_closed_loop",
     "run_open_loop",
     "run_scenario",
+    "schedule_from",
 ]

@@ -48,17 +48,23 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], s
         prompts: dict[str, Any] = {r.request_id: range(r.input_tokens) for r in workload.requests}
     else:
         prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
+    return schedule_from(workload, prompts, {})
+
+
+def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | None]) -> list[Scheduled]:
+    """The workload's requests with these prompts: token ids per request id, and text where there is one
+    (else the request's own text, if it brought any)."""
     return [
         Scheduled(
             Request(
                 request_id=r.request_id,
-                prompt_token_ids=prompts[r.request_id],
+                prompt_token_ids=ids[r.request_id],
                 max_tokens=r.output_tokens,
                 ignore_eos=True,
                 tenant=r.tenant,
                 priority=r.priority,
                 arrival_time=r.arrival_s,
-                prompt_text=r.prompt_text,
+                prompt_text=texts.get(r.request_id, r.prompt_text),
             ),
             r.arrival_s,
         )
@@ -77,10 +83,13 @@ async def replay_engine(
     steps: Callable[[StepRecord], None] | None = None,
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
-    """Start `engine`, offer it `schedule`, stop it. Step records reach `steps` with times on the records'
-    clock (seconds from the loop's t0). A virtual-time engine (the simulator) is offered it in virtual
-    time (`virtual.py`): its clock starts at t0 = 0, so its step records need no shift."""
+    """Start `engine`, offer it `schedule`, stop it. `t0`: the perf_counter() instant a real-time schedule
+    starts at (sharded load generation: every worker's shard starts at one agreed instant). Step records
+    reach `steps` with times on the records' clock (seconds from the loop's t0). A virtual-time engine (the
+    simulator) is offered it in virtual time (`virtual.py`): its clock starts at t0 = 0, so its step records
+    need no shift."""
     if is_virtual(engine):
         engine.set_step_sink(steps)
         await engine.start()
@@ -110,7 +119,8 @@ async def replay_engine(
             trial=trial,
             stop_rules=stop_rules,
             progress=progress,
-            on_start=lambda t0: origin.__setitem__(0, t0),
+            on_start=lambda start: origin.__setitem__(0, start),
+            t0=t0,
         )
     finally:
         await engine.stop()

@@ -5,8 +5,11 @@ library); a workload may only suggest one. Timing rules, explicit per scenario:
 - open: request i is due at `t0 + at_i` whatever happened before. Latency is measured from that
   scheduled time (coordinated-omission-safe) and also from the actual send; their difference, the
   schedule lag, is recorded per request. A late dispatcher sends at once and never skips.
-- closed: `users` users each send the next request when their previous one finished and their
-  think time passed; the scheduled time is then the moment the user was ready, so lag is ~0.
+- closed: `users` users each send their next request when their previous one finished and their
+  think time passed; the scheduled time is then the moment the user was ready, so lag is ~0. Requests
+  go to users round-robin in list order (user u sends requests u, u + users, ...), as fixed sessions, so
+  two runs of one workload give each user the same requests: records carry the user, and runs pair on
+  (request, user) even though their times differ.
 - offline: every request is due at `t0` (throughput capacity; latency is not the question).
 The clock is `time.perf_counter()` (monotonic, sub-microsecond); record times are seconds from `t0`.
 """
@@ -78,6 +81,7 @@ class LoopOutcome:
 RecordSink = Callable[[RequestRecord], None]
 Progress = Callable[[int, int, int, int], None]  # sent, done, errors, total
 OnStart = Callable[[float], None]  # told t0 before the first request goes out
+# t0 given by the caller (a perf_counter() instant): shards of one schedule on several workers start together
 
 
 @dataclass
@@ -95,7 +99,7 @@ class _Run:
     watchdog: asyncio.Task | None = None  # ends the run at StopRules.max_run_s
     progress: Callable[[], None] | None = None  # reports the counts now
 
-    async def drive(self, item: Scheduled, scheduled: float, sent: float) -> None:
+    async def drive(self, item: Scheduled, scheduled: float, sent: float, user: int | None = None) -> None:
         request = item.request
         record = RequestRecord(
             request_id=request.request_id,
@@ -108,6 +112,7 @@ class _Run:
             t_scheduled=scheduled - self.t0,
             t_sent=sent - self.t0,
             trial=self.trial,
+            user=user,
         )
         times = record.token_times
         t0 = self.t0
@@ -161,11 +166,13 @@ async def run_open_loop(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     on_start: OnStart | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
-    """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish."""
+    """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish. `t0`: the
+    perf_counter() instant the schedule starts at (default: just after the garbage is collected)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     with collector_paused(collect_first=True):  # before t0 is fixed: that full collection can take 100+ ms
-        run.t0 = time.perf_counter() + LEAD_IN_S
+        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
         run.stop.start(run.t0)
         if on_start is not None:
             on_start(run.t0)
@@ -199,20 +206,24 @@ async def run_closed_loop(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     on_start: OnStart | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
-    """`users` concurrent users, each sending the next request once its previous one is done."""
+    """`users` concurrent users, each sending the next request once its previous one is done (from `t0`,
+    a perf_counter() instant, when given)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     gc.collect()
-    run.t0 = time.perf_counter()
+    if t0 is not None:
+        await _sleep_until(t0)
+    run.t0 = time.perf_counter() if t0 is None else t0
     run.stop.start(run.t0)
     if on_start is not None:
         on_start(run.t0)
     ticker = _ticker(run, len(schedule), progress)
+    users = max(1, users)
     run.watchdog = _deadline(run)
-    order = iter(schedule)  # shared by all users: each takes the next request in list order
 
-    async def user() -> None:
-        for item in order:
+    async def user(index: int) -> None:
+        for item in schedule[index::users]:  # this user's own requests, in list order
             now = time.perf_counter()
             if run.stop.triggered(len(run.in_flight)):
                 return
@@ -220,13 +231,13 @@ async def run_closed_loop(
             task = asyncio.current_task()
             assert task is not None
             run.in_flight[item.request.request_id] = task
-            await run.drive(item, now, now)
+            await run.drive(item, now, now, user=index)
             run.in_flight.pop(item.request.request_id, None)
             if think_time_s > 0:
                 await asyncio.sleep(think_time_s)
 
     with collector_paused(collect_first=True):
-        await asyncio.gather(*(asyncio.create_task(user()) for _ in range(max(1, users))))
+        await asyncio.gather(*(asyncio.create_task(user(i)) for i in range(users)))
         return await _finish(run, len(schedule), ticker)
 
 
@@ -241,6 +252,7 @@ async def run_scenario(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     on_start: OnStart | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
     """Offer `schedule` to `engine` as `scenario` says (offline: an open loop with every request due at t0)."""
     common: dict[str, Any] = {
@@ -249,6 +261,7 @@ async def run_scenario(
         "stop_rules": stop_rules,
         "progress": progress,
         "on_start": on_start,
+        "t0": t0,
     }
     if scenario.kind == "closed":
         return await run_closed_loop(

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from engines.errors import ENGINE_FAILURE
 from harness.records import RequestRecord
 
 
@@ -48,6 +49,12 @@ class StopState:
 
     def observe(self, record: RequestRecord) -> None:
         rules = self.rules
+        if record.error_type == ENGINE_FAILURE and self.reason is None:
+            # always on: a dead engine answers every later request with the same error at once, so
+            # sending the rest of the schedule would only turn it into failed records
+            self._fire("engine_failure", 1.0, 0.0)
+            self.reason["message"] = record.error_message  # type: ignore[index]
+            return
         if not rules.active() or self.reason is not None:
             return
         self._errors.append(record.error_type is not None)

@@ -63,11 +63,11 @@ class _VirtualRun:
         self.finished_now: list[tuple[float, str]] = []  # (finish time, request id) since last asked
         self._shown = time.perf_counter()
 
-    def send(self, request: Request, at: float) -> None:
+    def send(self, request: Request, at: float, user: int | None = None) -> None:
         record = RequestRecord(
             request_id=request.request_id, engine=self.label, tenant=request.tenant, priority=request.priority,
             max_tokens=request.max_tokens, ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids), t_scheduled=at, t_sent=at, trial=self.trial,
+            prompt_tokens=len(request.prompt_token_ids), t_scheduled=at, t_sent=at, trial=self.trial, user=user,
         )  # fmt: skip
         self.records[request.request_id] = record
         self.times[request.request_id] = record.token_times
@@ -151,15 +151,18 @@ def run_virtual_closed_loop(engine: VirtualTimeEngine, schedule: list[Scheduled]
                             users: int, think_time_s: float = 0.0, trial: int = 0,
                             stop_rules: StopRules | None = None, progress: Progress | None = None,
                             on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
-    """`users` users, each sending the next request (in list order) `think_time_s` after its previous
-    one finished."""
+    """`users` users, each sending its next request `think_time_s` after its previous one finished.
+    Requests go to users round-robin in list order (user u sends requests u, u + users, ...), as in the
+    real-time closed loop, so a simulated run pairs with a measured one on (request, user)."""
     started = time.perf_counter()
     run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
     run.pausing = True
     if on_start is not None:
         on_start(0.0)
-    order = iter(schedule)
-    ready: list[tuple[float, int]] = [(0.0, u) for u in range(max(1, users))]  # (when the user is ready, user)
+    users = max(1, users)
+    queues = [iter(schedule[u::users]) for u in range(users)]  # each user's own requests, in list order
+    left = [len(schedule[u::users]) for u in range(users)]
+    ready: list[tuple[float, int]] = [(0.0, u) for u in range(min(users, len(schedule)))]  # (ready at, user)
     user_of: dict[str, int] = {}
     remaining = len(schedule)
     while remaining and not run.stopped():
@@ -170,12 +173,14 @@ def run_virtual_closed_loop(engine: VirtualTimeEngine, schedule: list[Scheduled]
             engine.run_until(at, run.on_step)  # pauses early when a request finished on the way
             if engine.now >= at and not run.finished_now and run.stop.reason is None:
                 heapq.heappop(ready)
-                item = next(order)
+                item = next(queues[user])
                 remaining -= 1
+                left[user] -= 1
                 user_of[item.request.request_id] = user
-                run.send(item.request, at)
+                run.send(item.request, at, user)
         for t_finish, rid in run.finished_now:
-            if (user := user_of.pop(rid, None)) is not None:
+            user = user_of.pop(rid, None)
+            if user is not None and left[user]:
                 heapq.heappush(ready, (t_finish + think_time_s, user))
         run.finished_now.clear()
     run.pausing = False

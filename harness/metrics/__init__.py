@@ -31,7 +31,15 @@ from harness.metrics.summary import (
     summary_table,
 )
 from harness.metrics.tenants import tenant_table
-from harness.metrics.throughput import Window, run_window, run_windows, steady_window, throughput, throughput_table
+from harness.metrics.throughput import (
+    Window,
+    run_window,
+    run_windows,
+    send_rates,
+    steady_window,
+    throughput,
+    throughput_table,
+)
 from harness.metrics.utilisation import phase_table, utilisation
 from harness.metrics.validity import ValidityFlag, validity, validity_flags
 
@@ -62,6 +70,7 @@ __all__ = [
     "request_latencies",
     "run_window",
     "run_windows",
+    "send_rates",
     "service_events",
     "slo_table",
     "starvation",

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from engines.step_record import StepRecord
-from harness.records import RequestRecord
+from harness.records import RecordError, RequestRecord
 
 # annotation -> (kind, what a missing key reads as when the field says nothing else)
 _KINDS: dict[str, tuple[str, Any]] = {
@@ -74,27 +74,92 @@ STEP_RECORD_COLUMNS = columns_of(StepRecord)
 def _list(value: Any) -> list[Any]:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return []
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"not a list: {value!r}")
     return list(value)
 
 
+def _floats(value: Any) -> list[float]:
+    out = []
+    for v in _list(value):
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise TypeError(f"not a number: {v!r}")
+        out.append(float(v))
+    return out
+
+
+class RowError(RecordError):
+    """One row of a record table has a field of the wrong type; `row` is its position, `what` the problem."""
+
+    def __init__(self, row: int, what: str) -> None:
+        super().__init__(f"record {row + 1}: {what}")
+        self.row = row
+        self.what = what
+
+
+KIND_TEXT = {
+    "int": "an integer",
+    "count": "a count or null",
+    "float": "a number or null",
+    "bool": "true or false",
+    "text": "a string",
+    "floats": "a list of numbers",
+    "texts": "a list",
+    "objects": "a list",
+}
+_CONVERSION_ERRORS = (TypeError, ValueError, OverflowError, UnicodeError)
+
+
+def _convert(c: Column, col: pd.Series) -> Any:
+    if c.kind in ("float", "count"):
+        if col.map(lambda v: isinstance(v, bool | list | dict)).any():
+            raise TypeError("a boolean, list or object where a number belongs")
+        return pd.to_numeric(col, errors="raise").astype("float64")
+    if c.kind == "int":
+        if col.map(lambda v: isinstance(v, bool | list | dict | str)).any():
+            raise TypeError("not an integer")
+        values = pd.to_numeric(col.fillna(c.absent))
+        if (values != values.round()).any() or (values.abs() >= 2**63).any():
+            raise ValueError("not an integer in range")
+        return values.astype("int64")
+    if c.kind == "bool":
+        if col.map(lambda v: v is not None and not isinstance(v, bool) and v == v).any():
+            raise TypeError("not true or false")
+        return col.fillna(c.absent).astype(bool)
+    if c.kind == "text":
+        values = (col if c.absent is None else col.fillna(c.absent)).astype("str")
+        values.str.encode("utf-8")  # a lone surrogate ("\ud800" in the JSON) is not text: it breaks every writer
+        return values
+    if c.kind == "floats":
+        return [_floats(x) for x in col]
+    return [_list(x) for x in col]
+
+
+def _first_bad(c: Column, col: pd.Series) -> tuple[int, Any]:
+    for row, value in enumerate(col):
+        try:
+            _convert(c, pd.Series([value], dtype=object))
+        except _CONVERSION_ERRORS:
+            return row, value
+    return 0, col.iloc[0] if len(col) else None
+
+
 def typed(frame: pd.DataFrame, columns: tuple[Column, ...], skip: tuple[str, ...] = ()) -> pd.DataFrame:
-    """`frame` with every column present and typed as its kind says (in place; returned for chaining)."""
+    """`frame` with every column present and typed as its kind says (in place; returned for chaining).
+
+    A value of the wrong type raises RowError naming the row and the field, never a pandas traceback."""
     for c in columns:
         if c.name in skip:
             continue
         if c.name not in frame.columns:
             frame[c.name] = c.absent
-        col = frame[c.name]
-        if c.kind in ("float", "count"):
-            frame[c.name] = pd.to_numeric(col, errors="raise").astype("float64")
-        elif c.kind == "int":
-            frame[c.name] = pd.to_numeric(col.fillna(c.absent)).astype("int64")
-        elif c.kind == "bool":
-            frame[c.name] = col.fillna(c.absent).astype(bool)
-        elif c.kind == "text":
-            frame[c.name] = (col if c.absent is None else col.fillna(c.absent)).astype("str")
-        elif c.kind == "floats":
-            frame[c.name] = [[float(v) for v in _list(x)] for x in col]
-        else:
-            frame[c.name] = [_list(x) for x in col]
+        try:
+            frame[c.name] = _convert(c, frame[c.name])
+        except _CONVERSION_ERRORS:
+            row, value = _first_bad(c, frame[c.name])
+            shown = repr(value).encode("ascii", "backslashreplace").decode()[:60]
+            raise RowError(row, f"{c.name}: expected {KIND_TEXT[c.kind]}, found {shown}") from None
+        if c.required and frame[c.name].isna().any():
+            row = int(frame[c.name].isna().to_numpy().argmax())
+            raise RowError(row, f"{c.name}: missing (every record needs it)")
     return frame

@@ -32,14 +32,21 @@ def paired_deltas(
 
     Raises RecordError if a shared request was scheduled at different times (the runs did
     not use the same schedule, so pairing them would be meaningless), unless `check_schedule` is off.
+    Closed-loop records (those with a `user`) pair on request and user instead: there the scheduled
+    time is when the user was ready, which follows each engine's own pace, while each user sends the
+    same requests in the same order in both runs.
     """
     la, lb = request_latencies(a), request_latencies(b)
     for name, lat in (("a", la), ("b", lb)):
         if lat["request_id"].duplicated().any():
             raise RecordError(f"run {name} has duplicate request_ids; pair one trial at a time")
-    cols = ["request_id", "t_scheduled", "succeeded", *metrics]
-    joined = la[cols].merge(lb[cols], on="request_id", suffixes=("_a", "_b"), how="inner")
-    if check_schedule:
+    closed = _users(a) is not None and _users(b) is not None
+    key = ["request_id", "user"] if closed else ["request_id"]
+    if closed:
+        la, lb = la.assign(user=_users(a).to_numpy()), lb.assign(user=_users(b).to_numpy())  # type: ignore[union-attr]
+    cols = [*key, "t_scheduled", "succeeded", *metrics]
+    joined = la[cols].merge(lb[cols], on=key, suffixes=("_a", "_b"), how="inner")
+    if check_schedule and not closed:
         drift = (joined["t_scheduled_a"] - joined["t_scheduled_b"]).abs() > atol
         if drift.any():
             first = joined.loc[drift, "request_id"].iloc[0]
@@ -53,10 +60,19 @@ def paired_deltas(
         out[f"{m}_a"], out[f"{m}_b"] = joined[f"{m}_a"], joined[f"{m}_b"]
         out[f"{m}_delta"] = joined[f"{m}_b"] - joined[f"{m}_a"]
         out[f"{m}_ratio"] = joined[f"{m}_b"] / joined[f"{m}_a"].where(joined[f"{m}_a"] != 0)
-    ids_a, ids_b = set(la["request_id"]), set(lb["request_id"])
-    out.attrs["only_in_a"] = sorted(ids_a - ids_b)
-    out.attrs["only_in_b"] = sorted(ids_b - ids_a)
+    paired = set(joined["request_id"])
+    out.attrs["only_in_a"] = sorted(set(la["request_id"]) - paired)
+    out.attrs["only_in_b"] = sorted(set(lb["request_id"]) - paired)
+    out.attrs["paired_on"] = key
     return out
+
+
+def _users(records: pd.DataFrame) -> pd.Series | None:
+    """The closed-loop user of every record, or None when the run was open loop (no record has one)."""
+    if "user" not in records.columns:
+        return None
+    users = pd.to_numeric(records["user"], errors="coerce")
+    return users.reset_index(drop=True) if users.notna().all() and len(users) else None
 
 
 def paired_summary(

@@ -101,6 +101,7 @@ def compare_engines(
                 tests[metric] = float(stats.wilcoxon(d).pvalue)
         out["pairs"][other] = {
             "paired_requests": len(deltas),
+            "paired_on": deltas.attrs.get("paired_on", ["request_id"]),
             "only_in_baseline": len(deltas.attrs.get("only_in_a", [])),
             "only_in_candidate": len(deltas.attrs.get("only_in_b", [])),
             "deltas": {m: row for m, row in table.to_dict(orient="index").items()},

@@ -19,7 +19,7 @@ import orjson
 import pandas as pd
 
 from harness.collector import collector_paused
-from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, typed
+from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, RowError, typed
 from harness.records import RecordError, RequestRecord
 
 RECORD_COLUMNS: tuple[str, ...] = tuple(c.name for c in REQUEST_RECORD_COLUMNS)
@@ -39,7 +39,10 @@ def _as_dict(row: Mapping[str, Any] | RequestRecord) -> Mapping[str, Any]:
 
 
 def _table(rows: list[Mapping[str, Any]], columns: tuple[Column, ...], what: str) -> pd.DataFrame:
-    frame = pd.DataFrame.from_records(rows)
+    try:
+        frame = pd.DataFrame.from_records(rows)
+    except UnicodeError:  # a lone surrogate ("\ud800" in the JSON) cannot become a string column
+        raise _surrogate(rows) from None
     if frame.empty:
         frame = pd.DataFrame(columns=[c.name for c in columns])
     required = [c.name for c in columns if c.required]
@@ -52,15 +55,23 @@ def _table(rows: list[Mapping[str, Any]], columns: tuple[Column, ...], what: str
     return frame[names + extra].reset_index(drop=True)
 
 
+def _surrogate(rows: list[Mapping[str, Any]]) -> RowError:
+    for row, record in enumerate(rows):
+        for key, value in record.items():
+            if isinstance(value, str):
+                try:
+                    value.encode("utf-8")
+                except UnicodeError:
+                    return RowError(row, f"{key}: not valid Unicode (a lone surrogate)")
+    return RowError(0, "a text field is not valid Unicode")
+
+
 def records_frame(rows: Iterable[Mapping[str, Any] | RequestRecord]) -> pd.DataFrame:
     """One row per request, with every `RequestRecord` column present and typed.
 
     Unknown keys are kept as extra columns so a newer record schema still loads.
     """
-    frame = _table([_as_dict(r) for r in rows], REQUEST_RECORD_COLUMNS, "records lack")
-    if frame["request_id"].isna().any():
-        raise RecordError("a record has no request_id")
-    return frame
+    return _table([_as_dict(r) for r in rows], REQUEST_RECORD_COLUMNS, "records lack")
 
 
 def steps_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -74,6 +85,12 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     Only the last line may be bad: that is what a crash mid-write leaves. A bad line anywhere else
     means the file is corrupt, and silently dropping it would bias every metric.
     """
+    objects, _, skipped = _read_numbered(path)
+    return objects, skipped
+
+
+def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
+    """`read_jsonl`, plus the line number of each object."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -82,6 +99,7 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     lines = text.split("\n")
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     objects: list[dict[str, Any]] = []
+    at: list[int] = []
     skipped: list[dict[str, Any]] = []
     for pos, (lineno, line) in enumerate(numbered):
         try:
@@ -99,24 +117,31 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
                 continue
             raise RecordError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
         objects.append(obj)
-    return objects, skipped
+        at.append(lineno)
+    return objects, at, skipped
 
 
 def load_records(path: str | Path) -> pd.DataFrame:
     """`records_frame` of a `records.jsonl`; a truncated last line is skipped, warned about and
-    listed in `frame.attrs["skipped_lines"]` (the summary turns it into a validity flag)."""
-    with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
-        objects, skipped = read_jsonl(path)
-        frame = records_frame(objects)
-    frame.attrs["skipped_lines"] = skipped
-    return frame
+    listed in `frame.attrs["skipped_lines"]` (the summary turns it into a validity flag). A field of the
+    wrong type is a RecordError naming the file, the line and the field."""
+    return _load(path, records_frame)
 
 
 def load_steps(path: str | Path) -> pd.DataFrame:
     """`steps_frame` of a `steps.jsonl`, with the same truncated-last-line tolerance as `load_records`."""
+    return _load(path, steps_frame)
+
+
+def _load(path: str | Path, make: Any) -> pd.DataFrame:
     with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
-        objects, skipped = read_jsonl(path)
-        frame = steps_frame(objects)
+        objects, lines, skipped = _read_numbered(path)
+        try:
+            frame = make(objects)
+        except RowError as exc:
+            raise RecordError(f"{path}:{lines[exc.row] if exc.row < len(lines) else '?'}: {exc.what}") from None
+        except RecordError as exc:
+            raise RecordError(f"{path}: {exc}") from None
     frame.attrs["skipped_lines"] = skipped
     return frame
 

@@ -21,7 +21,7 @@ from harness.metrics.latency import LATENCY_COLUMNS, inter_token_latencies, requ
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
 from harness.metrics.tenants import tenant_table
-from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, run_window, run_windows, throughput
+from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, run_window, run_windows, send_rates, throughput
 from harness.metrics.utilisation import utilisation
 from harness.metrics.validity import DEFAULT_LAG_THRESHOLD_S, validity
 from harness.metrics.warnings import early_warnings
@@ -127,6 +127,7 @@ def summarize(
         },
         "latency": latency,
         "schedule_lag": describe(lat["schedule_lag"], **stats_kw),
+        "load": send_rates(records),
         "throughput": {
             name: throughput(records, window, kind=name)
             for name, window in run_windows(records, warmup_fraction=warmup_fraction).items()
@@ -182,6 +183,8 @@ def summary_table(summaries: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[
                 "tpot_p99_s": _pct(s, "tpot", "p99"),
                 "itl_p99_s": _pct(s, "itl", "p99"),
                 "e2e_p99_s": _pct(s, "e2e", "p99"),
+                "offered_rps": s.get("load", {}).get("offered_rate_rps"),
+                "sent_rps": s.get("load", {}).get("send_rate_rps"),
                 "req_per_s": steady["request_rate"],
                 "out_tok_per_s": steady["output_token_rate"],
                 "rate_reason": (steady.get("reasons") or {}).get("output_token_rate"),

@@ -196,3 +196,25 @@ def throughput_table(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_
     table = pd.DataFrame.from_dict(rows, orient="index").drop(columns="kind")
     table.index.name = "window"
     return table
+
+
+def _rate(times: np.ndarray) -> float | None:
+    """1 / mean gap = (n - 1) / span: the convention of workload describe and of synthetic arrivals."""
+    times = times[np.isfinite(times)]
+    if times.size < 2:
+        return None
+    span = float(times.max() - times.min())
+    return (times.size - 1) / span if span > 0 else None
+
+
+def send_rates(records: pd.DataFrame) -> dict[str, float | int | None]:
+    """The load offered (from the requests' scheduled times) beside the load actually sent.
+
+    Both as 1 / mean gap, the convention the workloads use, so a schedule offered at exactly R reads R.
+    A dispatcher that falls behind, or a closed loop whose users wait on their answers, sends below it;
+    burst schedules (every request at once) have no rate: None.
+    """
+    offered = _rate(records["t_scheduled"].to_numpy(dtype=np.float64))
+    sent = _rate(records["t_sent"].to_numpy(dtype=np.float64))
+    ratio = sent / offered if sent is not None and offered else None
+    return {"requests": len(records), "offered_rate_rps": offered, "send_rate_rps": sent, "send_over_offered": ratio}

@@ -15,11 +15,13 @@ import pandas as pd
 from harness.metrics.latency import succeeded
 
 DEFAULT_LAG_THRESHOLD_S = 0.005  # in-process load generator; an HTTP client may need more
+PROMPT_TOLERANCE = 1  # tokens: a BOS added by the server is not a wrong prompt
 MAX_EXAMPLES = 5
 CHECKS = (
     "schedule_lag",
     "ignore_eos_length",
     "output_token_count",
+    "output_over_max_tokens",
     "prompt_token_count",
     "token_times_count",
     "truncated_records",
@@ -75,22 +77,42 @@ def validity_flags(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LA
                 _examples(records, eos),
             )
         )
-    for name, harness_col, engine_col in (
-        ("output_token_count", "output_tokens", "engine_output_tokens"),
-        ("prompt_token_count", "prompt_tokens", "engine_prompt_tokens"),
-    ):
-        engine = records[engine_col]
-        bad = engine.notna() & (engine != records[harness_col])
-        if bad.any():
-            flags.append(
-                ValidityFlag(
-                    name,
-                    int(bad.sum()),
-                    f"harness {harness_col} disagrees with the engine's {engine_col}: tokens were lost, "
-                    "duplicated or counted with a different tokenizer",
-                    _examples(records, bad),
-                )
+    engine = records["engine_output_tokens"]
+    bad = engine.notna() & (engine != records["output_tokens"])
+    if bad.any():
+        flags.append(
+            ValidityFlag(
+                "output_token_count",
+                int(bad.sum()),
+                "harness output_tokens disagrees with the engine's engine_output_tokens: tokens were lost, "
+                "duplicated or counted with a different tokenizer",
+                _examples(records, bad),
             )
+        )
+    prompt = prompt_token_agreement(records)
+    if prompt["off"]:
+        flags.append(
+            ValidityFlag(
+                "prompt_token_count",
+                prompt["off"],
+                f"{prompt['share_off']:.1%} of the requests the engine counted have a prompt length off by more "
+                f"than {PROMPT_TOLERANCE} token from the one intended: the target tokenizes differently (another "
+                "tokenizer or chat template: see --tokenizer)",
+                _examples(records, prompt["mask"]),
+            )
+        )
+    claimed = records["engine_output_tokens"]
+    over = claimed.notna() & (claimed > records["max_tokens"])
+    if over.any():
+        flags.append(
+            ValidityFlag(
+                "output_over_max_tokens",
+                int(over.sum()),
+                "the engine reported more output tokens than max_tokens allowed (a server's usage numbers "
+                "cannot be trusted); the harness counted at most max_tokens for them",
+                _examples(records, over),
+            )
+        )
     n_times = records["token_times"].map(len)
     bad_times = n_times != records["output_tokens"]
     if bad_times.any():
@@ -115,11 +137,27 @@ def validity_flags(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LA
     return flags
 
 
+def prompt_token_agreement(records: pd.DataFrame) -> dict[str, Any]:
+    """The engine's (a server's usage.prompt_tokens) prompt count against the intended one, per request.
+
+    One token either way is tolerated: a server may add a BOS the prompt did not carry. `share_off` is the
+    share of the requests the engine counted that are off by more; None when it counted none.
+    """
+    engine = records["engine_prompt_tokens"]
+    counted = engine.notna()
+    mask = counted & ((engine - records["prompt_tokens"]).abs() > PROMPT_TOLERANCE)
+    n, off = int(counted.sum()), int(mask.sum())
+    return {"checked": n, "off": off, "share_off": off / n if n else None, "mask": mask}
+
+
 def validity(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S) -> dict[str, Any]:
     flags = validity_flags(records, lag_threshold_s=lag_threshold_s)
+    prompt = prompt_token_agreement(records)
     return {
         "valid": not flags,
         "checks": list(CHECKS),
         "lag_threshold_s": lag_threshold_s,
         "flags": [f.to_json() for f in flags],
+        # the validity figure of the prompt cross-check: share of counted requests off by > 1 token
+        "prompt_tokens": {k: prompt[k] for k in ("checked", "off", "share_off")} | {"tolerance": PROMPT_TOLERANCE},
     }

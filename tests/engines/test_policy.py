@@ -67,3 +67,21 @@ def test_a_new_tenant_does_not_bank_credit_while_idle():
     policy.add(seq(1, tenant="a"))
     policy.add(seq(2, tenant="b"))  # b joins late: lifted to the smallest backlogged counter (a's 1000)
     assert policy._counter["b"] == 1000
+
+
+def test_the_engine_loop_charges_only_a_policy_that_keeps_accounts():
+    from engines.contract import apply_step
+    from engines.plan import Chunk, StepPlan
+    from engines.sequence import SequenceStatus
+
+    assert FairShare().keeps_accounts and not FCFS().keeps_accounts and not ShortestJobFirst().keeps_accounts
+    fair = FairShare()
+    prefill, decode = seq(0, tenant="a"), seq(1, tenant="b")
+    decode.num_computed_tokens = 2
+    decode.append_token(7)
+    for s in (prefill, decode):
+        s.status = SequenceStatus.RUNNING
+    plan = StepPlan([Chunk(prefill, 2, yields_token=True), Chunk(decode, 1, yields_token=True)])
+    apply_step(plan, [9, 9], None, fair)
+    # tenant a: its 2-token prompt (1 each) and one output token (2); tenant b: one output token
+    assert fair._counter == {"a": 4.0, "b": 2.0}

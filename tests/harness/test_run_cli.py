@@ -118,6 +118,30 @@ def test_bad_flags_get_one_line(tmp_path, capsys, argv, needle):
     assert code == 2 and len(err.splitlines()) == 1 and needle in err, err
 
 
+def test_offered_and_sent_rates_are_recorded_and_printed_side_by_side(tmp_path, capsys):
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "60",
+        "--rate",
+        "40",
+        "--engine",
+        "zero",
+        "--out",
+        str(tmp_path),
+        "--no-report",
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "offered 40.000 req/s" in out and "offered r/s" in out and "sent r/s" in out
+    load = json.loads((tmp_path / "metrics.json").read_text())["engines"]["zero"]["load"]
+    assert load["offered_rate_rps"] == pytest.approx(40.0, rel=1e-9)  # exactly what was asked
+    assert load["send_rate_rps"] == pytest.approx(40.0, rel=0.05) and load["requests"] == 60
+
+
 def test_a_closed_loop_pairs_engines_by_request(tmp_path, capsys):
     """In a closed loop each engine's users set their own pace, so a request's scheduled time differs
     between engines: the comparison pairs requests without demanding one schedule (it used to fail)."""

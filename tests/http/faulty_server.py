@@ -7,7 +7,9 @@ usage_only (one chunk carrying three tokens, counts only in usage), status500, s
 then a non-JSON event), bad_shape (choices is not a list), error_event (an in-stream error object),
 nodone (the stream ends with neither finish_reason nor [DONE]), slow_first (no headers for 1 s),
 slow_ok (headers after 0.05 s, then fine), trickle (a token every 0.1 s, up to 100), garbage (no HTTP),
-huge (one 3 MiB event).
+huge (one 3 MiB event), usage_liar (two tokens, then usage claiming 3,000,000), usage_liar_running (the
+claim as a running total on a content chunk), plain_json (a whole JSON body instead of a stream), list_finish
+(a list as finish_reason), string_ids (strings in token_ids).
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ async def completions(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": {"message": "boom", "type": "server_error"}}, status=500)
     if mode == "status429":
         return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "2"})
+    if mode == "plain_json":  # stream=true ignored: one JSON answer
+        choice = {"index": 0, "text": " a b", "finish_reason": "length"}
+        usage = {"prompt_tokens": 3, "completion_tokens": 2}
+        return web.json_response({"id": "x", "choices": [choice], "usage": usage})
     if mode == "garbage":  # not HTTP at all
         assert request.transport is not None
         request.transport.write(b"SPEAKING NONSENSE\r\n\r\n")
@@ -65,6 +71,16 @@ async def completions(request: web.Request) -> web.StreamResponse:
         await response.write(_event("", "length", token_ids=[]) + _usage(3, 4) + b"data: [DONE]\n\n")
     elif mode == "huge":  # one 3 MiB event, as a long context's echo or a giant token might make
         await response.write(_event("x" * (3 * 2**20)) + _event("", "length") + _usage(3, 1) + b"data: [DONE]\n\n")
+    elif mode == "usage_liar":
+        await response.write(_event(" a") + _event(" b") + _event("", "length") + _usage(3, 3_000_000))
+        await response.write(b"data: [DONE]\n\n")
+    elif mode == "usage_liar_running":
+        claim = b', "usage": {"prompt_tokens": 3, "completion_tokens": 3000000}}'
+        await response.write(_event(" a")[:-3] + claim + b"\n\n" + _event("", "length") + b"data: [DONE]\n\n")
+    elif mode == "list_finish":
+        await response.write(_event(" a") + _event("", ["stop"]) + b"data: [DONE]\n\n")
+    elif mode == "string_ids":
+        await response.write(_event(" a", token_ids=["x"]) + _event("", "length") + b"data: [DONE]\n\n")
     elif mode == "usage_only":
         await response.write(_event(" a b c") + _event("", "stop") + _usage(3, 3) + b"data: [DONE]\n\n")
     elif mode in ("stall", "disconnect", "malformed", "bad_shape", "error_event", "nodone"):

@@ -123,3 +123,47 @@ def test_probe_needs_room_between_the_predictions():
         t.tokens = [x for x in t.tokens if x <= t_short + STEP]
     result = decide(CONFIG, "m", [measure_round(longs, shorts, t_short, CONFIG)] * 3)
     assert result.verdict == "inconclusive" and "long-tokens" in result.reason
+
+
+def serial_round() -> tuple:
+    """One stream at a time: the second long request waits for the first, each short for the one before."""
+    t = 0.0
+    longs = []
+    for _ in range(CONFIG.long_requests):
+        tokens = [t + STEP * (k + 2) for k in range(CONFIG.long_tokens)]  # a prefill step, then one per token
+        longs.append(Timeline(0.0, tokens, _finish(CONFIG.long_tokens)))
+        t = tokens[-1]
+    t_short = longs[-1].tokens[CONFIG.warmup_tokens] + STEP / 3
+    shorts = []
+    for _ in range(CONFIG.short_requests):
+        tokens = [t + STEP * (k + 2) for k in range(CONFIG.short_tokens)]
+        shorts.append(Timeline(t_short, tokens, _finish(CONFIG.short_tokens)))
+        t = tokens[-1]
+    return longs, shorts, t_short
+
+
+def test_probe_decides_serial():
+    # before: a serial server (vLLM --max-num-seqs 1) was called "static" with confidence 1.0
+    result = decide(CONFIG, "m", [measure_round(*serial_round(), CONFIG) for _ in range(3)])
+    assert result.verdict == "serial" and result.confidence == 1.0, result.reason
+    assert "first tokens came 25.0 ms apart" in result.reason  # a prefill step and 4 tokens, 5 ms each
+    remaining_steps = CONFIG.long_tokens - CONFIG.warmup_tokens
+    static = [measure_round(*synthetic_round(remaining_steps + 1, 0.02, s), CONFIG) for s in range(3)]
+    continuous = [measure_round(*synthetic_round(1.5, 0.2, s), CONFIG) for s in range(3)]
+    assert decide(CONFIG, "m", static).verdict == "static"  # batches overlap: never serial
+    assert decide(CONFIG, "m", continuous).verdict == "continuous"
+
+
+def test_the_read_timeout_is_an_http_option_and_a_flag():
+    # before: no flag set the HTTP engine's read (stall) timeout
+    from harness.cli import args as shared
+    from harness.cli import build_parser
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    spec = parse_engine_specs(["http:url=http://127.0.0.1:9,read_timeout_s=0.5"], {})[0]
+    assert build_engine(spec, None).config.read_timeout_s == 0.5
+    flags = ["run", "--engine", "http", "--url", "http://127.0.0.1:9", "--read-timeout-s", "2"]
+    args = build_parser().parse_args(flags)
+    assert build_engine(shared.engine_specs(args)[0], None).config.read_timeout_s == 2.0
+    with pytest.raises(EngineInputError, match="read_timeout_s='0' must be > 0"):
+        parse_engine_specs(["http:url=http://127.0.0.1:9,read_timeout_s=0"], {})

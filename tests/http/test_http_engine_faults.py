@@ -36,6 +36,9 @@ EXPECTED = {
     "bad_shape": ("error", "malformed_event", 2),
     "error_event": ("error", "server_error", 2),
     "garbage": ("error", "malformed_event", 0),
+    "plain_json": ("error", "not_streamed", 0),
+    "list_finish": ("error", "malformed_event", 1),
+    "string_ids": ("error", "malformed_event", 0),
 }
 
 
@@ -120,6 +123,27 @@ def test_tokens_and_ids_from_multi_token_chunks(faulty):
     counted = [e for e in usage_only if isinstance(e, TokenEvent)]
     assert len(counted) == 3 and len({t.time for t in counted}) == 1  # 1 counted + 2 from the usage numbers
     assert usage_only[-1].output_tokens == 3 and usage_only[-1].prompt_tokens == 3
+
+
+@pytest.mark.parametrize("mode", ["usage_liar", "usage_liar_running"])
+def test_usage_adds_at_most_max_tokens(faulty, mode):
+    """A server claiming 3,000,000 tokens after streaming two gets max_tokens events, never millions; the
+    claim stays in the finish event, where run validity flags it."""
+
+    async def go():
+        eng = engine(faulty)
+        await eng.start()
+        try:
+            return await collect(eng, request(mode))
+        finally:
+            await eng.stop()
+
+    started = time.perf_counter()
+    events = run(go())
+    assert time.perf_counter() - started < 2.0
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert len(tokens) == 4  # the request's max_tokens
+    assert events[-1].reason == "length" and events[-1].output_tokens == 3_000_000
 
 
 def test_connect_error_is_typed():

@@ -44,6 +44,7 @@ def servers():
     procs = {
         "continuous": ServeProcess(*common, "--engine", "continuous", "--max-running", "16"),
         "static": ServeProcess(*common, "--engine", "static", "--max-batch", "16", "--batch-timeout-ms", "20"),
+        "serial": ServeProcess(*common, "--engine", "static", "--max-batch", "1"),  # no batching at all
     }
     try:
         for proc in procs.values():
@@ -228,8 +229,8 @@ PROBE = {"rounds": 3, "long_requests": 2, "long_tokens": 48, "short_requests": 3
          "warmup_tokens": 6, "timeout_s": 60.0}  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", ["continuous", "static"])
-def test_probe_tells_static_from_continuous(servers, kind):
+@pytest.mark.parametrize("kind", ["continuous", "static", "serial"])
+def test_probe_tells_static_from_continuous_and_serial(servers, kind):
     verdicts = []
     for _ in range(5):
         result = asyncio.run(run_probe(ProbeConfig(url=servers[kind].url, **PROBE)))

@@ -66,6 +66,19 @@ def test_sse_oversized_event_is_an_error():
         decoder.feed(b"data: " + b"x" * 200)
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_sse_event_limit_holds_for_many_lines_and_crlf(newline):
+    # an 80 MiB event of 1 MiB data lines and no blank line: refused at the 64 MiB limit, never buffered whole
+    line = b"data: " + b"x" * 2**20 + newline
+    decoder = SSEDecoder()
+    fed = 0
+    with pytest.raises(SSEError):
+        for _ in range(80):
+            decoder.feed(line)
+            fed += 1
+    assert fed <= 64
+
+
 def _completion_chunk(text: str, finish=None, **extra) -> bytes:
     choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish, **extra}
     return json.dumps({"id": "c", "object": "text_completion", "choices": [choice]}, separators=(",", ":")).encode()

@@ -35,7 +35,8 @@ def test_token_count_flags() -> None:
             make_record("eos_ok", ignore_eos=True, gaps=[0.1]),
             make_record("stopped", ignore_eos=False, gaps=[0.1], max_tokens=4),  # EOS allowed: fine
             make_record("out", engine_output_tokens=3),  # harness saw 1
-            make_record("prompt", engine_prompt_tokens=11),  # harness counted 10
+            make_record("bos", engine_prompt_tokens=11),  # harness counted 10: a BOS, tolerated
+            make_record("prompt", engine_prompt_tokens=12),  # off by 2: another tokenizer
             make_record("times", gaps=[0.1], output_tokens=3),  # 2 token times for 3 tokens
         ]
     )
@@ -56,3 +57,17 @@ def test_truncated_records_flag_comes_from_frame_attrs() -> None:
     frame = records_frame([make_record("r")])
     frame.attrs["skipped_lines"] = [{"line": 2}]
     assert _flags(frame)["truncated_records"].count == 1
+
+
+def test_a_usage_claim_above_max_tokens_is_flagged() -> None:
+    frame = records_frame([make_record("liar", max_tokens=4, engine_output_tokens=3_000_000), make_record("ok")])
+    flag = _flags(frame)["output_over_max_tokens"]
+    assert (flag.count, flag.example_ids) == (1, ["liar"])
+
+
+def test_the_prompt_cross_check_is_a_share_with_a_one_token_tolerance() -> None:
+    recs = [make_record(f"r{i}", engine_prompt_tokens=10 + (i % 4 == 0) * 5) for i in range(8)]
+    recs.append(make_record("uncounted", engine_prompt_tokens=None))
+    v = validity(records_frame(recs))
+    assert v["prompt_tokens"] == {"checked": 8, "off": 2, "share_off": 0.25, "tolerance": 1}
+    assert "25.0% of the requests" in next(f["message"] for f in v["flags"] if f["name"] == "prompt_token_count")

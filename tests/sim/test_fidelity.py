@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.cli.sim import simulate_twin
-from harness.metrics.simulation import fidelity_rows
-from harness.simulation import run_engines
+from tests.sim.fidelity_tables import Tables, assert_reproduced, twin_errors
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity"
 PROFILE = FIXTURE / "profile.json"
@@ -24,21 +22,12 @@ RUNS = sorted(EXPECTED)
 
 
 @pytest.fixture(scope="module")
-def tables() -> dict[str, dict[str, dict[str, float]]]:
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for run in RUNS:
-        measured = json.loads((FIXTURE / run / "metrics.json").read_text())["engines"]
-        for engine in run_engines(FIXTURE / run):
-            rows = fidelity_rows(measured[engine["name"]], simulate_twin(FIXTURE / run, engine, PROFILE))
-            out.setdefault(run, {})[engine["name"]] = {r["metric"]: r["error"] for r in rows}
-    return out
+def tables() -> Tables:
+    return twin_errors(FIXTURE, RUNS, PROFILE)
 
 
-def test_the_twins_reproduce_the_recorded_errors(tables: dict) -> None:
-    for run, engines in EXPECTED.items():
-        for engine, errors in engines.items():
-            for metric, error in errors.items():
-                assert tables[run][engine][metric] == pytest.approx(error, abs=1e-3), (run, engine, metric)
+def test_the_twins_reproduce_the_recorded_errors(tables: Tables) -> None:
+    assert_reproduced(tables, EXPECTED)
 
 
 def test_throughput_is_within_20_percent_everywhere(tables: dict) -> None:

@@ -77,3 +77,15 @@ def test_closed_loop_has_users_think_time_and_no_timestamps() -> None:
 def test_bad_arrival_specs(value: object, message: str) -> None:
     with pytest.raises(WorkloadError, match=message):
         parse_arrival(value)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_synthetic_rate_is_offered_exactly(seed: int) -> None:
+    # before: 240 Poisson arrivals "at 8 req/s" spanned 7.1 to 10.2 req/s depending on the seed
+    for options in ({"requests": 240}, {"duration_s": 30.0}):
+        d = load_workload("chat-small", rate=8.0, seed=seed, **options).describe()
+        assert d["requests"] == 240 and d["mean_rate_rps"] == pytest.approx(8.0, rel=1e-9), options
+    bursty = load_workload("burst", rate=8.0, requests=240, seed=seed).describe()
+    assert bursty["mean_rate_rps"] == pytest.approx(8.0, rel=1e-9) and bursty["interarrival_cv"] > 2
+    tenants = load_workload("noisy-neighbour", rate=8.0, requests=240, seed=seed).describe()  # ten merged streams
+    assert tenants["mean_rate_rps"] == pytest.approx(8.0, rel=1e-9)

@@ -124,6 +124,24 @@ CASES = {
         ["--columns", "arrival=t,input_tokens=n_in,output_tokens=tokens_out"],
         "1: tokens_out: missing column (the file has: t, n_in, n_out)",
     ),
+    "overflowing length": (  # once read back as -9.2e18 and passed the negative check
+        "a.csv",
+        AZURE_HEADER + GOOD_ROW + "2023-11-16 18:15:47.0,99999999999999999999999,5\n",
+        [],
+        "3: ContextTokens: '99999999999999999999999' is beyond 10,000,000",
+    ),
+    "JSONL overflowing length": (
+        "a.jsonl",
+        '{"timestamp": 0, "input_length": 5, "output_length": 1e30}\n',
+        [],
+        "1: output_length: 1e+30 is beyond 10,000,000",
+    ),
+    "duplicated header": (  # the last column was silently taken
+        "a.csv",
+        "t,n_in,n_out,n_in\n0,5,3,9\n",
+        ["--columns", "arrival=t,input_tokens=n_in,output_tokens=n_out"],
+        "1: n_in: column named twice in the header",
+    ),
     "BurstGPT non-numeric response tokens": (
         "b.csv",
         "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
@@ -195,3 +213,37 @@ def test_a_directory_and_a_closed_loop_rate_are_one_line(tmp_path: Path, capsys:
     assert one_error_line(capsys, "closed-loop-small", "--rate", "3") == (
         "rate: a closed loop has no arrival rate; its users set the load"
     )
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        (
+            "requests = 10000000000\n[[tenants]]\nrate = 1\ninput = 8\noutput = 8\n",
+            "spec.toml:1: requests: must be <= 10,000,000, found 10000000000",
+        ),
+        (
+            'requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "lognormal", median = 1e308, sigma = 1 }\n'
+            "output = 8\n",
+            "spec.toml:4: tenants[0].input.median: must be <= 10,000,000 tokens, found 1e+308",
+        ),
+        (
+            'requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "normal", mean = 100, std = 1e7 }\noutput = 8\n',
+            "spec.toml:4: tenants[0].input: draws would reach 6e+07 tokens, above 10,000,000: set max",
+        ),
+        (
+            'requests = 10\n[[tenants]]\nrate = 1\ninput = { dist = "normal", mean = 100, std = nan }\noutput = 8\n',
+            "spec.toml:4: tenants[0].input.std: expected a number >= 0, found nan",
+        ),
+        (
+            "duration_s = 1e300\n[[tenants]]\nrate = 1e10\ninput = 8\noutput = 8\n",
+            "duration_s: 1e+10 req/s for 1e+300 s is more requests than a workload may hold (10,000,000)",
+        ),
+    ],
+)
+def test_overflowing_spec_numbers_are_one_line(
+    toml: str, expected: str, write: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write("spec.toml", toml)
+    message = one_error_line(capsys, str(path))
+    assert message.removeprefix(str(path.parent) + "/").startswith(expected), message

@@ -89,6 +89,15 @@ def _check_widths(widths: np.ndarray, lines: list[int], expected: int, display: 
         )
 
 
+def _check_header(header: list[str], line: int, display: str) -> None:
+    """A name twice would silently keep only its last column."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise WorkloadError("column named twice in the header", file=display, line=line, field=name or "header")
+        seen.add(name)
+
+
 def _unquoted_table(text: str, display: str) -> RawTable | None:
     """Without quotes every line is one row, so pandas' C parser can split the cells of a million-row trace;
     line numbers, field counts and blank lines come from byte positions. None: use the `csv` path instead."""
@@ -120,6 +129,7 @@ def _unquoted_table(text: str, display: str) -> RawTable | None:
     if len(cells) != len(starts):  # e.g. lone carriage returns as line ends
         return None
     header = [str(cell).strip() for cell in cells.iloc[keep[0], : widths[keep[0]]]]
+    _check_header(header, int(keep[0]) + 1, display)
     body = keep[1:]
     lines = (body + 1).tolist()
     _check_widths(widths[body], lines, len(header), display)
@@ -134,6 +144,7 @@ def read_csv_raw(path: Path, display: str) -> RawTable:
         return fast
     cells, numbers = _csv_rows(text, display)
     header = [cell.strip() for cell in cells[0]]  # read_text rejected a blank file, so there is a first row
+    _check_header(header, numbers[0], display)
     rows, lines = cells[1:], numbers[1:]
     _check_widths(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)), lines, len(header), display)
     # No rows is reported after the header is checked, so a file in the wrong format says so first.

@@ -14,8 +14,11 @@ import pandas as pd
 
 from workloads.errors import WorkloadError
 from workloads.frame import make_frame, sort_by_arrival
+from workloads.options import MAX_TOKENS
 from workloads.readers.raw import MISSING, RawTable
 from workloads.readers.schemas import TIME_UNITS, ColumnMap
+
+MAX_PRIORITY = 2**31  # priorities are small integers; beyond this a value is a typo
 
 
 class Checker:
@@ -64,6 +67,12 @@ class Checker:
         if negative.any() and not allow_negative:
             row = int(np.argmax(negative))
             raise self.fail(row, name, f"negative token count: {self.raw.columns[name][row]!r}")
+        # before the cast: 99999999999999999999999 became -9.2e18 in int64 and passed the negative check
+        limit = MAX_PRIORITY if allow_negative else MAX_TOKENS
+        huge = np.abs(parsed) > limit
+        if huge.any():
+            row = int(np.argmax(huge))
+            raise self.fail(row, name, f"{self.raw.columns[name][row]!r} is beyond {limit:,}")
         return parsed.astype(np.int64)
 
     def arrivals(self, name: str, unit: str) -> np.ndarray:
