@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     study.add_argument("--out", type=Path, help="study directory (default runs/<time>-study-<plan>)")
     study.add_argument("--no-report", action="store_true", help="skip study.html")
     shared.add_model_flags(study)
+    shared.add_executor_flags(study, workers=False)
     study.set_defaults(run=study_command)
 
 
@@ -38,11 +39,12 @@ def study_command(args: argparse.Namespace) -> int:
     from harness.errors import HarnessInputError
     from harness.manifest import build_manifest
     from harness.study.plan import load_plan
-    from harness.study.runner import PICTURE, execute, plan_units, save_json
+    from harness.study.runner import PICTURE, execute, executor_map, plan_units, save_json
     from harness.study.variants import resolve, simulated
     from harness.study.verdict import decide
     from workloads import load_workload
 
+    shared.executor_choice(args)  # Ray missing or its head unreachable: one line before any work
     plan = load_plan(args.plan)
     if args.trials is not None:
         if args.trials < 1:
@@ -88,7 +90,11 @@ def study_command(args: argparse.Namespace) -> int:
         )
         save_json(out / "study.json", _document(plan, arms, done, None, manifest))
 
-    results = execute(units, on_result=progress)
+    cpus = 1.0 if all(a.spec.startswith("sim") for a in arms) else float(args.threads or 1)
+    with shared.executor_from_args(args) as executor:
+        manifest["executor"] = executor.describe()
+        save_json(out / "manifest.json", manifest)
+        results = execute(units, map_fn=executor_map(executor, cpus), on_result=progress)
     verdict = decide(plan, results, metrics)
     save_json(out / "study.json", _document(plan, arms, results, verdict, manifest))
     from harness.study.table import format_study

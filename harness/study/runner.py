@@ -217,6 +217,34 @@ def execute(
     return results
 
 
+def executor_map(executor: Any, cpus: float) -> MapFn:
+    """`execute`'s `map_fn` on a `harness.executor` executor (local or Ray): each study unit is one executor
+    unit asking for `cpus` (a simulation: 1; an in-process engine: its threads), written into a scratch
+    directory on its node whose files come back to the unit's own directory. Results come in unit order."""
+    from harness.executor import Unit as ExecutorUnit
+    from harness.executor.node import node_name
+
+    def map_fn(run_one: RunOne, units: Sequence[Unit]) -> Iterable[dict[str, Any]]:
+        jobs = [
+            ExecutorUnit(_run_into, (run_one, unit), Path(unit.out_dir), cpus, None, Path(unit.out_dir).name)
+            for unit in units
+        ]
+        waiting: dict[int, dict[str, Any]] = {}
+        nxt = 0
+        for result in executor.map(jobs):  # a cluster finishes units in any order; the study reads them in order
+            waiting[result.index] = {**result.value, "node": node_name(result.node)}
+            while nxt in waiting:
+                yield waiting.pop(nxt)
+                nxt += 1
+
+    return map_fn
+
+
+def _run_into(run_one: RunOne, unit: Unit, *, out_dir: Path) -> dict[str, Any]:
+    result = run_one(dataclasses.replace(unit, out_dir=str(out_dir)))
+    return {**result, "run_dir": unit.out_dir}  # where the files end up, not the node's scratch directory
+
+
 def save_json(path: Path, data: dict[str, Any]) -> None:
     from harness.metrics import jsonable
 

@@ -7,6 +7,8 @@ Ray takes ~10 s to start, so the module is small and the cluster is shared by it
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -50,6 +52,19 @@ def test_simulated_sweep_on_ray_equals_local(cluster, tmp_path):
     assert local["points"] == remote["points"] and local["capacity"] == remote["capacity"]
     for rate in ("4", "16", "64"):
         assert _metrics(tmp_path / "local" / f"rate-{rate}") == _metrics(tmp_path / "ray" / f"rate-{rate}")
+
+
+def test_a_simulated_study_on_ray_gives_the_local_verdict(cluster, tmp_path):
+    study_dir = Path(__file__).parent.parent / "study"
+    for name in ("overturned.toml", "calm-then-rush.toml"):
+        shutil.copy(study_dir / name, tmp_path / name)
+    plan = str(tmp_path / "overturned.toml")
+    assert main(["study", plan, "--sim", "--no-report", "--out", str(tmp_path / "local")]) == 0
+    assert main(["study", plan, "--sim", "--no-report", "--executor", "ray", "--out", str(tmp_path / "ray")]) == 0
+    local, remote = (json.loads((tmp_path / side / "study.json").read_text()) for side in ("local", "ray"))
+    assert remote["verdict"] == local["verdict"] and remote["verdict"]["outcome"] == "falsified"
+    assert all(Path(u["run_dir"], "records.jsonl").exists() for u in remote["units"])  # files came back
+    assert all("ray node" in u["node"] for u in remote["units"])  # each unit says where it ran
 
 
 def test_run_on_ray_names_the_node_of_every_trial(cluster, tmp_path, capsys):
