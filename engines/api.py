@@ -63,6 +63,7 @@ class FinishEvent:
     preemptions: int = 0
     error_type: str | None = None
     error_message: str | None = None
+    cached_tokens: int | None = None  # prompt tokens served from the prefix cache; None: not known
 
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent

@@ -165,6 +165,7 @@ class EngineCore:
             seq.num_output_tokens,
             now,
             preemptions=seq.preemptions,
+            cached_tokens=seq.num_cached_tokens,
         )
 
     def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float,
@@ -206,4 +207,6 @@ def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[
         attended_context=features.attended_context,
         kv_read_tokens=features.kv_read_tokens,
         sampled_rows=features.sampled_rows,
+        prefix_cached_tokens=plan.cached_tokens,
+        prefix_cached_blocks=scheduler.blocks.num_cached,
     )

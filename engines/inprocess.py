@@ -30,6 +30,7 @@ class KVConfig:
     block_size: int = 16
     memory_mb: float = 256.0  # the KV pool's budget; sets how many blocks exist
     blocks: int | None = None  # an exact pool size, overriding memory_mb (tests, tiny pools)
+    prefix_caching: bool = True  # full blocks of shared prefixes are kept and reused (engines/block_manager.py)
 
     def num_blocks(self, bytes_per_token: int) -> int:
         if self.blocks is not None:
@@ -70,7 +71,7 @@ class InProcessEngine(Engine):
                 f"--kv-memory-mb {options.kv.memory_mb}: holds no block of {options.kv.block_size} tokens "
                 f"at {bytes_per_token} bytes per token"
             )
-        self.blocks = BlockManager(num_blocks, options.kv.block_size)
+        self.blocks = BlockManager(num_blocks, options.kv.block_size, options.kv.prefix_caching)
         pad = loaded.tokenizer.pad_token_id
         self.runner = ModelRunner(loaded.model, num_blocks, options.kv.block_size, pad if pad is not None else 0)
         policy = make_policy(options.policy)
@@ -98,6 +99,7 @@ class InProcessEngine(Engine):
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
+        self.blocks.reset()  # every run starts with an empty prefix cache: no trial warms the next
         self.core.event_sink = self._from_engine_thread
         self.core.start()
         self._started = True

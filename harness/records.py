@@ -50,6 +50,9 @@ class RequestRecord:
     error_message: str | None = None
     preemptions: int = 0
     trial: int = 0
+    cached_tokens: int | None = None  # prompt tokens the engine took from its prefix cache (its own count)
+    session: str | None = None  # multi-turn workloads: the conversation this request is a turn of
+    turn: int | None = None  # 0 for a session's first request
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

@@ -41,11 +41,14 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], s
                    lengths_only: bool = False) -> list[Scheduled]:  # fmt: skip
     """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
     trace's output length is what every engine must produce). `lengths_only`: no engine reads the ids
-    (simulated engines count tokens), so a prompt is `range(n)` instead of n drawn ids."""
+    (simulated engines count tokens), so a prompt is a range of ids of its own (`distinct_prompt`) instead
+    of n drawn ids, unless the workload shares prefixes: a simulated prefix cache needs the real blocks."""
     from workloads import token_id_prompts
 
-    if lengths_only:
-        prompts: dict[str, Any] = {r.request_id: range(r.input_tokens) for r in workload.requests}
+    if lengths_only and not shares_prefixes(workload):
+        prompts: dict[str, Any] = {
+            r.request_id: distinct_prompt(i, r.input_tokens) for i, r in enumerate(workload.requests)
+        }
     else:
         prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
     return [
@@ -64,6 +67,17 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], s
         )
         for r in workload.requests
     ]
+
+
+def distinct_prompt(index: int, length: int) -> range:
+    """A stand-in prompt for a simulated engine: ids no other request's stand-in has, so its prefix cache
+    finds nothing (as with the seeded random ids a real engine is sent)."""
+    return range(index << 40, (index << 40) + length)
+
+
+def shares_prefixes(workload: Any) -> bool:
+    """Whether prompts share leading blocks on purpose: Mooncake hash ids, or turns of a session."""
+    return any(r.prefix_hash_ids or r.session is not None for r in workload.requests)
 
 
 async def replay_engine(

@@ -121,6 +121,7 @@ class _Run:
                     record.engine_prompt_tokens = event.prompt_tokens
                     record.engine_output_tokens = event.output_tokens
                     record.preemptions = event.preemptions
+                    record.cached_tokens = event.cached_tokens
                     record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:
             record.finish_reason, record.error_type = "abort", "stopped"
