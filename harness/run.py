@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engines.options import OPTIONS
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
@@ -30,8 +31,10 @@ from harness.loadgen import (
     dispatcher_first,
     replay_engine,
 )
+from harness.loadgen.replay import shares_prefixes
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
+from harness.metrics.prefix_cache import predicted_hit_rate
 from harness.metrics.stats import DEFAULT_N_BOOT
 
 
@@ -146,6 +149,7 @@ def run_benchmark(
                     "output_tokens": r.output_tokens,
                     "tenant": r.tenant,
                     "priority": r.priority,
+                    **({"session": r.session, "turn": r.turn, "think_s": r.think_s} if r.session is not None else {}),
                 }
             )
     run_settings = {
@@ -168,6 +172,7 @@ def run_benchmark(
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
     metrics = compute_metrics(out, settings, outcomes)
+    metrics["prefix_cache_predicted"] = predicted_prefix_reuse(workload, schedule, specs)
     _write_json(out / "metrics.json", metrics)
     return metrics
 
@@ -203,6 +208,16 @@ def _replay_all(
                 if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
                     outcomes[-1]["simulation_wall_s"] = outcome.simulation_wall_s
                 gc.collect()
+
+
+def predicted_prefix_reuse(workload: Any, schedule: list[Scheduled], specs: list[EngineSpec]) -> dict[str, Any] | None:
+    """The hit rate an unbounded prefix cache would reach on this schedule, per engine block size (16, vLLM's
+    default, for targets whose block size is unknown); None for a workload whose prompts share nothing."""
+    if not shares_prefixes(workload):
+        return None
+    sizes = sorted({int(s.options.get("block_size") or OPTIONS["block_size"].default) for s in specs} | {16})
+    prompts = [item.request.prompt_token_ids for item in schedule]
+    return {str(size): predicted_hit_rate(prompts, size) for size in sizes}
 
 
 def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, Any]]) -> dict[str, Any]:

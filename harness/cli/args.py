@@ -19,7 +19,7 @@ from typing import Any
 from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
 from workloads.options import OVERRIDES, parse_columns
 
-SCENARIOS = ("open", "closed", "offline")
+SCENARIOS = ("open", "closed", "offline", "sessions")
 
 
 # -- engine options --------------------------------------------------------------------------------
@@ -212,6 +212,8 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
         if not workload.closed_loop_users:
             raise HarnessInputError("--scenario closed: give --closed-loop-users N (and --think-time S)")
         return Scenario("closed", workload.closed_loop_users, workload.think_time_s)
+    if kind == "sessions" and suggested.kind != "sessions":
+        raise HarnessInputError("--scenario sessions: the workload has no sessions (docs/workloads.md, multi-turn)")
     return Scenario(kind)
 
 

@@ -64,6 +64,9 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], s
                 prompt_text=r.prompt_text,
             ),
             r.arrival_s,
+            r.session,
+            r.turn,
+            r.think_s,
         )
         for r in workload.requests
     ]
@@ -94,7 +97,11 @@ async def replay_engine(
 ) -> LoopOutcome:
     """Start `engine`, offer it `schedule`, stop it. Step records reach `steps` with times on the records'
     clock (seconds from the loop's t0). A virtual-time engine (the simulator) is offered it in virtual
-    time (`virtual.py`): its clock starts at t0 = 0, so its step records need no shift."""
+    time (`virtual.py`): its clock starts at t0 = 0, so its step records need no shift. Records of
+    session turns carry their session and turn, whatever the scenario."""
+    from harness.loadgen.sessions import tag_sessions
+
+    sink = tag_sessions(sink, schedule)
     if is_virtual(engine):
         engine.set_step_sink(steps)
         await engine.start()

@@ -24,7 +24,8 @@ SYNTHETIC = [
 
 
 def test_preset_list() -> None:
-    assert list_presets() == sorted(["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", *SYNTHETIC])
+    sessions = ["agentic", "multi-turn-chat"]
+    assert list_presets() == sorted(["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", *SYNTHETIC, *sessions])
 
 
 @pytest.mark.parametrize("name", SYNTHETIC)
