@@ -68,6 +68,12 @@ class EngineCore:
             self._inbox.append(("abort", request_id))
             self._wake.notify()
 
+    def reset_prefix_cache(self, done: Callable[[], None]) -> None:
+        """Forget every cached prefix, on the engine thread before its next step; then call `done`."""
+        with self._wake:
+            self._inbox.append(("reset", done))
+            self._wake.notify()
+
     def start(self) -> None:
         self._stop = False  # an engine stopped after one run can serve the next
         self._thread = threading.Thread(target=self._run, name="batchmark-engine", daemon=True)
@@ -113,6 +119,9 @@ class EngineCore:
                 seq = Sequence.from_request(item, self._seq_no, now)
                 self._seq_no += 1
                 self.scheduler.enqueue(seq)
+            elif kind == "reset":
+                self.scheduler.blocks.reset()
+                item()
             else:
                 seq = self.scheduler.abort(item)
                 if seq is not None:

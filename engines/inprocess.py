@@ -112,6 +112,16 @@ class InProcessEngine(Engine):
     def set_step_sink(self, sink: StepSink | None) -> None:
         self.core.step_sink = sink
 
+    async def reset_prefix_cache(self) -> None:
+        """Forget every cached prefix (`POST /reset_prefix_cache`); blocks in use stay with their sequences."""
+        if not self._started:
+            self.blocks.reset()
+            return
+        assert self._loop is not None
+        done = self._loop.create_future()
+        self.core.reset_prefix_cache(lambda: self._loop.call_soon_threadsafe(done.set_result, None))  # type: ignore[union-attr]
+        await done
+
     # -- requests -------------------------------------------------------------------------
     def validate(self, request: Request) -> None:
         """Raise EngineInputError naming the value when `request` can never be served."""

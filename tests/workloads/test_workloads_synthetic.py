@@ -25,7 +25,8 @@ SYNTHETIC = [
 
 def test_preset_list() -> None:
     sessions = ["agentic", "multi-turn-chat"]
-    assert list_presets() == sorted(["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", *SYNTHETIC, *sessions])
+    traces = ["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic"]
+    assert list_presets() == sorted([*traces, *SYNTHETIC, *sessions])
 
 
 @pytest.mark.parametrize("name", SYNTHETIC)
