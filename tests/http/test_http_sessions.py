@@ -13,6 +13,7 @@ from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
 from engines.scheduler import ContinuousConfig
 from engines.serve import make_app
 from engines.serve.background import BackgroundServer
+from engines.serve.state import STATE
 from harness.loadgen import Scenario, build_schedule, replay_engine
 from harness.records import RequestRecord
 from workloads.model import Workload
@@ -52,6 +53,7 @@ def test_multi_turn_over_http_counts_every_turn_as_in_process(embedded) -> None:
         remote = replay(first, schedule)
         again = HttpEngine(server.url, "m", name="http")
         second = replay(again, schedule)
+        counted = server.app[STATE].metrics.prefix_cache_hit_tokens  # batchmark_prefix_cache_hit_tokens_total
     assert len(local) == len(remote) == 9
     assert per_turn(remote) == per_turn(local)
     assert all(r.error_type is None and r.output_tokens == 4 for r in remote)
@@ -64,3 +66,4 @@ def test_multi_turn_over_http_counts_every_turn_as_in_process(embedded) -> None:
     }
     # the server's cache was reset when the second trial's engine started: its first turn 0 found nothing
     assert min(r.cached_tokens for r in second if r.turn == 0) == 0
+    assert counted == sum(r.cached_tokens for r in remote + second)  # the Prometheus counter says the same

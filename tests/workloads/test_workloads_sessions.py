@@ -97,3 +97,17 @@ def test_session_presets_load_and_refuse_sampling() -> None:
     assert all(r.prefix_hash_ids == agentic.requests[0].prefix_hash_ids for r in agentic.requests if r.turn == 0)
     with pytest.raises(ValueError, match="requests: does not apply to sessions"):
         load_workload("agentic", requests=5)
+
+
+def test_text_prompts_of_a_session_extend_the_history_in_tokens(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    from workloads import as_tokenizer, text_prompts
+
+    tok = as_tokenizer(Tokenizer.from_file(str(Path(__file__).parents[2] / "engines/model/tokenizer/tokenizer.json")))
+    w = load_workload(str(write_lines(tmp_path / "chat.jsonl", SESSION_LINES)))
+    texts, mismatches = text_prompts(w, tok, seed=0)
+    assert mismatches == []
+    turns = {(r.session, r.turn): tok.encode(texts[r.request_id]) for r in w.requests}
+    assert [len(turns["a", k]) for k in range(3)] == [552, 567, 581]
+    assert turns["a", 1][:552] == turns["a", 0] and turns["a", 2][:567] == turns["a", 1]  # the same tokens
