@@ -9,7 +9,6 @@ from pathlib import Path
 from harness.cli import main
 from harness.metrics import load_records, load_steps
 
-
 AGENTS = """
 [sessions]
 count = 6
