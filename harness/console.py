@@ -13,11 +13,16 @@ COLUMNS = {
 }  # fmt: skip
 SECONDS = {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s"}
 SHARES = {"slo_attainment", "slot_use"}
+RATES = {"out_tok_per_s": "rate_reason", "goodput_rps": "goodput_reason"}  # rate column -> its reason column
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value != value
 
 
 def _cell(column: str, value: Any) -> str:
-    if value is None or value != value:
-        return "-"
+    if _missing(value):
+        return "n/a" if column in RATES else "-"
     if column in SECONDS:
         return f"{value * 1e3:.0f} ms" if value < 10 else f"{value:.1f} s"
     if column in SHARES:
@@ -34,7 +39,18 @@ def format_summary(metrics: dict[str, Any]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    for row in table.to_dict(orient="records"):
+        reasons = {
+            row[reason]
+            for column, reason in RATES.items()
+            if _missing(row.get(column)) and not _missing(row.get(reason))
+        }
+        for reason in sorted(reasons):
+            lines.append(f"! {row['engine']}: steady-window rates n/a: {reason}")
     for run in metrics["runs"]:
+        machine = run.get("machine") or {}
+        if machine.get("busy"):
+            lines.append(f"! {run['engine']} trial {run['trial']} {machine['message']}")
         if run.get("stopped_early"):
             s = run["stopped_early"]
             lines.append(
@@ -60,7 +76,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
         if ttft["n"] > 1 and ttft["ci_low"] is not None:
             lines.append(
                 f"{engine}: TTFT p99 over {ttft['n']} trials {ttft['mean'] * 1e3:.0f} ms "
-                f"(95% CI {ttft['ci_low'] * 1e3:.0f}-{ttft['ci_high'] * 1e3:.0f} ms)"
+                f"(95% CI {ttft['ci_low'] * 1e3:.0f} to {ttft['ci_high'] * 1e3:.0f} ms)"
             )
     return "\n".join(lines)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import (
     DEFAULT_VOCAB_SIZE,
-    Progress,
     Scenario,
     Scheduled,
     StopRules,
@@ -32,10 +30,12 @@ from harness.loadgen import (
     replay_engine,
 )
 from harness.loadgen.replay import shares_prefixes
+from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.prefix_cache import predicted_hit_rate
 from harness.metrics.stats import DEFAULT_N_BOOT
+from harness.progress import Mode, ProgressPrinter
 
 
 @dataclass
@@ -51,24 +51,9 @@ class RunSettings:
     stop_rules: StopRules = field(default_factory=StopRules)
     model_path: str | None = None
     dtype: str = "float32"
-    progress: bool = False
+    progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
     n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
-
-
-def _progress_printer(label: str, trial: int) -> Progress:
-    started = time.perf_counter()
-
-    def show(sent: int, done: int, errors: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        bar = "#" * int(30 * done / max(total, 1))
-        sys.stderr.write(
-            f"\r[{label} t{trial}] [{bar:<30}] {done}/{total} done, {sent - done} in flight, "
-            f"{errors} errors, {elapsed:5.1f}s "
-        )
-        sys.stderr.flush()
-
-    return show
 
 
 async def _one_engine_run(
@@ -93,7 +78,7 @@ async def _one_engine_run(
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
         write_step = lambda step: steps.write(step.to_json())  # noqa: E731
-    progress = _progress_printer(spec.label, trial) if settings.progress else None
+    progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
     try:
         outcome = await replay_engine(
             engine,
@@ -112,7 +97,7 @@ async def _one_engine_run(
         if steps is not None:
             steps.close()
         if progress is not None:
-            sys.stderr.write("\n")
+            progress.close()
     return outcome, engine.describe()
 
 
@@ -190,9 +175,10 @@ def _replay_all(
         for trial in range(settings.repeat):
             for spec in specs:
                 steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
-                outcome, described = asyncio.run(
-                    _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
-                )
+                with measured() as noise:  # what else the machine did meanwhile (harness.machine)
+                    outcome, described = asyncio.run(
+                        _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
+                    )
                 if trial == 0:
                     manifest["engines"].append(described)
                     _write_json(out / "manifest.json", manifest)
@@ -203,6 +189,7 @@ def _replay_all(
                         "wall_time_s": outcome.wall_time_s,
                         "stopped_early": outcome.stopped_early,
                         "not_sent": outcome.not_sent,
+                        "machine": noise,
                     }
                 )
                 if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
@@ -242,8 +229,11 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
             seed=seed,
             n_boot=settings.n_boot,
         )
-        # the simulator's own wall time is not a metric of the simulated system (the manifest keeps it)
-        runs.append({**{k: v for k, v in outcome.items() if k != "simulation_wall_s"}, "summary": summary})
+        # the simulator's own wall time and this machine's noise while it ran are not facts about the simulated
+        # system (virtual time does not slow down on a busy machine); the manifest keeps both
+        simulated = "simulation_wall_s" in outcome
+        kept = {k: v for k, v in outcome.items() if not (simulated and k in ("simulation_wall_s", "machine"))}
+        runs.append({**kept, "summary": summary})
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {
         "schema_version": 1,

@@ -246,4 +246,5 @@ def plan(runs: list[RunData]) -> list[tuple[EngineRun, EngineRun]]:
 
 
 def compare_runs(runs: list[RunData], *, seed: int = 0) -> list[Comparison]:
-    return [compare(a, b, seed=seed) for a, b in plan(runs)]
+    """The comparisons of `plan`, between engine runs that have records (not another tool's aggregates)."""
+    return [compare(a, b, seed=seed) for a, b in plan(runs) if not (a.records.empty or b.records.empty)]

@@ -15,11 +15,14 @@ from reports.style import PALETTE, base_layout
 def workload_frame(run: RunData) -> pd.DataFrame:
     """arrival_s, input_tokens, output_tokens, tenant: requests.jsonl, else the first engine's records."""
     sched = run.schedule
-    if sched is not None and {"arrival_s", "input_tokens", "output_tokens"} <= set(sched.columns):
+    if sched is not None and not sched.empty and {"arrival_s", "input_tokens", "output_tokens"} <= set(sched.columns):
         out = sched[["arrival_s", "input_tokens", "output_tokens"]].copy()
         out["tenant"] = sched["tenant"].astype(str) if "tenant" in sched else "default"
         return out
-    rec = run.primary()[0].records
+    engines = run.primary()
+    if not engines or engines[0].records.empty:
+        return pd.DataFrame({"arrival_s": [], "input_tokens": [], "output_tokens": [], "tenant": []})
+    rec = engines[0].records
     return pd.DataFrame(
         {
             "arrival_s": rec["t_scheduled"],

@@ -39,6 +39,13 @@ def number(v: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def rate(v: Any, reason: str | None = None, *, html_title: bool = False) -> str:
+    """A rate, or "n/a" where the run says why it is undefined (never a 0.0 standing in for no data)."""
+    if missing(v) and reason:
+        return f'<span title="{esc(reason)}">n/a</span>' if html_title else "n/a"
+    return number(v)
+
+
 def share(v: Any, digits: int = 1) -> str:
     return "–" if missing(v) else f"{float(v) * 100:.{digits}f}%"
 

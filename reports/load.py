@@ -79,6 +79,7 @@ class EngineRun:
     trace: StepTrace | None
     summary: dict[str, Any] = field(default_factory=dict)
     stopped_early: bool = False
+    machine: dict[str, Any] | None = None  # harness.machine noise of the trial, when the run sampled it
     summary_source: str = "metrics.json"
     label: str = ""
     _latencies: pd.DataFrame | None = None
@@ -249,9 +250,9 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     if not manifest:
         notes.append("no manifest.json: lineage unknown")
     frame, tokens = read_records(records_path)
-    if frame.empty:
-        raise RecordError(f"{records_path}: no records")
     known = _summaries(metrics)
+    if frame.empty and not known:
+        raise RecordError(f"{records_path}: no records")
     slo = run_slo(manifest, metrics)
     run_label = label or path.resolve().name
     engine_runs: list[EngineRun] = []
@@ -266,6 +267,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         if entry is not None:
             er.summary = entry["summary"]
             er.stopped_early = bool(entry.get("stopped_early"))
+            er.machine = entry.get("machine") if isinstance(entry.get("machine"), dict) else None
         else:
             er.summary_source = "computed by the report (not in metrics.json)"
             steps = None
@@ -276,6 +278,12 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
                 er.summary = summarize(er.materialise(), steps, slo=slo, n_boot=n_boot, seed=seed, **_price(manifest))
             notes.append(f"{engine} trial {trial}: summary computed by the report (metrics.json lacks it)")
         engine_runs.append(er)
+    for (engine, trial), entry in known.items():  # summaries without records: another tool's aggregates only
+        if not any(er.engine == engine and er.trial == trial for er in engine_runs):
+            empty = frame.iloc[0:0].reset_index(drop=True)
+            er = EngineRun(run_label, engine, trial, empty, tokens.take(np.empty(0, dtype=np.int64)), None)
+            er.summary, er.summary_source = entry["summary"], "metrics.json (aggregates only, no records)"
+            engine_runs.append(er)
     return RunData(path, run_label, manifest, read_schedule(path / "requests.jsonl"), metrics, engine_runs, notes)
 
 

@@ -32,7 +32,7 @@ def _headlines(a: Analysis) -> list[str]:
         for label in a.labels:
             e = h.estimates.get(label)
             if e is None or fmt.missing(e.value):
-                cells.append("–")
+                cells.append("n/a" if e is not None and e.reason else "–")
                 continue
             text = h.formatter(e.value) + (f" {fmt.ci(e.low, e.high, h.formatter)}" if e.has_ci else "")
             cells.append(f"**{text}**" if h.winner == label and h.clear else text)
@@ -56,12 +56,8 @@ def _metric_rows(a: Analysis) -> list[str]:
         for label in ("p50", "p90", "p99", "p99.9"):
             rows.append([f"{name} {label}", *(pct(er.summary, metric, label) for er in a.series)])
     for key, name in (("request_rate", "requests/s (steady)"), ("output_token_rate", "output tok/s (steady)")):
-        rows.append(
-            [
-                name,
-                *(fmt.number(((er.summary.get("throughput") or {}).get("steady") or {}).get(key)) for er in a.series),
-            ]
-        )
+        steady = [((er.summary.get("throughput") or {}).get("steady") or {}) for er in a.series]
+        rows.append([name, *(fmt.rate(w.get(key), (w.get("reasons") or {}).get(key, w.get("reason"))) for w in steady)])
     rows.append(["SLO attainment", *(fmt.share((er.summary.get("slo") or {}).get("attainment")) for er in a.series)])
     rows.append(
         [

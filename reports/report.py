@@ -14,7 +14,7 @@ from reports.analysis import Analysis, analyse
 from reports.compare import Comparison
 from reports.downsample import DOWNSAMPLING
 from reports.figures_compare import comparison_figure
-from reports.figures_workload import workload_figure, workload_stats
+from reports.figures_workload import workload_figure, workload_frame, workload_stats
 from reports.fmt import esc
 from reports.html import Section, page
 from reports.load import EngineRun, RunData
@@ -117,8 +117,11 @@ def _run_sections(runs: list[RunData]) -> list[Section]:
     for run in runs:
         if len(runs) > 1:
             wl.html(f"<h3>{esc(run.label)}</h3>")
-        wl.figure(workload_figure(run))
-        wl.table(tables.kv_table(workload_stats(run)))
+        if workload_frame(run).empty:
+            wl.html('<p class="note">No per-request data (another tool\'s aggregates): no workload to show.</p>')
+        else:
+            wl.figure(workload_figure(run))
+            wl.table(tables.kv_table(workload_stats(run)))
         summary = f"{esc(run.label)}: {esc(str(run.path))}"
         body = tables.dict_table(run.manifest) if run.manifest else "no manifest.json"
         lineage.html(f"<details{' open' if len(runs) == 1 else ''}><summary>{summary}</summary>{body}</details>")
@@ -176,9 +179,11 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         "per second while it had work waiting (VTC weights: 1 per prompt token, 2 per output "
         "token).",
     )
-    tenants.figure(fl.tenant_figure(series, colors))
-    tenants.table(tables.fairness_table(series))
-    tenants.table(tables.tenant_table(series), "Per tenant")
+    # Another tool's aggregates (an import without per-request data) have numbers for the tables, nothing to draw.
+    drawn = [er for er in series if not er.records.empty]
+    tenants.figure(fl.tenant_figure(drawn, colors))
+    tenants.table(tables.fairness_table(drawn))
+    tenants.table(tables.tenant_table(drawn), "Per tenant")
     cost = Section(
         "cost",
         "Cost",
@@ -196,13 +201,16 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     )
     sources = {er.summary_source for er in series}
     about.html(f"<p>Summaries: {esc(', '.join(sorted(sources)))}. Figures show each engine's first trial.</p>")
+    if len(drawn) < len(series):
+        undrawn = ", ".join(er.label for er in series if er.records.empty)
+        about.html(f"<p>Without records (another tool's aggregates only), not drawn: {esc(undrawn)}.</p>")
     notices = simulated.notices(a.runs)
     sections = [
         head,
         *([_simulation_section(a.runs)] if notices else []),
         metrics,
-        *_latency_sections(series, colors),
-        *_engine_sections(series, colors),
+        *_latency_sections(drawn, colors),
+        *_engine_sections(drawn, colors),
         tenants,
         cost,
         _comparison_section(a.comparisons),

@@ -47,6 +47,12 @@ def _with_ci(p: dict[str, Any] | None, f: Callable[[Any], str]) -> str:
     return f"{f(p.get('value'))}" + (f' <span class="ci">{interval}</span>' if interval else "")
 
 
+def _reason(summary: dict[str, Any], window: str, rate: str) -> str | None:
+    """Why a window's rate is undefined (runs written before per-rate reasons give one for all)."""
+    w = _get(summary, "throughput", window) or {}
+    return (w.get("reasons") or {}).get(rate) if "reasons" in w else w.get("reason")
+
+
 def metric_table(series: list[EngineRun]) -> str:
     """Headline numbers of every engine run side by side; percentiles with their 95% bootstrap CI."""
     rows: list[list[str]] = []
@@ -71,11 +77,22 @@ def metric_table(series: list[EngineRun]) -> str:
     add("schedule lag p99", lambda s: _with_ci(_get(s, "schedule_lag", "percentiles", "p99"), fmt.seconds))
     for window in ("steady", "whole_run"):
         w = window.replace("_", " ")
-        add(f"requests/s ({w})", lambda s, w=window: fmt.number(_get(s, "throughput", w, "request_rate")))
-        add(f"output tok/s ({w})", lambda s, w=window: fmt.number(_get(s, "throughput", w, "output_token_rate")))
-        add(f"total tok/s ({w})", lambda s, w=window: fmt.number(_get(s, "throughput", w, "total_token_rate")))
+        for key, name in (
+            ("request_rate", "requests/s"),
+            ("output_token_rate", "output tok/s"),
+            ("total_token_rate", "total tok/s"),
+        ):
+            add(
+                f"{name} ({w})",
+                lambda s, w=window, k=key: fmt.rate(_get(s, "throughput", w, k), _reason(s, w, k), html_title=True),
+            )
     add("SLO attainment", lambda s: fmt.share(_get(s, "slo", "attainment")))
-    add("goodput req/s (steady)", lambda s: fmt.number(_get(s, "slo", "goodput_rps_steady")))
+    add(
+        "goodput req/s (steady)",
+        lambda s: fmt.rate(
+            _get(s, "slo", "goodput_rps_steady"), _get(s, "slo", "goodput_rps_steady_reason"), html_title=True
+        ),
+    )
     kinds = ("failed", "ttft", "tpot", "e2e")
     add(
         "SLO violations (failed / TTFT / TPOT / E2E)",
@@ -99,7 +116,7 @@ def headline_table(heads: list[Headline], labels: list[str]) -> str:
         for label in labels:
             e = h.estimates.get(label)
             if e is None or fmt.missing(e.value):
-                cells.append("–")
+                cells.append(fmt.rate(None, e.reason, html_title=True) if e is not None and e.reason else "–")
                 continue
             interval = fmt.ci(e.low, e.high, h.formatter) if e.has_ci else ""
             mark = " win" if h.winner == label and h.clear else (" lead" if h.winner == label else "")

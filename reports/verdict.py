@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.metrics.slo import SLO, slo_table
+from harness.metrics.throughput import events_problem, rate_problem, steady_window
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
 from reports.load import EngineRun, RunData
@@ -34,6 +35,7 @@ class Estimate:
     value: float | None
     low: float | None = None
     high: float | None = None
+    reason: str | None = None  # why value is None, when it is undefined rather than unknown
 
     @property
     def has_ci(self) -> bool:
@@ -97,7 +99,7 @@ def _pct(er: EngineRun, metric: str, label: str) -> Estimate:
 
 
 def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATCHES) -> Estimate:
-    """Events per second in [start, end] with a batch-means 95% CI."""
+    """Events per second in [start, end] with a batch-means 95% CI (cut at zero: a rate is never negative)."""
     if not (end > start) or times.size == 0:
         return Estimate(None)
     edges = np.linspace(start, end, batches + 1)
@@ -105,7 +107,7 @@ def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATC
     rates = counts / np.diff(edges)
     mean, sd = float(rates.mean()), float(rates.std(ddof=1))
     half = float(sps.t.ppf(0.975, batches - 1)) * sd / math.sqrt(batches)
-    return Estimate(mean, mean - half, mean + half)
+    return Estimate(mean, max(mean - half, 0.0), mean + half)
 
 
 def wilson(successes: int, n: int) -> Estimate:
@@ -118,32 +120,39 @@ def wilson(successes: int, n: int) -> Estimate:
     return Estimate(p, center - half, center + half)
 
 
-def _steady(er: EngineRun) -> tuple[float, float] | None:
-    w = ((er.summary.get("throughput") or {}).get("steady")) or {}
-    return (float(w["start"]), float(w["end"])) if w.get("start") is not None and w.get("end") is not None else None
+def steady_rate_problem(er: EngineRun, event: str = "finish") -> str | None:
+    """Why the run's steady-window rates of `event` ("finish" or "token") are undefined (None: defined): the
+    rule of `harness.metrics.throughput.rate_problem`, applied to the records, so runs recorded before the
+    rule existed are judged by it too."""
+    if er.records.empty:  # another tool's aggregates: the summary says why it has no steady window
+        return ((er.summary.get("throughput") or {}).get("steady") or {}).get("reason") or "no records"
+    window = steady_window(er.records)
+    if window is None or event == "finish":
+        return rate_problem(er.records, window, "steady", event)
+    return events_problem(_ok_tokens(er), window, "steady", "token")  # token times are flat here, not per row
 
 
-def _window(er: EngineRun) -> tuple[float, float] | None:
-    return _steady(er) or (
-        (float(w["start"]), float(w["end"]))
-        if (w := ((er.summary.get("throughput") or {}).get("whole_run")) or {}).get("start") is not None
-        else None
-    )
+def _ok_tokens(er: EngineRun) -> np.ndarray:
+    ok = er.latencies["succeeded"].to_numpy()
+    return er.tokens.flat[ok[er.tokens.owner]] if er.tokens.flat.size else er.tokens.flat
+
+
+def _steady(er: EngineRun, event: str) -> tuple[float, float] | None:
+    window = steady_window(er.records)
+    return (window.start, window.end) if window is not None and steady_rate_problem(er, event) is None else None
 
 
 def throughput_estimate(er: EngineRun) -> Estimate:
-    window = _window(er)
+    window = _steady(er, "token")
     if window is None:
-        return Estimate(None)
-    ok = er.latencies["succeeded"].to_numpy()
-    tokens = er.tokens.flat[ok[er.tokens.owner]] if er.tokens.flat.size else er.tokens.flat
-    return batch_means(tokens, *window)
+        return Estimate(None, reason=steady_rate_problem(er, "token"))
+    return batch_means(_ok_tokens(er), *window)
 
 
 def goodput_estimate(er: EngineRun) -> Estimate:
-    window = _window(er)
+    window = _steady(er, "finish")
     if window is None:
-        return Estimate(None)
+        return Estimate(None, reason=steady_rate_problem(er, "finish"))
     limits = ((er.summary.get("slo") or {}).get("slo")) or {}
     slo = SLO(**{k: limits.get(k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     met = slo_table(er.latencies, slo)["meets_slo"].to_numpy()
@@ -213,15 +222,24 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
             kinds = ", ".join(f"{k}: {v}" for k, v in by_type.items())
             message = f"{failed} requests failed ({kinds}); they count against SLO attainment"
             flags.append({"series": er.label, "name": "failed_requests", "message": message})
-        if _steady(er) is None:
-            flags.append(
-                {
-                    "series": er.label,
-                    "name": "no_steady_window",
-                    "message": "no steady window (a burst?): throughput is over the whole run",
-                }
-            )
+        tokens, finishes = steady_rate_problem(er, "token"), steady_rate_problem(er, "finish")
+        if tokens is not None or finishes is not None:
+            what = "throughput and goodput are" if tokens is not None else "request rate and goodput are"
+            message = f"{what} n/a: {tokens or finishes}"
+            flags.append({"series": er.label, "name": "steady_rates_undefined", "message": message})
     for run in runs:
+        for er in run.engine_runs:
+            busy = (er.machine or {}).get("message") if (er.machine or {}).get("busy") else None
+            if busy:
+                message = f"trial {er.trial} {busy}: its timings include the neighbours' load"
+                flags.append({"series": er.label, "name": "busy_machine", "message": message})
+        imported = run.manifest.get("imported")
+        if isinstance(imported, dict):
+            for label, info in (imported.get("runs") or {}).items():
+                series_label = label if len(runs) == 1 else f"{run.label}/{label}"
+                for note in [f"imported from {imported.get('tool')} ({imported.get('schema')})",
+                             *((info or {}).get("notes") or [])]:  # fmt: skip
+                    flags.append({"series": series_label, "name": "imported", "message": note})
         for note in run.notes:
             flags.append({"series": run.label, "name": "report_note", "message": note})
     return flags

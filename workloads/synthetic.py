@@ -19,6 +19,7 @@ from workloads.lengths import LengthDist
 
 TENANT_STREAM = 1000  # seed-sequence offsets keep tenant streams apart from transform streams
 CLOSED_LOOP_STREAM = 999
+PHASE_STREAM = 1  # a tenant's phase is drawn from its own child stream, so its requests do not change
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,27 @@ def _tenant_frame(t: TenantSpec, times: np.ndarray, rng: np.random.Generator) ->
     return make_frame(times, t.input.sample(rng, n), t.output.sample(rng, n), tenant=t.name, priority=t.priority)
 
 
+def phases(tenants: Sequence[TenantSpec], seed: int) -> list[float]:
+    """Each tenant's first arrival after its start: one of its own inter-arrival gaps, as if its stream had
+    been running before the workload began (for Poisson, exactly the stationary wait), then shifted so that
+    the first of them arrives at the start itself: a workload starts with traffic, not with a random wait.
+
+    Without this every tenant sent a request at t = 0: noisy-neighbour's ten tenants put ten requests at
+    once, so its first 20 requests came at 16.7 req/s instead of 4. A tenant with a later `start_s` than the
+    others switches on at that moment on purpose (a prefill storm at 10 s) and keeps its first arrival there.
+    One tenant's phase is 0, so single-tenant workloads are exactly as before.
+    """
+    first = min(t.start_s for t in tenants)
+    raw = [
+        float(t.arrival.gaps(np.random.default_rng([seed, TENANT_STREAM + i, PHASE_STREAM]), t.rate, 1)[0])
+        if t.start_s == first
+        else 0.0
+        for i, t in enumerate(tenants)
+    ]
+    lead = min(p for p, t in zip(raw, tenants, strict=True) if t.start_s == first)
+    return [p - lead if t.start_s == first else 0.0 for p, t in zip(raw, tenants, strict=True)]
+
+
 def generate_open(
     tenants: Sequence[TenantSpec], seed: int, requests: int | None, duration_s: float | None
 ) -> pd.DataFrame:
@@ -65,15 +87,16 @@ def generate_open(
     if requests is None and duration_s is None:
         raise WorkloadError("a synthetic workload needs requests or duration_s", field="requests")
     frames = []
-    for i, t in enumerate(tenants):
+    for i, (t, phase) in enumerate(zip(tenants, phases(tenants, seed), strict=True)):
         rng = np.random.default_rng([seed, TENANT_STREAM + i])
-        horizon = None if duration_s is None else duration_s - t.start_s
+        start = t.start_s + phase
+        horizon = None if duration_s is None else duration_s - start
         if horizon is not None and horizon <= 0:
             continue
         # Without a horizon, each tenant's first `requests` arrivals are enough to know the merged first N.
         caps = [c for c in (t.requests, requests) if c is not None]
         count = min(caps) if caps else None
-        times = arrival_times(t.arrival, t.rate, rng, count=count, horizon_s=horizon, start_s=t.start_s)
+        times = arrival_times(t.arrival, t.rate, rng, count=count, horizon_s=horizon, start_s=start)
         frames.append(_tenant_frame(t, times, rng))
     merged = sort_by_arrival(pd.concat(frames, ignore_index=True)) if frames else None
     if merged is None or merged.empty:

@@ -15,7 +15,10 @@ import sys
 
 from harness.errors import user_errors
 
-COMMANDS = ("bench", "workload", "run", "serve", "probe", "report", "gate", "sweep", "calibrate", "sim")
+# module names; `import_` is the `import` command (a keyword cannot name a module)
+COMMANDS = (
+    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "gate", "sweep", "calibrate", "sim",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -192,12 +191,18 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-error-rate", type=float, help="end a run when this share of recent requests fail")
     parser.add_argument("--stop-in-flight", type=int, help="end a run when more requests than this are in flight")
     parser.add_argument("--stop-ttft-p99-ms", type=float, help="end a run when recent p99 TTFT exceeds this")
+    parser.add_argument(
+        "--stop-run-s",
+        type=float,
+        help="end each engine run this many seconds after it starts: nothing more is sent, what is in flight is "
+        "aborted and recorded (demo: 10 s after the last arrival)",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar (default: when stderr is a terminal)",
+        help="live progress on stderr (default on): a bar on a terminal, else a status line every few seconds",
     )
 
 
@@ -220,16 +225,20 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
 def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
     from harness.errors import HarnessInputError
     from harness.loadgen import StopRules
+    from harness.progress import default_mode
     from harness.run import RunSettings
 
     if args.repeat < 1:
         raise HarnessInputError(f"--repeat {args.repeat}: must be >= 1")
+    if args.stop_run_s is not None and not args.stop_run_s > 0:
+        raise HarnessInputError(f"--stop-run-s {args.stop_run_s}: must be > 0")
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     slug = Path(workload.name).stem.replace(" ", "_")
     stop = StopRules(
         max_error_rate=args.stop_error_rate,
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
+        max_run_s=args.stop_run_s,
     )
     return RunSettings(
         out_dir=args.out or Path("runs") / f"{stamp}-{slug}",
@@ -241,7 +250,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         stop_rules=stop,
         model_path=args.model,
         dtype=args.dtype,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        progress=default_mode() if args.progress is not False else None,
         report=not args.no_report,
     )
 

@@ -1,6 +1,8 @@
 """`batchmark gate`: compare a candidate run with a baseline under noise-aware rules (docs/gate.md).
 
-Exit codes: 0 every rule passed, 1 a regression (or a rule with no data), 2 invalid input.
+Exit codes: 0 every rule passed, 1 a regression, 2 invalid input, 3 no regression but a rule had no data
+(an empty or degenerate steady window, zero on both sides, too few requests): a gate that measured
+nothing fails, and says so apart from a slowdown.
 """
 
 from __future__ import annotations

@@ -10,28 +10,18 @@ from typing import Any
 
 from harness.cli import args as shared
 
-# 9 s of Azure conv from minute 10 (about 40 requests, ~1,000-token prompts) replayed at 0.15x speed, so
-# they arrive over a minute at ~0.7 req/s: more than static batching sustains with the embedded model on
-# 2 cores, less than continuous batching does, so the scheduler decides the outcome.
-DEMO_DEFAULTS: dict[str, Any] = {
-    "workload": "azure-conv",
-    "start_s": 600.0,
-    "duration_s": 9.0,
-    "time_scale": 0.15,
-    "slo_ttft_ms": 2000.0,
-    "slo_tpot_ms": 200.0,
-}
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="replay a workload against one or more engines")
     shared.add_run_flags(run)
     run.set_defaults(run=run_command)
     demo = sub.add_parser(
-        "demo", help="the default benchmark: an Azure conv slice, static vs continuous; then the whole trace simulated"
+        "demo",
+        help="the default benchmark, sized to this machine: the Azure conversation trace, static vs continuous "
+        "batching, about two minutes",
     )
     shared.add_run_flags(demo)
-    demo.set_defaults(run=demo_command, workload=DEMO_DEFAULTS["workload"])
+    demo.set_defaults(run=demo_command, workload="azure-conv")
 
 
 def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
@@ -74,16 +64,99 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def demo_command(args: argparse.Namespace) -> int:
-    """Azure conv, a slice replayed faster than real time so the embedded model is loaded hard; then the
-    whole trace at its real rate, simulated for Llama-3.1-8B on one H100 (harness/demo_at_scale.py)."""
+    """The Azure conversation trace against static and continuous batching, sized to this machine (harness.demo);
+    then the whole trace at its real rate, simulated for Llama-3.1-8B on one H100 (harness/demo_at_scale.py)."""
+    from harness import demo
     from harness.demo_at_scale import simulate_at_scale
 
-    for name, value in DEMO_DEFAULTS.items():
+    chosen = [flag for flag, dest in SHAPING.items() if getattr(args, dest) is not None]
+    for name, value in {"slo_ttft_ms": demo.SLO_TTFT_MS, "slo_tpot_ms": demo.SLO_TPOT_MS}.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    plan_lines: list[str] = []
+    if chosen or args.workload != demo.TRACE:
+        print(f"demo: no calibration ({', '.join(chosen) or '--workload'} given): the load is yours")
+    else:
+        plan_lines = _calibrated(args)
     out, _ = execute(args)
+    for line in plan_lines:
+        print(line)
+    if not args.no_report:
+        _closing(out)
     print(f"run directory: {out.resolve()}")
+    # then the question users ask next: the same schedulers for a real model on a real GPU, simulated
     scale = simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"))
     if not args.no_report:
         _write_report(scale)
     return 0
+
+
+# The workload flags that shape the load; when any is given the demo replays what was asked instead.
+SHAPING = {"--start": "start_s", "--duration": "duration_s", "--time-scale": "time_scale", "--rate": "rate",
+           "--first": "first", "--requests": "requests"}  # fmt: skip
+
+
+def _calibrated(args: argparse.Namespace) -> list[str]:
+    """Measure this machine, then set the workload flags and threads of `args` to the load it can carry."""
+    from engines import compute_threads
+    from engines.model.loader import load_model
+    from harness import demo
+    from harness.machine import measured
+    from workloads import load_workload
+
+    compute_threads.configure(args.threads)
+    loaded = load_model(args.model, dtype=args.dtype)  # cached: the run itself loads it again at no cost
+    sample = load_workload(demo.TRACE, start_s=demo.TRACE_START_S, first=200, max_context=16384)
+    mean_prompt, mean_output, arrivals = demo.slice_stats(sample)
+    print("demo: calibrating this machine (a few seconds) ...", flush=True)
+    with measured() as noise:
+        speed = demo.calibrate(loaded, [r.input_tokens for r in sample.requests], threads=args.threads)
+    plan = demo.plan(speed, mean_prompt, mean_output, arrivals)
+    for name, value in plan.overrides().items():
+        setattr(args, name, value)
+    args.threads = speed.threads
+    if args.stop_run_s is None:
+        args.stop_run_s = plan.max_run_s
+    lines = plan.describe(speed)
+    if noise.get("busy"):  # said before the run: its numbers will carry the neighbours' load
+        lines.append(f"  ! the calibration {noise['message']}: the demo's numbers will be noisy")
+    for line in lines:
+        print(line)
+    return lines
+
+
+def _closing(out: Path) -> None:
+    """What the demo showed, from its report's verdict, and where to look in the report."""
+    from reports import analyse
+
+    analysis = analyse([out])
+    heads = {h.key: h for h in analysis.verdict.headlines}
+    report = (out / "report.html").resolve()
+    print("")
+    print("what this showed:")
+    for key in ("ttft_p99", "goodput_rps"):
+        h = heads.get(key)
+        if h is None:
+            continue
+        cells = [f"{label} {h.formatter(e.value)} [{h.formatter(e.low)}, {h.formatter(e.high)}]" if e.has_ci
+                 else f"{label} {h.formatter(e.value) if e.value is not None else 'n/a'}"
+                 for label, e in h.estimates.items()]  # fmt: skip
+        values = {e.value for e in h.estimates.values() if e.value is not None}
+        if h.winner and len(values) == 1 and len(h.estimates) > 1:
+            verdict = "tied"
+        elif h.winner and h.clear:
+            verdict = f"{h.winner} wins by {h.margin}: the 95% intervals do not overlap"
+        elif h.winner:
+            verdict = f"{h.winner} ahead, but the 95% intervals overlap: too close to call on this run"
+        else:
+            verdict = "no winner"
+        print(f"  {h.name}: {'; '.join(cells)}. {verdict}.")
+    for flag in analysis.verdict.flags:
+        if flag["name"] in ("stopped_early", "busy_machine", "steady_rates_undefined"):
+            print(f"  ! {flag['series']}: {flag['message']}")
+    print("where to look in the report:")
+    print(f"  {report}#summary   the verdict: every headline metric with its interval, and the validity flags")
+    print(f"  {report}#timeline  the same requests in both engines: under static batching new arrivals wait for")
+    print("                        the whole running batch (grey), finished members hold their slots (pink)")
+    print(f"  {report}#occupancy slots computing vs held idle, step by step, from the engines' step traces")
+    print(f"  {report}#latency   TTFT and E2E distributions from the scheduled arrival (no coordinated omission)")

@@ -7,7 +7,7 @@ All trials of the chosen engine are kept (column `trial`); a paired comparison m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,12 @@ class RunSample:
     slo: SLO | None = None  # the SLO the run was made with, from its manifest
     fingerprint: str | None = None  # the workload's, from the manifest
     closed_loop: bool = False  # arrival times were set by the users' pace, so schedules never match
+    machine: dict[int, dict[str, Any]] = field(default_factory=dict)  # trial -> harness.machine noise
+
+    @property
+    def busy_trials(self) -> dict[int, str]:
+        """Trials that ran on a busy machine, with what made it busy."""
+        return {t: "; ".join(n.get("reasons") or []) for t, n in sorted(self.machine.items()) if n.get("busy")}
 
     @property
     def trials(self) -> list[int]:
@@ -76,6 +82,12 @@ def load_run(path: Path, *, engine: str | None = None, trial: int | None = None)
     closed = bool((manifest.get("workload") or {}).get("closed_loop_users")) or settings.get("open_loop") is False
     sample = sample_from_records(frame, engine=engine, trial=trial, source=str(path), slo=slo, closed_loop=closed)
     sample.fingerprint = (manifest.get("workload") or {}).get("fingerprint")
+    sample.machine = {
+        int(o.get("trial") or 0): o["machine"]
+        for o in manifest.get("outcomes") or []
+        if isinstance(o, dict) and o.get("engine") == sample.engine and isinstance(o.get("machine"), dict)
+        and int(o.get("trial") or 0) in sample.trials
+    }  # fmt: skip
     return sample
 
 
@@ -85,10 +97,11 @@ def load_runs(paths: list[Path], *, engine: str | None = None, trial: int | None
     samples = [load_run(path, engine=engine, trial=trial) for path in paths]
     if len(samples) == 1:
         return samples[0]
-    frames, offset = [], 0
+    frames, offset, machine = [], 0, {}
     for sample in samples:
         numbers = {t: offset + i for i, t in enumerate(sample.trials)}
         frames.append(sample.records.assign(trial=sample.records["trial"].map(numbers)))
+        machine.update({numbers[t]: noise for t, noise in sample.machine.items() if t in numbers})
         offset += len(numbers)
     first = samples[0]
     fingerprints = {s.fingerprint for s in samples}
@@ -99,6 +112,7 @@ def load_runs(paths: list[Path], *, engine: str | None = None, trial: int | None
         slo=first.slo,
         fingerprint=first.fingerprint if len(fingerprints) == 1 else None,
         closed_loop=any(s.closed_loop for s in samples),
+        machine=machine,
     )
 
 

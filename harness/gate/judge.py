@@ -18,7 +18,7 @@ from harness.gate.catalog import LATENCY_METRICS, is_central, quantile_of
 from harness.gate.config import GateConfig
 from harness.gate.inputs import RunSample
 from harness.gate.pairing import Pairing, decide_pairing, paired_frame
-from harness.gate.prepare import Prepared, prepare
+from harness.gate.prepare import Prepared, Rates, prepare
 from harness.gate.rules import Rule
 from harness.gate.trials import compare_trials, use_trials
 from harness.gate.verdict import RuleResult, Verdict
@@ -55,6 +55,7 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
             )
     else:
         pairing = Pairing(False, (), 0, "no baseline: absolute limits only")
+    notes += _busy_notes(baseline, candidate)
     ctx = _Context(config, pairing, base, cand, joined)
     if baseline is not None and use_trials(config.unit, baseline.trials, candidate.trials, config.min_trials):
         ctx.trials = (baseline.trials, candidate.trials)
@@ -104,12 +105,44 @@ def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleRe
 def _decide(rule: Rule, r: RuleResult) -> RuleResult:
     if r.change is None or r.p_value is None or np.isnan(r.change):
         r.status = "no_data"
+        r.note = r.note or "no value to judge on one side"
+        return r
+    if rule.needs_baseline and not rule.higher_is_worse and r.baseline == 0 and r.candidate == 0:
+        # A ">=" rule's metric is one where more is better (throughput, goodput, attainment): zero on both
+        # sides means neither run produced any, and "no change" would pass a candidate that did nothing.
+        r.status = "no_data"
+        r.note = f"{rule.name} is zero on both sides: neither run produced any, so there is no change to judge"
         return r
     limit = rule.threshold.value
     r.past_threshold = bool(r.change > limit if rule.higher_is_worse else r.change < limit)
     r.significant = bool(r.p_value <= r.alpha)
     r.status = "fail" if r.past_threshold and r.significant else "inconclusive" if r.past_threshold else "pass"
     return r
+
+
+def _too_few(ctx: _Context, r: RuleResult, n_baseline: int | None, n_candidate: int, what: str) -> bool:
+    """True (and the reason in `r.note`) when a side holds fewer values than the gate's min_samples."""
+    need = ctx.config.min_samples
+    sides = ([] if n_baseline is None else [("baseline", n_baseline)]) + [("candidate", n_candidate)]
+    short = [f"{n} on the {side} side" for side, n in sides if n < need]
+    if not short:
+        return False
+    r.note = f"too few {what}: {' and '.join(short)}; the rule needs min_samples = {need}"
+    return True
+
+
+def _usable(ctx: _Context, r: RuleResult, sides: dict[str, Rates | None]) -> bool:
+    """Whether each side's windowed rate can be judged; else the reason goes to `r.note` (status no_data)."""
+    for side, rates in sides.items():
+        if rates is None:
+            r.note = f"{side}: no steady window"
+            return False
+        if rates.problem is not None:
+            r.note = f"{side}: {rates.problem}"
+            return False
+    counts = {side: rates.requests for side, rates in sides.items() if rates is not None}
+    what = "requests finished in" if next(iter(sides.values())).event == "finish" else "requests streaming in"
+    return not _too_few(ctx, r, counts.get("baseline"), counts["candidate"], f"{what} the steady window")
 
 
 def _worse(rule: Rule) -> sig.Side:
@@ -137,6 +170,7 @@ def _judge_trials(
     )
     if found is None:
         r.change = None
+        r.note = "fewer than two trials with a value on a side"
         return True
     r.change, r.ci_low, r.ci_high = found.change, found.ci_low, found.ci_high
     r.p_value, r.test, r.trial_sd = found.p_value, found.test, found.trial_sd
@@ -147,7 +181,7 @@ def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleR
     stat, n_boot = rule.stat or "mean", ctx.config.n_boot
     b = ctx.cand.latency_values(rule.metric)
     r.n_candidate = b.size
-    if b.size < ctx.config.min_samples:
+    if _too_few(ctx, r, None, b.size, f"{rule.metric} values"):
         return
     r.candidate = r.change = sig.stat_value(b, stat)
     q = quantile_of(stat)
@@ -172,7 +206,7 @@ def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: Rule
     else:
         a, b = ctx.base.latency_values(metric), ctx.cand.latency_values(metric)
     r.paired, r.n_baseline, r.n_candidate = paired, a.size, b.size
-    if min(a.size, b.size) < ctx.config.min_samples:
+    if _too_few(ctx, r, a.size, b.size, f"{metric} values" + (" paired by request" if paired else "")):
         return
     relative = rule.threshold.kind == "relative"
     r.baseline, r.candidate = sig.stat_value(a, stat), sig.stat_value(b, stat)
@@ -201,7 +235,7 @@ def _share_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
         return
     x = ctx.cand.latencies[_column(rule)].to_numpy(dtype=bool)
     r.n_candidate = x.size
-    if x.size < ctx.config.min_samples:
+    if _too_few(ctx, r, None, x.size, "requests"):
         return
     r.candidate = r.change = float(x.mean())
     test = sig.limit_test_share(int(x.sum()), x.size, rule.threshold.value, _worse(rule))
@@ -222,13 +256,13 @@ def _share_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRe
         xa = ctx.base.latencies[column].to_numpy(dtype=bool)
         xb = ctx.cand.latencies[column].to_numpy(dtype=bool)
     r.paired, r.n_baseline, r.n_candidate = paired, xa.size, xb.size
-    if min(xa.size, xb.size) < ctx.config.min_samples:
+    if _too_few(ctx, r, xa.size, xb.size, "requests"):
         return
     relative = rule.threshold.kind == "relative"
     test = sig.proportion_test(xa, xb, paired=paired, worse=_worse(rule))
     if rule.metric == "goodput":
         ra, rb = ctx.base.rates("goodput"), ctx.cand.rates("goodput")
-        if ra is None or rb is None:
+        if not _usable(ctx, r, {"baseline": ra, "candidate": rb}) or ra is None or rb is None:
             return
         r.baseline, r.candidate = ra.value, rb.value
         r.change = sig.change(r.baseline, r.candidate, relative)
@@ -253,7 +287,7 @@ def _share_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRe
 
 def _rate_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
     rb = ctx.cand.rates(rule.metric)
-    if rb is None:
+    if not _usable(ctx, r, {"candidate": rb}) or rb is None:
         return
     r.n_candidate = rb.slices.size
     r.candidate = r.change = rb.value
@@ -266,7 +300,7 @@ def _rate_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
     """Throughput: per-slice rates of the window, paired slice by slice when the schedules are identical."""
     assert ctx.base is not None
     ra, rb = ctx.base.rates(rule.metric), ctx.cand.rates(rule.metric)
-    if ra is None or rb is None:
+    if not _usable(ctx, r, {"baseline": ra, "candidate": rb}) or ra is None or rb is None:
         return
     paired = ctx.pairing.paired and ra.slices.size == rb.slices.size
     r.paired, r.n_baseline, r.n_candidate = paired, ra.slices.size, rb.slices.size
@@ -298,6 +332,19 @@ def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -
     return base_slo or candidate.slo or SLO(), notes
 
 
+def _busy_notes(baseline: RunSample | None, candidate: RunSample) -> list[str]:
+    """A shared CI runner is the normal case: say which trials ran while the machine was busy."""
+    notes = []
+    for side, sample in (("baseline", baseline), ("candidate", candidate)):
+        if sample is None or not sample.busy_trials:
+            continue
+        busy = sample.busy_trials
+        which = ", ".join(str(t) for t in busy)
+        notes.append(f"machine busy during {len(busy)} of {len(sample.trials)} {side} trial(s) ({which}): "
+                     f"{next(iter(busy.values()))}; their timings include the neighbours' load")  # fmt: skip
+    return notes
+
+
 def _describe(sample: RunSample | None) -> dict[str, object] | None:
     if sample is None:
         return None
@@ -307,4 +354,6 @@ def _describe(sample: RunSample | None) -> dict[str, object] | None:
         "trials": sample.trials,
         "requests": len(sample.records),
         "fingerprint": sample.fingerprint,
+        "busy_trials": sample.busy_trials,
+        "machine": sample.machine,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from harness.gate.verdict import RuleResult, Verdict
+from harness.gate.verdict import EXIT_NO_DATA, RuleResult, Verdict
 
 MARKS = {"pass": "✅ pass", "inconclusive": "⚠️ not significant", "fail": "❌ regression", "no_data": "❌ no data"}
 
@@ -31,7 +31,12 @@ def fmt_change(r: RuleResult, value: float | None) -> str:
 
 
 def to_markdown(verdict: Verdict) -> str:
-    head = "✅ pass" if verdict.passed else f"❌ {len(verdict.failed)} of {len(verdict.results)} rules failed"
+    if verdict.passed:
+        head = "✅ pass"
+    elif verdict.exit_code == EXIT_NO_DATA:
+        head = f"❌ no data: {len(verdict.failed)} of {len(verdict.results)} rules could not be judged"
+    else:
+        head = f"❌ {len(verdict.failed)} of {len(verdict.results)} rules failed"
     lines = [f"## batchmark gate: {head}", ""]
     cand = verdict.candidate
     if verdict.baseline is not None:
@@ -62,10 +67,10 @@ def to_markdown(verdict: Verdict) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append(
-        "A rule fails only when the change is past its threshold and significant (p <= alpha, one-sided); "
-        "each interval end is a one-sided (1 - alpha) bound."
-    )
+    lines += [f"- `{r.rule}`: **no data**: {r.note}" for r in verdict.results if r.status == "no_data"]
+    lines.append("")
+    lines.append("A rule fails only when the change is past its threshold and significant (p <= alpha, one-sided); "
+                 "each interval end is a one-sided (1 - alpha) bound. A rule with no data fails the gate.")  # fmt: skip
     lines += [f"- note: {note}" for note in verdict.notes]
     return "\n".join(lines) + "\n"
 
@@ -81,10 +86,11 @@ def one_line(verdict: Verdict) -> str:
     """For the console: the verdict and the failing rules."""
     if verdict.passed:
         return f"gate: pass ({len(verdict.results)} rules)"
-    failed = "; ".join(
-        f"{r.rule} ({r.status}: {fmt_change(r, r.change)}, p={r.p_value:.2g})"
-        if r.p_value is not None
-        else f"{r.rule} ({r.status})"
-        for r in verdict.failed
-    )
-    return f"gate: REGRESSION: {failed}"
+    failed = "; ".join(_failure(r) for r in verdict.failed)
+    return f"gate: {'NO DATA' if verdict.exit_code == EXIT_NO_DATA else 'REGRESSION'}: {failed}"
+
+
+def _failure(r: RuleResult) -> str:
+    if r.status == "no_data":
+        return f"{r.rule} (no data: {r.note})"
+    return f"{r.rule} ({r.status}: {fmt_change(r, r.change)}, p={r.p_value:.2g})"

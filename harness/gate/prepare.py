@@ -1,7 +1,12 @@
 """Per-side tables the rules read: request latencies, pooled token gaps, SLO outcomes and windowed rates.
 
-Rates are cut into equal slices of each trial's steady window (the whole run when there is none, as
-in a burst) so their noise can be seen: one number per run has no variance to test against.
+Rates are cut into equal slices of each trial's steady window so their noise can be seen: one number
+per run has no variance to test against. A trial without a usable steady window (a burst, or one that
+none of the run's tokens or finishes fell in: `harness.metrics.throughput.rate_problem`) leaves the
+rate undefined, and the rule `no_data` with that reason; fewer than `min_samples` requests behind the
+rate (finished in the windows, or for token rates streaming in them) does too (harness.gate.judge).
+The whole run is not substituted: on a burst its rate is the makespan's, which is not what a
+steady-state rule compares.
 """
 
 from __future__ import annotations
@@ -12,8 +17,12 @@ import numpy as np
 import pandas as pd
 
 from harness.gate.inputs import RunSample
-from harness.metrics import SLO, inter_token_latencies, request_latencies, run_window, slo_table, steady_window
+from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
 from harness.metrics.frame import flatten_token_times
+from harness.metrics.latency import succeeded
+from harness.metrics.throughput import EVENTS, Window, finished_in, rate_problem
+
+METRIC_RATES = {"output_tok_s": "output_token_rate", "total_tok_s": "total_token_rate"}  # gate name -> metrics
 
 
 @dataclass
@@ -22,8 +31,11 @@ class Rates:
 
     slices: np.ndarray  # per-slice rates, trial after trial
     value: float  # events in the windows / their total duration
-    window: str  # "steady" or "whole_run" (the first trial's)
+    window: str  # "steady"
     per_trial: dict[int, float] = field(default_factory=dict)  # each trial's events / its window
+    requests: int = 0  # successful requests the rate rests on: finished in the windows (tokens: streamed in them)
+    event: str = "finish"  # what the rate counts: "finish" or "token"
+    problem: str | None = None  # why the rate is undefined (then slices is empty and value NaN)
 
 
 @dataclass
@@ -87,16 +99,26 @@ def _events(records: pd.DataFrame, lat: pd.DataFrame, metric: str) -> tuple[np.n
     return flat, weights
 
 
+def streamed_in(records: pd.DataFrame, window: Window) -> int:
+    """Successful requests with at least one output token inside `window`."""
+    times = records.loc[succeeded(records), "token_times"]
+    return int(sum(any(window.start <= t <= window.end for t in row) for row in times))
+
+
 def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) -> Rates | None:
     slices: list[np.ndarray] = []
     per_trial: dict[int, float] = {}
-    total, duration, kind = 0.0, 0.0, None
-    for trial_id, idx in records.groupby("trial", sort=True).groups.items():
+    total, duration, behind = 0.0, 0.0, 0
+    event = EVENTS.get(METRIC_RATES.get(metric, metric), "finish")
+    groups = records.groupby("trial", sort=True).groups
+    for trial_id, idx in groups.items():
         trial = records.loc[idx]
-        window = steady_window(trial) or run_window(trial)
-        if window is None:
-            continue
-        kind = kind or window.kind
+        window = steady_window(trial)
+        problem = rate_problem(trial, window, "steady", event)
+        if problem is not None or window is None:
+            where = f"trial {trial_id}: " if len(groups) > 1 else ""
+            return Rates(np.empty(0), float("nan"), "steady", problem=f"{where}{problem}")
+        behind += finished_in(trial, window) if event == "finish" else streamed_in(trial, window)
         times, weights = _events(trial, lat.loc[idx], metric)
         keep = np.isfinite(times)
         counts, _ = np.histogram(
@@ -108,4 +130,4 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
         per_trial[int(trial_id)] = float(counts.sum()) / window.duration_s
     if not slices:
         return None
-    return Rates(np.concatenate(slices), total / duration, kind or "steady", per_trial)
+    return Rates(np.concatenate(slices), total / duration, "steady", per_trial, behind, event)

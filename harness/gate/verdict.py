@@ -2,8 +2,10 @@
 
 A rule fails only when its regression is past the threshold *and* significant; past the threshold
 without significance is `inconclusive` (it passes: the data do not show a regression). A rule that
-cannot be evaluated (`no_data`) fails the gate, because a candidate that produced nothing to measure
-must not pass.
+cannot be evaluated (`no_data`: an empty or degenerate steady window, zero on both sides of a
+more-is-better metric, fewer values than `min_samples`) fails the gate too, with its reason in `note`
+and its own exit code: a candidate that produced nothing to measure must not pass, and a CI log should
+say "nothing was measured" apart from "it got slower".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from harness.metrics import jsonable
 Status = Literal["pass", "inconclusive", "fail", "no_data"]
 FAILING: tuple[str, ...] = ("fail", "no_data")
 VERDICT_SCHEMA_VERSION = 1
+EXIT_PASS, EXIT_REGRESSION, EXIT_NO_DATA = 0, 1, 3  # 2 is invalid input (harness.cli)
 
 
 @dataclass
@@ -43,7 +46,7 @@ class RuleResult:
     past_threshold: bool = False
     significant: bool = False
     line: int | None = None
-    note: str = ""
+    note: str = ""  # for no_data: why the rule could not be judged
 
 
 @dataclass
@@ -63,7 +66,9 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 pass; 1 a regression (whatever else); 3 no regression, but a rule had no data."""
+        statuses = {r.status for r in self.results}
+        return EXIT_REGRESSION if "fail" in statuses else EXIT_NO_DATA if "no_data" in statuses else EXIT_PASS
 
     @property
     def failed(self) -> list[RuleResult]:
@@ -73,7 +78,7 @@ class Verdict:
         return jsonable(
             {
                 "schema_version": VERDICT_SCHEMA_VERSION,
-                "verdict": "pass" if self.passed else "fail",
+                "verdict": "pass" if self.passed else "fail" if self.exit_code == EXIT_REGRESSION else "no_data",
                 "exit_code": self.exit_code,
                 "rules": [asdict(r) for r in self.results],
                 "pairing": self.pairing,

@@ -99,6 +99,8 @@ class _Run:
     done: int = 0
     errors: int = 0
     in_flight: dict[str, asyncio.Task] = field(default_factory=dict)
+    watchdog: asyncio.Task | None = None  # ends the run at StopRules.max_run_s
+    progress: Callable[[], None] | None = None  # reports the counts now
 
     async def drive(self, item: Scheduled, scheduled: float, sent: float) -> None:
         request = item.request
@@ -172,6 +174,7 @@ async def run_open_loop(
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     with collector_paused(collect_first=True):  # before t0 is fixed: that full collection can take 100+ ms
         run.t0 = time.perf_counter() + LEAD_IN_S
+        run.stop.start(run.t0)
         if on_start is not None:
             on_start(run.t0)
         return await _open_loop(run, schedule, progress)
@@ -179,6 +182,7 @@ async def run_open_loop(
 
 async def _open_loop(run: _Run, schedule: list[Scheduled], progress: Progress | None) -> LoopOutcome:
     ticker = _ticker(run, len(schedule), progress)
+    run.watchdog = _deadline(run)
     for item in schedule:
         due = run.t0 + item.at
         await _sleep_until(due)
@@ -208,9 +212,11 @@ async def run_closed_loop(
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     gc.collect()
     run.t0 = time.perf_counter()
+    run.stop.start(run.t0)
     if on_start is not None:
         on_start(run.t0)
     ticker = _ticker(run, len(schedule), progress)
+    run.watchdog = _deadline(run)
     order = iter(schedule)  # shared by all users: each takes the next request in list order
 
     async def user() -> None:
@@ -268,6 +274,7 @@ async def run_scenario(
 def _ticker(run: _Run, total: int, progress: Progress | None) -> asyncio.Task | None:
     if progress is None:
         return None
+    run.progress = lambda: progress(run.sent, run.done, run.errors, total)
 
     async def tick() -> None:
         while True:
@@ -275,6 +282,21 @@ def _ticker(run: _Run, total: int, progress: Progress | None) -> asyncio.Task | 
             await asyncio.sleep(0.5)
 
     return asyncio.create_task(tick())
+
+
+def _deadline(run: _Run) -> asyncio.Task | None:
+    """With `max_run_s`, a task that ends the run when the time is up: the dispatcher stops sending (its
+    stop check fires the rule) and whatever is in flight is aborted and recorded as stopped."""
+    if run.stop.remaining() is None:
+        return None
+
+    async def watch() -> None:
+        while not run.stop.triggered(len(run.in_flight)):
+            await asyncio.sleep(min(run.stop.remaining() or 0.0, 1.0) + 0.001)
+        for rid in list(run.in_flight):
+            await run.engine.abort(rid)
+
+    return asyncio.create_task(watch())
 
 
 async def _finish(run: _Run, total: int, ticker: asyncio.Task | None) -> LoopOutcome:
@@ -291,9 +313,13 @@ async def _finish(run: _Run, total: int, ticker: asyncio.Task | None) -> LoopOut
         if stopped and not done:
             for task in pending:
                 task.cancel()
-    if ticker is not None:
-        ticker.cancel()
+    for task in (ticker, run.watchdog):
+        if task is not None:
+            task.cancel()
+    if run.progress is not None:
+        run.progress()  # the final count
     outcome = LoopOutcome(run.done, run.errors, time.perf_counter() - run.t0, None, total - run.sent)
+    stopped = run.stop.reason  # max_run_s may have fired while the last requests were in flight
     if stopped is not None:
         outcome.stopped_early = {**stopped, "sent": run.sent, "not_sent": total - run.sent}
     return outcome

@@ -23,11 +23,13 @@ class StopRules:
     max_error_rate: float | None = None  # share of failed requests in the window
     max_in_flight: int | None = None  # requests sent but not finished (the engine's queue, seen from outside)
     max_ttft_p99_s: float | None = None  # p99 TTFT (from the scheduled arrival) over the window
+    max_run_s: float | None = None  # the run ends this long after t0, whatever is left (a bounded demo or CI job)
     window: int = 50
     min_samples: int = 20  # never judge on fewer finished requests than this
 
     def active(self) -> bool:
-        return any(v is not None for v in (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s))
+        limits = (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s, self.max_run_s)
+        return any(v is not None for v in limits)
 
 
 @dataclass
@@ -68,4 +70,18 @@ class StopState:
         limit = self.rules.max_in_flight
         if limit is not None and self.reason is None and in_flight > limit:
             self._fire("max_in_flight", in_flight, limit)
+        if self.rules.max_run_s is not None and self.reason is None:
+            elapsed = time.perf_counter() - self._started
+            if elapsed >= self.rules.max_run_s:
+                self._fire("max_run_s", elapsed, self.rules.max_run_s)
         return self.reason is not None
+
+    def start(self, t0: float) -> None:
+        """The run's clock starts at t0 (perf_counter): `max_run_s` and `at_s` count from it."""
+        self._started = t0
+
+    def remaining(self) -> float | None:
+        """Seconds until `max_run_s` runs out (None without that rule)."""
+        if self.rules.max_run_s is None:
+            return None
+        return max(0.0, self._started + self.rules.max_run_s - time.perf_counter())

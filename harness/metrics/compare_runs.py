@@ -12,7 +12,8 @@ from scipy import stats
 from harness.metrics.compare import paired_deltas, paired_summary
 from harness.metrics.summary import jsonable
 
-# (name, path into a summary) for the headline numbers compared across repeated trials
+# (name, path into a summary) for the headline numbers compared across repeated trials; every one is a
+# latency, a rate or a share, so none can be negative and `slo_attainment` cannot exceed 1.
 HEADLINE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ttft_p50_s", ("latency", "ttft", "percentiles", "p50", "value")),
     ("ttft_p99_s", ("latency", "ttft", "percentiles", "p99", "value")),
@@ -34,16 +35,33 @@ def _dig(summary: dict[str, Any], path: tuple[str, ...]) -> float | None:
     return None if value is None else float(value)
 
 
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
-    """Mean of per-trial values with a Student-t interval (trials are few and independent)."""
+BOUNDS: dict[str, tuple[float, float]] = {"slo_attainment": (0.0, 1.0)}  # default: [0, inf)
+
+
+def mean_ci(
+    values: Sequence[float], confidence: float = 0.95, bounds: tuple[float, float] = (0.0, float("inf"))
+) -> dict[str, Any]:
+    """Mean of per-trial values with a Student-t interval (trials are few and independent).
+
+    The t-interval of two or three noisy trials easily reaches past what the metric can be (a TTFT p99
+    "2230 ms, 95% CI -4707 to 9167 ms"), so it is cut to `bounds`, and `clipped` says it was.
+    """
     x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     if x.size == 0:
-        return {"mean": None, "ci_low": None, "ci_high": None, "values": [], "n": 0}
+        return {"mean": None, "ci_low": None, "ci_high": None, "values": [], "n": 0, "clipped": False}
     mean = float(x.mean())
     if x.size < 2:
-        return {"mean": mean, "ci_low": None, "ci_high": None, "values": x.tolist(), "n": 1}
+        return {"mean": mean, "ci_low": None, "ci_high": None, "values": x.tolist(), "n": 1, "clipped": False}
     half = float(stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
-    return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "values": x.tolist(), "n": int(x.size)}
+    low, high = max(mean - half, bounds[0]), min(mean + half, bounds[1])
+    return {
+        "mean": mean,
+        "ci_low": low,
+        "ci_high": high,
+        "values": x.tolist(),
+        "n": int(x.size),
+        "clipped": bool(low != mean - half or high != mean + half),
+    }
 
 
 def repeat_summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -52,7 +70,10 @@ def repeat_summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for run in runs:
         by_engine.setdefault(run["engine"], []).append(run["summary"])
     return {
-        engine: {name: mean_ci([_dig(s, path) for s in summaries]) for name, path in HEADLINE}
+        engine: {
+            name: mean_ci([_dig(s, path) for s in summaries], bounds=BOUNDS.get(name, (0.0, float("inf"))))
+            for name, path in HEADLINE
+        }
         for engine, summaries in by_engine.items()
     }
 

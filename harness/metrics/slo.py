@@ -17,7 +17,13 @@ from typing import Any
 import pandas as pd
 
 from harness.metrics.latency import request_latencies
-from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, Window, run_window, steady_window
+from harness.metrics.throughput import (
+    DEFAULT_WARMUP_FRACTION,
+    Window,
+    rate_problem,
+    run_window,
+    steady_window,
+)
 
 
 @dataclass(frozen=True)
@@ -54,10 +60,13 @@ def slo_table(latencies: pd.DataFrame, slo: SLO = DEFAULT_SLO) -> pd.DataFrame:
     )
 
 
-def _rate(finish: pd.Series, good: pd.Series, window: Window | None) -> float | None:
-    if window is None:
-        return None
-    return int((good & finish.between(window.start, window.end)).sum()) / window.duration_s
+def _rate(records: pd.DataFrame, good: pd.Series, window: Window | None, kind: str) -> tuple[float | None, str | None]:
+    """SLO-meeting finishes per second in `window`, or None and why (the window is the throughput's, and is
+    judged by the same rule: a window too short to see requests through says nothing about goodput either)."""
+    problem = rate_problem(records, window, kind, "finish")
+    if problem is not None or window is None:
+        return None, problem
+    return int((good & records["t_finish"].between(window.start, window.end)).sum()) / window.duration_s, None
 
 
 def goodput(
@@ -68,13 +77,19 @@ def goodput(
 ) -> dict[str, Any]:
     """SLO attainment share (over all requests, failures included) and goodput in requests/s.
 
-    Goodput counts SLO-meeting requests by finish time in the same windows as `throughput`.
+    Goodput counts SLO-meeting requests by finish time in the same windows as `throughput`; where that
+    window is degenerate it is None and `goodput_rps_<window>_reason` says why (never a 0.0 beside a
+    100% attainment).
     """
     lat = request_latencies(records)
     met = slo_table(lat, slo)
     total = len(lat)
     n_met = int(met["meets_slo"].sum())
     ok = lat["succeeded"]
+    steady, steady_reason = _rate(
+        records, met["meets_slo"], steady_window(records, warmup_fraction=warmup_fraction), "steady"
+    )
+    whole, whole_reason = _rate(records, met["meets_slo"], run_window(records), "whole_run")
     return {
         "slo": slo.to_json(),
         "requests": total,
@@ -86,8 +101,8 @@ def goodput(
             "tpot": int((ok & ~met["meets_tpot"]).sum()),
             "e2e": int((ok & ~met["meets_e2e"]).sum()),
         },
-        "goodput_rps_steady": _rate(
-            records["t_finish"], met["meets_slo"], steady_window(records, warmup_fraction=warmup_fraction)
-        ),
-        "goodput_rps_whole_run": _rate(records["t_finish"], met["meets_slo"], run_window(records)),
+        "goodput_rps_steady": steady,
+        "goodput_rps_steady_reason": steady_reason,
+        "goodput_rps_whole_run": whole,
+        "goodput_rps_whole_run_reason": whole_reason,
     }

@@ -129,7 +129,7 @@ def summarize(
         "latency": latency,
         "schedule_lag": describe(lat["schedule_lag"], **stats_kw),
         "throughput": {
-            name: throughput(records, window)
+            name: throughput(records, window, kind=name)
             for name, window in run_windows(records, warmup_fraction=warmup_fraction).items()
         },
         "slo": slo_result,
@@ -191,8 +191,10 @@ def summary_table(summaries: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[
                 "e2e_p99_s": _pct(s, "e2e", "p99"),
                 "req_per_s": steady["request_rate"],
                 "out_tok_per_s": steady["output_token_rate"],
+                "rate_reason": (steady.get("reasons") or {}).get("output_token_rate"),
                 "slo_attainment": s["slo"]["attainment"],
                 "goodput_rps": s["slo"]["goodput_rps_steady"],
+                "goodput_reason": s["slo"].get("goodput_rps_steady_reason"),
                 "jain": s["fairness"]["jain_index"],
                 "vtc_gap": s["fairness"]["vtc_gap"]["gap"],
                 "slot_use": util.get("mean_running_share"),

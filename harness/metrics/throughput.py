@@ -10,6 +10,13 @@ Counting inside a window [start, end] (both ends inclusive), successful requests
 requests at their finish time, output tokens at their own arrival times (so a long request
 straddling a window edge contributes only the tokens produced inside it), prompt tokens at the
 request's first token (when prefill is known to be done).
+
+A rate is only reported when its window can carry one. A window that does not exist (a burst, every
+request scheduled at one instant), or one that none of the run's events of the rate's kind fell in
+(`rate_problem`), measures a transient: such a rate is None with a `reason`, never 0.0. On a burst of
+64 requests at "1000 req/s" the steady window is 60 ms long and closes before the first token, and a
+0 tok/s there compared with another 0 tok/s once let a gate pass a candidate 3.6x slower. A window in
+which an engine finished little is a real, low rate (a static batch engine in overload).
 """
 
 from __future__ import annotations
@@ -63,8 +70,74 @@ def run_window(records: pd.DataFrame) -> Window | None:
     return Window("whole_run", start, end) if end > start else None
 
 
-def throughput(records: pd.DataFrame, window: Window | None) -> dict[str, float | int | str | None]:
-    """Requests/s, output tokens/s and total (prompt + output) tokens/s inside `window`."""
+def missing_window_reason(records: pd.DataFrame, kind: str) -> str:
+    """Why the run has no window of this kind (steady_window / run_window returned None)."""
+    if records.empty:
+        return "no requests"
+    if kind != "steady":
+        return f"no {kind.replace('_', ' ')} window: the run has no extent in time"
+    if records["t_scheduled"].nunique() <= 1:
+        return "no steady window: every request was scheduled at the same instant (a burst); see the whole-run rate"
+    return "no steady window: the arrivals after warm-up all share one instant"
+
+
+def finished_in(records: pd.DataFrame, window: Window) -> int:
+    """Successful requests that finished inside `window` (both ends inclusive)."""
+    return int((succeeded(records) & records["t_finish"].between(window.start, window.end)).sum())
+
+
+RATES = ("request_rate", "output_token_rate", "total_token_rate")
+# What each rate counts, and so the latency after an arrival at which its events start to flow.
+EVENTS = {"request_rate": "finish", "goodput": "finish", "output_token_rate": "token", "total_token_rate": "token"}
+
+
+def rate_problem(
+    records: pd.DataFrame, window: Window | None, kind: str = "steady", event: str = "finish"
+) -> str | None:
+    """Why a rate of `event`s ("finish": requests, goodput; "token": tokens) over `window` would say 0.0 for
+    "no data" (None: the rate measures something).
+
+    The window is degenerate for that rate when none of the run's events of that kind fell inside it
+    while the run had some: they all came before or after it, as in a burst whose steady window closes
+    before its first token, or a short run whose window closes before its first finish. A window with
+    events is a rate, however low (an overloaded engine's); a run with no such event at all (nothing
+    succeeded) is a true zero. Shared by throughput, goodput and the CI gate, so all three call the same
+    window degenerate.
+    """
+    if window is None:
+        return missing_window_reason(records, kind)
+    ok = records[succeeded(records)]
+    if event == "finish":
+        return events_problem(ok["t_finish"].to_numpy(dtype=np.float64), window, kind, "finish")
+    times, _ = flatten_token_times(ok["token_times"])
+    return events_problem(times, window, kind, "token")
+
+
+def events_problem(times: np.ndarray, window: Window, kind: str, event: str) -> str | None:
+    """`rate_problem` for event times already at hand (successful requests' finishes, or their tokens)."""
+    noun = "request finished" if event == "finish" else "token was produced"
+    times = times[np.isfinite(times)]
+    inside = int(((times >= window.start) & (times <= window.end)).sum())
+    if inside or times.size == 0:
+        return None
+    first = float(times.min())
+    return (
+        f"no {noun} inside the {window.duration_s:.3g} s {kind.replace('_', ' ')} window (the run's first came "
+        f"at {first:.3g} s, the window closed at {window.end:.3g} s): a rate over it would measure a transient"
+    )
+
+
+def throughput(
+    records: pd.DataFrame, window: Window | None, *, kind: str | None = None
+) -> dict[str, float | int | str | None]:
+    """Requests/s, output tokens/s and total (prompt + output) tokens/s inside `window`.
+
+    Counts are always given; the rates are None, with `reason` saying why, when `rate_problem` finds the
+    window degenerate.
+    """
+    kind = kind or (window.kind if window is not None else "steady")
+    reasons = {rate: rate_problem(records, window, kind, EVENTS[rate]) for rate in RATES}
+    reason = next((r for r in reasons.values() if r is not None), None)
     if window is None:
         return {
             "kind": None,
@@ -77,6 +150,8 @@ def throughput(records: pd.DataFrame, window: Window | None) -> dict[str, float 
             "request_rate": None,
             "output_token_rate": None,
             "total_token_rate": None,
+            "reason": reason,
+            "reasons": reasons,
         }
     ok = records[succeeded(records)]
     s, e = window.start, window.end
@@ -86,14 +161,15 @@ def throughput(records: pd.DataFrame, window: Window | None) -> dict[str, float 
     prompt_tokens = int(ok.loc[ok["t_first_token"].between(s, e), "prompt_tokens"].sum())
     n_req = int(finished.sum())
     d = window.duration_s
+    counts = {"request_rate": n_req, "output_token_rate": out_tokens, "total_token_rate": out_tokens + prompt_tokens}
     return {
         **window.to_json(),
         "requests": n_req,
         "output_tokens": out_tokens,
         "prompt_tokens": prompt_tokens,
-        "request_rate": n_req / d,
-        "output_token_rate": out_tokens / d,
-        "total_token_rate": (out_tokens + prompt_tokens) / d,
+        **{rate: counts[rate] / d if reasons[rate] is None else None for rate in RATES},
+        "reason": reason,  # the first undefined rate's reason (None: every rate is defined)
+        "reasons": reasons,
     }
 
 
@@ -116,7 +192,7 @@ def run_windows(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_WARMU
 def throughput_table(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_WARMUP_FRACTION) -> pd.DataFrame:
     """Rows "warmup", "steady", "drain" and "whole_run", with the columns of `throughput`."""
     windows = run_windows(records, warmup_fraction=warmup_fraction)
-    rows = {name: throughput(records, window) for name, window in windows.items()}
+    rows = {name: throughput(records, window, kind=name) for name, window in windows.items()}
     table = pd.DataFrame.from_dict(rows, orient="index").drop(columns="kind")
     table.index.name = "window"
     return table

@@ -145,3 +145,24 @@ def test_an_engine_exception_costs_one_record_not_the_run():
     assert outcome.records == 5
     assert {r.error_type for r in records} == {"engine_exception"}
     assert all("engine bug" in r.error_message for r in records)
+
+
+def test_a_run_time_limit_ends_a_run_that_would_go_on_and_says_so():
+    # 20 requests over 0.2 s, each 40 tokens x 50 ms = 2 s long, and a queue of one: without the limit this
+    # takes 40 s. max_run_s ends it at 0.5 s: what is in flight is aborted and recorded, nothing is lost.
+    records: list[RequestRecord] = []
+    started = time.perf_counter()
+    outcome = run(run_open_loop(SlowEngine(gap_s=0.05, serial=True), schedule(20, rate=100.0, max_tokens=40),
+                                records.append, label="d", stop_rules=StopRules(max_run_s=0.5)))  # fmt: skip
+    assert time.perf_counter() - started < 3.0  # a generous bound: the run would take 40 s without the rule
+    assert outcome.stopped_early["rule"] == "max_run_s" and outcome.stopped_early["value"] >= 0.5
+    assert len(records) == 20 and outcome.not_sent == 0  # all were due before the limit
+    assert sum(r.finish_reason == "abort" for r in records) == 20  # the first had not finished its 40 tokens
+
+
+def test_a_run_time_limit_stops_sending_what_is_due_after_it():
+    records: list[RequestRecord] = []
+    outcome = run(run_open_loop(SlowEngine(gap_s=0.001), schedule(50, rate=50.0, max_tokens=2), records.append,
+                                label="d", stop_rules=StopRules(max_run_s=0.3)))  # fmt: skip
+    assert outcome.stopped_early["rule"] == "max_run_s"
+    assert 5 <= outcome.not_sent <= 40 and len(records) == 50 - outcome.not_sent

@@ -40,3 +40,17 @@ def test_paired_deltas_reject_duplicate_ids() -> None:
     a = records_frame([make_record("r0"), make_record("r0", trial=1)])
     with pytest.raises(HarnessInputError, match="duplicate"):
         paired_deltas(a, a)
+
+
+def test_trial_interval_never_leaves_what_the_metric_can_be() -> None:
+    from harness.metrics.compare_runs import mean_ci, repeat_summary
+
+    # Two trials far apart: the raw t-interval of the mean is about -6.7 s to +11 s.
+    ci = mean_ci([0.5, 3.96])
+    assert ci["ci_low"] == 0.0 and ci["clipped"] is True
+    assert ci["ci_high"] > 3.96
+    assert mean_ci([1.0, 1.1, 0.9])["clipped"] is False
+    summaries = [{"slo": {"attainment": a}} for a in (0.99, 0.5)]
+    repeat = repeat_summary([{"engine": "e", "summary": s} for s in summaries])
+    assert repeat["e"]["slo_attainment"]["ci_high"] == 1.0
+    assert repeat["e"]["ttft_p99_s"]["n"] == 0  # absent everywhere: no number at all

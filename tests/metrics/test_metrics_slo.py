@@ -52,6 +52,23 @@ def test_goodput_and_attainment_hand_computed(frame) -> None:
     assert g["goodput_rps_steady"] == pytest.approx(0.5)
 
 
+def test_goodput_over_a_window_too_short_to_see_requests_through_is_undefined() -> None:
+    # Twelve requests over 0.11 s, each taking 2 s: no steady window can see one finish, whatever the SLO.
+    short = records_frame([make_record(f"r{i}", t_scheduled=0.01 * i, ttft=2.0) for i in range(12)])
+    g = goodput(short, SLO(ttft_s=5.0))
+    assert g["attainment"] == 1.0 and g["goodput_rps_steady"] is None  # not 0.0 beside 100% met
+    assert g["goodput_rps_steady_reason"].startswith("no request finished inside the 0.1 s steady window (the run's")
+    assert g["goodput_rps_whole_run"] == pytest.approx(12 / 2.11)
+
+
+def test_goodput_of_a_burst_names_the_burst() -> None:
+    burst = records_frame([make_record(f"r{i}", t_scheduled=0.0, ttft=0.1 * (i + 1)) for i in range(12)])
+    g = goodput(burst, SLO_1S)
+    assert g["goodput_rps_steady"] is None and "burst" in g["goodput_rps_steady_reason"]
+    assert g["goodput_rps_whole_run"] == pytest.approx(10 / 1.2)  # 10 of 12 met TTFT <= 1 s, over 1.2 s
+    assert g["goodput_rps_whole_run_reason"] is None
+
+
 def test_e2e_limit_and_disabled_limits(frame) -> None:
     # E2E limit 0.55 s: only "one_token" (E2E 0.5) passes; "ok" has E2E 0.6.
     g = goodput(frame, SLO(ttft_s=None, tpot_s=None, e2e_s=0.55))

@@ -56,3 +56,49 @@ def test_burst_has_no_steady_window() -> None:
     tp = throughput(frame, None)
     assert tp["request_rate"] is None and tp["requests"] == 0
     assert run_window(records_frame([])) is None
+
+
+def test_a_burst_reports_no_steady_rate_with_the_reason_not_zero() -> None:
+    frame = records_frame([make_record(f"r{i}", t_scheduled=0.0, ttft=0.1 * (i + 1)) for i in range(8)])
+    tp = throughput(frame, steady_window(frame))
+    assert tp["output_token_rate"] is None and tp["request_rate"] is None
+    assert "burst" in tp["reason"]
+    whole = throughput(frame, run_window(frame))
+    assert whole["reason"] is None and whole["request_rate"] == pytest.approx(8 / 0.8)
+
+
+def test_a_window_that_sees_too_few_completions_is_not_a_rate() -> None:
+    # 64 requests due within 63 ms ("1000 req/s"), each taking a second: the steady window [6 ms, 63 ms]
+    # holds no completion. Its rate is undefined, not 0 tok/s.
+    recs = [make_record(f"r{i}", t_scheduled=i / 1000, ttft=1.0, gaps=[0.1] * 4) for i in range(64)]
+    frame = records_frame(recs)
+    tp = throughput(frame, steady_window(frame))
+    assert tp["requests"] == 0 and tp["output_tokens"] == 0
+    assert tp["output_token_rate"] is None
+    assert tp["reason"] == (
+        "no request finished inside the 0.057 s steady window (the run's first came at 1.4 s, "
+        "the window closed at 0.063 s): a rate over it would measure a transient"
+    )
+    assert tp["reasons"]["output_token_rate"].startswith("no token was produced inside the 0.057 s steady window")
+    assert throughput_table(frame).loc["steady", "reason"] == tp["reason"]
+
+
+def test_a_long_window_in_which_little_finished_is_a_real_low_rate() -> None:
+    # Arrivals every 0.5 s for 20 s; one request in twenty succeeds (in 3 s), the rest fail. The window is
+    # longer than the median successful latency, so the low rate is measured, not hidden.
+    failed = {"error_type": "timeout", "finish_reason": "error"}
+    recs = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=3.0, **({} if i % 20 == 0 else failed)) for i in range(40)]
+    frame = records_frame(recs)
+    tp = throughput(frame, steady_window(frame))
+    assert tp["reason"] is None and tp["requests"] == 2 and tp["request_rate"] == pytest.approx(2 / 17.5)
+
+
+def test_an_overloaded_engine_keeps_its_token_rate_while_its_request_rate_is_a_transient() -> None:
+    # 40 requests over 4 s, each producing tokens from 0.2 s on but finishing only after 6 s: the window
+    # sees tokens flow (a real token rate) but cannot see requests through (no request rate).
+    recs = [make_record(f"r{i}", t_scheduled=0.1 * i, ttft=0.2, gaps=[0.2] * 29) for i in range(40)]
+    frame = records_frame(recs)
+    tp = throughput(frame, steady_window(frame))
+    assert tp["output_token_rate"] is not None and tp["output_token_rate"] > 0
+    assert tp["request_rate"] is None and "the run's first came at 6 s" in tp["reasons"]["request_rate"]
+    assert tp["reasons"]["output_token_rate"] is None and tp["reason"] == tp["reasons"]["request_rate"]

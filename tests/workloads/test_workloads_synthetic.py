@@ -106,3 +106,28 @@ def test_requests_and_duration_override_what_is_generated() -> None:
     w = load_workload("hol-blocking", duration_s=10.0)
     assert max(r.arrival_s for r in w.requests) < 10.0
     assert w.spec["source"]["duration_s"] == 10.0 and w.spec["transforms"] == []
+
+
+def test_tenants_do_not_all_start_with_a_request_at_t0() -> None:
+    # Ten tenants once each sent a request at t = 0, so 20 requests of a "4 req/s" preset came at 16.7 req/s.
+    rates = []
+    for seed in range(20):
+        w = load_workload("noisy-neighbour", requests=20, seed=seed)
+        arrivals = np.array([r.arrival_s for r in w.requests])
+        assert arrivals[0] == 0.0 and np.sum(arrivals == 0.0) == 1  # it starts with traffic, one request of it
+        rates.append((len(arrivals) - 1) / arrivals[-1])
+    assert 3.0 <= float(np.median(rates)) <= 5.5
+
+
+def test_a_tenant_that_switches_on_later_keeps_its_start_and_one_tenant_is_unchanged() -> None:
+    from workloads.arrivals import ArrivalProcess, arrival_times
+    from workloads.lengths import parse_length
+    from workloads.synthetic import TENANT_STREAM, TenantSpec, generate_open, phases
+
+    storm = sorted(r.arrival_s for r in load_workload("prefill-storm").requests if r.tenant == "storm")
+    assert storm[0] == 10.0 and storm[-1] < 10.5
+    length = parse_length({"dist": "fixed", "value": 8}, "input")
+    one = TenantSpec("solo", 3.0, length, length)
+    assert phases([one], 7) == [0.0]
+    expected = arrival_times(ArrivalProcess(), 3.0, np.random.default_rng([7, TENANT_STREAM]), count=30)
+    assert generate_open([one], 7, 30, None)["arrival_s"].tolist() == expected.tolist()

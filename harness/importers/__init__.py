@@ -1,0 +1,102 @@
+"""Results of other benchmark tools as batchmark run directories, so buyers can put the numbers they
+already have beside batchmark's: `vllm bench serve` result JSON (with `--save-detailed` per-request data
+when present), GuideLLM's benchmarks JSON and AIPerf's profile export (JSONL per request, or the JSON
+aggregates).
+
+Each importer maps the tool's metrics to batchmark's dictionary (docs/metrics.md, "Results from other
+tools") and says where definitions differ: GuideLLM's TPOT includes the first token; vLLM's and
+AIPerf's chunk gaps are per chunk, not per token; AIPerf's "inter-token latency" is batchmark's TPOT.
+
+```python
+from harness.importers import import_file
+run_dir = import_file(Path("vllm-result.json"), Path("runs/vllm"))
+```
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.importers import aiperf, guidellm, vllm
+from harness.importers.common import Imported, fail
+from harness.importers.rundir import write_run_dir
+from harness.metrics import SLO
+
+FORMATS = ("auto", "vllm", "guidellm", "aiperf")
+
+
+def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
+    """Parse a result file of one of the known tools (`fmt` "auto": told apart by their shapes)."""
+    if fmt not in FORMATS:
+        raise fail(path, "--format", f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
+    lines = _jsonl(path, text)
+    if lines and (len(lines) > 1 or aiperf.looks_like_jsonl(lines[0][1])):
+        if fmt not in ("auto", "aiperf") or not aiperf.looks_like_jsonl(lines[0][1]):
+            raise fail(
+                path,
+                "line 1",
+                "a JSON-lines file; only AIPerf's profile_export.jsonl is read as JSONL "
+                "(records with metadata and metrics)",
+            )
+        return aiperf.parse_jsonl(path, lines, label)
+    try:
+        data: Any = json.loads(text)
+    except ValueError as exc:
+        raise fail(path, f"line {getattr(exc, 'lineno', '?')}", f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
+    for name, looks, parse in (
+        ("guidellm", guidellm.looks_like, guidellm.parse),
+        ("vllm", vllm.looks_like, vllm.parse),
+        ("aiperf", aiperf.looks_like_json, aiperf.parse_json),
+    ):
+        if fmt in ("auto", name) and looks(data):
+            return parse(data, path, label)
+    wanted = "a known tool's result" if fmt == "auto" else f"a {fmt} result"
+    raise fail(
+        path,
+        "top level",
+        f"not {wanted}: expected GuideLLM's benchmarks list, vLLM's ttfts / mean_ttft_ms, "
+        "or AIPerf's metric blocks (time_to_first_token: {unit, avg, ...})",
+    )
+
+
+def import_file(
+    path: Path,
+    out: Path,
+    *,
+    fmt: str = "auto",
+    label: str | None = None,
+    slo: SLO | None = None,
+    argv: list[str] | None = None,
+) -> Path:
+    """Read `path` and write it as a run directory `out`; returns `out`."""
+    imported = read(path, fmt, label)
+    return write_run_dir(imported, out, slo=slo or SLO(), argv=argv or [])
+
+
+def _jsonl(path: Path, text: str) -> list[tuple[int, dict[str, Any]]] | None:
+    """The lines as objects when the file is JSON lines (more than one top-level value), else None."""
+    rows = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    if len(rows) < 1 or not rows[0][1].lstrip().startswith("{"):
+        return None
+    try:
+        first = json.loads(rows[0][1])
+    except ValueError:
+        return None  # a pretty-printed JSON document: its first line is not a whole object
+    out = [(rows[0][0], first)]
+    for n, line in rows[1:]:
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise fail(path, f"line {n}", f"not a JSON object ({exc})") from None
+        if not isinstance(obj, dict):
+            raise fail(path, f"line {n}", "not a JSON object")
+        out.append((n, obj))
+    return out if isinstance(first, dict) else None

@@ -1,0 +1,169 @@
+"""AIPerf's profile exports: `profile_export.jsonl` (one record per request) or `profile_export_aiperf.json`
+(aggregates).
+
+Schema read: AIPerf's docs (docs/tutorials/working-with-profile-exports.md and
+docs/reference/json-export-schema.md, AIPerf 0.7-0.14, JSON schema_version 1.0-1.5). A JSONL line is
+`{"metadata": {"x_request_id", "request_start_ns", "request_end_ns", "benchmark_phase", "was_cancelled",
+...}, "metrics": {TAG: {"value", "unit"}}, "error": null | {"code", "type", "message"}}` with tags such
+as `time_to_first_token`, `request_latency`, `inter_chunk_latency` (a list: every gap between chunks),
+`output_sequence_length`, `input_sequence_length`. The JSON holds per tag a block `{"unit", "avg",
+"min", "max", "p1" ... "p99", "std", "count"}` and `schema_version`, `aiperf_version`, `input_config`.
+
+Definitions that differ: AIPerf's "inter_token_latency" is (E2E - TTFT) / (n - 1), batchmark's TPOT;
+its "inter_chunk_latency" is the chunk gaps, batchmark's ITL when every chunk carries one token. Its TTFT
+and latency run from the send (batchmark's `ttft_sent`, `e2e_sent`); it records no scheduled time, so an
+imported arrival is the send. Warm-up requests (`benchmark_phase` "warmup") are left out, as AIPerf does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.importers.common import (
+    UNITS,
+    Imported,
+    ImportedRun,
+    Mapping,
+    Reported,
+    chunk_note,
+    fail,
+    failed,
+    number,
+    streamed,
+)
+
+SCHEMA = "AIPerf profile export (profile_export.jsonl / profile_export_aiperf.json, AIPerf 0.7-0.14)"
+DISTRIBUTIONS = (
+    Mapping("ttft_sent", "time_to_first_token", "from the send: batchmark's ttft_sent"),
+    Mapping("tpot", "inter_token_latency", "AIPerf's ITL is (E2E - TTFT) / (n - 1): batchmark's TPOT"),
+    Mapping(
+        "itl",
+        "inter_chunk_latency",
+        "every gap between streamed chunks (AIPerf's ICL): batchmark's ITL when each chunk carries one token",
+    ),
+    Mapping("e2e_sent", "request_latency", "from the send to the last response: batchmark's e2e_sent"),
+)
+RATES = (
+    ("request_rate", "request_throughput", "req/s", "requests / profiling duration: batchmark's whole-run rate"),
+    ("output_token_rate", "output_token_throughput", "tok/s", "output tokens / profiling duration: whole-run"),
+)
+AIPERF_PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
+
+
+def looks_like_jsonl(first: Any) -> bool:
+    return isinstance(first, dict) and "metadata" in first and "metrics" in first
+
+
+def looks_like_json(data: Any) -> bool:
+    blocks = data.get("records", data) if isinstance(data, dict) else None
+    return isinstance(blocks, dict) and isinstance(
+        blocks.get("time_to_first_token", blocks.get("request_latency")), dict
+    )
+
+
+def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str | None = None) -> Imported:
+    label = label or "aiperf"
+    rows = [(n, obj) for n, obj in lines if (obj.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]
+    if not rows:
+        raise fail(path, "every line", "no profiling-phase record (only warm-up, or an empty file)")
+    starts = [_ns(path, n, obj["metadata"], "request_start_ns") for n, obj in rows]
+    t0 = min(starts)
+    records, multi = [], 0
+    for (n, obj), start in zip(rows, starts, strict=True):
+        meta, metrics, error = obj.get("metadata") or {}, obj.get("metrics") or {}, obj.get("error")
+        sent = (start - t0) / 1e9
+        end_ns = meta.get("request_end_ns")
+        finish = None if end_ns is None else (_ns(path, n, meta, "request_end_ns") - t0) / 1e9
+        rid = str(meta.get("x_request_id") or f"aiperf-{n:06d}")
+        prompt = int(_value(path, n, metrics, "input_sequence_length", "tokens") or 0)
+        if error is not None or meta.get("was_cancelled"):
+            message = f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else None
+            records.append(failed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, error=message,
+                                  aborted=error is None))  # fmt: skip
+            continue
+        ttft = _value(path, n, metrics, "time_to_first_token", "s")
+        if ttft is None:
+            raise fail(path, f"line {n}: field metrics.time_to_first_token", "missing (a non-streaming run?)")
+        tokens = _value(path, n, metrics, "output_sequence_length", "tokens")
+        tokens = tokens if tokens is not None else _value(path, n, metrics, "output_token_count", "tokens")
+        rec, many = streamed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, ttft=ttft,
+                             gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
+                             tokens=int(tokens or 0), finish=finish)  # fmt: skip
+        records.append(rec)
+        multi += many
+    run = ImportedRun(label, records)
+    run.notes.append("AIPerf records no scheduled arrival: each request's arrival is its send (TTFT = ttft_sent)")
+    run.notes += chunk_note(multi, len(records))
+    summary = path.with_name(path.name.replace(".jsonl", "_aiperf.json"))
+    if summary != path and summary.is_file():
+        run.reported = _reported(_read_json(summary))
+        run.notes.append(f"AIPerf's own aggregates read from {summary.name}")
+    return Imported("aiperf", SCHEMA, path, [run])
+
+
+def parse_json(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    run = ImportedRun(label or "aiperf", None, settings={"aiperf_version": data.get("aiperf_version")})
+    run.reported = _reported(data)
+    run.notes.append("aggregates only: profile_export.jsonl beside it holds the per-request records")
+    return Imported("aiperf", SCHEMA + f", schema_version {data.get('schema_version', '?')}", path, [run])
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise fail(path, "file", f"not readable JSON ({exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _reported(data: dict[str, Any]) -> dict[str, Reported]:
+    blocks = data.get("records", data)  # early exports nested the metric blocks under "records"
+    out: dict[str, Reported] = {}
+    for m in DISTRIBUTIONS:
+        block = blocks.get(m.theirs)
+        if not isinstance(block, dict):
+            continue
+        scale = UNITS.get(str(block.get("unit", "ms")), 1e-3)
+        pct = {
+            ours: float(block[theirs]) * scale
+            for theirs, ours in AIPERF_PERCENTILES.items()
+            if isinstance(block.get(theirs), int | float)
+        }
+        mean = block.get("avg")
+        out[m.ours] = Reported(m, "s", None if mean is None else float(mean) * scale, pct, block.get("count"))
+    for ours, theirs, unit, note in RATES:
+        block = blocks.get(theirs)
+        if isinstance(block, dict) and isinstance(block.get("avg"), int | float):
+            out[ours] = Reported(Mapping(ours, theirs, note), unit, float(block["avg"]))
+    return out
+
+
+def _ns(path: Path, line: int, meta: dict[str, Any], key: str) -> int:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(path, f"line {line}: field metadata.{key}", f"expected integer nanoseconds, got {value!r}")
+    return value
+
+
+def _value(path: Path, line: int, metrics: dict[str, Any], tag: str, want: str, *, many: bool = False) -> Any:
+    """A metric's value in seconds (for times) or as a count; None when the record lacks the tag."""
+    block = metrics.get(tag)
+    if block is None:
+        return None
+    where = f"line {line}: field metrics.{tag}"
+    if not isinstance(block, dict) or "value" not in block:
+        raise fail(path, where, f'expected {{"value": ..., "unit": ...}}, got {block!r}')
+    scale = 1.0
+    if want == "s":
+        unit = str(block.get("unit", "ms"))
+        if unit not in UNITS:
+            raise fail(path, f"{where}.unit", f"unknown time unit {unit!r} (known: {', '.join(UNITS)})")
+        scale = UNITS[unit]
+    value = block["value"]
+    if many:
+        if not isinstance(value, list):
+            raise fail(path, where, f"expected a list of gaps, got {value!r}")
+        return [number(v, path, f"{where}[{i}]") * scale for i, v in enumerate(value)]  # type: ignore[operator]
+    return number(value, path, where) * scale  # type: ignore[operator]

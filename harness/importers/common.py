@@ -1,0 +1,193 @@
+"""What every importer shares: the imported run, token times rebuilt from chunks, units, bad-input errors.
+
+An importer turns another tool's result file into `ImportedRun`s: batchmark request records when the
+file holds per-request data, and always the tool's own aggregates under batchmark's names
+(`Reported`), each with the tool's name for it and, where the definitions differ, what differs.
+`harness.importers.rundir` writes them as a run directory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessInputError
+from harness.records import RequestRecord
+
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
+# The percentiles batchmark reports; an importer fills those the tool gives.
+PERCENTILES = ("p50", "p90", "p95", "p99", "p99.9")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One of the tool's metrics in batchmark's dictionary (docs/metrics.md, "Results from other tools")."""
+
+    ours: str  # a batchmark summary name: ttft_sent, tpot, itl, e2e_sent, request_rate, ...
+    theirs: str  # the tool's own name, as its file spells it
+    note: str = ""  # where the definitions differ; empty when they agree
+
+
+@dataclass
+class Reported:
+    """A distribution (or one number) as the tool reported it, converted to seconds (or per second)."""
+
+    mapping: Mapping
+    unit: str  # "s", "req/s", "tok/s", "tokens" or "share"
+    mean: float | None = None
+    percentiles: dict[str, float] = field(default_factory=dict)  # "p50" -> value
+    count: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "theirs": self.mapping.theirs,
+            "note": self.mapping.note,
+            "unit": self.unit,
+            "mean": self.mean,
+            "percentiles": self.percentiles,
+            "count": self.count,
+        }
+
+
+@dataclass
+class ImportedRun:
+    """One benchmark of the tool's file: one engine label in the run directory."""
+
+    label: str
+    records: list[RequestRecord] | None  # None: the file holds aggregates only
+    reported: dict[str, Reported] = field(default_factory=dict)  # keyed by our name
+    settings: dict[str, Any] = field(default_factory=dict)  # what the tool says it offered (rate, concurrency)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Imported:
+    tool: str  # "vllm-bench-serve", "guidellm", "aiperf"
+    schema: str  # the version of the tool's schema the importer read
+    source: Path
+    runs: list[ImportedRun]
+    notes: list[str] = field(default_factory=list)
+
+
+def fail(path: Path, where: str, problem: str) -> HarnessInputError:
+    """The one-line error for a malformed file: file, line or field, problem."""
+    return HarnessInputError(f"{path}: {where}: {problem}")
+
+
+def number(value: Any, path: Path, where: str, *, optional: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise fail(path, where, f"expected a number, got {value!r}")
+    return float(value)
+
+
+def spread_over_chunks(chunk_times: list[float], tokens: int) -> list[float]:
+    """One time per output token, from the arrival times of the streamed chunks that carried them.
+
+    Streaming tools time chunks, not tokens, and one chunk can carry several tokens. The first chunk is
+    taken to carry the first token; the other tokens are spread evenly over the remaining chunks (the
+    earliest chunks taking the remainder), so tokens that came together get the same time and a gap of
+    zero between them: batchmark's ITL then counts what the client saw. With fewer tokens than chunks
+    (chunks without content), the last token keeps the last chunk's time.
+    """
+    c = len(chunk_times)
+    if tokens <= 0 or c == 0:
+        return []
+    if tokens <= c:
+        return [*chunk_times[: tokens - 1], chunk_times[-1]] if tokens < c else list(chunk_times)
+    if c == 1:
+        return [chunk_times[0]] * tokens
+    rest = tokens - 1
+    base, extra = divmod(rest, c - 1)
+    times = [chunk_times[0]]
+    for i, t in enumerate(chunk_times[1:]):
+        times += [t] * (base + (1 if i < extra else 0))
+    return times
+
+
+def spread_evenly(first: float, last: float, iterations: int, tokens: int) -> list[float]:
+    """Token times when only the first and last token and the number of stream iterations are known:
+    iterations evenly spaced between them (what GuideLLM itself assumes), tokens spread over them."""
+    if tokens <= 0:
+        return []
+    n = max(1, min(iterations, tokens)) if iterations > 0 else tokens
+    if n == 1:
+        return spread_over_chunks([last if tokens > 1 else first], tokens)
+    step = (last - first) / (n - 1)
+    return spread_over_chunks([first + i * step for i in range(n)], tokens)
+
+
+def record(
+    label: str,
+    request_id: str,
+    *,
+    scheduled: float,
+    sent: float,
+    prompt_tokens: int,
+    token_times: list[float],
+    finish: float | None,
+    error: str | None = None,
+    aborted: bool = False,
+) -> RequestRecord:
+    """A batchmark record for one imported request. The tool did not say what it asked for (max_tokens,
+    ignore_eos), so max_tokens is what came back and no length check applies."""
+    failed = error is not None or aborted
+    return RequestRecord(
+        request_id=request_id,
+        engine=label,
+        tenant="default",
+        priority=0,
+        max_tokens=len(token_times),
+        ignore_eos=False,
+        prompt_tokens=prompt_tokens,
+        t_scheduled=scheduled,
+        t_sent=sent,
+        t_first_token=token_times[0] if token_times else None,
+        t_finish=finish,
+        token_times=token_times,
+        output_tokens=len(token_times),
+        finish_reason="abort" if aborted else "error" if failed else "stop",
+        error_type="cancelled" if aborted else "imported_error" if error is not None else None,
+        error_message=(error or "cancelled by the tool").splitlines()[0][:500] if failed else None,
+    )
+
+
+def streamed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, ttft: float,
+             gaps: list[float], tokens: int, finish: float | None) -> tuple[RequestRecord, bool]:  # fmt: skip
+    """A record from a streaming tool's chunk timings (first chunk `ttft` after the send, then `gaps`), and
+    whether it streamed more tokens than chunks (its tokens then share their chunks' times)."""
+    chunks = [sent + ttft]
+    for gap in gaps:
+        chunks.append(chunks[-1] + gap)
+    times = spread_over_chunks(chunks, tokens)
+    rec = record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=times,
+                 finish=finish)  # fmt: skip
+    return rec, tokens > len(chunks)
+
+
+def failed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, error: str | None,
+           aborted: bool = False) -> RequestRecord:  # fmt: skip
+    """A record for a request the tool says failed (`error`) or cancelled (`aborted`)."""
+    return record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=[],
+                  finish=None, error=error, aborted=aborted)  # fmt: skip
+
+
+def chunk_note(multi: int, n: int) -> list[str]:
+    """The note for requests whose chunks carried several tokens (none when every chunk carried one)."""
+    if not multi:
+        return []
+    return [f"{multi} of {n} requests streamed more tokens than chunks: their tokens were spread over the chunks "
+            "that carried them (the tool's chunk gaps are per chunk, batchmark's ITL per token)"]  # fmt: skip
+
+
+def reported_from_ms(mapping: Mapping, stats: dict[str, Any], unit_scale: float = 1e-3) -> Reported | None:
+    """A Reported from {"mean": .., "p50": .., "p99": ..} in the tool's unit (default ms) -> seconds."""
+    if not stats:
+        return None
+    scale = unit_scale
+    mean = stats.get("mean")
+    pct = {k: float(v) * scale for k, v in stats.items() if k in PERCENTILES and isinstance(v, int | float)}
+    return Reported(mapping, "s", None if mean is None else float(mean) * scale, pct, stats.get("count"))

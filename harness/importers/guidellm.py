@@ -1,0 +1,174 @@
+"""GuideLLM's benchmarks report (`benchmarks.json`, `guidellm benchmark --output-path`).
+
+Schema read: GuideLLM's `GenerativeBenchmarksReport` (src/guidellm/benchmark/schemas/generative/*.py,
+the 0.4-0.5 series and 2026 main): `{"args": ..., "benchmarks": [...]}`, each benchmark with `config`
+(`strategy`: `type_` and its `rate` or `streams`), `metrics` (per metric a `StatusDistributionSummary`:
+`successful` / `incomplete` / `errored` / `total`, each with `mean`, `median`, `count` and
+`percentiles` `p001` ... `p999`) and `requests` (`successful`, `incomplete`, `errored` lists of
+`GenerativeRequestStats`: `request_id`, `prompt_tokens`, `output_tokens`, and `info.timings` with unix
+times `targeted_start`, `request_start`, `first_token_iteration`, `last_token_iteration`,
+`token_iterations`, `request_end`). GuideLLM keeps a sample of the requests (`sample_requests`), so the
+records may be fewer than the requests it measured; the importer says so.
+
+Definitions that differ: GuideLLM's `time_per_output_token_ms` is (last token - send) / n, so it
+includes the first token's wait; its `inter_token_latency_ms` is (last token - first token) / (n - 1),
+batchmark's TPOT up to the time between the last token and the finish. Its TTFT and request latency run
+from the send (batchmark's `ttft_sent`, `e2e_sent`); `targeted_start` is when its scheduler meant to
+send, batchmark's scheduled arrival. GuideLLM records no per-token times: the records space a request's
+stream iterations evenly between its first and last token, as GuideLLM itself does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.importers.common import Imported, ImportedRun, Mapping, Reported, fail, number, record, spread_evenly
+
+SCHEMA = "GuideLLM GenerativeBenchmarksReport (benchmarks.json, 0.4-0.5 series and 2026 main)"
+STATUSES = (("successful", None), ("incomplete", "aborted"), ("errored", "error"))
+# GuideLLM's percentile names -> batchmark's
+PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9"}
+DISTRIBUTIONS = (
+    Mapping("ttft_sent", "time_to_first_token_ms", "from the send: batchmark's ttft_sent"),
+    Mapping(
+        "tpot",
+        "inter_token_latency_ms",
+        "GuideLLM's ITL is (last - first token) / (n - 1) per request: "
+        "batchmark's TPOT (which ends at the finish, not the last token)",
+    ),
+    Mapping(
+        "guidellm_tpot",
+        "time_per_output_token_ms",
+        "GuideLLM's TPOT is (last token - send) / n: it includes "
+        "the first token's wait, unlike batchmark's TPOT; compare "
+        "with e2e_sent / n",
+    ),
+    Mapping("e2e_sent", "request_latency", "from the send to the end: batchmark's e2e_sent (GuideLLM reports it in s)"),
+)
+RATES = (
+    (
+        "request_rate",
+        "requests_per_second",
+        "req/s",
+        "GuideLLM's mean of instantaneous rates over its measured "
+        "window (warm-up and cool-down cut), not a count / duration",
+    ),
+    ("output_token_rate", "output_tokens_per_second", "tok/s", "as requests_per_second, for output tokens"),
+    ("total_token_rate", "tokens_per_second", "tok/s", "as requests_per_second, for prompt + output tokens"),
+)
+
+
+def looks_like(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("benchmarks"), list)
+
+
+def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    benchmarks = data["benchmarks"]
+    if not benchmarks:
+        raise fail(path, "field benchmarks", "the report holds no benchmark")
+    runs = []
+    for b, bench in enumerate(benchmarks):
+        if not isinstance(bench, dict):
+            raise fail(path, f"field benchmarks[{b}]", f"expected an object, got {type(bench).__name__}")
+        name = _name(bench, b)
+        run_label = f"{label or 'guidellm'}-{name}" if len(benchmarks) > 1 or not label else label
+        run = ImportedRun(run_label, None, settings={"strategy": (bench.get("config") or {}).get("strategy")})
+        run.reported = _reported(bench.get("metrics") or {})
+        requests = bench.get("requests")
+        if isinstance(requests, dict) and any(requests.get(s) for s, _ in STATUSES):
+            run.records = _records(requests, path, f"benchmarks[{b}].requests", run_label)
+            measured = ((bench.get("metrics") or {}).get("request_totals") or {}).get("total")
+            if isinstance(measured, int) and measured > len(run.records):
+                run.notes.append(
+                    f"GuideLLM kept a sample of {len(run.records)} of the {measured} requests it "
+                    "measured: the records are that sample"
+                )
+        else:
+            run.notes.append("no per-request data in this benchmark: only GuideLLM's own aggregates are shown")
+        runs.append(run)
+    return Imported("guidellm", SCHEMA, path, runs)
+
+
+def _name(bench: dict[str, Any], index: int) -> str:
+    strategy = (bench.get("config") or {}).get("strategy") or {}
+    kind = str(strategy.get("type_") or f"benchmark{index}")
+    for key in ("rate", "streams", "max_concurrency"):
+        if isinstance(strategy.get(key), int | float):
+            return f"{kind}-{strategy[key]:g}"
+    return kind
+
+
+def _reported(metrics: dict[str, Any]) -> dict[str, Reported]:
+    out: dict[str, Reported] = {}
+    for m in DISTRIBUTIONS:
+        summary = (metrics.get(m.theirs) or {}).get("successful") or {}
+        if not summary:
+            continue
+        scale = 1.0 if m.theirs == "request_latency" else 1e-3
+        pct = {
+            ours: float(v) * scale
+            for theirs, ours in PERCENTILES.items()
+            if isinstance(v := (summary.get("percentiles") or {}).get(theirs), int | float)
+        }
+        mean = summary.get("mean")
+        out[m.ours] = Reported(m, "s", None if mean is None else float(mean) * scale, pct, summary.get("count"))
+    for ours, theirs, unit, note in RATES:
+        mean = ((metrics.get(theirs) or {}).get("successful") or {}).get("mean")
+        if isinstance(mean, int | float):
+            out[ours] = Reported(Mapping(ours, theirs, note), unit, float(mean))
+    return out
+
+
+def _records(requests: dict[str, Any], path: Path, where: str, label: str) -> list[Any]:
+    rows: list[tuple[str | None, str, dict[str, Any]]] = []
+    for status, failure in STATUSES:
+        for i, req in enumerate(requests.get(status) or []):
+            if not isinstance(req, dict) or not isinstance(req.get("info"), dict):
+                raise fail(path, f"field {where}.{status}[{i}]", "expected a request with an info.timings object")
+            rows.append((failure, f"{where}.{status}[{i}]", req))
+    timings = [(req["info"].get("timings") or {}) for _, _, req in rows]
+    starts = []
+    for (_, at, _), t in zip(rows, timings, strict=True):
+        start = t.get("targeted_start", t.get("request_start"))
+        starts.append(number(start, path, f"field {at}.info.timings.request_start", optional=True))
+    known = [s for s in starts if s is not None]
+    if not known:
+        raise fail(path, f"field {where}", "no request has a request_start time")
+    t0 = min(known)
+    out = []
+    for (failure, at, req), t, start in zip(rows, timings, starts, strict=True):
+        sent_abs = number(t.get("request_start", start), path, f"field {at}.info.timings.request_start", optional=True)
+        sent = (sent_abs if sent_abs is not None else t0) - t0
+        scheduled = (start if start is not None else t0) - t0
+        end = number(
+            t.get("request_end", t.get("resolve_end")), path, f"field {at}.info.timings.request_end", optional=True
+        )
+        prompt = req.get("prompt_tokens") or (req.get("input_metrics") or {}).get("total_tokens") or 0
+        tokens = int(req.get("output_tokens") or (req.get("output_metrics") or {}).get("total_tokens") or 0)
+        first = number(
+            t.get("first_token_iteration"), path, f"field {at}.info.timings.first_token_iteration", optional=True
+        )
+        last = number(
+            t.get("last_token_iteration"), path, f"field {at}.info.timings.last_token_iteration", optional=True
+        )
+        times: list[float] = []
+        if first is not None and tokens > 0:
+            times = spread_evenly(
+                first - t0, (last if last is not None else first) - t0, int(t.get("token_iterations") or tokens), tokens
+            )
+        error = str(req["info"].get("error") or "errored") if failure == "error" else None
+        out.append(
+            record(
+                label,
+                str(req.get("request_id") or at),
+                scheduled=scheduled,
+                sent=sent,
+                prompt_tokens=int(prompt),
+                token_times=times if failure is None else [],
+                finish=None if end is None or failure is not None else end - t0,
+                error=error,
+                aborted=failure == "aborted",
+            )
+        )
+    return out

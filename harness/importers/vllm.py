@@ -1,0 +1,152 @@
+"""`vllm bench serve --save-result` JSON: aggregates always, per-request data with `--save-detailed`.
+
+Schema read: vLLM's `vllm/benchmarks/serve.py` (the `vllm bench serve` of vLLM 0.10 to 0.11 and main in
+2026): top-level `duration`, `completed`, `failed`, `request_throughput`, `output_throughput`,
+`total_token_throughput`, `request_goodput`, `mean_/median_/std_/pNN_{ttft,tpot,itl,e2el}_ms`, and
+`request_rate`, `burstiness`, `max_concurrency`, `model_id`, `date`. With `--save-detailed`, one list
+entry per request: `start_times` (the client's perf_counter at the send, s), `ttfts` (s), `itls` (every
+gap between streamed chunks, s), `latencies` (s), `input_lens`, `output_lens`, `errors` ("" when it
+succeeded) and, where concurrency was capped, `queue_times` (s the request waited for the client's
+semaphore before its send).
+
+vLLM times TTFT and E2E from the send, so they are batchmark's `ttft_sent` and `e2e_sent`; with
+`queue_times` the scheduled arrival is the send minus that wait, and batchmark's `ttft` (from the
+arrival) includes it. vLLM's ITL is per chunk; the records spread a chunk's tokens over it
+(`harness.importers.common.spread_over_chunks`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.importers.common import (
+    PERCENTILES,
+    Imported,
+    ImportedRun,
+    Mapping,
+    Reported,
+    chunk_note,
+    fail,
+    failed,
+    number,
+    streamed,
+)
+
+SCHEMA = "vllm bench serve result JSON (vllm/benchmarks/serve.py, vLLM 0.10-0.11 and 2026 main)"
+DETAILED = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens")
+
+DISTRIBUTIONS = (
+    Mapping("ttft_sent", "ttft", "from the send (POST) to the first chunk with content: batchmark's ttft_sent"),
+    Mapping("tpot", "tpot", ""),
+    Mapping(
+        "itl",
+        "itl",
+        "every gap between streamed chunks, pooled; a chunk may carry several tokens, so it "
+        "equals batchmark's per-token ITL only when every chunk carries one",
+    ),
+    Mapping("e2e_sent", "e2el", "from the send to the last chunk: batchmark's e2e_sent"),
+)
+RATES = (
+    (
+        "request_rate",
+        "request_throughput",
+        "req/s",
+        "completed requests / benchmark duration (first send to last "
+        "completion): batchmark's whole-run rate, not its steady one",
+    ),
+    ("output_token_rate", "output_throughput", "tok/s", "output tokens / benchmark duration: whole-run"),
+    ("total_token_rate", "total_token_throughput", "tok/s", "(prompt + output) tokens / benchmark duration"),
+    (
+        "goodput",
+        "request_goodput",
+        "req/s",
+        "requests meeting every --goodput limit / benchmark duration; "
+        "batchmark counts SLO-meeting finishes in the steady window",
+    ),
+)
+
+
+def looks_like(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    return "ttfts" in data or "mean_ttft_ms" in data or isinstance(data.get("request_throughput"), int | float)
+
+
+def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    label = label or "vllm-bench"
+    run = ImportedRun(label, None, settings=_settings(data))
+    run.reported = _reported(data)
+    if all(key in data for key in DETAILED):
+        run.records = _records(data, path, label, run.notes)
+    else:
+        missing = [k for k in DETAILED if k not in data]
+        run.notes.append(
+            f"no per-request data ({', '.join(missing)} missing: run vllm bench serve with "
+            "--save-detailed for them); only vLLM's own aggregates are shown"
+        )
+    return Imported("vllm-bench-serve", SCHEMA, path, [run])
+
+
+def _settings(data: dict[str, Any]) -> dict[str, Any]:
+    keys = ("request_rate", "burstiness", "max_concurrency", "model_id", "backend", "num_prompts", "date", "duration")
+    return {k: data[k] for k in keys if k in data}
+
+
+def _reported(data: dict[str, Any]) -> dict[str, Reported]:
+    out: dict[str, Reported] = {}
+    for m in DISTRIBUTIONS:
+        mean = data.get(f"mean_{m.theirs}_ms")
+        pct: dict[str, float] = {}
+        for label in PERCENTILES:
+            value = data.get(f"{label}_{m.theirs}_ms")
+            if isinstance(value, int | float):
+                pct[label] = float(value) / 1e3
+        if not pct and isinstance(data.get(f"median_{m.theirs}_ms"), int | float):
+            pct["p50"] = float(data[f"median_{m.theirs}_ms"]) / 1e3
+        if mean is not None or pct:
+            out[m.ours] = Reported(m, "s", None if mean is None else float(mean) / 1e3, pct, data.get("completed"))
+    for ours, theirs, unit, note in RATES:
+        if isinstance(data.get(theirs), int | float):
+            out[ours] = Reported(Mapping(ours, theirs, note), unit, float(data[theirs]))
+    return out
+
+
+def _records(data: dict[str, Any], path: Path, label: str, notes: list[str]) -> list[Any]:
+    n = len(data["ttfts"])
+    lists = {k: data[k] for k in (*DETAILED, "errors", "queue_times") if k in data}
+    for key, values in lists.items():
+        if not isinstance(values, list) or len(values) != n:
+            size = len(values) if isinstance(values, list) else type(values).__name__
+            raise fail(path, f"field {key}", f"expected a list of {n} entries (one per request, as ttfts), got {size}")
+    errors = lists.get("errors") or [""] * n
+    queue = [
+        number(q, path, f"field queue_times[{i}]", optional=True) or 0.0
+        for i, q in enumerate(lists.get("queue_times") or [0.0] * n)
+    ]
+    starts = [number(s, path, f"field start_times[{i}]") for i, s in enumerate(data["start_times"])]
+    t0 = min((s - q for s, q in zip(starts, queue, strict=True)), default=0.0)  # type: ignore[operator]
+    records, multi = [], 0
+    for i in range(n):
+        sent = starts[i] - t0  # type: ignore[operator]
+        scheduled = sent - queue[i]
+        prompt = int(number(data["input_lens"][i], path, f"field input_lens[{i}]") or 0)
+        rid = f"vllm-{i:06d}"
+        if errors[i]:
+            records.append(failed(label, rid, scheduled=scheduled, sent=sent, prompt_tokens=prompt,
+                                  error=str(errors[i])))  # fmt: skip
+            continue
+        gaps = data["itls"][i]
+        if not isinstance(gaps, list):
+            raise fail(path, f"field itls[{i}]", f"expected a list of chunk gaps in seconds, got {gaps!r}")
+        rec, many = streamed(label, rid, scheduled=scheduled, sent=sent, prompt_tokens=prompt,
+                             ttft=number(data["ttfts"][i], path, f"field ttfts[{i}]"),  # type: ignore[arg-type]
+                             gaps=[number(g, path, f"field itls[{i}][{j}]") for j, g in enumerate(gaps)],  # type: ignore[misc]
+                             tokens=int(number(data["output_lens"][i], path, f"field output_lens[{i}]") or 0),
+                             finish=sent + number(data["latencies"][i], path, f"field latencies[{i}]"))  # type: ignore[operator]  # fmt: skip
+        records.append(rec)
+        multi += many
+    notes += chunk_note(multi, n)
+    if "queue_times" not in data:
+        notes.append("no queue_times: each request's arrival is taken to be its send (TTFT = ttft_sent)")
+    return records

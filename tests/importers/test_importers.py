@@ -1,0 +1,204 @@
+"""`batchmark import`: each tool's result file (fixtures written from each tool's documented schema; see
+the importer modules for the versions) becomes a run directory whose numbers reproduce the tool's own,
+under batchmark's names, with the definitions that differ said."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.importers import import_file, read
+from harness.importers.common import spread_evenly, spread_over_chunks
+from harness.metrics import load_records
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def metrics_of(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+def test_tokens_of_a_chunk_share_its_time() -> None:
+    assert spread_over_chunks([1.0, 2.0, 3.0], 3) == [1.0, 2.0, 3.0]
+    assert spread_over_chunks([1.0, 2.0, 3.0], 6) == [1.0, 2.0, 2.0, 2.0, 3.0, 3.0]  # 5 tokens over 2 chunks
+    assert spread_over_chunks([1.0, 2.0, 3.0], 2) == [1.0, 3.0]  # an empty chunk: the last token keeps the end
+    assert spread_over_chunks([1.0], 3) == [1.0, 1.0, 1.0] and spread_over_chunks([], 3) == []
+    assert spread_evenly(1.0, 2.0, 3, 3) == [1.0, 1.5, 2.0]
+
+
+def test_vllm_detailed_result_rebuilds_every_request(tmp_path: Path) -> None:
+    source = json.loads((FIXTURES / "vllm-bench-serve-detailed.json").read_text())
+    run = import_file(FIXTURES / "vllm-bench-serve-detailed.json", tmp_path / "vllm")
+    records = load_records(run / "records.jsonl")
+    assert len(records) == 24 and set(records["engine"]) == {"vllm-bench"}
+    failed = records[records["error_type"].notna()]
+    assert failed["error_message"].tolist() == ["ClientPayloadError: Response payload is not completed"]
+    ok = records[records["error_type"].isna()]
+    assert (ok["output_tokens"].to_numpy() == np.array(source["output_lens"])[ok.index]).all()
+    # the arrival is the send minus the wait for the client's concurrency slot (queue_times)
+    lag = (records["t_sent"] - records["t_scheduled"]).to_numpy()
+    assert lag == pytest.approx(np.array(source["queue_times"]), abs=1e-9)
+    imported = metrics_of(run)["imported"]["vllm-bench"]
+    checks = {c["metric"]: c for c in imported["checks"]}
+    assert all(checks[m]["agrees"] for m in ("ttft_sent", "tpot", "e2e_sent"))  # the mapping reproduces vLLM
+    assert not checks["itl"]["agrees"]  # 6 requests had two-token chunks: per-token gaps include zeros
+    assert "a chunk may carry several tokens" in checks["itl"]["message"]  # vLLM's ITL is per chunk
+    summary = metrics_of(run)["engines"]["vllm-bench"]
+    assert summary["latency"]["ttft_sent"]["mean"] == pytest.approx(source["mean_ttft_ms"] / 1e3, rel=1e-9)
+    assert imported["reported"]["request_rate"]["mean"] == pytest.approx(source["request_throughput"])
+    assert json.loads((run / "manifest.json").read_text())["imported"]["tool"] == "vllm-bench-serve"
+
+
+def test_vllm_result_without_save_detailed_is_aggregates_only(tmp_path: Path) -> None:
+    run = import_file(FIXTURES / "vllm-bench-serve.json", tmp_path / "agg")
+    block = metrics_of(run)["imported"]["vllm-bench"]
+    assert block["per_request"] is False and "--save-detailed" in block["notes"][0]
+    summary = metrics_of(run)["engines"]["vllm-bench"]
+    assert summary["aggregates_only"] and summary["latency"]["ttft_sent"]["percentiles"]["p99"]["ci_low"] is None
+    assert summary["throughput"]["steady"]["output_token_rate"] is None and summary["throughput"]["steady"]["reason"]
+    assert (run / "records.jsonl").read_text() == ""
+
+
+def test_guidellm_report_maps_its_tpot_and_itl(tmp_path: Path) -> None:
+    source = json.loads((FIXTURES / "guidellm-benchmarks.json").read_text())["benchmarks"][0]
+    run = import_file(FIXTURES / "guidellm-benchmarks.json", tmp_path / "g")
+    records = load_records(run / "records.jsonl")
+    assert set(records["engine"]) == {"guidellm-constant-4"} and len(records) == 24
+    assert records.set_index("request_id").loc["req-019", "finish_reason"] == "abort"  # incomplete: cancelled
+    assert records.set_index("request_id").loc["req-011", "error_message"].startswith("HTTPStatusError: 500")
+    # targeted_start is GuideLLM's intended send: batchmark's scheduled arrival
+    first = min(r["info"]["timings"]["targeted_start"] for r in source["requests"]["successful"])
+    one = source["requests"]["successful"][3]
+    row = records.set_index("request_id").loc[one["request_id"]]
+    assert row["t_scheduled"] == pytest.approx(one["info"]["timings"]["targeted_start"] - first, abs=1e-6)
+    reported = metrics_of(run)["imported"]["guidellm-constant-4"]["reported"]
+    # GuideLLM's ITL is batchmark's TPOT; its TPOT includes the first token's wait, so it is larger
+    assert reported["tpot"]["theirs"] == "inter_token_latency_ms"
+    assert (
+        reported["guidellm_tpot"]["theirs"] == "time_per_output_token_ms"
+        and "includes" in reported["guidellm_tpot"]["note"]
+    )
+    assert reported["guidellm_tpot"]["mean"] > reported["tpot"]["mean"]
+    checks = {c["metric"]: c for c in metrics_of(run)["imported"]["guidellm-constant-4"]["checks"]}
+    assert checks["ttft_sent"]["agrees"] and checks["tpot"]["agrees"] and checks["e2e_sent"]["agrees"]
+
+
+def test_aiperf_jsonl_skips_warmup_and_reads_its_aggregates(tmp_path: Path) -> None:
+    run = import_file(FIXTURES / "profile_export.jsonl", tmp_path / "a")
+    records = load_records(run / "records.jsonl")
+    assert len(records) == 24 and "warm-0" not in set(records["request_id"])  # the warm-up record is left out
+    assert records.set_index("request_id").loc["a0005", "error_message"] == "ServerError: Internal Server Error"
+    block = metrics_of(run)["imported"]["aiperf"]
+    assert block["reported"]["tpot"]["theirs"] == "inter_token_latency"  # AIPerf's ITL is batchmark's TPOT
+    assert block["reported"]["itl"]["theirs"] == "inter_chunk_latency"
+    checks = {c["metric"]: c for c in block["checks"]}
+    assert checks["tpot"]["agrees"] and checks["ttft_sent"]["agrees"] and checks["e2e_sent"]["agrees"]
+    aggregate = read(FIXTURES / "profile_export_aiperf.json")
+    assert aggregate.tool == "aiperf" and aggregate.runs[0].records is None
+    assert aggregate.runs[0].reported["ttft_sent"].percentiles["p99"] == pytest.approx(
+        json.loads((FIXTURES / "profile_export_aiperf.json").read_text())["time_to_first_token"]["p99"] / 1e3
+    )
+
+
+def test_the_report_shows_an_imported_run_beside_a_batchmark_run(tmp_path: Path, capsys) -> None:
+    ours = tmp_path / "ours"
+    assert (
+        main(
+            [
+                "run",
+                "--workload",
+                "chat-small",
+                "--requests",
+                "24",
+                "--rate",
+                "8",
+                "--engine",
+                "zero",
+                "--no-report",
+                "--no-progress",
+                "--out",
+                str(ours),
+            ]
+        )
+        == 0
+    )
+    assert main(["import", str(FIXTURES / "vllm-bench-serve-detailed.json"), "--out", str(tmp_path / "vllm")]) == 0
+    assert main(["import", str(FIXTURES / "vllm-bench-serve.json"), "--out", str(tmp_path / "agg")]) == 0
+    capsys.readouterr()
+    html = tmp_path / "side.html"
+    assert main(["report", str(ours), str(tmp_path / "vllm"), str(tmp_path / "agg"), "-o", str(html)]) == 0
+    text = html.read_text()
+    for label in ("ours/zero", "vllm/vllm-bench", "agg/vllm-bench"):
+        assert label in text
+    assert "imported from vllm-bench-serve" in text
+    assert main(["compare", str(ours), str(tmp_path / "vllm")]) == 0
+    table = capsys.readouterr().out
+    head = next(line for line in table.splitlines() if line.startswith("| headline"))
+    assert "ours/zero" in head and "vllm/vllm-bench" in head
+    ttft = next(line for line in table.splitlines() if line.startswith("| TTFT p99"))
+    assert ttft.count(" ms") >= 2  # a value for both
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        (
+            "v.json",
+            {
+                "ttfts": [0.1, 0.2],
+                "itls": [[]],
+                "start_times": [1, 2],
+                "latencies": [0.2, 0.3],
+                "input_lens": [3, 4],
+                "output_lens": [1, 1],
+            },
+            "field itls: expected a list of 2 entries",
+        ),
+        (
+            "v2.json",
+            {
+                "ttfts": [0.1],
+                "itls": [[0.01, "x"]],
+                "start_times": [1],
+                "latencies": [0.2],
+                "input_lens": [3],
+                "output_lens": [3],
+            },
+            "field itls[0][1]: expected a number, got 'x'",
+        ),
+        ("g.json", {"benchmarks": []}, "field benchmarks: the report holds no benchmark"),
+        ("x.json", {"hello": 1}, "top level: not a known tool's result"),
+    ],
+)
+def test_bad_input_is_one_line_naming_file_and_field(tmp_path: Path, capsys, name, content, message) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps(content))
+    assert main(["import", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"batchmark: error: {path}: {message}"), err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_bad_aiperf_line_names_its_line(tmp_path: Path, capsys) -> None:
+    lines = (FIXTURES / "profile_export.jsonl").read_text().splitlines()
+    broken = json.loads(lines[3])
+    broken["metrics"]["time_to_first_token"]["unit"] = "fortnights"
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("\n".join([*lines[:3], json.dumps(broken), *lines[4:]]) + "\n")
+    assert main(["import", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "line 4: field metrics.time_to_first_token.unit: unknown time unit 'fortnights'" in capsys.readouterr().err
+
+
+def test_the_docs_dictionary_names_every_mapping() -> None:
+    from harness.importers import aiperf, guidellm, vllm
+
+    docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
+    section = docs[docs.index("## Results from other tools") : docs.index("## Percentiles and confidence")]
+    names = [m.theirs for tool in (vllm, guidellm, aiperf) for m in tool.DISTRIBUTIONS]
+    names += [theirs for tool in (vllm, guidellm, aiperf) for _, theirs, _, _ in tool.RATES]
+    missing = [n for n in names if f"`{n}" not in section]
+    assert not missing, f"docs/metrics.md lacks {missing}"
