@@ -23,6 +23,7 @@ import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,28 +96,88 @@ def run_pair(
     return PairResult(kind, index, seed, not verdict.passed, time.perf_counter() - started, os.getloadavg()[0], rules)
 
 
+@dataclass(frozen=True)
+class PairSource:
+    """What a pair needs to replay anywhere (picklable: on a cluster it runs on another node): the workload
+    and its overrides, the scenario, and the model in-process engines run on."""
+
+    workload: str
+    overrides: dict[str, Any]
+    scenario: Scenario
+    model_path: str | None = None
+    dtype: str = "float32"
+    threads: int | None = None
+
+
+_REPLAYS: dict[tuple[Any, ...], InProcessReplay] = {}  # one per worker process: the model loads once
+
+
+def pair_unit(
+    kind: str, index: int, plan: CalibrationPlan, specs: tuple[Any, Any], config: GateConfig, source: PairSource,
+    *, out_dir: Path,
+) -> PairResult:  # fmt: skip
+    """One calibration pair as an executor unit: both sides, every trial, interleaved ABBA on one node."""
+    from workloads import load_workload
+
+    key = (source.scenario, source.model_path, source.dtype, source.threads)
+    if key not in _REPLAYS:
+        if specs[0].in_process:  # torch's threads: what the unit asked the cluster for
+            from engines import compute_threads
+
+            compute_threads.configure(source.threads or 1)
+        _REPLAYS[key] = InProcessReplay(source.scenario, source.model_path, source.dtype)
+
+    def load(seed: int) -> Any:
+        return load_workload(source.workload, **source.overrides, seed=seed)
+
+    return run_pair(kind, index, plan, specs, config, load, _REPLAYS[key], out_dir)
+
+
 def calibrate(
     plan: CalibrationPlan,
     spec: Any,
     config: GateConfig,
     load: LoadWorkload,
-    run_one: RunOne,
+    run_one: RunOne | None,
     out: Path,
     log: Callable[[str], None] = print,
+    executor: Any = None,
+    source: PairSource | None = None,
 ) -> dict[str, Any]:
+    """Every pair, A/A and slowdown alternating. Here (`executor` None or local): one after the other with
+    `run_one`. On a cluster: each pair one unit from `source`, as many at once as the cluster has room for."""
     out.mkdir(parents=True, exist_ok=True)
     specs = pair_specs(spec, plan.slowdown)
+    order = [(kind, index) for index in range(plan.pairs) for kind in KINDS]
     results: list[PairResult] = []
-    for index in range(plan.pairs):
-        for kind in KINDS:
-            r = run_pair(kind, index, plan, specs[kind], config, load, run_one, out)
-            results.append(r)
-            shown = ", ".join(f"{x['rule']}: {_pct(x['change'])} p={_num(x['p_value'])} {x['status']}" for x in r.rules)
-            log(
-                f"  {kind:8} pair {index:2d}: {'FAIL' if r.failed else 'pass'}  {shown}  "
-                f"({r.seconds:.0f} s, load {r.load_average:.1f})"
-            )
-            _write(out, plan, config, results)
+
+    def done(r: PairResult) -> None:
+        results.append(r)
+        results.sort(key=lambda x: (x.index, KINDS.index(x.kind)))
+        shown = ", ".join(f"{x['rule']}: {_pct(x['change'])} p={_num(x['p_value'])} {x['status']}" for x in r.rules)
+        where = f", on {r.node}" if r.node else ""
+        log(
+            f"  {r.kind:8} pair {r.index:2d}: {'FAIL' if r.failed else 'pass'}  {shown}  "
+            f"({r.seconds:.0f} s, load {r.load_average:.1f}{where})"
+        )
+        _write(out, plan, config, results)
+
+    if executor is None or executor.kind == "local":
+        assert run_one is not None
+        for kind, index in order:
+            done(run_pair(kind, index, plan, specs[kind], config, load, run_one, out))
+        return _write(out, plan, config, results)
+    from harness.executor import Unit
+    from harness.executor.node import node_name
+
+    assert source is not None
+    cpus = float(source.threads or 1) if spec.in_process else 1.0
+    units = [
+        Unit(pair_unit, (kind, index, plan, specs[kind], config, source), out, cpus, None, f"{kind}-{index:02d}")
+        for kind, index in order
+    ]
+    for result in executor.map(units):
+        done(dataclasses.replace(result.value, node=node_name(result.node)))
     return _write(out, plan, config, results)
 
 
@@ -151,12 +212,21 @@ class InProcessReplay:
     short runs, so no per-run model load, manifest or metrics."""
 
     def __init__(self, scenario: Scenario, model_path: str | None = None, dtype: str = "float32") -> None:
-        from engines import compute_threads
-        from engines.model.loader import load_model
-
-        compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
         self.scenario = scenario
-        self.loaded = load_model(model_path, dtype=dtype)
+        self.model_path, self.dtype = model_path, dtype
+        self._loaded: Any = None
+
+    @property
+    def loaded(self) -> Any:
+        """The model, loaded on first use: a simulated engine needs none (and a cluster worker then never
+        imports torch)."""
+        if self._loaded is None:
+            from engines import compute_threads
+            from engines.model.loader import load_model
+
+            compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
+            self._loaded = load_model(self.model_path, dtype=self.dtype)
+        return self._loaded
 
     def __call__(self, workload: Any, specs: Sequence[Any], run_dir: Path) -> None:
         self.replay_to(workload, specs, run_dir / "records.jsonl")
@@ -164,10 +234,14 @@ class InProcessReplay:
     def replay_to(self, workload: Any, specs: Sequence[Any], records_path: Path) -> None:
         from harness.engine_specs import build_engine
         from harness.jsonl import JsonlWriter
-        from harness.loadgen import build_schedule, dispatcher_first, replay_engine
+        from harness.loadgen import DEFAULT_VOCAB_SIZE, build_schedule, dispatcher_first, replay_engine
 
-        loaded = self.loaded
-        schedule = build_schedule(workload, loaded.vocab_size, loaded.special_token_ids, 0)
+        if all(spec.simulated for spec in specs):  # no engine reads a prompt's token ids
+            loaded = None
+            schedule = build_schedule(workload, DEFAULT_VOCAB_SIZE, (), 0, lengths_only=True)
+        else:
+            loaded = self.loaded
+            schedule = build_schedule(workload, loaded.vocab_size, loaded.special_token_ids, 0)
         with dispatcher_first(), JsonlWriter(records_path) as records:
             for spec in specs:
                 sink = lambda record: records.write(record.to_json())  # noqa: E731
@@ -181,6 +255,7 @@ def _worker(conn: Any, scenario: Scenario, model_path: str | None, dtype: str, t
 
         compute_threads.configure(threads)
         replay = InProcessReplay(scenario, model_path, dtype)
+        replay.loaded  # noqa: B018 - loaded before "ready", so both sides of the first trial start together
         conn.send("ready")
         while (order := conn.recv()) is not None:
             workload, spec, path, start_at = order

@@ -57,6 +57,13 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
                 f"(limit {s['limit']}), {s['not_sent']} requests not sent"
             )
+    lines += _worker_lines(metrics["runs"])
+    nodes: dict[str, list[str]] = {}
+    for run in metrics["runs"]:
+        if run.get("node"):
+            nodes.setdefault(run["node"], []).append(f"{run['engine']} t{run['trial']}")
+    for node, ran in nodes.items():
+        lines.append(f"node {node} ran {', '.join(ran)}")
     for engine, summary in metrics["engines"].items():
         for flag in summary["validity"]["flags"]:
             lines.append(f"! {engine}: run validity: {flag['message']}")
@@ -100,6 +107,32 @@ def _prefix_cache_lines(metrics: dict[str, Any]) -> list[str]:
         if turns:
             cells = [f"{t['turn']}: {t['ttft_p50'] * 1e3:.0f} ms" for t in turns[:8] if t["ttft_p50"] is not None]
             lines.append(f"{engine}: TTFT p50 by turn  " + ", ".join(cells))
+    return lines
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _worker_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """Sharded load generation: per worker, offered vs achieved rate and schedule lag; the clock flag."""
+    lines = []
+    for run in runs:
+        sharding = run.get("sharding") or {}
+        for w in run.get("workers", []):
+            lag = "-" if w["lag_p99_ms"] is None else f"{w['lag_p99_ms']:.2f} ms"
+            lines.append(
+                f"{run['engine']} t{run['trial']} worker {w['worker']}: {w['requests']} requests, offered "
+                f"{_rate(w['offered_rps'])} req/s, achieved {_rate(w['achieved_rps'])} req/s, lag p99 {lag}"
+            )
+        if sharding:
+            worst = max((c["uncertainty_s"] for c in sharding["clock_offsets"]), default=0.0)
+            lines.append(
+                f"{run['engine']} t{run['trial']}: {sharding['workers']} workers split by {sharding['split_by']}, "
+                f"clock offsets known to {worst * 1e3:.3f} ms"
+            )
+            if sharding.get("clock_flag"):
+                lines.append(f"! {run['engine']} t{run['trial']}: {sharding['clock_flag']}")
     return lines
 
 

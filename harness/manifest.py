@@ -13,6 +13,7 @@ from typing import Any
 
 PACKAGES = (
     "batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly", "orjson",
+    "ray",
 )  # fmt: skip
 
 

@@ -13,7 +13,9 @@ to every project that has batchmark installed:
         batchmark.assert_gate(verdict)
 
 Engines are `batchmark run --engine` specs (static, continuous, zero, http:url=...). Run directories go
-under pytest's tmp_path, or under --batchmark-out DIR to keep them. Heavy imports wait until a test
+under pytest's tmp_path, or under --batchmark-out DIR to keep them. `--batchmark-executor ray` (and
+`--batchmark-ray-address`, `--batchmark-workers`: the executor option table's flags) runs the trials on a
+Ray cluster, connected once for the session. Heavy imports wait until a test
 uses the fixture, so the plugin costs nothing to suites that never do.
 """
 
@@ -41,6 +43,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="checkpoint for in-process engines (default: the embedded model)",
     )
+    from harness.executor.options import EXECUTOR_OPTIONS
+
+    for o in EXECUTOR_OPTIONS:
+        group.addoption(
+            "--batchmark-" + o.flag[2:],
+            dest=f"batchmark_{o.name}",
+            type=o.type,
+            choices=o.choices or None,
+            metavar=o.metavar,
+            default=o.default,
+            help=o.help,
+        )
+
+
+_EXECUTORS: dict[Any, Any] = {}  # one connection per session and choice; closed when pytest ends
+
+
+def _executor(choice: Any) -> Any:
+    if choice not in _EXECUTORS:
+        from harness.executor import make_executor
+
+        _EXECUTORS[choice] = make_executor(choice)
+    return _EXECUTORS[choice]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _EXECUTORS:
+        _EXECUTORS.popitem()[1].close()
 
 
 @dataclass
@@ -50,6 +80,7 @@ class Batchmark:
     out_dir: Path
     model: str | None = None
     test_id: str = "test"
+    executor: Any = None  # an ExecutorChoice (None: here, in this process)
     _count: int = field(default=0, repr=False)
 
     def run(
@@ -89,8 +120,10 @@ class Batchmark:
             slo=slo,
             model_path=self.model,
             report=False,
+            workers=self.executor.workers if self.executor is not None else 1,
         )
-        run_benchmark(loaded, specs, settings, ["pytest", self.test_id])
+        executor = _executor(self.executor) if self.executor is not None else None
+        run_benchmark(loaded, specs, settings, ["pytest", self.test_id], executor=executor)
         return out
 
     def gate(
@@ -152,9 +185,14 @@ def _labelled(spec: str, label: str) -> str:
 @pytest.fixture
 def batchmark(request: pytest.FixtureRequest, tmp_path: Path) -> Batchmark:
     """Run batchmark workloads against engines and assert gate rules (see harness.pytest_plugin)."""
+    from harness.executor.options import ExecutorChoice
+
     keep = request.config.getoption("--batchmark-out")
+    get = request.config.getoption
+    choice = ExecutorChoice(get("batchmark_executor"), get("batchmark_ray_address"), get("batchmark_workers"))
     return Batchmark(
         out_dir=Path(keep) if keep else tmp_path,
         model=request.config.getoption("--batchmark-model"),
         test_id=request.node.nodeid,
+        executor=None if choice == ExecutorChoice() else choice,
     )

@@ -53,6 +53,7 @@ class RequestRecord:
     cached_tokens: int | None = None  # prompt tokens the engine took from its prefix cache (its own count)
     session: str | None = None  # multi-turn workloads: the conversation this request is a turn of
     turn: int | None = None  # 0 for a session's first request
+    worker: int | None = None  # sharded load generation: the load-generator worker that sent it (else absent)
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

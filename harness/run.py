@@ -8,10 +8,13 @@ from a run that died half way.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import json
+import shutil
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,9 @@ from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.prefix_cache import predicted_hit_rate
 from harness.metrics.stats import DEFAULT_N_BOOT
+from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
+from harness.shards import SHARDABLE, ShardedLoad
 
 
 @dataclass
@@ -54,6 +59,8 @@ class RunSettings:
     progress: Mode | None = None  # "bar" (a terminal), "lines" (a log) or None (quiet)
     report: bool = True
     n_boot: int = DEFAULT_N_BOOT  # bootstrap resamples behind every confidence interval
+    workers: int = 1  # load-generator workers per http or zero engine run (sharded load generation)
+    threads: int | None = None  # torch threads of an in-process engine: what a trial unit asks a cluster for
 
 
 async def _one_engine_run(
@@ -112,18 +119,31 @@ def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # ->
     return load_model(settings.model_path, dtype=settings.dtype)
 
 
+_MODELS: dict[tuple[str | None, str], Any] = {}  # a Ray worker process loads each model once for all its units
+
+
+def unit_cpus(specs: list[EngineSpec], settings: RunSettings) -> float:
+    """What one trial of `specs` uses: an in-process engine its torch threads (`--threads`, default 1 on a
+    cluster), a simulated or HTTP engine one CPU."""
+    return float(settings.threads or 1) if any(spec.in_process for spec in specs) else 1.0
+
+
 def run_benchmark(
-    workload: Any, specs: list[EngineSpec], settings: RunSettings, argv: list[str], loaded: Any = None
+    workload: Any,
+    specs: list[EngineSpec],
+    settings: RunSettings,
+    argv: list[str],
+    loaded: Any = None,
+    executor: Any = None,
 ) -> dict[str, Any]:
     """Replay `workload` against every engine, `settings.repeat` times; returns metrics.json's content.
-    `loaded`: the model, when the caller already has it (a sweep loads it once for all its runs)."""
+    `loaded`: the model, when the caller already has it (a sweep loads it once for all its runs).
+    `executor`: where the trials run (`harness.executor`; None: here, one after the other)."""
     out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    if loaded is None:
+    remote = executor is not None and executor.kind != "local" and not _sharded(specs, settings)
+    if loaded is None and not remote:
         loaded = load_model_for(specs, settings)
-    vocab_size, avoid = (loaded.vocab_size, loaded.special_token_ids) if loaded else (DEFAULT_VOCAB_SIZE, ())
-    lengths_only = all(spec.simulated for spec in specs)  # no engine reads a prompt's token ids
-    schedule = build_schedule(workload, vocab_size, avoid, settings.seed, lengths_only=lengths_only)
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
             writer.write(
@@ -144,66 +164,214 @@ def run_benchmark(
         "stop_rules": settings.stop_rules.__dict__,
         "open_loop": settings.scenario.kind != "closed",
         "scenario": settings.scenario.__dict__,
+        "workers": settings.workers,
     }
     model = loaded.describe() if loaded else None
     manifest = build_manifest(
         argv=argv, workload=workload, engines=[], model=model, seed=settings.seed, settings=run_settings
     )
+    manifest["executor"] = executor.describe() if executor is not None else {"kind": "local"}
     _write_json(out / "manifest.json", manifest)
     outcomes: list[dict[str, Any]] = []
+    schedule: list[Scheduled] | None = None  # built here unless the trials ran remotely
     with dispatcher_first():
-        _replay_all(specs, loaded, schedule, settings, manifest, outcomes)
+        if remote:
+            _replay_on(executor, workload, specs, settings, manifest, outcomes)
+        else:
+            schedule = _schedule(workload, specs, loaded, settings.seed)
+            kind = executor.kind if executor is not None else "local"
+            shards = ShardedLoad(kind, settings.workers) if _sharded(specs, settings) else None
+            try:
+                with JsonlWriter(out / "records.jsonl") as records:
+                    for trial in range(settings.repeat):
+                        done = _replay_trial(specs, loaded, schedule, settings, trial, records, shards)
+                        for outcome, described in done:
+                            _note(manifest, outcomes, outcome, described, out)
+            finally:
+                if shards is not None:
+                    shards.close()
     manifest["finished_at_unix"] = time.time()
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
     metrics = compute_metrics(out, settings, outcomes)
-    metrics["prefix_cache_predicted"] = predicted_prefix_reuse(workload, schedule, specs)
+    metrics["prefix_cache_predicted"] = predicted_prefix_reuse(
+        workload, specs, lambda: schedule or _schedule(workload, specs, loaded, settings.seed)
+    )
     _write_json(out / "metrics.json", metrics)
     return metrics
 
 
-def _replay_all(
+def _sharded(specs: list[EngineSpec], settings: RunSettings) -> bool:
+    return settings.workers > 1 and any(spec.kind in SHARDABLE for spec in specs)
+
+
+def _schedule(workload: Any, specs: list[EngineSpec], loaded: Any, seed: int) -> list[Scheduled]:
+    vocab_size, avoid = (loaded.vocab_size, loaded.special_token_ids) if loaded else (DEFAULT_VOCAB_SIZE, ())
+    lengths_only = all(spec.simulated for spec in specs)  # no engine reads a prompt's token ids
+    return build_schedule(workload, vocab_size, avoid, seed, lengths_only=lengths_only)
+
+
+def _note(
+    manifest: dict[str, Any],
+    outcomes: list[dict[str, Any]],
+    outcome: dict[str, Any],
+    described: dict[str, Any],
+    out: Path,
+) -> None:
+    if outcome["trial"] == 0:
+        manifest["engines"].append(described)
+        _write_json(out / "manifest.json", manifest)
+    outcomes.append(outcome)
+
+
+def _replay_trial(
     specs: list[EngineSpec],
     loaded: Any,
     schedule: list[Scheduled],
     settings: RunSettings,
+    trial: int,
+    records: JsonlWriter,
+    shards: ShardedLoad | None = None,
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """One trial: every engine in turn on the identical schedule; (outcome, engine description) each."""
+    out = settings.out_dir
+    done = []
+    for spec in specs:
+        steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
+        sharding = None
+        with measured() as noise:  # what else the machine did meanwhile (harness.machine)
+            if shards is not None and spec.kind in SHARDABLE:
+                sharded = shards.replay(
+                    spec, schedule, settings.scenario, records.write,
+                    label=spec.label, trial=trial, stop_rules=settings.stop_rules,
+                )  # fmt: skip
+                outcome, described, sharding = sharded.outcome, build_engine(spec, None).describe(), sharded
+            else:
+                outcome, described = asyncio.run(
+                    _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
+                )
+        row: dict[str, Any] = {
+            "engine": spec.label,
+            "trial": trial,
+            "wall_time_s": outcome.wall_time_s,
+            "stopped_early": outcome.stopped_early,
+            "not_sent": outcome.not_sent,
+            "machine": noise,
+        }
+        if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
+            row["simulation_wall_s"] = outcome.simulation_wall_s
+        if sharding is not None:
+            row["sharding"] = sharding.to_json()
+        done.append((row, described))
+        gc.collect()
+    return done
+
+
+def replay_trial_unit(
+    workload: Any, specs: list[EngineSpec], settings: RunSettings, trial: int, *, out_dir: Path
+) -> dict[str, Any]:
+    """One trial as an executor unit: records.jsonl and steps/ into `out_dir` (a scratch directory on a
+    cluster node); the model is loaded once per worker process, on the threads the unit asked for.
+    Returns the (outcome, engine description) of each engine and the model's description."""
+    key = (settings.model_path, settings.dtype)
+    if key not in _MODELS and any(spec.in_process for spec in specs):
+        from engines import compute_threads
+
+        compute_threads.configure(int(unit_cpus(specs, settings)))
+        _MODELS[key] = load_model_for(specs, settings)
+    loaded = _MODELS.get(key)
+    here = dataclasses.replace(settings, out_dir=out_dir, progress=None)
+    schedule = _schedule(workload, specs, loaded, settings.seed)
+    with dispatcher_first(), JsonlWriter(out_dir / "records.jsonl") as records:
+        done = _replay_trial(specs, loaded, schedule, here, trial, records)
+    return {"runs": done, "model": loaded.describe() if loaded else None}
+
+
+def run_unit(workload: Any, specs: list[EngineSpec], settings: RunSettings, argv: list[str], *, out_dir: Path) -> None:
+    """A whole benchmark run as an executor unit (a sweep point, a study variant): its run directory is
+    written into `out_dir`; the model is loaded once per worker process."""
+    key = (settings.model_path, settings.dtype)
+    if key not in _MODELS and any(spec.in_process for spec in specs):
+        from engines import compute_threads
+
+        compute_threads.configure(int(unit_cpus(specs, settings)))
+        _MODELS[key] = load_model_for(specs, settings)
+    here = dataclasses.replace(settings, out_dir=out_dir, progress=None, report=False)
+    run_benchmark(workload, specs, here, argv, loaded=_MODELS.get(key))
+
+
+def run_units(executor: Any, jobs: list[tuple[Any, Any, Path]], settings: RunSettings, argv: list[str]) -> None:
+    """Whole runs side by side on `executor`: (workload, engine specs, run directory) each; a run's engines
+    are compared request by request, so each run is one unit (one node, its engines in turn)."""
+    from harness.executor import Unit
+
+    units = [
+        Unit(
+            run_unit,
+            (workload, list(specs), settings, argv),
+            run_dir,
+            unit_cpus(list(specs), settings),
+            None,
+            str(run_dir),
+        )
+        for workload, specs, run_dir in jobs
+    ]
+    for _ in executor.map(units):
+        pass
+
+
+def _replay_on(
+    executor: Any,
+    workload: Any,
+    specs: list[EngineSpec],
+    settings: RunSettings,
     manifest: dict[str, Any],
     outcomes: list[dict[str, Any]],
 ) -> None:
+    """Every trial a unit; all of a run's trials on one node (they are compared with each other), each trial's
+    engines in turn on it. Each trial's files are merged into the run directory as it comes back."""
+    from harness.executor import Unit
+    from harness.executor.node import node_name
+
     out = settings.out_dir
+    cpus = unit_cpus(specs, settings)
+    units = [
+        Unit(replay_trial_unit, (workload, specs, settings, t), out / f".trial-{t}", cpus, str(out), f"t{t}")
+        for t in range(settings.repeat)
+    ]
+    got: dict[int, Any] = {}
+    manifest["nodes"] = {}
     with JsonlWriter(out / "records.jsonl") as records:
-        for trial in range(settings.repeat):
-            for spec in specs:
-                steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
-                with measured() as noise:  # what else the machine did meanwhile (harness.machine)
-                    outcome, described = asyncio.run(
-                        _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
-                    )
-                if trial == 0:
-                    manifest["engines"].append(described)
-                    _write_json(out / "manifest.json", manifest)
-                outcomes.append(
-                    {
-                        "engine": spec.label,
-                        "trial": trial,
-                        "wall_time_s": outcome.wall_time_s,
-                        "stopped_early": outcome.stopped_early,
-                        "not_sent": outcome.not_sent,
-                        "machine": noise,
-                    }
-                )
-                if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
-                    outcomes[-1]["simulation_wall_s"] = outcome.simulation_wall_s
-                gc.collect()
+        for result in executor.map(units):
+            part = units[result.index].out_dir
+            assert part is not None
+            if (part / "records.jsonl").exists():
+                for line in (part / "records.jsonl").read_text(encoding="utf-8").splitlines():
+                    records.write(json.loads(line))
+            for step in sorted((part / "steps").glob("*.jsonl")) if (part / "steps").exists() else ():
+                (out / "steps").mkdir(exist_ok=True)
+                step.replace(out / "steps" / step.name)
+            shutil.rmtree(part, ignore_errors=True)
+            name = node_name(result.node)
+            manifest["nodes"][name] = result.node
+            manifest["model"] = manifest["model"] or result.value["model"]
+            got[result.index] = [
+                ({**o, "node": name, "unit_seconds": result.seconds}, d) for o, d in result.value["runs"]
+            ]
+    for trial in sorted(got):  # outcomes in trial order, whichever finished first
+        for outcome, described in got[trial]:
+            _note(manifest, outcomes, outcome, described, out)
 
 
-def predicted_prefix_reuse(workload: Any, schedule: list[Scheduled], specs: list[EngineSpec]) -> dict[str, Any] | None:
+def predicted_prefix_reuse(
+    workload: Any, specs: list[EngineSpec], schedule: Callable[[], list[Scheduled]]
+) -> dict[str, Any] | None:
     """The hit rate an unbounded prefix cache would reach on this schedule, per engine block size (16, vLLM's
     default, for targets whose block size is unknown); None for a workload whose prompts share nothing."""
     if not shares_prefixes(workload):
         return None
     sizes = sorted({int(s.options.get("block_size") or OPTIONS["block_size"].default) for s in specs} | {16})
-    prompts = [item.request.prompt_token_ids for item in schedule]
+    prompts = [item.request.prompt_token_ids for item in schedule()]
     return {str(size): predicted_hit_rate(prompts, size) for size in sizes}
 
 
@@ -233,7 +401,11 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
         # system (virtual time does not slow down on a busy machine); the manifest keeps both
         simulated = "simulation_wall_s" in outcome
         kept = {k: v for k, v in outcome.items() if not (simulated and k in ("simulation_wall_s", "machine"))}
-        runs.append({**kept, "summary": summary})
+        run = {**kept, "summary": summary}
+        workers = worker_table(subset)
+        if workers:  # sharded load generation: each worker's offered and achieved rate and schedule lag
+            run["workers"] = workers
+        runs.append(run)
     engines = {run["engine"]: run["summary"] for run in runs if run["trial"] == 0}
     return {
         "schema_version": 1,

@@ -6,6 +6,7 @@ import time
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from reports import figures_engine as fe
 from reports import figures_latency as fl
@@ -124,8 +125,22 @@ def _run_sections(runs: list[RunData]) -> list[Section]:
             wl.table(tables.kv_table(workload_stats(run)))
         summary = f"{esc(run.label)}: {esc(str(run.path))}"
         body = tables.dict_table(run.manifest) if run.manifest else "no manifest.json"
+        lineage.html(f'<p class="note">{esc(run.label)}: {esc(where_it_ran(run.manifest))}</p>')
         lineage.html(f"<details{' open' if len(runs) == 1 else ''}><summary>{summary}</summary>{body}</details>")
     return [wl, lineage]
+
+
+def where_it_ran(manifest: dict[str, Any]) -> str:
+    """Which node ran which engine run: a cluster run's outcomes name theirs (docs/cluster.md)."""
+    ran: dict[str, list[str]] = {}
+    for o in manifest.get("outcomes") or []:
+        if o.get("node"):
+            ran.setdefault(o["node"], []).append(f"{o['engine']} t{o['trial']}")
+    if ran:
+        return "; ".join(f"node {node} ran {', '.join(runs)}" for node, runs in ran.items())
+    kind = (manifest.get("executor") or {}).get("kind", "local")
+    cpu = (manifest.get("hardware") or {}).get("cpu_model", "this machine")
+    return f"every engine run on one machine ({kind} executor): {cpu}"
 
 
 def _simulation_section(runs: list[RunData]) -> Section:

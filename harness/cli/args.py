@@ -2,6 +2,8 @@
 
 - engine flags (`--max-running`, `--policy`, ...): from the engine option table, `engines/options.py`;
 - workload flags (`--rate`, `--duration`, ...): from the workload override table, `workloads/options.py`;
+- executor flags (`--executor`, `--ray-address`, `--workers`): from the executor option table,
+  `harness/executor/options.py`;
 - model, run, scenario and SLO flags: the rest of what `run`, `demo`, `sweep`, `calibrate` and `serve` take.
 
 Every flag defaults to None ("not given"): the tables hold the defaults, so a help text and the value a
@@ -11,7 +13,9 @@ run uses cannot disagree. Values are checked here, before any model loads or any
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +93,56 @@ def load_run_workload(args: argparse.Namespace, specs: list[Any], **fixed: Any) 
     from harness.engine_specs import load_for_engines
 
     return load_for_engines(args.workload, specs, args.model, **{**workload_overrides(args), **fixed})
+
+
+# -- the executor ----------------------------------------------------------------------------------
+def add_executor_flags(parser: argparse.ArgumentParser, workers: bool = True) -> None:
+    """One flag per row of the executor option table (`--workers` only where load is generated)."""
+    from harness.executor.options import EXECUTOR_OPTIONS
+
+    for o in EXECUTOR_OPTIONS:
+        if o.name == "workers" and not workers:
+            continue
+        shown = f" (default {o.default})" if o.default is not None else ""
+        parser.add_argument(
+            o.flag,
+            dest=f"executor_{o.name}",
+            type=o.type,
+            choices=o.choices or None,
+            metavar=o.metavar,
+            help=(o.help + shown).replace("%", "%%"),
+        )
+
+
+def executor_choice(args: argparse.Namespace) -> Any:  # -> ExecutorChoice
+    """The executor flags given, over the table's defaults, checked (Ray installed, its head reachable)."""
+    from harness.executor import EXECUTOR_OPTIONS, ExecutorChoice, check_choice
+
+    given = {o.name: getattr(args, f"executor_{o.name}", None) for o in EXECUTOR_OPTIONS}
+    values = {o.name: o.default if given[o.name] is None else given[o.name] for o in EXECUTOR_OPTIONS}
+    choice = ExecutorChoice(kind=values["executor"], address=values["ray_address"], workers=values["workers"])
+    check_choice(choice)
+    return choice
+
+
+@contextlib.contextmanager
+def executor_from_args(args: argparse.Namespace, specs: list[Any] | None = None) -> Iterator[Any]:
+    """The executor the flags choose, connected (a Ray cluster now, before any work starts), closed after."""
+    from harness.errors import HarnessInputError
+    from harness.executor import make_executor
+    from harness.shards import SHARDABLE
+
+    choice = executor_choice(args)
+    if choice.workers > 1 and specs is not None and not any(s.kind in SHARDABLE for s in specs):
+        raise HarnessInputError(
+            f"--workers {choice.workers}: sharded load generation drives {' and '.join(SHARDABLE)} engines; "
+            f"{', '.join(s.label for s in specs)} run inside their load generator"
+        )
+    executor = make_executor(choice)
+    try:
+        yield executor
+    finally:
+        executor.close()
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -184,6 +238,7 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_workload_flags(parser)
     add_engine_flags(parser)
     add_model_flags(parser)
+    add_executor_flags(parser)
     parser.add_argument("--repeat", type=int, default=1, help="trials per engine; metrics get CIs across trials")
     parser.add_argument("--out", type=Path, help="run directory (default runs/<time>-<workload>)")
     add_slo_flags(parser)
@@ -252,6 +307,8 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         dtype=args.dtype,
         progress=default_mode() if args.progress is not False else None,
         report=not args.no_report,
+        workers=getattr(args, "executor_workers", None) or 1,
+        threads=args.threads,
     )
 
 

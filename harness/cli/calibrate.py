@@ -47,10 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
-    from harness.calibrate import ConcurrentReplay, InProcessReplay, calibrate
+    from harness.calibrate import ConcurrentReplay, InProcessReplay, PairSource, calibrate
     from harness.errors import HarnessInputError
     from harness.gate.calibration import CalibrationPlan
-    from harness.gate.trials import use_trials
     from workloads import load_workload
 
     if args.pairs < 1 or args.trials < 1 or args.slowdown <= 0:
@@ -64,6 +63,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
         raise HarnessInputError(
             f"calibrate: --engine {specs[0].kind}: slowdown needs an in-process or simulated engine"
         )
+    choice = shared.executor_choice(args)  # Ray missing or its head unreachable: one line, before any work
+    if choice.kind != "local" and args.concurrent:
+        raise HarnessInputError("calibrate: --concurrent runs both sides here; with --executor ray each pair is a unit")
     base_seed = args.seed or 0
     workload, overrides = shared.load_run_workload(args, specs, seed=base_seed)
     overrides.pop("seed")
@@ -81,8 +83,26 @@ def calibrate_command(args: argparse.Namespace) -> int:
     def load(seed: int) -> Any:
         return load_workload(args.workload, **overrides, seed=seed)
 
-    run_one = ConcurrentReplay(scenario, args.model, args.dtype, args.threads or 1) if args.concurrent else None
-    run_one = run_one or InProcessReplay(scenario, args.model, args.dtype)
+    source = PairSource(args.workload, overrides, scenario, args.model, args.dtype, args.threads)
+    with shared.executor_from_args(args) as executor:
+        here = executor.kind == "local"
+        run_one: Any = None
+        if here:
+            run_one = ConcurrentReplay(scenario, args.model, args.dtype, args.threads or 1) if args.concurrent else None
+            run_one = run_one or InProcessReplay(scenario, args.model, args.dtype)
+        _header(args, config, workload, plan, executor)
+        try:
+            data = calibrate(plan, specs[0], config, load, run_one, out, executor=executor, source=source)
+        finally:
+            if isinstance(run_one, ConcurrentReplay):
+                run_one.close()
+    _report(data, plan, config, out)
+    return 0 if data["summary"]["met"] else 1
+
+
+def _header(args: argparse.Namespace, config: Any, workload: Any, plan: Any, executor: Any) -> None:
+    from harness.gate.trials import use_trials
+
     print(
         f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "
         f"{len(workload.requests)} requests per run, {plan.pairs} pairs of each kind, {plan.trials} trial(s) each, "
@@ -92,11 +112,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
     print(f"the gate judges {'trials' if use_trials(config.unit, trials, trials, config.min_trials) else 'requests'}")
     mode = "concurrently, one worker process per side" if args.concurrent else "one after the other"
     print(f"the two sides of each pair run {mode}")
-    try:
-        data = calibrate(plan, specs[0], config, load, run_one, out)
-    finally:
-        if isinstance(run_one, ConcurrentReplay):
-            run_one.close()
+    if executor.kind != "local":
+        print(f"pairs run as units on Ray ({executor.slots} CPUs), each pair's trials on one node")
+
+
+def _report(data: dict[str, Any], plan: Any, config: Any, out: Path) -> None:
     s = data["summary"]
     labels = {"false_alarm": "A/A false-alarm rate", "detection": f"{plan.slowdown:.0%} slowdown detected"}
     for name, label in labels.items():
@@ -120,7 +140,6 @@ def calibrate_command(args: argparse.Namespace) -> int:
         f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
         f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}"
     )
-    return 0 if s["met"] else 1
 
 
 def _signed(value: float | None) -> str:

@@ -31,12 +31,14 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
+    shared.executor_choice(args)  # Ray missing or its head unreachable: one line before the workload loads
     workload, _ = shared.load_run_workload(args, specs)
     settings = shared.run_settings(args, workload)
-    print(f"workload {workload.name}: {len(workload.requests)} requests, fingerprint {workload.fingerprint()[:16]}")
-    for note in workload.notes:
-        print(f"  note: {note}")
-    metrics = run_benchmark(workload, specs, settings, sys.argv)
+    with shared.executor_from_args(args, specs) as executor:
+        print(f"workload {workload.name}: {len(workload.requests)} requests, fingerprint {workload.fingerprint()[:16]}")
+        for note in workload.notes:
+            print(f"  note: {note}")
+        metrics = run_benchmark(workload, specs, settings, sys.argv, executor=executor)
     print_summary(metrics)
     if any(spec.simulated for spec in specs):
         from harness.metrics.simulation import manifest_notices

@@ -99,13 +99,14 @@ def _plan(args: argparse.Namespace) -> Any:
 def sweep_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.errors import HarnessInputError
-    from harness.run import load_model_for, run_benchmark
+    from harness.run import load_model_for, run_benchmark, run_units, unit_cpus
     from harness.sweep import capacity_lines, format_table, run_sweep
     from workloads import load_workload
 
     plan = _plan(args)
     compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
+    shared.executor_choice(args)  # Ray missing or its head unreachable: one line before the workload loads
     base, overrides = shared.load_run_workload(args, specs)
     settings = shared.run_settings(args, base)
     if settings.scenario.kind != "open":
@@ -115,14 +116,24 @@ def sweep_command(args: argparse.Namespace) -> int:
     def load(rate: float | None) -> Any:
         return base if rate is None else load_workload(args.workload, **{**overrides, "rate": rate})
 
-    loaded = load_model_for(specs, settings)  # once, not once per rate
+    with shared.executor_from_args(args, specs) as executor:
+        here = executor.kind == "local"
+        loaded = load_model_for(specs, settings) if here else None  # once, not once per rate
 
-    def run_one(workload: Any, engine_specs: Any, run_dir: Path) -> None:
-        one = dataclasses.replace(settings, out_dir=run_dir, report=False)
-        run_benchmark(workload, list(engine_specs), one, sys.argv, loaded=loaded)
+        def run_one(workload: Any, engine_specs: Any, run_dir: Path) -> None:
+            if not here:
+                return run_units(executor, [(workload, engine_specs, run_dir)], settings, sys.argv)
+            one = dataclasses.replace(settings, out_dir=run_dir, report=False)
+            run_benchmark(workload, list(engine_specs), one, sys.argv, loaded=loaded, executor=executor)
 
-    print(f"sweep of {base.name} ({len(base.requests)} requests per rate): {', '.join(s.label for s in specs)}")
-    data = run_sweep(plan, specs, load, run_one, out, settings.slo, sys.argv)
+        def run_many(jobs: list[tuple[Any, Any, Path]]) -> None:
+            run_units(executor, jobs, settings, sys.argv)
+
+        batch = 1 if here else max(1, int(executor.slots // unit_cpus(specs, settings)))
+        where = "here" if here else f"on Ray, up to {batch} rates at once"
+        labels = ", ".join(s.label for s in specs)
+        print(f"sweep of {base.name} ({len(base.requests)} requests per rate, {where}): {labels}")
+        data = run_sweep(plan, specs, load, run_one, out, settings.slo, sys.argv, run_many=run_many, batch=batch)
     print(format_table(data))
     for line in capacity_lines(data):
         print(line)

@@ -39,6 +39,7 @@ class PairResult:
     seconds: float
     load_average: float  # the machine's 1-minute load when the pair ended: context for a noisy result
     rules: list[dict[str, Any]]
+    node: str | None = None  # the cluster node that ran the pair (--executor ray); None: this machine
 
 
 def trials_needed(

@@ -94,11 +94,13 @@ async def replay_engine(
     steps: Callable[[StepRecord], None] | None = None,
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
-    """Start `engine`, offer it `schedule`, stop it. Step records reach `steps` with times on the records'
-    clock (seconds from the loop's t0). A virtual-time engine (the simulator) is offered it in virtual
-    time (`virtual.py`): its clock starts at t0 = 0, so its step records need no shift. Records of
-    session turns carry their session and turn, whatever the scenario."""
+    """Start `engine`, offer it `schedule`, stop it. `t0`: the perf_counter() instant a real-time schedule
+    starts at (sharded load generation: every worker's shard starts at one agreed instant). Step records
+    reach `steps` with times on the records' clock (seconds from the loop's t0). A virtual-time engine (the
+    simulator) is offered it in virtual time (`virtual.py`): its clock starts at t0 = 0, so its step records
+    need no shift. Records of session turns carry their session and turn, whatever the scenario."""
     from harness.loadgen.sessions import tag_sessions
 
     sink = tag_sessions(sink, schedule)
@@ -131,7 +133,8 @@ async def replay_engine(
             trial=trial,
             stop_rules=stop_rules,
             progress=progress,
-            on_start=lambda t0: origin.__setitem__(0, t0),
+            on_start=lambda start: origin.__setitem__(0, start),
+            t0=t0,
         )
     finally:
         await engine.stop()

@@ -85,6 +85,7 @@ class LoopOutcome:
 RecordSink = Callable[[RequestRecord], None]
 Progress = Callable[[int, int, int, int], None]  # sent, done, errors, total
 OnStart = Callable[[float], None]  # told t0 before the first request goes out
+# t0 given by the caller (a perf_counter() instant): shards of one schedule on several workers start together
 
 
 @dataclass
@@ -169,11 +170,13 @@ async def run_open_loop(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     on_start: OnStart | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
-    """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish."""
+    """Send each request at its scheduled time; wait for all of them (or a stop rule) to finish. `t0`: the
+    perf_counter() instant the schedule starts at (default: just after the garbage is collected)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     with collector_paused(collect_first=True):  # before t0 is fixed: that full collection can take 100+ ms
-        run.t0 = time.perf_counter() + LEAD_IN_S
+        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
         run.stop.start(run.t0)
         if on_start is not None:
             on_start(run.t0)
@@ -207,11 +210,15 @@ async def run_closed_loop(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     on_start: OnStart | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
-    """`users` concurrent users, each sending the next request once its previous one is done."""
+    """`users` concurrent users, each sending the next request once its previous one is done (from `t0`,
+    a perf_counter() instant, when given)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     gc.collect()
-    run.t0 = time.perf_counter()
+    if t0 is not None:
+        await _sleep_until(t0)
+    run.t0 = time.perf_counter() if t0 is None else t0
     run.stop.start(run.t0)
     if on_start is not None:
         on_start(run.t0)
@@ -249,6 +256,7 @@ async def run_scenario(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     on_start: OnStart | None = None,
+    t0: float | None = None,
 ) -> LoopOutcome:
     """Offer `schedule` to `engine` as `scenario` says (offline: an open loop with every request due at t0)."""
     common: dict[str, Any] = {
@@ -257,6 +265,7 @@ async def run_scenario(
         "stop_rules": stop_rules,
         "progress": progress,
         "on_start": on_start,
+        "t0": t0,
     }
     if scenario.kind == "sessions":
         from harness.loadgen.sessions import run_session_loop

@@ -37,6 +37,7 @@ class SweepPlan:
 
 LoadWorkload = Callable[[float | None], Any]  # offered rate (None: the workload as it is) -> Workload
 RunOne = Callable[[Any, Sequence[Any], Path], None]  # workload, engine specs, run directory
+RunMany = Callable[[list[tuple[Any, Sequence[Any], Path]]], None]  # several such runs, side by side
 
 
 def run_sweep(
@@ -48,8 +49,11 @@ def run_sweep(
     slo: Any,
     argv: list[str],
     log: Callable[[str], None] = print,
+    run_many: RunMany | None = None,
+    batch: int = 1,
 ) -> dict[str, Any]:
-    """Measure, decide, write sweep.json; returns its content."""
+    """Measure, decide, write sweep.json; returns its content. `run_many` and `batch`: the climb measures
+    `batch` rates at once through `run_many` (an executor with that many free slots)."""
     by_label = {s.label: s for s in specs}
     points: list[Point] = []
     state: dict[str, Any] = {"saturation": None, "rates": list(plan.rates)}
@@ -61,19 +65,39 @@ def run_sweep(
         tmp.replace(out / "sweep.json")
         return data
 
-    def measure(rate: float, engines: Sequence[str], phase: str) -> dict[str, Point]:
-        run_dir = _fresh(out / _dir_name(rate, engines, phase))
+    def measure_many(rates: Sequence[float], engines: Sequence[str], phase: str) -> list[dict[str, Point]]:
+        dirs = [_fresh(out / _dir_name(rate, engines, phase)) for rate in rates]
+        for run_dir in dirs:
+            run_dir.mkdir(parents=True)  # claimed now: two rates measured at once never share a directory
         started = time.perf_counter()
-        run_one(load(rate), [by_label[e] for e in engines], run_dir)
-        got = {e: measure_point(run_dir, e, rate, phase, plan.percentile, slo, plan.percentile / 100) for e in engines}
-        points.extend(got.values())
+        jobs = [
+            (load(rate), [by_label[e] for e in engines], run_dir) for rate, run_dir in zip(rates, dirs, strict=True)
+        ]
+        if run_many is not None and len(jobs) > 1:
+            run_many(jobs)
+        else:
+            for job in jobs:
+                run_one(*job)
+        measured = []
+        kept = list(engines)
+        for rate, run_dir in zip(rates, dirs, strict=True):
+            got = {
+                e: measure_point(run_dir, e, rate, phase, plan.percentile, slo, plan.percentile / 100) for e in engines
+            }
+            points.extend(got[e] for e in kept)  # a rate above an engine's break, measured ahead: not counted
+            for e in kept:
+                p = got[e]
+                log(
+                    f"  {phase:6} {rate:>8g} req/s  {p.engine:<14} {'meets' if p.meets else 'breaks'}: {p.why} "
+                    f"({time.perf_counter() - started:.0f} s)"
+                )
+            kept = [e for e in kept if got[e].meets] if phase == "climb" else kept
+            measured.append(got)
         save()
-        for p in got.values():
-            log(
-                f"  {phase:6} {rate:>8g} req/s  {p.engine:<14} {'meets' if p.meets else 'breaks'}: {p.why} "
-                f"({time.perf_counter() - started:.0f} s)"
-            )
-        return got
+        return measured
+
+    def measure(rate: float, engines: Sequence[str], phase: str) -> dict[str, Point]:
+        return measure_many([rate], engines, phase)[0]
 
     out.mkdir(parents=True, exist_ok=True)
     rates = list(plan.rates)
@@ -90,7 +114,9 @@ def run_sweep(
             f"saturation: {', '.join(f'{e} {v:.3g} req/s' for e, v in saturation.items() if v)}; "
             f"rates {', '.join(f'{r:g}' for r in rates)}"
         )
-    climbed = climb(rates, list(by_label), measure, extend=0 if plan.rates else plan.extend)
+    climbed = climb(
+        rates, list(by_label), measure, extend=0 if plan.rates else plan.extend, measure_many=measure_many, batch=batch
+    )
     if plan.search == "binary":
         for engine in by_label:
             bisect(engine, climbed, measure, plan.search_steps, plan.tolerance)

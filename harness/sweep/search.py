@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from harness.sweep.point import Point
 
 Measure = Callable[[float, Sequence[str], str], dict[str, Point]]
+# several rates at once (an executor with free slots runs them side by side): one dict per rate, in order
+MeasureMany = Callable[[Sequence[float], Sequence[str], str], list[dict[str, Point]]]
 
 
 @dataclass(frozen=True)
@@ -48,21 +50,34 @@ def _round(rate: float) -> float:
     return round(rate, max(digits, 0))
 
 
-def climb(rates: Sequence[float], engines: Sequence[str], measure: Measure, *, extend: int = 0) -> list[Point]:
+def climb(
+    rates: Sequence[float],
+    engines: Sequence[str],
+    measure: Measure,
+    *,
+    extend: int = 0,
+    measure_many: MeasureMany | None = None,
+    batch: int = 1,
+) -> list[Point]:
     """Ascend through `rates`; with `extend`, keep climbing past the last rate by the same step (at most
-    `extend` more rates) while an engine still meets the SLO, so its capacity gets an upper bracket."""
+    `extend` more rates) while an engine still meets the SLO, so its capacity gets an upper bracket.
+    `batch` > 1 (with `measure_many`): that many rates are measured at once; a point above an engine's
+    first broken rate is then dropped, so the points are those a one-at-a-time climb would keep."""
     ladder = sorted(rates)
     factor = ladder[-1] / ladder[-2] if len(ladder) > 1 and ladder[-2] > 0 else 2.0
     for _ in range(extend):
         ladder.append(_round(ladder[-1] * factor))
     active = list(engines)
     points: list[Point] = []
-    for rate in ladder:
+    step = max(1, batch) if measure_many is not None else 1
+    for i in range(0, len(ladder), step):
         if not active:
             break
-        got = measure(rate, active, "climb")
-        points += [got[e] for e in active]
-        active = [e for e in active if got[e].meets]
+        chunk = ladder[i : i + step]
+        measured = measure_many(chunk, active, "climb") if step > 1 else [measure(chunk[0], active, "climb")]
+        for got in measured:
+            points += [got[e] for e in active]
+            active = [e for e in active if got[e].meets]
     return points
 
 
