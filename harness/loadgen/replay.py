@@ -16,6 +16,7 @@ from typing import Any
 from engines.api import Engine, Request
 from engines.step_record import StepRecord
 from harness.loadgen.scenarios import LoopOutcome, Progress, RecordSink, Scenario, Scheduled, run_scenario
+from harness.loadgen.sessions import run_session_loop, run_virtual_session_loop, tag_sessions
 from harness.loadgen.stop_rules import StopRules
 from harness.loadgen.virtual import is_virtual, run_virtual_scenario
 
@@ -101,13 +102,14 @@ async def replay_engine(
     reach `steps` with times on the records' clock (seconds from the loop's t0). A virtual-time engine (the
     simulator) is offered it in virtual time (`virtual.py`): its clock starts at t0 = 0, so its step records
     need no shift. Records of session turns carry their session and turn, whatever the scenario."""
-    from harness.loadgen.sessions import tag_sessions
-
     sink = tag_sessions(sink, schedule)
     if is_virtual(engine):
         engine.set_step_sink(steps)
         await engine.start()
         try:
+            if scenario.kind == "sessions":
+                return run_virtual_session_loop(engine, schedule, sink, label=label, trial=trial,  # type: ignore[arg-type]
+                                                stop_rules=stop_rules, progress=progress)  # fmt: skip
             return run_virtual_scenario(engine, schedule, sink, scenario, label=label, trial=trial,  # type: ignore[arg-type]
                                         stop_rules=stop_rules, progress=progress)  # fmt: skip
         finally:
@@ -124,6 +126,10 @@ async def replay_engine(
         engine.set_step_sink(shifted)
     await engine.start()
     try:
+        if scenario.kind == "sessions":
+            return await run_session_loop(engine, schedule, sink, label=label, trial=trial, stop_rules=stop_rules,
+                                          progress=progress, on_start=lambda start: origin.__setitem__(0, start),
+                                          t0=t0)  # fmt: skip
         return await run_scenario(
             engine,
             schedule,

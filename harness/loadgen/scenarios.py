@@ -268,9 +268,7 @@ async def run_scenario(
         "t0": t0,
     }
     if scenario.kind == "sessions":
-        from harness.loadgen.sessions import run_session_loop
-
-        return await run_session_loop(engine, schedule, sink, **common)
+        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
     if scenario.kind == "closed":
         return await run_closed_loop(
             engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common

@@ -57,8 +57,9 @@ def tag_sessions(sink: RecordSink, schedule: list[Scheduled]) -> RecordSink:
 
 async def run_session_loop(engine, schedule: list[Scheduled], sink: RecordSink, *, label: str, trial: int = 0,
                            stop_rules: StopRules | None = None, progress: Progress | None = None,
-                           on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
-    """Every session as its own task: turn 0 on schedule, each later turn its think time after the last answer."""
+                           on_start: OnStart | None = None, t0: float | None = None) -> LoopOutcome:  # fmt: skip
+    """Every session as its own task: turn 0 on schedule, each later turn its think time after the last
+    answer. `t0`: the perf_counter() instant to start at (shards of one schedule start together)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     sessions = by_session(schedule)
 
@@ -78,7 +79,8 @@ async def run_session_loop(engine, schedule: list[Scheduled], sink: RecordSink, 
             run.in_flight.pop(item.request.request_id, None)
 
     with collector_paused(collect_first=True):
-        run.t0 = time.perf_counter() + LEAD_IN_S
+        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
+        run.stop.start(run.t0)
         if on_start is not None:
             on_start(run.t0)
         ticker = _ticker(run, len(schedule), progress)

@@ -192,9 +192,7 @@ def run_virtual_scenario(engine: VirtualTimeEngine, schedule: list[Scheduled], s
     common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress,
                               "on_start": on_start}  # fmt: skip
     if scenario.kind == "sessions":
-        from harness.loadgen.sessions import run_virtual_session_loop
-
-        return run_virtual_session_loop(engine, schedule, sink, **common)
+        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
     if scenario.kind == "closed":
         return run_virtual_closed_loop(engine, schedule, sink, users=scenario.users,
                                        think_time_s=scenario.think_time_s, **common)  # fmt: skip
