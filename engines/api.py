@@ -64,6 +64,7 @@ class FinishEvent:
     error_type: str | None = None
     error_message: str | None = None
     retry_after_s: float | None = None  # shed by admission control: when the queue is predicted to have room
+    cached_tokens: int | None = None  # prompt tokens served from the prefix cache; None: not known
 
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent

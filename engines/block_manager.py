@@ -1,13 +1,25 @@
-"""KV-cache block manager: a fixed pool of fixed-size blocks, handed to sequences as they grow.
+"""KV-cache block manager: a fixed pool of fixed-size blocks, handed to sequences as they grow, and
+(with prefix caching) kept after use so a later sequence with the same leading tokens reuses them.
 
 The pool's size comes from a memory budget, so admission is governed by real capacity: a sequence is
 admitted only when blocks for its next chunk exist, and a running sequence that needs a block when
 none is free forces a preemption. Free blocks are a stack: the block freed last is handed out first,
 so the blocks in use stay few and close together (still in cache, on pages the TLB knows) instead of
 cycling through the whole pool as a FIFO would.
+
+Prefix caching (vLLM's automatic prefix caching, block by block): a FULL block of computed tokens is
+named by a hash chained through its predecessors (`block_hash(parent, tokens)`), so one hash stands for
+the whole prefix up to and including that block. Blocks are reference-counted; a block whose count
+falls to 0 keeps its keys and values and its hash, and waits in LRU order. A new sequence takes the
+longest run of its leading blocks found by hash (`match_prefix`) and computes only the rest. When no
+never-cached block is left, the least recently used unreferenced cached block is evicted (its hash
+forgotten) and handed out. A block is never handed out while a sequence references it.
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence as Tokens
 
 from engines.sequence import Sequence
 
@@ -16,24 +28,42 @@ def blocks_for_budget(budget_bytes: int, bytes_per_token: int, block_size: int) 
     return max(0, budget_bytes // (bytes_per_token * block_size))
 
 
-class BlockManager:
-    """A fixed pool of `num_blocks` KV blocks of `block_size` tokens; each block has one owning sequence."""
+def block_hash(parent: int | None, tokens: Tokens[int]) -> int:
+    """The name of a full block: its tokens and, through `parent`, every token before them."""
+    return hash((parent, tuple(tokens)))
 
-    def __init__(self, num_blocks: int, block_size: int) -> None:
+
+class BlockManager:
+    """A fixed pool of `num_blocks` KV blocks of `block_size` tokens, reference-counted; with
+    `prefix_caching`, full blocks stay findable by their chained hash until evicted (LRU)."""
+
+    def __init__(self, num_blocks: int, block_size: int, prefix_caching: bool = False) -> None:
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError(f"need positive num_blocks and block_size, got {num_blocks}, {block_size}")
         self.num_blocks = num_blocks
         self.block_size = block_size
-        self._free: list[int] = list(range(num_blocks - 1, -1, -1))  # pop() gives block 0 first
-        self._owner: dict[int, str] = {}
+        self.prefix_caching = prefix_caching
+        self._free: list[int] = list(range(num_blocks - 1, -1, -1))  # never cached (or reset): pop() gives 0 first
+        self._refs: dict[int, int] = {}  # block -> sequences referencing it (absent: 0)
+        self._cached: dict[int, int] = {}  # hash -> block holding that prefix block
+        self._hash_of: dict[int, int] = {}  # block -> its hash, for cached blocks
+        self._evictable: OrderedDict[int, None] = OrderedDict()  # cached, unreferenced; least recent first
+        self.evictions = 0
 
     @property
     def num_free(self) -> int:
-        return len(self._free)
+        """Blocks that can be handed out now: never-cached ones and unreferenced cached ones."""
+        return len(self._free) + len(self._evictable)
 
     @property
     def num_used(self) -> int:
-        return self.num_blocks - len(self._free)
+        """Blocks some sequence references."""
+        return self.num_blocks - self.num_free
+
+    @property
+    def num_cached(self) -> int:
+        """Blocks findable by hash (referenced or not)."""
+        return len(self._cached)
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
@@ -44,28 +74,110 @@ class BlockManager:
         return extra if extra > 0 else 0
 
     def can_allocate(self, num_blocks: int) -> bool:
-        """Whether `num_blocks` are free now."""
-        return num_blocks <= len(self._free)
+        """Whether `num_blocks` can be handed out now."""
+        return num_blocks <= len(self._free) + len(self._evictable)
 
     def allocate(self, seq: Sequence, num_blocks: int) -> None:
-        """Append `num_blocks` free blocks to `seq`'s block table."""
+        """Append `num_blocks` blocks to `seq`'s block table, evicting cached ones when none is free."""
         if not num_blocks:  # most calls: a decode step that stays inside its last block
             return
         free = self._free
-        if num_blocks > len(free):
-            raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {len(free)} free")
-        blocks = [free.pop() for _ in range(num_blocks)]  # a stack: the blocks in use stay few and cache-warm
-        self._owner.update(dict.fromkeys(blocks, seq.request_id))
-        seq.block_table.extend(blocks)
+        if num_blocks > len(free) + len(self._evictable):
+            raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {self.num_free} free")
+        refs = self._refs
+        for _ in range(num_blocks):
+            block = free.pop() if free else self._evict()  # a stack: blocks in use stay few and cache-warm
+            refs[block] = 1
+            seq.block_table.append(block)
+
+    def _evict(self) -> int:
+        block, _ = self._evictable.popitem(last=False)
+        del self._cached[self._hash_of.pop(block)]
+        self.evictions += 1
+        return block
 
     def free(self, seq: Sequence) -> None:
-        """Return every block `seq` holds to the pool."""
-        owner, rid = self._owner, seq.request_id
+        """Release every block `seq` holds: back to the pool, or (cached) to the LRU list."""
+        refs, rid = self._refs, seq.request_id
         for block in seq.block_table:
-            if owner.pop(block, None) != rid:
-                raise RuntimeError(f"{rid}: block {block} freed by a sequence that does not own it")
-        self._free.extend(reversed(seq.block_table))  # the next allocation gets them back in table order
+            if refs.get(block, 0) <= 0:
+                raise RuntimeError(f"{rid}: block {block} freed by a sequence that does not hold it")
+        # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
+        for block in reversed(seq.block_table):
+            count = refs[block] - 1
+            if count:
+                refs[block] = count
+                continue
+            del refs[block]
+            if block in self._hash_of:
+                self._evictable[block] = None
+            else:
+                self._free.append(block)
         seq.block_table.clear()
+        seq.num_committed_blocks = 0
 
-    def owners(self) -> dict[int, str]:
-        return dict(self._owner)
+    # -- prefix caching ------------------------------------------------------------------------
+    def hashes(self, seq: Sequence, num_blocks: int) -> list[int]:
+        """The chained hashes of `seq`'s first `num_blocks` full blocks of tokens (kept on the sequence)."""
+        known, bs, tokens = seq.block_hashes, self.block_size, seq.token_ids
+        while len(known) < num_blocks:
+            i = len(known)
+            known.append(block_hash(known[-1] if known else None, tokens[i * bs : (i + 1) * bs]))
+        return known
+
+    def match_prefix(self, seq: Sequence) -> list[int]:
+        """Cached blocks holding `seq`'s leading tokens, longest run first-to-last. The last token is always
+        left to compute (its logits give the next token), so a prompt never matches whole."""
+        if not self.prefix_caching or seq.block_table:
+            return []
+        limit = (seq.num_tokens - 1) // self.block_size
+        found: list[int] = []
+        cached = self._cached
+        for h in self.hashes(seq, limit):
+            block = cached.get(h)
+            if block is None:
+                break
+            found.append(block)
+        return found
+
+    def reactivated(self, blocks: list[int]) -> int:
+        """How many of `blocks` no sequence references now: taking them uses up free capacity."""
+        return sum(1 for b in blocks if b in self._evictable)
+
+    def take_prefix(self, seq: Sequence, blocks: list[int]) -> None:
+        """Give `seq` the matched `blocks` as its first blocks: their tokens count as computed."""
+        refs = self._refs
+        for block in blocks:
+            if block in self._evictable:
+                del self._evictable[block]
+            refs[block] = refs.get(block, 0) + 1
+        seq.block_table.extend(blocks)
+        seq.num_committed_blocks = len(blocks)
+        seq.num_computed_tokens = len(blocks) * self.block_size
+
+    def commit(self, seq: Sequence) -> None:
+        """Make `seq`'s newly completed full blocks findable by hash (after the step that computed them).
+        A block whose prefix is already cached elsewhere (two sequences computed it at once) stays private."""
+        done = seq.num_computed_tokens // self.block_size
+        first = seq.num_committed_blocks
+        if done <= first or not self.prefix_caching:
+            return
+        hashes, table, cached, hash_of = self.hashes(seq, done), seq.block_table, self._cached, self._hash_of
+        for i in range(first, done):
+            h, block = hashes[i], table[i]
+            if h not in cached and block not in hash_of:
+                cached[h] = block
+                hash_of[block] = h
+        seq.num_committed_blocks = done
+
+    def reset(self) -> None:
+        """Forget every cached prefix (vLLM's reset_prefix_cache): unreferenced cached blocks become free;
+        blocks in use keep their contents but will not be found again."""
+        self._free.extend(reversed(self._evictable))
+        self._evictable.clear()
+        self._cached.clear()
+        self._hash_of.clear()
+
+    def refcounts(self) -> dict[int, int]:
+        """block -> how many sequences reference it, for blocks in use."""
+        return dict(self._refs)

@@ -29,6 +29,7 @@ class Scheduler(Protocol):
     kind: str  # "continuous" or "static": written to every step record
     waiting: SchedulingPolicy  # the queue of WAITING (and PREEMPTED) sequences, in the policy's order
     running: list[Sequence]  # sequences holding a slot
+    blocks: BlockManager  # the KV pool (and its prefix cache)
 
     @property
     def max_slots(self) -> int:

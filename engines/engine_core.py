@@ -68,6 +68,12 @@ class EngineCore:
             self._inbox.append(("abort", request_id))
             self._wake.notify()
 
+    def reset_prefix_cache(self, done: Callable[[], None]) -> None:
+        """Forget every cached prefix, on the engine thread before its next step; then call `done`."""
+        with self._wake:
+            self._inbox.append(("reset", done))
+            self._wake.notify()
+
     def start(self) -> None:
         self._stop = False  # an engine stopped after one run can serve the next
         self._thread = threading.Thread(target=self._run, name="batchmark-engine", daemon=True)
@@ -115,6 +121,9 @@ class EngineCore:
                 self.scheduler.enqueue(seq)
                 if seq.status is SequenceStatus.FINISHED:  # shed by admission control
                     events.append(self._finish_event(seq, now))
+            elif kind == "reset":
+                self.scheduler.blocks.reset()
+                item()
             else:
                 seq = self.scheduler.abort(item)
                 if seq is not None:
@@ -170,6 +179,7 @@ class EngineCore:
             error_type=seq.error_type,
             error_message=seq.error_message,
             retry_after_s=seq.retry_after_s,
+            cached_tokens=seq.num_cached_tokens,
         )
 
     def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float,
@@ -212,4 +222,6 @@ def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[
         attended_context=features.attended_context,
         kv_read_tokens=features.kv_read_tokens,
         sampled_rows=features.sampled_rows,
+        prefix_cached_tokens=plan.cached_tokens,
+        prefix_cached_blocks=scheduler.blocks.num_cached,
     )

@@ -31,6 +31,7 @@ class KVConfig:
     block_size: int = 16
     memory_mb: float = 256.0  # the KV pool's budget; sets how many blocks exist
     blocks: int | None = None  # an exact pool size, overriding memory_mb (tests, tiny pools)
+    prefix_caching: bool = True  # full blocks of shared prefixes are kept and reused (engines/block_manager.py)
 
     def num_blocks(self, bytes_per_token: int) -> int:
         if self.blocks is not None:
@@ -72,7 +73,7 @@ class InProcessEngine(Engine):
                 f"--kv-memory-mb {options.kv.memory_mb}: holds no block of {options.kv.block_size} tokens "
                 f"at {bytes_per_token} bytes per token"
             )
-        self.blocks = BlockManager(num_blocks, options.kv.block_size)
+        self.blocks = BlockManager(num_blocks, options.kv.block_size, options.kv.prefix_caching)
         pad = loaded.tokenizer.pad_token_id
         self.runner = ModelRunner(loaded.model, num_blocks, options.kv.block_size, pad if pad is not None else 0)
         policy = aged(make_policy(options.policy), options.aging_s)
@@ -100,6 +101,7 @@ class InProcessEngine(Engine):
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
+        self.blocks.reset()  # every run starts with an empty prefix cache: no trial warms the next
         self.core.event_sink = self._from_engine_thread
         self.core.start()
         self._started = True
@@ -111,6 +113,16 @@ class InProcessEngine(Engine):
 
     def set_step_sink(self, sink: StepSink | None) -> None:
         self.core.step_sink = sink
+
+    async def reset_prefix_cache(self) -> None:
+        """Forget every cached prefix (`POST /reset_prefix_cache`); blocks in use stay with their sequences."""
+        if not self._started:
+            self.blocks.reset()
+            return
+        assert self._loop is not None
+        done = self._loop.create_future()
+        self.core.reset_prefix_cache(lambda: self._loop.call_soon_threadsafe(done.set_result, None))  # type: ignore[union-attr]
+        await done
 
     # -- requests -------------------------------------------------------------------------
     def validate(self, request: Request) -> None:

@@ -97,9 +97,9 @@ class Option:
             return None, None
         if self.type is bool:
             if isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    return None, "is not true/false"
-                return value.lower() in ("true", "1", "yes"), None
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                    return None, "is not true/false (on/off)"
+                return value.lower() in ("true", "1", "yes", "on"), None
             return bool(value), None
         try:
             converted = self.type(value)
@@ -254,6 +254,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("kv_blocks", int, None, "exact number of KV blocks (overrides --kv-memory-mb)", _SCHEDULED, low=1),
     Option("block_size", int, 16, "tokens per KV block", _SCHEDULED, low=1, metavar="N"),
+    # On by default, as in vLLM: a workload with shared prefixes (multi-turn, agents, Mooncake) is served
+    # with its prefixes reused, and one without them computes exactly what it did before. Static batching
+    # takes the same cache, so a comparison of the two batchings is not a comparison of caches.
+    Option(
+        "prefix_caching",
+        bool,
+        True,
+        "reuse the KV blocks of shared prompt prefixes (hash-chained full blocks, LRU eviction)",
+        _SCHEDULED,
+    ),
     Option("step_delay_ms", float, 0.0, "a fixed delay added to every engine step", IN_PROCESS, low=0, metavar="MS"),
     Option("slowdown", float, 0.0, "every step takes this share longer (0.1: 10%)", _SCHEDULED, low=0, flag=False),
     Option("url", str, None, "http: base URL of an OpenAI-compatible server", _HTTP, validate=url_problem),
@@ -364,7 +374,12 @@ def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "onl
     return EngineOptions(
         kind=kind,  # type: ignore[arg-type]
         policy=o["policy"],
-        kv=KVConfig(block_size=o["block_size"], memory_mb=o["kv_memory_mb"], blocks=o["kv_blocks"]),
+        kv=KVConfig(
+            block_size=o["block_size"],
+            memory_mb=o["kv_memory_mb"],
+            blocks=o["kv_blocks"],
+            prefix_caching=o["prefix_caching"],
+        ),
         static=StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3),
         continuous=continuous_config(o, "--engine " + kind),
         aging_s=o["aging_s"],

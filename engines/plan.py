@@ -29,6 +29,7 @@ class StepPlan:
     blocked_reason: str | None = None  # why the head of the queue was not admitted
     decisions: list[dict[str, Any]] = field(default_factory=list)
     batch_id: int | None = None  # static batching: which batch this step belongs to
+    cached_tokens: int = 0  # tokens this step's admissions took from the prefix cache instead of computing
 
     @property
     def num_tokens(self) -> int:

@@ -7,6 +7,8 @@
     5. FILL     freed slots, blocks and token budget go to waiting work in the same iteration
 
 Limits: `max_running` sequences, `max_batched_tokens` per step, and the block manager's free blocks.
+With prefix caching, an admitted sequence starts at the end of its longest cached prefix (stage 5 takes
+those blocks, shared and reference-counted) and every step's completed full blocks join the cache.
 When a running sequence needs a block and none is free, the newest running sequence is preempted
 (its blocks freed, to be recomputed from its tokens later) rather than failing.
 
@@ -128,34 +130,46 @@ class ContinuousScheduler:
         plan.decide(Stage.ADVANCE, "preempt", seq, why="kv_blocks", free_blocks=self.blocks.num_free)
 
     def fill_from_queue(self, plan: StepPlan, budget: int, stage: Stage) -> None:
-        """Stages 2 and 5: admit from the head of the queue until a slot, the budget or KV blocks run out."""
+        """Stages 2 and 5: admit from the head of the queue until a slot, the budget or KV blocks run out.
+        With prefix caching, the head's leading blocks found in the cache are taken, not computed."""
+        blocks = self.blocks
         while (seq := self.waiting.peek()) is not None:
-            num = min(seq.num_uncomputed, budget)
-            need = self.blocks.blocks_needed(seq, num)
+            hit = blocks.match_prefix(seq)
+            cached = len(hit) * blocks.block_size
+            uncomputed = seq.num_uncomputed - cached
+            num = min(uncomputed, budget)
+            need = blocks.blocks_for_tokens(seq.num_computed_tokens + cached + num) - len(seq.block_table) - len(hit)
             reason = None
             if len(self.running) >= self.max_running:
                 reason = "no_slot"
-            elif budget <= 0 or (num < seq.num_uncomputed and not self.config.chunked_prefill):
+            elif budget <= 0 or (num < uncomputed and not self.config.chunked_prefill):
                 reason = "token_budget"
-            elif not self.blocks.can_allocate(need + (self._watermark if self.running else 0)):
+            elif not blocks.can_allocate(need + blocks.reactivated(hit) + (self._watermark if self.running else 0)):
                 reason = "kv_blocks"
             if reason is not None:
                 plan.blocked_reason = reason
-                plan.decide(stage, "defer", seq, why=reason, need_blocks=need, free_blocks=self.blocks.num_free)
+                plan.decide(stage, "defer", seq, why=reason, need_blocks=need, free_blocks=blocks.num_free)
                 return
             self.waiting.pop()
-            self.blocks.allocate(seq, need)
+            blocks.take_prefix(seq, hit)
+            blocks.allocate(seq, need)
             readmit = seq.status is SequenceStatus.PREEMPTED
+            if seq.num_cached_tokens is None:
+                seq.num_cached_tokens = min(cached, seq.num_prompt_tokens)
             seq.status = SequenceStatus.RUNNING
             self.running.append(seq)
             plan.chunks.append(Chunk(seq, num, yields_token=num == seq.num_uncomputed))
             plan.admitted.append(seq.request_id)
-            plan.decide(stage, "readmit" if readmit else "admit", seq, tokens=num, blocks=need)
+            plan.cached_tokens += cached
+            plan.decide(stage, "readmit" if readmit else "admit", seq, tokens=num, blocks=need, cached=cached)
             budget -= num
 
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: finished sequences leave at once and return their blocks."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
+        if self.blocks.prefix_caching:  # before the finished free theirs: their full blocks stay cached
+            for chunk in plan.chunks:
+                self.blocks.commit(chunk.seq)
         if self.admission is not None and finished:
             self.admission.finished(finished)
         for seq in finished:

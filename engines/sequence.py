@@ -28,6 +28,9 @@ class Sequence:
     status: SequenceStatus = SequenceStatus.WAITING
     num_computed_tokens: int = 0  # tokens whose keys and values are in the cache
     block_table: list[int] = field(default_factory=list)
+    block_hashes: list[int] = field(default_factory=list)  # chained hashes of its full token blocks (prefix caching)
+    num_committed_blocks: int = 0  # leading blocks of `block_table` already offered to the prefix cache
+    num_cached_tokens: int | None = None  # prompt tokens found in the prefix cache at first admission
     num_output_tokens: int = 0
     preemptions: int = 0
     enqueue_time: float = 0.0

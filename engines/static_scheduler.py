@@ -6,6 +6,11 @@ cannot grow). Prompts are right-padded to the longest one, and a member that fin
 slot: it computes a pad row every step until the batch ends. Those pad rows are real compute thrown
 away, recorded in the trace as padded tokens and `idle_slots` (slots held by finished members).
 Stage 5 never happens: new work waits until the whole batch has ended.
+
+Prefix caching (the same option and block manager as continuous batching): a member admitted with a
+cached prefix starts computing after it, and the batch's prompts are padded to the longest UNcached
+part. Static batching keeps it so that a comparison of the two batchings on a shared-prefix workload
+measures batching, not a cache one side lacks; `prefix_caching=off` gives the classic static batch.
 """
 
 from __future__ import annotations
@@ -77,20 +82,24 @@ class StaticScheduler:
         if len(self.waiting) < self.config.max_batch_size and now < head.enqueue_time + self.config.batch_timeout_s:
             plan.blocked_reason = "batch_forming"
             return plan
+        blocks = self.blocks
         while (seq := self.waiting.peek()) is not None and len(self.batch) < self.config.max_batch_size:
-            need = self.blocks.blocks_for_tokens(seq.max_total_tokens) - len(seq.block_table)
-            if not self.blocks.can_allocate(need):
+            hit = blocks.match_prefix(seq)
+            need = blocks.blocks_for_tokens(seq.max_total_tokens) - len(seq.block_table) - len(hit)
+            if not blocks.can_allocate(need + blocks.reactivated(hit)):
                 plan.blocked_reason = "kv_blocks"
-                plan.decide(
-                    Stage.FORM, "defer", seq, why="kv_blocks", need_blocks=need, free_blocks=self.blocks.num_free
-                )
+                plan.decide(Stage.FORM, "defer", seq, why="kv_blocks", need_blocks=need, free_blocks=blocks.num_free)
                 break
             self.waiting.pop()
-            self.blocks.allocate(seq, need)
+            blocks.take_prefix(seq, hit)
+            blocks.allocate(seq, need)
+            cached = len(hit) * blocks.block_size
+            seq.num_cached_tokens = cached
             seq.status = SequenceStatus.RUNNING
             self.batch.append(seq)
             plan.admitted.append(seq.request_id)
-            plan.decide(Stage.FORM, "admit", seq, tokens=seq.num_uncomputed, blocks=need)
+            plan.cached_tokens += cached
+            plan.decide(Stage.FORM, "admit", seq, tokens=seq.num_uncomputed, blocks=need, cached=cached)
         if len(self.waiting) and plan.blocked_reason is None:
             plan.blocked_reason = "no_slot"
         self._batch_id += 1
@@ -114,6 +123,9 @@ class StaticScheduler:
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: a finished member's stream ends, but it keeps its slot and blocks until the batch ends."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
+        if self.blocks.prefix_caching:
+            for chunk in plan.chunks:
+                self.blocks.commit(chunk.seq)
         for seq in finished:
             plan.decide(
                 Stage.REMOVE,

@@ -52,6 +52,10 @@ class StepRecord:
     attended_context: int  # (query row, key) pairs the attention computed
     kv_read_tokens: int  # cached context tokens the step read
     sampled_rows: int  # rows through the LM head
+    # Prefix caching: tokens this step's admissions took from the cache instead of computing (each
+    # admission's share is its decision's `cached`), and blocks findable by hash after the step.
+    prefix_cached_tokens: int
+    prefix_cached_blocks: int
 
     def to_json(self) -> dict[str, Any]:
         """The line written to the trace (shallow: the lists are the record's own)."""

@@ -87,6 +87,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
                 + (f", Wilcoxon p={p:.2g}" if p is not None else "")
             )
+    lines += _prefix_cache_lines(metrics)
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:
@@ -95,6 +96,28 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"(95% CI {ttft['ci_low'] * 1e3:.0f} to {ttft['ci_high'] * 1e3:.0f} ms)"
             )
     return "\n".join(lines)
+
+
+def _prefix_cache_lines(metrics: dict[str, Any]) -> list[str]:
+    """Measured hit rate per engine beside the workload's predicted one; TTFT p50 by turn for sessions."""
+    predicted = metrics.get("prefix_cache_predicted") or {}
+    lines = []
+    for engine, summary in metrics["engines"].items():
+        measured = summary.get("prefix_cache")
+        if measured is None and not predicted:
+            continue
+        said = "not reported" if measured is None or measured["hit_rate"] is None else f"{measured['hit_rate']:.1%}"
+        line = f"{engine}: prefix cache hit rate {said}"
+        if predicted:
+            block = str(next(iter(predicted)))
+            best = predicted.get("16") or predicted[block]
+            line += f" (unbounded cache on this schedule: {best['hit_rate']:.1%} at {best['block_size']}-token blocks)"
+        lines.append(line)
+        turns = (summary.get("sessions") or {}).get("ttft_by_turn")
+        if turns:
+            cells = [f"{t['turn']}: {t['ttft_p50'] * 1e3:.0f} ms" for t in turns[:8] if t["ttft_p50"] is not None]
+            lines.append(f"{engine}: TTFT p50 by turn  " + ", ".join(cells))
+    return lines
 
 
 def _rate(value: float | None) -> str:

@@ -16,8 +16,10 @@ directory, else the embedded model's. Three kinds of prompt, one per way an engi
   tokens: the chat template adds tokens of its own (14 for the fallback on the embedded tokenizer),
   and counting the whole templated prompt is what the model prefills and what the server's usage
   reports. The request's ids are the templated prompt's;
-- `lengths`: for simulated engines, which count a prompt's tokens and never read them: a prompt is
-  `range(n)`, so a run of simulated engines over a whole trace builds no tokens and needs no tokenizer.
+- `lengths`: for simulated engines, which count a prompt's tokens and never read them: a prompt is a
+  range of ids of its own, so a run of simulated engines over a whole trace builds no tokens and needs
+  no tokenizer; unless the workload shares prefixes (hash ids, session turns), when the simulated prefix
+  cache needs the shared blocks as real ids.
 
 Lengths that could not be met (a prompt shorter than the chat template itself) are counted, listed in
 the manifest and printed; the server's own count (`usage.prompt_tokens`) is cross-checked per request
@@ -29,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.loadgen import Scheduled, schedule_from
+from harness.loadgen import DEFAULT_VOCAB_SIZE, Scheduled, schedule_from
 
 MAX_LISTED = 5
 
@@ -65,6 +67,21 @@ class RunPrompts:
         ]
 
 
+def stand_in_prompts(workload: Any, tokenizer: Any, seed: int) -> dict[str, Any]:
+    """Prompts for simulated engines: ids of their own per request (`distinct_prompt`, nothing to build), or,
+    when the workload shares prefixes on purpose (hash ids, session turns), seeded ids with those shared
+    blocks, so that a simulated prefix cache finds what a real one would."""
+    from harness.loadgen.replay import distinct_prompt, shares_prefixes
+    from workloads import as_tokenizer, token_id_prompts
+
+    if not shares_prefixes(workload):
+        return {r.request_id: distinct_prompt(i, r.input_tokens) for i, r in enumerate(workload.requests)}
+    if tokenizer is None:
+        return token_id_prompts(workload, DEFAULT_VOCAB_SIZE, seed)
+    adapter = as_tokenizer(tokenizer)
+    return token_id_prompts(workload, adapter.vocab_size, seed, avoid_ids=tuple(sorted(adapter.special_ids)))
+
+
 def build_prompts(
     workload: Any, kinds: set[str], tokenizer: Any, tokenizer_info: dict[str, Any] | None, seed: int
 ) -> RunPrompts:
@@ -74,8 +91,7 @@ def build_prompts(
 
     prompts = RunPrompts(tokenizer_info)
     if "lengths" in kinds:
-        lengths = {r.request_id: range(r.input_tokens) for r in workload.requests}
-        prompts.schedules["lengths"] = schedule_from(workload, lengths, {})
+        prompts.schedules["lengths"] = schedule_from(workload, stand_in_prompts(workload, tokenizer, seed), {})
     if kinds <= {"lengths"}:
         return prompts
     adapter = as_tokenizer(tokenizer)

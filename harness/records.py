@@ -50,6 +50,9 @@ class RequestRecord:
     error_message: str | None = None
     preemptions: int = 0
     trial: int = 0
+    cached_tokens: int | None = None  # prompt tokens the engine took from its prefix cache (its own count)
+    session: str | None = None  # multi-turn workloads: the conversation this request is a turn of
+    turn: int | None = None  # 0 for a session's first request
     worker: int | None = None  # sharded load generation: the load-generator worker that sent it (else absent)
     user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
 

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engines.options import OPTIONS
 from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
+from harness.loadgen.replay import shares_prefixes
 from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
+from harness.metrics.prefix_cache import predicted_hit_rate
 from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
@@ -185,6 +188,7 @@ def run_benchmark(
                     "output_tokens": r.output_tokens,
                     "tenant": r.tenant,
                     "priority": r.priority,
+                    **({"session": r.session, "turn": r.turn, "think_s": r.think_s} if r.session is not None else {}),
                 }
             )
     run_settings = {
@@ -223,6 +227,7 @@ def run_benchmark(
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
     metrics = compute_metrics(out, settings, outcomes)
+    metrics["prefix_cache_predicted"] = predicted_prefix_reuse(workload, specs, prompts)
     _write_json(out / "metrics.json", metrics)
     return metrics
 
@@ -395,6 +400,18 @@ def _replay_on(
     for trial in sorted(got):  # outcomes in trial order, whichever finished first
         for outcome, described in got[trial]:
             _note(manifest, outcomes, outcome, described, out)
+
+
+def predicted_prefix_reuse(workload: Any, specs: list[EngineSpec], prompts: RunPrompts) -> dict[str, Any] | None:
+    """The hit rate an unbounded prefix cache would reach on this schedule, per engine block size (16, vLLM's
+    default, for targets whose block size is unknown); None for a workload whose prompts share nothing."""
+    if not shares_prefixes(workload):
+        return None
+    sizes = sorted({int(s.options.get("block_size") or OPTIONS["block_size"].default) for s in specs} | {16})
+    # one kind's prompts suffice: a request shares the same leading blocks in every kind
+    kind = next(k for k in ("ids", "text", "chat", "lengths") if k in prompts.schedules)
+    ids = [item.request.prompt_token_ids for item in prompts.schedules[kind]]
+    return {str(size): predicted_hit_rate(ids, size) for size in sizes}
 
 
 def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from engines.sim.fitted import FittedCost, TraceSteps, fit_steps
 from engines.step_features import FEATURE_NAMES
 from harness.errors import HarnessInputError
 from harness.loadgen import Scheduled
+from harness.loadgen.replay import distinct_prompt
 from harness.metrics.frame import read_jsonl
 
 # The trace field each step feature is read from (pad and held rows were traced before the features were).
@@ -138,11 +139,11 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
     rows, _ = read_jsonl(run_dir / "requests.jsonl")
     try:
         return [
-            Scheduled(Request(str(r["request_id"]), range(int(r["input_tokens"])), int(r["output_tokens"]),
+            Scheduled(Request(str(r["request_id"]), distinct_prompt(i, int(r["input_tokens"])), int(r["output_tokens"]),
                               ignore_eos=True, tenant=str(r.get("tenant", "default")),
                               priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"])),
                       float(r["arrival_s"]))
-            for r in rows
+            for i, r in enumerate(rows)
         ]  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
         raise HarnessInputError(f"{run_dir / 'requests.jsonl'}: bad or missing field ({exc})") from None

@@ -15,7 +15,8 @@ from workloads.ops import closed_loop_note
 from workloads.options import BY_NAME, SOURCE_OVERRIDES, Options, check_option
 from workloads.presets import list_presets, preset_path
 from workloads.readers import read_trace
-from workloads.spec import SyntheticSource, TraceSource, WorkloadSpec, load_spec_file
+from workloads.sessions import SessionSource, is_session_file, load_turns, scaled, session_requests
+from workloads.spec import SyntheticSource, TraceSource, WorkloadSpec, check_session_options, load_spec_file
 from workloads.synthetic import generate_closed, generate_open, scale_rates
 from workloads.transforms import TIMED_STEPS, Step, apply_step
 
@@ -46,6 +47,8 @@ def resolve(name_or_path: str, source_overrides: dict[str, Any]) -> WorkloadSpec
         spec = load_spec_file(preset, display=f"workloads/presets/{preset.name}")
     elif path.suffix.lower() == ".toml":
         spec = load_spec_file(path, display=name_or_path)
+    elif path.is_file() and is_session_file(path) and not source_overrides.get("format"):
+        return WorkloadSpec(path.stem, SessionSource(file=path))
     elif path.exists() or path.suffix:
         return WorkloadSpec(path.stem, TraceSource(path=path, **source_overrides))
     else:
@@ -118,8 +121,35 @@ def plan_steps(o: Options, synthetic: bool) -> list[Step]:
     return steps
 
 
+def _session_workload(spec: WorkloadSpec) -> Workload:
+    o = spec.options
+    check_session_options(o.given())
+    turns = load_turns(spec.source, o.seed)  # type: ignore[arg-type]
+    if o.time_scale is not None:
+        turns = scaled(turns, o.time_scale)
+    requests, notes = session_requests(turns, o.max_context)
+    sessions = len({r.session for r in requests})
+    notes.append(
+        f"{sessions} sessions, {len(requests)} turns: each turn is sent when the previous answer finished "
+        "plus its think time"
+    )
+    canonical = {
+        "name": spec.name,
+        "description": spec.description,
+        "seed": o.seed,
+        "source": spec.source.to_spec(),  # type: ignore[union-attr]
+        "transforms": [
+            {"op": k, "value": getattr(o, k)} for k in ("time_scale", "max_context") if getattr(o, k) is not None
+        ],
+        "closed_loop": None,
+    }
+    return Workload(spec.name, requests, canonical, notes)
+
+
 def build_workload(spec: WorkloadSpec) -> Workload:
     o = spec.options
+    if isinstance(spec.source, SessionSource):
+        return _session_workload(spec)
     synthetic = isinstance(spec.source, SyntheticSource)
     closed = o.closed_loop_users is not None
     steps = plan_steps(o, synthetic)  # checks the options before any reading or generating

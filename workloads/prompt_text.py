@@ -3,7 +3,8 @@
 A prompt is words drawn from the tokenizer's own vocabulary, joined by spaces; it is encoded, then trimmed
 or extended with one-token words until the count is right. What still differs after a few rounds is
 reported, never hidden. Prefix blocks (Mooncake hash ids) become fixed word runs of 512 tokens each, so
-requests sharing hash ids share a leading text.
+requests sharing hash ids share a leading text. A later turn of a session is its previous turn's text, words
+for that turn's answer, and new words: the history is a leading text it shares.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from workloads.model import Workload
-from workloads.prompts import BLOCK_TOKENS, block_seed, request_seed
+from workloads.prompts import ANSWER_STREAM, BLOCK_TOKENS, block_seed, request_seed
 from workloads.tokenizer import TokenizerAdapter, as_tokenizer
 
 MAX_SCANNED_IDS = 20_000  # enough words from any vocabulary; keeps the scan well under a second
@@ -148,10 +149,17 @@ def text_prompts(
 
     prompts: dict[str, str] = {}
     mismatches: list[str] = []
+    history: dict[str, tuple[str, int, int]] = {}  # session -> (last prompt text, its answer length, its index)
     for index, request in enumerate(workload.requests):
         n = request.input_tokens
         if request.prompt_text is not None:
             text, actual = request.prompt_text, count(request.prompt_text)
+        elif request.session is not None and request.turn > 0 and request.session in history:
+            before, answer, parent = history[request.session]
+            words = before.split(" ") + draw_words(pool, np.random.default_rng([seed, ANSWER_STREAM, parent]), answer)
+            have = count(" ".join(words))
+            words += draw_words(pool, np.random.default_rng(request_seed(seed, index)), max(1, n - have))
+            text, actual = fit_words(words, n, pool, tok, count)
         else:
             content = max(1, n - overhead)
             hashes = request.prefix_hash_ids[: math.ceil(content / block_tokens)]
@@ -161,6 +169,8 @@ def text_prompts(
                 words += draw_words(pool, np.random.default_rng(request_seed(seed, index)), content - have)
             text, actual = fit_words(words, n, pool, tok, count)
         prompts[request.request_id] = text
+        if request.session is not None:
+            history[request.session] = (text, request.output_tokens, index)
         if actual != n:
             mismatches.append(f"{request.request_id}: asked for {n} tokens, the text encodes to {actual}")
     return prompts, mismatches

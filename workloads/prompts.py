@@ -3,7 +3,8 @@
 Ids are drawn, seeded, from the vocabulary minus the ids to avoid (special tokens). A request with Mooncake
 `prefix_hash_ids` gets one block of ids per hash id, the same block wherever that id appears, so requests
 that share leading hash ids share leading tokens and a prefix cache can reuse them; the last block is cut to
-the request's input length.
+the request's input length. A later turn of a session (`workloads/sessions.py`) is its previous turn's
+prompt, that turn's answer (seeded ids of the answer's length) and its own new ids.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from workloads.model import Workload
 BLOCK_TOKENS = 512
 BLOCK_STREAM = 7  # seed-sequence tags: a block's ids never depend on which request uses it first
 REQUEST_STREAM = 8
+ANSWER_STREAM = 9
 
 
 def block_seed(seed: int, hash_id: int) -> list[int]:
@@ -55,12 +57,24 @@ def token_id_prompts(
         return blocks[hash_id]
 
     prompts: dict[str, list[int]] = {}
+    history: dict[str, tuple[list[int], int, int]] = {}  # session -> (last prompt, its answer length, its index)
     for index, request in enumerate(workload.requests):
         n = request.input_tokens
+        if request.session is not None and request.turn > 0:
+            before, answer, parent = history[request.session]
+            answer_ids = allowed[np.random.default_rng([seed, ANSWER_STREAM, parent]).integers(0, len(allowed), answer)]
+            new = allowed[
+                np.random.default_rng(request_seed(seed, index)).integers(0, len(allowed), n - len(before) - answer)
+            ]
+            prompts[request.request_id] = before + answer_ids.tolist() + new.tolist()
+            history[request.session] = (prompts[request.request_id], request.output_tokens, index)
+            continue
         parts = [block(h) for h in request.prefix_hash_ids[: math.ceil(n / block_tokens)]]
         have = len(parts) * block_tokens
         if have < n:  # no (or too few) prefix blocks: the rest is this request's own
             rng = np.random.default_rng(request_seed(seed, index))
             parts.append(allowed[rng.integers(0, len(allowed), n - have)])
         prompts[request.request_id] = np.concatenate(parts)[:n].tolist()
+        if request.session is not None:
+            history[request.session] = (prompts[request.request_id], request.output_tokens, index)
     return prompts

@@ -18,9 +18,35 @@ from workloads.errors import WorkloadError
 from workloads.lengths import parse_length
 from workloads.options import TRANSFORM_KEYS, Options, check_option
 from workloads.readers.schemas import FORMATS, user_column_map
+from workloads.sessions import SessionSource
 from workloads.synthetic import TenantSpec
 
-TOP_KEYS = {"name", "description", "seed", "requests", "duration_s", "trace", "tenants", "transforms", "closed_loop"}
+TOP_KEYS = {
+    "name",
+    "description",
+    "seed",
+    "requests",
+    "duration_s",
+    "trace",
+    "tenants",
+    "transforms",
+    "closed_loop",
+    "sessions",
+}
+SESSION_KEYS = {
+    "file",
+    "format",
+    "count",
+    "rate",
+    "turns",
+    "first_tokens",
+    "new_tokens",
+    "output",
+    "think_s",
+    "shared_prefix_blocks",
+    "tenant",
+}
+SESSION_TRANSFORMS = {"seed", "max_context", "time_scale"}  # a session's turns depend on each other: no sampling
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
 TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests"}
 
@@ -50,7 +76,7 @@ class WorkloadSpec:
     """A parsed spec file: its source, options and description."""
 
     name: str
-    source: TraceSource | SyntheticSource
+    source: TraceSource | SyntheticSource | SessionSource
     options: Options = field(default_factory=Options)
     description: str = ""
 
@@ -166,6 +192,42 @@ def _tenants(entries: Any) -> tuple[TenantSpec, ...]:
     return tuple(out)
 
 
+def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
+    _no_unknown(table, SESSION_KEYS, "sessions")
+    given: dict[str, Any] = {}
+    if "file" in table:
+        if not isinstance(table["file"], str):
+            raise _fail(f"expected a file name, found {table['file']!r}", "sessions.file")
+        given["file"] = base / table["file"]
+    if table.get("format", "auto") not in ("auto", "sessions", "sharegpt"):
+        raise _fail(f"unknown format {table['format']!r}; expected auto, sessions or sharegpt", "sessions.format")
+    given["format"] = table.get("format", "auto")
+    for key in ("turns", "first_tokens", "new_tokens", "output"):
+        if key in table:
+            given[key] = parse_length(table[key], f"sessions.{key}")
+    for key, kind, low in (("count", int, 1), ("shared_prefix_blocks", int, 0), ("rate", float, 0.0),
+                           ("think_s", float, 0.0)):  # fmt: skip
+        if key in table:
+            v = table[key]
+            ok = isinstance(v, int) if kind is int else isinstance(v, int | float)
+            if isinstance(v, bool) or not ok or v < low or (key == "rate" and v <= 0):
+                raise _fail(
+                    f"expected a number {'>' if key == 'rate' else '>='} {low:g}, found {v!r}", f"sessions.{key}"
+                )
+            given[key] = kind(v)
+    if "tenant" in table:
+        given["tenant"] = str(table["tenant"])
+    return SessionSource(**given)
+
+
+def check_session_options(values: dict[str, Any]) -> None:
+    """Sampling, windows and closed loops would cut sessions apart: a session workload takes only a few options."""
+    extra = sorted(k for k, v in values.items() if v is not None and k not in SESSION_TRANSFORMS)
+    if extra:
+        only = ", ".join(sorted(SESSION_TRANSFORMS))
+        raise _fail(f"does not apply to sessions (their turns depend on each other); only {only} do", extra[0])
+
+
 def _priority(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(f"expected an integer, found {value!r}", f"{where}.priority")
@@ -175,8 +237,8 @@ def _priority(value: Any, where: str) -> int:
 def parse_spec(data: dict[str, Any], name: str, base: Path) -> WorkloadSpec:
     """A WorkloadSpec from parsed TOML; errors carry field names only (see `load_spec_file` for lines)."""
     _no_unknown(data, TOP_KEYS, "")
-    if ("trace" in data) == ("tenants" in data):
-        raise _fail("a spec needs either a [trace] table or [[tenants]] tables, not both or neither", "trace")
+    if sum(key in data for key in ("trace", "tenants", "sessions")) != 1:
+        raise _fail("a spec needs one of a [trace] table, [[tenants]] tables or a [sessions] table", "trace")
     values: dict[str, Any] = {"seed": _opt("seed", data.get("seed", 0), "seed")}
     transforms = _table(data.get("transforms", {}), "transforms")
     _no_unknown(transforms, TRANSFORM_KEYS, "transforms")
@@ -189,8 +251,11 @@ def parse_spec(data: dict[str, Any], name: str, base: Path) -> WorkloadSpec:
         values["closed_loop_users"] = _opt("closed_loop_users", loop["users"], "closed_loop.users")
         values["think_time_s"] = _opt("think_time_s", loop.get("think_time_s", 0.0), "closed_loop.think_time_s")
     options = Options(**values)
-    source: TraceSource | SyntheticSource
-    if "trace" in data:
+    source: TraceSource | SyntheticSource | SessionSource
+    if "sessions" in data:
+        check_session_options(values)
+        source = _sessions(_table(data["sessions"], "sessions"), base)
+    elif "trace" in data:
         for key in ("requests", "duration_s"):
             if key in data:
                 raise _fail(f"top-level {key} is for synthetic workloads; put it under [transforms]", key)

@@ -143,6 +143,7 @@ class HttpEngine(Engine):
         self._session: aiohttp.ClientSession | None = None
         self._flights: dict[str, _Flight] = {}
         self._ids_refused = False  # the server answered 400 to a token-id prompt and took text instead
+        self.prefix_cache_reset: str | None = None  # what `start` got from POST /reset_prefix_cache
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -160,6 +161,22 @@ class HttpEngine(Engine):
             read_bufsize=c.read_bufsize,
             cookie_jar=aiohttp.DummyCookieJar(),  # a benchmark client keeps no cookies: less work per request
         )
+        self.prefix_cache_reset = await self._reset_prefix_cache()
+
+    async def _reset_prefix_cache(self) -> str:
+        """Each engine run (each trial) starts with an empty prefix cache where the target can say so:
+        `POST /reset_prefix_cache` at the server root (vLLM has it in its dev mode, `batchmark serve` always).
+        Returns what happened, for the manifest: "reset", or why not."""
+        assert self._session is not None
+        parts = urlsplit(self.config.url)
+        root = parts.path.split("/v1", 1)[0].rstrip("/")
+        url = urlunsplit((parts.scheme, parts.netloc, root + "/reset_prefix_cache", "", ""))
+        try:
+            async with self._session.post(url, timeout=aiohttp.ClientTimeout(total=10.0)) as response:
+                await response.read()
+                return "reset" if response.status < 300 else f"not available (HTTP {response.status})"
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return f"not available ({type(exc).__name__})"
 
     async def stop(self) -> None:
         if self._session is not None:
@@ -325,7 +342,7 @@ class HttpEngine(Engine):
         options["endpoint"] = _redact(self._endpoint)
         options["api_key_set"] = bool(self._api_key)  # never the key itself
         options["prompts_as_text_after_fallback"] = self._ids_refused
-        return {"name": self.name, "kind": "http", "options": options}
+        return {"name": self.name, "kind": "http", "options": options, "prefix_cache_reset": self.prefix_cache_reset}
 
 
 @dataclass(slots=True)
@@ -339,6 +356,7 @@ class _Stream:
     finish_reason: str | None = None
     usage_prompt: int | None = None
     usage_completion: int | None = None
+    usage_cached: int | None = None
     last_token_time: float | None = None
 
     @property
@@ -354,6 +372,8 @@ class _Stream:
                 n = max(0, min(info.usage_completion, self.request.max_tokens) - self.count)
         if info.usage_prompt is not None:
             self.usage_prompt = info.usage_prompt
+        if info.usage_cached is not None:
+            self.usage_cached = info.usage_cached
         if info.finish_reason is not None:
             self.finish_reason = info.finish_reason
         if not n:
@@ -391,6 +411,7 @@ class _Stream:
             time.perf_counter(),  # type: ignore[arg-type]
             error_type=error_type,
             error_message=message,
+            cached_tokens=self.usage_cached,
         )
 
 

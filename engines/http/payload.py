@@ -92,6 +92,7 @@ class ChunkInfo:
     finish_reason: str | None = None
     usage_prompt: int | None = None
     usage_completion: int | None = None
+    usage_cached: int | None = None  # usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM)
     cumulative: bool = False  # usage arrived with choices: a running total (vLLM continuous_usage_stats)
 
 
@@ -156,6 +157,9 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
         prompt = usage.get("prompt_tokens")
         info.usage_completion = completion if _is_count(completion) else None
         info.usage_prompt = prompt if _is_count(prompt) else None
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        info.usage_cached = cached if _is_count(cached) else None
         info.cumulative = bool(choices)
     elif usage is not None:
         raise RequestFailure(MALFORMED_EVENT, f"chunk 'usage' is not an object: {data[:120]!r}")

@@ -1,6 +1,7 @@
 """`make_app`: the OpenAI-compatible aiohttp application around one engine.
 
-Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
+Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics,
+POST /reset_prefix_cache (outside /v1, where vLLM has it).
 With `api_key`, the /v1 routes need `Authorization: Bearer <key>`; health and metrics stay open so
 probes and scrapers need no secret.
 """
@@ -60,6 +61,7 @@ def make_app(
     app.router.add_get("/v1/models", handlers.models)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/metrics", handlers.metrics)
+    app.router.add_post("/reset_prefix_cache", handlers.reset_prefix_cache)
     app.on_startup.append(_start_engine)
     app.on_shutdown.append(_drain)
     app.on_cleanup.append(_stop_engine)

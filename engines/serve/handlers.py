@@ -1,4 +1,5 @@
-"""The HTTP endpoints: completions and chat (streaming and not), models, health, metrics."""
+"""The HTTP endpoints: completions and chat (streaming and not), models, health, metrics, and
+`POST /reset_prefix_cache` (as vLLM has): the next request finds no cached prefix."""
 
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ async def health(request: web.Request) -> web.Response:
     if state.draining:
         return web.json_response({"status": "draining", "in_flight": state.in_flight}, status=503)
     return web.json_response({"status": "ok"})
+
+
+async def reset_prefix_cache(request: web.Request) -> web.Response:
+    reset = getattr(request.app[STATE].engine, "reset_prefix_cache", None)
+    if reset is None:
+        raise ApiError(404, "this engine has no prefix cache", code="not_found")
+    await reset()
+    return web.json_response({"reset": True})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -116,7 +125,7 @@ async def _stream(
                 else:
                     tail = chunks.finish(detok.flush(), event.reason)
                     if chunks.params.include_usage:
-                        tail += chunks.usage(event.prompt_tokens, event.output_tokens)
+                        tail += chunks.usage(event.prompt_tokens, event.output_tokens, event.cached_tokens)
                 await response.write_eof(tail + DONE)  # one write: the client can reuse the connection at once
     return response
 
@@ -261,8 +270,8 @@ class _Chunks:
     def finish(self, text: str, reason: str) -> bytes:
         return self._chunk([self._choice(text, [], reason)])
 
-    def usage(self, prompt: int, output: int) -> bytes:
-        return self._chunk([], usage=_usage(prompt, output))
+    def usage(self, prompt: int, output: int, cached: int | None) -> bytes:
+        return self._chunk([], usage=_usage(prompt, output, cached))
 
     def error(self, event: FinishEvent) -> bytes:
         status = 400 if event.error_type == "invalid_request" else 500
@@ -287,9 +296,12 @@ class _Chunks:
             "created": self.created,
             "model": self.model,
             "choices": [choice],
-            "usage": _usage(finish.prompt_tokens, finish.output_tokens),
+            "usage": _usage(finish.prompt_tokens, finish.output_tokens, finish.cached_tokens),
         }
 
 
-def _usage(prompt: int, output: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
+def _usage(prompt: int, output: int, cached: int | None) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
+    if cached is not None:  # OpenAI's and vLLM's field for prompt tokens served from the prefix cache
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage

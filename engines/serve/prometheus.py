@@ -64,6 +64,7 @@ class ServerMetrics:
     waiting: int = 0  # submitted to the engine, not yet admitted
     prompt_tokens: int = 0
     generation_tokens: int = 0
+    prefix_cache_hit_tokens: int = 0  # prompt tokens admissions took from the prefix cache (step records)
     finished: dict[str, int] = field(default_factory=dict)  # by finish reason
     rejected: dict[int, int] = field(default_factory=dict)  # by HTTP status
     kv_blocks_used: Callable[[], int | None] = lambda: None
@@ -81,6 +82,7 @@ class ServerMetrics:
 
     def on_step(self, record: StepRecord) -> None:
         self.step_seconds.observe(record.t_end - record.t_start)
+        self.prefix_cache_hit_tokens += record.prefix_cached_tokens
 
     def render(self) -> str:
         lines: list[str] = []
@@ -101,6 +103,12 @@ class ServerMetrics:
             "counter",
             "Prompt tokens of admitted requests.",
             [("", self.prompt_tokens)],
+        )
+        metric(
+            "batchmark_prefix_cache_hit_tokens_total",
+            "counter",
+            "Prompt tokens taken from the prefix cache instead of computed (a readmission after preemption too).",
+            [("", self.prefix_cache_hit_tokens)],
         )
         metric(
             "batchmark_generation_tokens_total", "counter", "Output tokens generated.", [("", self.generation_tokens)]

@@ -86,7 +86,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
     options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap,
-                         slowdown=o["slowdown"])  # fmt: skip
+                         slowdown=o["slowdown"], prefix_caching=o["prefix_caching"])  # fmt: skip
     if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
     description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}

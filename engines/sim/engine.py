@@ -50,6 +50,7 @@ class SimOptions:
     num_blocks: int = 1
     step_gap_s: float = 0.0  # engine-loop time between two steps (a fitted profile measures it)
     slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
+    prefix_caching: bool = True  # cached prefix tokens are taken, not computed, so they cost no step time
 
 
 class SimEngine:
@@ -64,7 +65,7 @@ class SimEngine:
         self.options = options
         self.cost = cost
         self.max_context = max_context
-        self.blocks = BlockManager(options.num_blocks, options.block_size)
+        self.blocks = BlockManager(options.num_blocks, options.block_size, options.prefix_caching)
         policy = aged(make_policy(options.policy), options.aging_s)
         self.scheduler: StaticScheduler | ContinuousScheduler
         if options.kind == "static":
@@ -82,6 +83,7 @@ class SimEngine:
     # -- the narrow interface the virtual-time load generator uses ----------------------------------------
     async def start(self) -> None:
         self.now = 0.0
+        self.blocks.reset()
 
     async def stop(self) -> None:
         return None
@@ -146,7 +148,8 @@ class SimEngine:
             sampled = [c.seq.request.request_id for c in plan.chunks if c.yields_token]  # each computes >= 1 token
             finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
             done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
-                                s.num_output_tokens, t_end, preemptions=s.preemptions) for s in finished]  # fmt: skip
+                                s.num_output_tokens, t_end, preemptions=s.preemptions,
+                                cached_tokens=s.num_cached_tokens) for s in finished]  # fmt: skip
             if self.step_sink is not None:
                 used = self.blocks.num_used
                 self.step_sink(step_record(self._step, scheduler, plan, finished, t_start, t_end, used,

@@ -26,7 +26,7 @@ from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
 from harness.errors import HarnessInputError
 from workloads.options import OVERRIDES, parse_columns
 
-SCENARIOS = ("open", "closed", "offline")
+SCENARIOS = ("open", "closed", "offline", "sessions")
 
 
 # -- flags that are neither engine options nor workload overrides -----------------------------------
@@ -429,6 +429,8 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
         if not workload.closed_loop_users:
             raise HarnessInputError("--scenario closed: give --closed-loop-users N (and --think-time S)")
         return Scenario("closed", workload.closed_loop_users, workload.think_time_s)
+    if kind == "sessions" and suggested.kind != "sessions":
+        raise HarnessInputError("--scenario sessions: the workload has no sessions (docs/workloads.md, multi-turn)")
     return Scenario(kind)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from engines.api import Engine, Request
 from engines.step_record import StepRecord
 from harness.loadgen.scenarios import LoopOutcome, Progress, RecordSink, Scenario, Scheduled, run_scenario
+from harness.loadgen.sessions import run_session_loop, run_virtual_session_loop, tag_sessions
 from harness.loadgen.stop_rules import StopRules
 from harness.loadgen.virtual import is_virtual, run_virtual_scenario
 
@@ -41,11 +42,14 @@ def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], s
                    lengths_only: bool = False) -> list[Scheduled]:  # fmt: skip
     """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
     trace's output length is what every engine must produce). `lengths_only`: no engine reads the ids
-    (simulated engines count tokens), so a prompt is `range(n)` instead of n drawn ids."""
+    (simulated engines count tokens), so a prompt is a range of ids of its own (`distinct_prompt`) instead
+    of n drawn ids, unless the workload shares prefixes: a simulated prefix cache needs the real blocks."""
     from workloads import token_id_prompts
 
-    if lengths_only:
-        prompts: dict[str, Any] = {r.request_id: range(r.input_tokens) for r in workload.requests}
+    if lengths_only and not shares_prefixes(workload):
+        prompts: dict[str, Any] = {
+            r.request_id: distinct_prompt(i, r.input_tokens) for i, r in enumerate(workload.requests)
+        }
     else:
         prompts = token_id_prompts(workload, vocab_size, seed, avoid_ids=avoid_ids)
     return schedule_from(workload, prompts, {})
@@ -67,9 +71,23 @@ def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | Non
                 prompt_text=texts.get(r.request_id, r.prompt_text),
             ),
             r.arrival_s,
+            r.session,
+            r.turn,
+            r.think_s,
         )
         for r in workload.requests
     ]
+
+
+def distinct_prompt(index: int, length: int) -> range:
+    """A stand-in prompt for a simulated engine: ids no other request's stand-in has, so its prefix cache
+    finds nothing (as with the seeded random ids a real engine is sent)."""
+    return range(index << 40, (index << 40) + length)
+
+
+def shares_prefixes(workload: Any) -> bool:
+    """Whether prompts share leading blocks on purpose: Mooncake hash ids, or turns of a session."""
+    return any(r.prefix_hash_ids or r.session is not None for r in workload.requests)
 
 
 async def replay_engine(
@@ -89,11 +107,15 @@ async def replay_engine(
     starts at (sharded load generation: every worker's shard starts at one agreed instant). Step records
     reach `steps` with times on the records' clock (seconds from the loop's t0). A virtual-time engine (the
     simulator) is offered it in virtual time (`virtual.py`): its clock starts at t0 = 0, so its step records
-    need no shift."""
+    need no shift. Records of session turns carry their session and turn, whatever the scenario."""
+    sink = tag_sessions(sink, schedule)
     if is_virtual(engine):
         engine.set_step_sink(steps)
         await engine.start()
         try:
+            if scenario.kind == "sessions":
+                return run_virtual_session_loop(engine, schedule, sink, label=label, trial=trial,  # type: ignore[arg-type]
+                                                stop_rules=stop_rules, progress=progress)  # fmt: skip
             return run_virtual_scenario(engine, schedule, sink, scenario, label=label, trial=trial,  # type: ignore[arg-type]
                                         stop_rules=stop_rules, progress=progress)  # fmt: skip
         finally:
@@ -110,6 +132,10 @@ async def replay_engine(
         engine.set_step_sink(shifted)
     await engine.start()
     try:
+        if scenario.kind == "sessions":
+            return await run_session_loop(engine, schedule, sink, label=label, trial=trial, stop_rules=stop_rules,
+                                          progress=progress, on_start=lambda start: origin.__setitem__(0, start),
+                                          t0=t0)  # fmt: skip
         return await run_scenario(
             engine,
             schedule,

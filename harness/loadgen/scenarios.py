@@ -11,6 +11,7 @@ library); a workload may only suggest one. Timing rules, explicit per scenario:
   two runs of one workload give each user the same requests: records carry the user, and runs pair on
   (request, user) even though their times differ.
 - offline: every request is due at `t0` (throughput capacity; latency is not the question).
+- sessions: multi-turn conversations, open across sessions and closed within one (`sessions.py`).
 The clock is `time.perf_counter()` (monotonic, sub-microsecond); record times are seconds from `t0`.
 """
 
@@ -43,27 +44,33 @@ class Scheduled:
 
     request: Request
     at: float
+    session: str | None = None  # the sessions scenario: the conversation, its turn, the think time before it
+    turn: int = 0
+    think_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class Scenario:
     """How the schedule is offered: open (on time), closed (`users` users thinking `think_time_s`) or offline."""
 
-    kind: Literal["open", "closed", "offline"] = "open"
+    kind: Literal["open", "closed", "offline", "sessions"] = "open"
     users: int = 1
     think_time_s: float = 0.0
 
     @classmethod
     def suggested_by(cls, workload: Any) -> Scenario:
-        """What a workload suggests: closed when its spec has a `[closed_loop]` section, else open."""
+        """What a workload suggests: closed when its spec has a `[closed_loop]` section, sessions when its
+        requests are turns of sessions, else open."""
         if workload.closed_loop_users:
             return cls("closed", workload.closed_loop_users, workload.think_time_s)
+        if any(r.session is not None for r in workload.requests):
+            return cls("sessions")
         return cls("open")
 
     @property
     def on_schedule(self) -> bool:
         """Whether every engine sees each request at the same scheduled time (so runs pair by request)."""
-        return self.kind != "closed"
+        return self.kind not in ("closed", "sessions")
 
 
 @dataclass
@@ -128,6 +135,7 @@ class _Run:
                     record.engine_prompt_tokens = event.prompt_tokens
                     record.engine_output_tokens = event.output_tokens
                     record.preemptions = event.preemptions
+                    record.cached_tokens = event.cached_tokens
                     record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:
             record.finish_reason, record.error_type = "abort", "stopped"
@@ -263,6 +271,8 @@ async def run_scenario(
         "on_start": on_start,
         "t0": t0,
     }
+    if scenario.kind == "sessions":
+        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
     if scenario.kind == "closed":
         return await run_closed_loop(
             engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common

@@ -98,6 +98,7 @@ class _VirtualRun:
         record.engine_prompt_tokens = event.prompt_tokens
         record.engine_output_tokens = event.output_tokens
         record.preemptions = event.preemptions
+        record.cached_tokens = event.cached_tokens
         record.error_type, record.error_message = event.error_type, event.error_message
         times = record.token_times
         record.output_tokens = len(times)
@@ -195,6 +196,8 @@ def run_virtual_scenario(engine: VirtualTimeEngine, schedule: list[Scheduled], s
     """`schedule` offered to a virtual-time engine as `scenario` says."""
     common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress,
                               "on_start": on_start}  # fmt: skip
+    if scenario.kind == "sessions":
+        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
     if scenario.kind == "closed":
         return run_virtual_closed_loop(engine, schedule, sink, users=scenario.users,
                                        think_time_s=scenario.think_time_s, **common)  # fmt: skip

@@ -18,6 +18,8 @@ from harness.errors import HarnessInputError
 from harness.metrics.cost import DEFAULT_PRICE_PER_HOUR, cost
 from harness.metrics.fairness import fairness
 from harness.metrics.latency import LATENCY_COLUMNS, inter_token_latencies, request_latencies
+from harness.metrics.prefix_cache import measured_hit_rate
+from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
 from harness.metrics.tenants import tenant_table
@@ -136,6 +138,8 @@ def summarize(
         "tenants": {str(t): row for t, row in tenants.to_dict(orient="index").items()},
         "fairness": fairness(records),
         "utilisation": None if steps is None else utilisation(steps),
+        "prefix_cache": measured_hit_rate(records),
+        "sessions": _sessions(records),
         "cost": run_cost,
         "validity": validity(records, lag_threshold_s=lag_threshold_s),
         "warnings": early_warnings(records, steps, slo),
@@ -149,6 +153,11 @@ def summarize(
         },
     }
     return jsonable(summary)
+
+
+def _sessions(records: pd.DataFrame) -> dict[str, Any] | None:
+    by_turn = ttft_by_turn(records)
+    return None if by_turn is None else {"ttft_by_turn": by_turn, "e2e": session_e2e(records)}
 
 
 def summarize_by_engine(

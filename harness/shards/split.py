@@ -6,7 +6,9 @@
 - Open loop (and offline), when the workload has at least N tenants: whole tenants go to the worker with the
   fewest requests so far (largest tenant first), so a tenant's requests all leave from one worker.
 - Otherwise round robin by position: every worker offers 1/N of the rate, evenly spread in time.
-A workload's requests carry no session or conversation id; a tenant is the finest grouping there is.
+- Sessions: whole sessions are dealt out round robin in order of their first turn (a session's turns
+  depend on each other, so they all leave from one worker).
+Other workloads' requests carry no session id; a tenant is the finest grouping there is.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def split_schedule(schedule: list[Scheduled], n: int, scenario: Scenario) -> tup
             shards.append(Shard(i, mine, replace(scenario, users=u), first))
             first += u
         return shards, "closed-loop users"
+    if scenario.kind == "sessions":
+        worker: dict[str | None, int] = {}
+        by_session: list[list[Scheduled]] = [[] for _ in range(n)]
+        for item in schedule:
+            key = item.session if item.session is not None else item.request.request_id
+            by_session[worker.setdefault(key, len(worker) % n)].append(item)
+        return [Shard(i, part, scenario) for i, part in enumerate(by_session)], "session"
     tenants = Counter(item.request.tenant for item in schedule)
     if len(tenants) >= n > 1:
         loads = [0] * n

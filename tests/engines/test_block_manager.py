@@ -21,7 +21,7 @@ def check_blocks(blocks: BlockManager, sequences: list[Sequence]) -> None:
     owned = [b for seq in sequences for b in seq.block_table]
     assert len(owned) == len(set(owned)), "a block is held by two sequences"
     assert blocks.num_used == len(owned), "blocks leaked or were lost"
-    assert set(blocks.owners()) == set(owned)
+    assert set(blocks.refcounts()) == set(owned)
     assert all(0 <= b < blocks.num_blocks for b in owned)
 
 

@@ -80,7 +80,7 @@ def test_a_full_spec_file(write: Write) -> None:
         ),
         ('[trace]\nbundled = "nope"\n', r"bad.toml:2: trace.bundled: unknown bundled trace 'nope'"),
         ("[[tenants]]\nrate = 1.0\ninput = 5\n", r"bad.toml:1: tenants\[0\].output: missing 'output'"),
-        ('name = "x"\n', r"bad.toml:1: trace: a spec needs either a \[trace\] table or \[\[tenants\]\]"),
+        ('name = "x"\n', r"bad.toml:1: trace: a spec needs one of a \[trace\] table, \[\[tenants\]\] tables or a"),
         ("seed = \n", r"bad.toml:1: toml: Invalid value"),
         (
             '[closed_loop]\nthink_time_s = 1.0\n[trace]\nbundled = "azure-conv"\n',

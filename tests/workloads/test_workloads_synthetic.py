@@ -24,7 +24,9 @@ SYNTHETIC = [
 
 
 def test_preset_list() -> None:
-    assert list_presets() == sorted(["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", *SYNTHETIC])
+    sessions = ["agentic", "multi-turn-chat"]
+    traces = ["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic"]
+    assert list_presets() == sorted([*traces, *SYNTHETIC, *sessions])
 
 
 @pytest.mark.parametrize("name", SYNTHETIC)

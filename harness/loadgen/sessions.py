@@ -1,0 +1,128 @@
+"""The sessions scenario: multi-turn conversations, closed within a session and open across sessions.
+
+Timing rules: a session's turn 0 is due at `t0 + at` whatever happened before (as in the open loop:
+latency is measured from that scheduled time, coordinated-omission-safe). Turn k is due when turn k-1's
+answer has finished and the turn's think time has passed; its scheduled time is that moment, so its lag
+is ~0. A turn that failed still lets the session go on: the history is the workload's, not the answer.
+In real time each session is one asyncio task; in virtual time (the simulator) sessions wait in a heap
+of ready times, as the closed loop's users do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import time
+from collections.abc import Iterable
+
+from harness.collector import collector_paused
+from harness.loadgen.scenarios import (
+    LEAD_IN_S,
+    LoopOutcome,
+    OnStart,
+    Progress,
+    RecordSink,
+    Scheduled,
+    _finish,
+    _Run,
+    _sleep_until,
+    _ticker,
+)
+from harness.loadgen.stop_rules import StopRules, StopState
+from harness.loadgen.virtual import VirtualTimeEngine, _VirtualRun
+from harness.records import RequestRecord
+
+
+def by_session(schedule: Iterable[Scheduled]) -> list[list[Scheduled]]:
+    """The schedule's sessions, each its turns in order; a request without a session is a session of one."""
+    groups: dict[str, list[Scheduled]] = {}
+    for item in schedule:
+        groups.setdefault(item.session if item.session is not None else f"\0{item.request.request_id}", []).append(item)
+    return list(groups.values())
+
+
+def tag_sessions(sink: RecordSink, schedule: list[Scheduled]) -> RecordSink:
+    """A sink that writes each record's session and turn (from the schedule) before passing it on."""
+    where = {item.request.request_id: (item.session, item.turn) for item in schedule if item.session is not None}
+    if not where:
+        return sink
+
+    def tagged(record: RequestRecord) -> None:
+        record.session, record.turn = where.get(record.request_id, (None, None))
+        sink(record)
+
+    return tagged
+
+
+async def run_session_loop(engine, schedule: list[Scheduled], sink: RecordSink, *, label: str, trial: int = 0,
+                           stop_rules: StopRules | None = None, progress: Progress | None = None,
+                           on_start: OnStart | None = None, t0: float | None = None) -> LoopOutcome:  # fmt: skip
+    """Every session as its own task: turn 0 on schedule, each later turn its think time after the last
+    answer. `t0`: the perf_counter() instant to start at (shards of one schedule start together)."""
+    run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
+    sessions = by_session(schedule)
+
+    async def session(turns: list[Scheduled]) -> None:
+        await _sleep_until(run.t0 + turns[0].at)
+        for k, item in enumerate(turns):
+            if k and item.think_s > 0:
+                await asyncio.sleep(item.think_s)
+            if run.stop.triggered(len(run.in_flight)):
+                return
+            now = time.perf_counter()
+            run.sent += 1
+            task = asyncio.current_task()
+            assert task is not None
+            run.in_flight[item.request.request_id] = task
+            await run.drive(item, run.t0 + item.at if k == 0 else now, now)
+            run.in_flight.pop(item.request.request_id, None)
+
+    with collector_paused(collect_first=True):
+        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
+        run.stop.start(run.t0)
+        if on_start is not None:
+            on_start(run.t0)
+        ticker = _ticker(run, len(schedule), progress)
+        await asyncio.gather(*(asyncio.create_task(session(turns)) for turns in sessions))
+        return await _finish(run, len(schedule), ticker)
+
+
+def run_virtual_session_loop(engine: VirtualTimeEngine, schedule: list[Scheduled], sink: RecordSink, *,
+                             label: str, trial: int = 0, stop_rules: StopRules | None = None,
+                             progress: Progress | None = None,
+                             on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
+    """The sessions scenario on a virtual clock: a heap of (ready time, session)."""
+    started = time.perf_counter()
+    run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
+    run.pausing = True
+    if on_start is not None:
+        on_start(0.0)
+    sessions = by_session(schedule)
+    next_turn = [0] * len(sessions)
+    ready: list[tuple[float, int]] = [(turns[0].at, s) for s, turns in enumerate(sessions)]
+    heapq.heapify(ready)
+    session_of: dict[str, int] = {}
+    remaining = len(schedule)
+    while remaining and not run.stopped():
+        if not ready:
+            engine.run_until(math.inf, run.on_step)
+        else:
+            at, s = ready[0]
+            engine.run_until(at, run.on_step)  # pauses early when a request finished on the way
+            if engine.now >= at and not run.finished_now and run.stop.reason is None:
+                heapq.heappop(ready)
+                item = sessions[s][next_turn[s]]
+                next_turn[s] += 1
+                remaining -= 1
+                session_of[item.request.request_id] = s
+                run.send(item.request, at)
+        for t_finish, rid in run.finished_now:
+            s = session_of.pop(rid, -1)
+            if s >= 0 and next_turn[s] < len(sessions[s]):
+                heapq.heappush(ready, (t_finish + sessions[s][next_turn[s]].think_s, s))
+        run.finished_now.clear()
+    run.pausing = False
+    if not run.stopped():
+        engine.run_until(math.inf, run.on_step)
+    return run.outcome(started)

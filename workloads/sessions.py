@@ -1,0 +1,280 @@
+"""Multi-turn workloads: sessions of turns, read from a file or generated, turned into workload requests.
+
+A session is a conversation. Its turn 0 starts at the session's start time; turn k is sent when turn
+k-1's answer has finished plus a think time (closed within the session, open across sessions: the load
+generator's `sessions` scenario). Turn k's prompt is turn k-1's prompt, then turn k-1's answer, then the
+new user text, so `input_tokens` of turn k = input(k-1) + output(k-1) + new(k), and every turn's prompt
+extends the one before: a prefix cache can reuse it. Turn 0 may open with shared blocks (`prefix_hash_ids`,
+512 tokens each, the same tokens wherever the id appears: a system prompt shared across sessions).
+
+The answer in the history is the workload's own (seeded tokens of the answer's length), not what the
+engine generated, so every engine sees identical prompts and runs pair turn by turn.
+
+Sources:
+- batchmark's canonical session file (JSON lines, one turn per line, `docs/workloads.md`):
+  `{"session": "s1", "turn": 0, "at_s": 0.0, "new_tokens": 120, "output_tokens": 80, "prefix_hash_ids": [7]}`
+  `{"session": "s1", "turn": 1, "think_s": 2.5, "new_tokens": 30, "output_tokens": 60}`
+  Turns of a session come in order; turn 0 first. Optional: `tenant` (turn 0), `think_s` (later turns).
+- ShareGPT-style JSON (`[{"id": ..., "conversations": [{"from": "human"|"gpt"|"system", "value": ...}]}]`):
+  each human message and the reply after it is one turn; lengths are estimated at 4 characters per token
+  (the texts are not replayed); sessions start as a Poisson process at `rate` per second.
+- Generated (`[sessions]` in a spec without `file`): `count` sessions at `rate` per second, with turn
+  counts, new-text and answer lengths drawn from length distributions, and `shared_prefix_blocks` blocks of
+  one system prompt opening every session (the agentic preset).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workloads.errors import WorkloadError
+from workloads.lengths import Fixed, LengthDist
+from workloads.model import WorkloadRequest
+from workloads.prompts import BLOCK_TOKENS
+from workloads.readers.raw import read_text
+
+CHARS_PER_TOKEN = 4  # OpenAI's rule of thumb for English text, for ShareGPT files that carry text only
+SYSTEM_HASH_BASE = 1 << 48  # generated system-prompt blocks: ids no trace file uses
+TURN_KEYS = {"session", "turn", "at_s", "think_s", "new_tokens", "output_tokens", "prefix_hash_ids", "tenant"}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn as a source states it: its new user text, its answer and when it may be sent."""
+
+    session: str
+    turn: int
+    new_tokens: int
+    output_tokens: int
+    at_s: float = 0.0  # turn 0: when the session starts
+    think_s: float = 0.0  # later turns: the pause after the previous answer
+    prefix_hash_ids: tuple[int, ...] = ()  # turn 0: shared 512-token blocks before the new text
+    tenant: str = "default"
+
+
+@dataclass(frozen=True)
+class SessionSource:
+    """A spec's [sessions]: a file (canonical or ShareGPT) or a generator."""
+
+    file: Path | None = None
+    format: str = "auto"  # sessions | sharegpt | auto (by content)
+    count: int = 16  # generated: how many sessions
+    rate: float = 0.5  # sessions per second (generated and ShareGPT; a canonical file has its own times)
+    turns: LengthDist = field(default_factory=lambda: Fixed(4))
+    first_tokens: LengthDist = field(default_factory=lambda: Fixed(128))  # turn 0's new text
+    new_tokens: LengthDist = field(default_factory=lambda: Fixed(32))  # later turns' new text
+    output: LengthDist = field(default_factory=lambda: Fixed(64))
+    think_s: float = 1.0
+    shared_prefix_blocks: int = 0  # blocks of one system prompt opening every session
+    tenant: str = "default"
+
+    def to_spec(self) -> dict[str, Any]:
+        if self.file is not None:
+            return {"kind": "sessions", "file": self.file.name, "format": self.format, "rate": self.rate,
+                    "think_s": self.think_s}  # fmt: skip
+        return {"kind": "sessions", "count": self.count, "rate": self.rate, "turns": self.turns.to_spec(),
+                "first_tokens": self.first_tokens.to_spec(), "new_tokens": self.new_tokens.to_spec(),
+                "output": self.output.to_spec(), "think_s": self.think_s,
+                "shared_prefix_blocks": self.shared_prefix_blocks, "tenant": self.tenant}  # fmt: skip
+
+
+def _fail(display: str, line: int, field_name: str, what: str) -> WorkloadError:
+    return WorkloadError(what, file=display, line=line, field=field_name)
+
+
+def _int(obj: dict[str, Any], key: str, display: str, line: int, low: int) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _fail(display, line, key, f"expected an integer >= {low}, found {value!r}")
+    return value
+
+
+def _seconds(obj: dict[str, Any], key: str, display: str, line: int) -> float:
+    value = obj.get(key, 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise _fail(display, line, key, f"expected a number of seconds >= 0, found {value!r}")
+    return float(value)
+
+
+def read_session_file(path: Path, display: str) -> list[Turn]:
+    """The canonical session format; the first bad line is one error naming its line and field."""
+    turns: list[Turn] = []
+    last_turn: dict[str, int] = {}
+    for number, line in enumerate(read_text(path, display).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(display, number, "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise _fail(display, number, "json", f"expected a JSON object per line, found {type(obj).__name__}")
+        unknown = sorted(set(obj) - TURN_KEYS)
+        if unknown:
+            raise _fail(display, number, unknown[0], f"unknown key; expected one of {', '.join(sorted(TURN_KEYS))}")
+        session = obj.get("session")
+        if isinstance(session, bool) or not isinstance(session, str | int) or session == "":
+            raise _fail(display, number, "session", f"expected a session id (string or integer), found {session!r}")
+        session = str(session)
+        turn = _int(obj, "turn", display, number, 0)
+        seen = last_turn.get(session)
+        if turn > 0 and seen is None:
+            raise _fail(
+                display,
+                number,
+                "turn",
+                f"turn {turn} of session {session!r} comes before the session starts (its turn 0)",
+            )
+        if turn > 0 and seen != turn - 1:
+            raise _fail(
+                display,
+                number,
+                "turn",
+                f"turn {turn} of session {session!r} has no parent: the turn before it is {seen}, not {turn - 1}",
+            )
+        if turn == 0 and seen is not None:
+            raise _fail(display, number, "turn", f"session {session!r} starts twice")
+        if turn == 0 and "at_s" not in obj:
+            raise _fail(display, number, "at_s", "turn 0 needs the session's start time in seconds")
+        for key in ("at_s", "prefix_hash_ids", "tenant") if turn > 0 else ("think_s",):
+            if key in obj:
+                raise _fail(display, number, key, f"only {'turn 0' if turn > 0 else 'a later turn'} has {key}")
+        hashes = obj.get("prefix_hash_ids", [])
+        if not isinstance(hashes, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hashes):
+            raise _fail(display, number, "prefix_hash_ids", f"expected a list of integers, found {hashes!r}")
+        tenant = obj.get("tenant", "default")
+        if not isinstance(tenant, str):
+            raise _fail(display, number, "tenant", f"expected a string, found {tenant!r}")
+        new = _int(obj, "new_tokens", display, number, 0 if hashes else 1)
+        turns.append(Turn(session, turn, new, _int(obj, "output_tokens", display, number, 1),
+                          _seconds(obj, "at_s", display, number), _seconds(obj, "think_s", display, number),
+                          tuple(hashes), tenant))  # fmt: skip
+        last_turn[session] = turn
+    if not turns:
+        raise _fail(display, 1, "file", "no turns")
+    return turns
+
+
+def read_sharegpt(path: Path, display: str, rate: float, think_s: float, seed: int) -> list[Turn]:
+    """ShareGPT-style conversations: one session each, a turn per human message and its reply."""
+    text = read_text(path, display)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(display, exc.lineno, "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, list):
+        raise _fail(display, 1, "json", "expected a list of conversations")
+    starts = np.cumsum(np.random.default_rng([seed, 11]).exponential(1.0 / rate, len(data)))
+    turns: list[Turn] = []
+    for index, item in enumerate(data):
+        where = f"[{index}].conversations"
+        messages = item.get("conversations") if isinstance(item, dict) else None
+        if not isinstance(messages, list):
+            raise _fail(display, 1, where, f"conversation {index}: expected a list of messages")
+        session = str(item.get("id", index))
+        system, pending, k = 0, None, 0
+        for m, message in enumerate(messages):
+            if not isinstance(message, dict) or not isinstance(message.get("value"), str):
+                raise _fail(display, 1, f"{where}[{m}]", 'expected {"from": ..., "value": "text"}')
+            tokens = max(1, math.ceil(len(message["value"]) / CHARS_PER_TOKEN))
+            role = message.get("from")
+            if role == "system":
+                system += tokens
+            elif role in ("human", "user"):
+                pending = tokens + (system if k == 0 else 0)
+            elif role in ("gpt", "assistant", "chatgpt", "bard") and pending is not None:
+                turns.append(Turn(session, k, pending, tokens, float(starts[index]) if k == 0 else 0.0,
+                                  think_s if k else 0.0))  # fmt: skip
+                pending, k = None, k + 1
+    if not turns:
+        raise _fail(display, 1, "conversations", "no human message answered by the model")
+    return turns
+
+
+def generate_sessions(source: SessionSource, seed: int) -> list[Turn]:
+    rng = np.random.default_rng([seed, 12])
+    starts = np.cumsum(rng.exponential(1.0 / source.rate, source.count)) - 0.0
+    starts -= starts[0]
+    counts = source.turns.sample(rng, source.count)
+    system = tuple(SYSTEM_HASH_BASE + b for b in range(source.shared_prefix_blocks))
+    turns: list[Turn] = []
+    for s in range(source.count):
+        n = int(counts[s])
+        first = int(source.first_tokens.sample(rng, 1)[0])
+        news = source.new_tokens.sample(rng, max(0, n - 1))
+        outputs = source.output.sample(rng, n)
+        session = f"s{s:04d}"
+        for k in range(n):
+            new = first if k == 0 else int(news[k - 1])
+            turns.append(Turn(session, k, new, int(outputs[k]), float(starts[s]) if k == 0 else 0.0,
+                              source.think_s if k else 0.0, system if k == 0 else (), source.tenant))  # fmt: skip
+    return turns
+
+
+def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple[list[WorkloadRequest], list[str]]:
+    """Workload requests in order of their earliest send time; a session is cut before the first turn
+    whose prompt and answer would not fit `max_context` (and says so in a note)."""
+    rows: list[tuple[float, int, WorkloadRequest]] = []
+    state: dict[str, tuple[int, int, float]] = {}  # session -> (prompt + answer tokens so far, next turn, earliest)
+    cut: set[str] = set()
+    for order, t in enumerate(turns):
+        if t.session in cut:
+            continue
+        history, _, earliest = state.get(t.session, (0, 0, t.at_s))
+        prompt = (len(t.prefix_hash_ids) * BLOCK_TOKENS + t.new_tokens) if t.turn == 0 else history + t.new_tokens
+        if max_context is not None and prompt + t.output_tokens > max_context:
+            cut.add(t.session)
+            continue
+        at = earliest + t.think_s
+        request = WorkloadRequest("", at, prompt, t.output_tokens, t.tenant, prefix_hash_ids=t.prefix_hash_ids,
+                                  session=t.session, turn=t.turn, think_s=t.think_s)  # fmt: skip
+        rows.append((at, order, request))
+        state[t.session] = (prompt + t.output_tokens, t.turn + 1, at)
+    rows.sort(key=lambda row: (row[0], row[1]))
+    requests = [
+        WorkloadRequest(f"r{i:06d}", r.arrival_s, r.input_tokens, r.output_tokens, r.tenant,
+                        prefix_hash_ids=r.prefix_hash_ids, session=r.session, turn=r.turn, think_s=r.think_s)
+        for i, (_, _, r) in enumerate(rows)
+    ]  # fmt: skip
+    notes = [f"{len(cut)} sessions cut at the first turn past the context of {max_context} tokens"] if cut else []
+    if not requests:
+        raise WorkloadError("no turn fits", field="max_context")
+    return requests, notes
+
+
+def is_session_file(path: Path) -> bool:
+    """A ShareGPT-style JSON list, or JSON lines whose first object has `session` and `turn`."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8-sig", "replace").lstrip()
+    except OSError:
+        return False
+    if path.suffix.lower() == ".json" and head.startswith("["):
+        return True
+    first = head.split("\n", 1)[0]
+    return first.startswith("{") and '"session"' in first and '"turn"' in first
+
+
+def scaled(turns: list[Turn], factor: float) -> list[Turn]:
+    """Sessions start and think `factor` times as fast."""
+    return [Turn(t.session, t.turn, t.new_tokens, t.output_tokens, t.at_s / factor, t.think_s / factor,
+                 t.prefix_hash_ids, t.tenant) for t in turns]  # fmt: skip
+
+
+def load_turns(source: SessionSource, seed: int) -> list[Turn]:
+    if source.file is None:
+        return generate_sessions(source, seed)
+    display = str(source.file)
+    fmt = source.format
+    if fmt == "auto":
+        head = read_text(source.file, display).lstrip()[:1]
+        fmt = "sharegpt" if head == "[" else "sessions"
+    if fmt == "sharegpt":
+        return read_sharegpt(source.file, display, source.rate, source.think_s, seed)
+    return read_session_file(source.file, display)
