@@ -22,11 +22,11 @@ def _missing(value: Any) -> bool:
     return value is None or value != value
 
 
-def _cell(column: str, value: Any) -> str:
+def _cell(column: str, value: Any, at_least: bool = False) -> str:
     if _missing(value):
         return "n/a" if column in RATES else "-"
     if column in SECONDS:
-        return f"{value * 1e3:.0f} ms" if value < 10 else f"{value:.1f} s"
+        return ("≥ " if at_least else "") + (f"{value * 1e3:.0f} ms" if value < 10 else f"{value:.1f} s")
     if column in SHARES:
         return f"{value:.0%}"
     if column in LOADS:
@@ -38,7 +38,8 @@ def _cell(column: str, value: Any) -> str:
 
 def format_summary(metrics: dict[str, Any]) -> str:
     table = summary_table(metrics["engines"]).reset_index()
-    rows = [[_cell(c, row.get(c)) for c in COLUMNS] for row in table.to_dict(orient="records")]
+    rows = [[_cell(c, row.get(c), bool(row.get(f"{c}_at_least"))) for c in COLUMNS]
+            for row in table.to_dict(orient="records")]  # fmt: skip
     header = list(COLUMNS.values())
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
@@ -51,6 +52,11 @@ def format_summary(metrics: dict[str, Any]) -> str:
         }
         for reason in sorted(reasons):
             lines.append(f"! {row['engine']}: steady-window rates n/a: {reason}")
+        if row.get("ttft_censored"):
+            lines.append(
+                f"! {row['engine']}: {row['ttft_censored']} requests were cut off before their first token; they "
+                "count at their wait so far, so a TTFT marked ≥ is a lower bound"
+            )
     for run in metrics["runs"]:
         machine = run.get("machine") or {}
         if machine.get("busy"):

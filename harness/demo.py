@@ -149,6 +149,11 @@ def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, se
         x = rng.integers(0, vocab, n)
         return [int(v) if int(v) not in avoid else (int(v) + 1) % vocab for v in x]
 
+    def fresh(burst: list[Request]) -> list[Request]:
+        # new token ids for every repeat: the engine's prefix cache would serve a repeated prompt from
+        # its cache, and a prefill measured that way ran 5x faster than the trace's distinct prompts will
+        return [replace(r, prompt_token_ids=ids(len(r.prompt_token_ids))) for r in burst]
+
     prefill = [Request(f"p{i}", ids(n), 1, ignore_eos=True) for i, n in enumerate(prompts[:PREFILL_BURST])]
     decode = [Request(f"d{i}", ids(DECODE_PROMPT), DECODE_TOKENS, ignore_eos=True) for i in range(DECODE_BATCH)]
     warm = [Request("w", ids(WARM_PROMPT), 2, ignore_eos=True), *decode[:4]]  # pays for allocation, thread start
@@ -171,7 +176,8 @@ def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, se
         decode = [replace(r, max_tokens=steps) for r in decode]
         prefill = prefill[: max(1, int(tried[chosen] * BURST_S * PREFILL_PER_DECODE // max(prompts[0], 1)))]
     left = BUDGET_S - (time.perf_counter() - started)
-    times = _bursts(loaded, [warm] + [prefill, decode] * REPEATS, budget_s=left)[1:]
+    bursts = [warm] + [burst for _ in range(REPEATS) for burst in (fresh(prefill), fresh(decode))]
+    times = _bursts(loaded, bursts, budget_s=left)[1:]
     prefill_tok_s = sum(len(r.prompt_token_ids) for r in prefill) / float(np.median(times[0::2]))
     # the decode burst also prefilled its short prompts: take that share out at the measured prefill speed
     d_decode = max(float(np.median(times[1::2])) - DECODE_BATCH * DECODE_PROMPT / prefill_tok_s, 1e-3)

@@ -116,7 +116,8 @@ def metrics_document(a: Analysis) -> dict[str, Any]:
                     "clear": h.clear,
                     "margin": h.margin or None,
                     "estimates": {
-                        k: {"value": e.value, "ci_low": e.low, "ci_high": e.high} for k, e in h.estimates.items()
+                        k: {"value": e.value, "ci_low": e.low, "ci_high": e.high, "lower_bound": e.at_least}
+                        for k, e in h.estimates.items()
                     },
                 }
                 for h in a.verdict.headlines

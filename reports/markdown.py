@@ -34,7 +34,7 @@ def _headlines(a: Analysis) -> list[str]:
             if e is None or fmt.missing(e.value):
                 cells.append("n/a" if e is not None and e.reason else "–")
                 continue
-            text = h.formatter(e.value) + (f" {fmt.ci(e.low, e.high, h.formatter)}" if e.has_ci else "")
+            text = e.cell(h.formatter)
             cells.append(f"**{text}**" if h.winner == label and h.clear else text)
         if h.winner is None:
             cells.append("–")

@@ -43,6 +43,9 @@ def _get(d: Any, *keys: str) -> Any:
 def _with_ci(p: dict[str, Any] | None, f: Callable[[Any], str]) -> str:
     if not p:
         return "–"
+    if p.get("lower_bound"):  # requests cut off while waiting reach this percentile: its true value is higher
+        interval = "" if fmt.missing(p.get("ci_low")) else f"[{f(p.get('ci_low'))}, unknown]"
+        return f"≥ {f(p.get('value'))}" + (f' <span class="ci">{interval}</span>' if interval else "")
     interval = fmt.ci(p.get("ci_low"), p.get("ci_high"), f)
     return f"{f(p.get('value'))}" + (f' <span class="ci">{interval}</span>' if interval else "")
 
@@ -124,9 +127,9 @@ def headline_table(heads: list[Headline], labels: list[str]) -> str:
             if e is None or fmt.missing(e.value):
                 cells.append(fmt.rate(None, e.reason, html_title=True) if e is not None and e.reason else "–")
                 continue
-            interval = fmt.ci(e.low, e.high, h.formatter) if e.has_ci else ""
+            interval = e.interval(h.formatter)
             mark = " win" if h.winner == label and h.clear else (" lead" if h.winner == label else "")
-            cell = h.formatter(e.value) + (f' <span class="ci">{interval}</span>' if interval else "")
+            cell = e.point(h.formatter) + (f' <span class="ci">{interval}</span>' if interval else "")
             cells.append(f'<span class="val{mark}">{cell}</span>')
         if h.winner is None:
             who = "–"

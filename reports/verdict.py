@@ -36,10 +36,31 @@ class Estimate:
     low: float | None = None
     high: float | None = None
     reason: str | None = None  # why value is None, when it is undefined rather than unknown
+    at_least: bool = False  # a lower bound: requests cut off while waiting reach it (its `high` is unknown)
 
     @property
     def has_ci(self) -> bool:
         return not (fmt.missing(self.low) or fmt.missing(self.high))
+
+    def beaten_by(self, high: float) -> bool:
+        """Whether a value below `high` is clearly lower than this one (a lower bound needs only its low end)."""
+        return not fmt.missing(self.low) and high < self.low and (self.at_least or self.has_ci)
+
+    def point(self, formatter: Callable[[Any], str]) -> str:
+        """ "1.2 s", or "≥ 16.1 s" for a lower bound."""
+        return ("≥ " if self.at_least else "") + formatter(self.value)
+
+    def interval(self, formatter: Callable[[Any], str]) -> str:
+        """ "[1.0 s, 1.4 s]", "[12.3 s, unknown]" for a lower bound, or "" without one."""
+        if self.at_least and not fmt.missing(self.low):
+            return f"[{formatter(self.low)}, unknown]"
+        return fmt.ci(self.low, self.high, formatter) if self.has_ci else ""
+
+    def cell(self, formatter: Callable[[Any], str]) -> str:
+        """ "1.2 s [1.0 s, 1.4 s]", "≥ 16.1 s [12.3 s, unknown]" or "n/a"."""
+        if fmt.missing(self.value):
+            return "n/a"
+        return " ".join(part for part in (self.point(formatter), self.interval(formatter)) if part)
 
 
 @dataclass
@@ -64,17 +85,20 @@ class Headline:
         self.winner = pick(known, key=lambda k: known[k].value)
         best = known[self.winner]
         others = [e for k, e in known.items() if k != self.winner]
-        if best.has_ci and all(o.has_ci for o in others):
-            if self.better == "lower":
-                self.clear = all(best.high < o.low for o in others)
-            else:
-                self.clear = all(best.low > o.high for o in others)
+        bounded = all(e.has_ci or e.at_least for e in known.values())
+        if self.better == "lower" and bounded:
+            # a lower bound may lie anywhere above its value: it can lose clearly, never win clearly
+            self.clear = not best.at_least and all(o.beaten_by(best.high) for o in others)
+        elif best.has_ci and all(o.has_ci for o in others):
+            self.clear = all(best.low > o.high for o in others)
         else:
             self.point_only = True
         runner = pick((e.value for e in others), default=None)
         if runner is not None and best.value not in (None, 0) and runner != 0:
             ratio = runner / best.value if self.better == "lower" else best.value / runner
             self.margin = f"{ratio:,.0f}x" if ratio >= 100 else (f"{ratio:.1f}x" if ratio >= 10 else f"{ratio:.2f}x")
+            if not best.at_least and any(o.at_least and o.value == runner for o in others):
+                self.margin = f"at least {self.margin}"
 
 
 @dataclass
@@ -95,7 +119,7 @@ class Verdict:
 
 def _pct(er: EngineRun, metric: str, label: str) -> Estimate:
     row = (((er.summary.get("latency") or {}).get(metric) or {}).get("percentiles") or {}).get(label) or {}
-    return Estimate(row.get("value"), row.get("ci_low"), row.get("ci_high"))
+    return Estimate(row.get("value"), row.get("ci_low"), row.get("ci_high"), at_least=bool(row.get("lower_bound")))
 
 
 def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATCHES) -> Estimate:

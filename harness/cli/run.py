@@ -154,9 +154,7 @@ def _closing(out: Path) -> None:
         h = heads.get(key)
         if h is None:
             continue
-        cells = [f"{label} {h.formatter(e.value)} [{h.formatter(e.low)}, {h.formatter(e.high)}]" if e.has_ci
-                 else f"{label} {h.formatter(e.value) if e.value is not None else 'n/a'}"
-                 for label, e in h.estimates.items()]  # fmt: skip
+        cells = [f"{label} {e.cell(h.formatter)}" for label, e in h.estimates.items()]
         values = {e.value for e in h.estimates.values() if e.value is not None}
         if h.winner and len(values) == 1 and len(h.estimates) > 1:
             verdict = "tied"

@@ -120,6 +120,15 @@ def _decide(rule: Rule, r: RuleResult) -> RuleResult:
     return r
 
 
+def _cut_off(rule: Rule, r: RuleResult, sides: list[tuple[str, Prepared]]) -> bool:
+    """True (the reason in `r.note`) when a side's statistic is only a lower bound: a run whose stop rule
+    cut requests off while they waited would otherwise be judged on the requests it did serve."""
+    q = quantile_of(rule.stat or "mean")
+    notes = [note for side, p in sides if (note := p.cut_off_note(rule.metric, side, q)) is not None]
+    r.note = "; ".join(notes)
+    return bool(notes)
+
+
 def _too_few(ctx: _Context, r: RuleResult, n_baseline: int | None, n_candidate: int, what: str) -> bool:
     """True (and the reason in `r.note`) when a side holds fewer values than the gate's min_samples."""
     need = ctx.config.min_samples
@@ -179,6 +188,8 @@ def _judge_trials(
 
 def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
     stat, n_boot = rule.stat or "mean", ctx.config.n_boot
+    if _cut_off(rule, r, [("candidate", ctx.cand)]):
+        return
     b = ctx.cand.latency_values(rule.metric)
     r.n_candidate = b.size
     if _too_few(ctx, r, None, b.size, f"{rule.metric} values"):
@@ -196,6 +207,8 @@ def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleR
 def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleResult) -> None:
     assert ctx.base is not None
     stat, metric = rule.stat or "mean", rule.metric
+    if _cut_off(rule, r, [("baseline", ctx.base), ("candidate", ctx.cand)]):
+        return
     paired = ctx.joined is not None and rule.info.per_request
     if paired:
         assert ctx.joined is not None

@@ -19,7 +19,8 @@ import pandas as pd
 from harness.gate.inputs import RunSample
 from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
 from harness.metrics.frame import flatten_token_times
-from harness.metrics.latency import succeeded
+from harness.metrics.latency import CENSORED_METRICS, succeeded
+from harness.metrics.stats import censored_reaches
 from harness.metrics.throughput import EVENTS, Window, finished_in, rate_problem
 
 METRIC_RATES = {"output_tok_s": "output_token_rate", "total_tok_s": "total_token_rate"}  # gate name -> metrics
@@ -66,6 +67,19 @@ class Prepared:
             lat = self.latencies if trial is None else self.latencies[self.latencies["trial"] == trial]
             x = lat[metric].to_numpy(dtype=np.float64)
         return x[np.isfinite(x)]
+
+    def cut_off_note(self, metric: str, side: str, q: float | None) -> str | None:
+        """Why `metric`'s quantile q (the mean when None) cannot be judged on this side: requests the run cut
+        off while they waited reach it, so it is only a lower bound (harness.metrics.latency); else None."""
+        if metric not in CENSORED_METRICS:
+            return None
+        flags = self.latencies[f"{metric}_censored"].to_numpy(dtype=bool)
+        values = self.latencies[f"{metric}_or_wait"].to_numpy(dtype=np.float64)
+        if not flags.any() or (q is not None and not censored_reaches(values, flags, [q])[0]):
+            return None
+        what = "before their first token" if metric == "ttft" else "before they finished"
+        return (f"{int(flags.sum())} requests on the {side} side were cut off {what} (a stop rule or a timeout), "
+                f"so its {metric} is known only as a lower bound; gate error_rate or goodput on such runs")  # fmt: skip
 
     def trial_column(self, column: str, trial: int) -> np.ndarray:
         return self.latencies.loc[self.latencies["trial"] == trial, column].to_numpy()

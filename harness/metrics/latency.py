@@ -8,6 +8,16 @@ can be compared; their difference is the schedule lag.
 Only successful requests (no `error_type`, finish_reason "length" or "stop") get latencies: a failed
 request's timings describe the failure, not the service. Failures are counted separately and
 count against SLO attainment.
+
+A request the run *cut off* while it waited (aborted by a stop rule, or timed out) is not a failure of
+the service but an observation that ended early: its TTFT, when it had no first token yet, and its E2E
+are right-censored, known only to be at least its wait until then. Leaving such requests out is what
+vLLM's and GuideLLM's percentiles do, and it makes an overloaded engine look better the more requests
+it never served: a static-batching run stopped at its limit showed TTFT p99 13.5 s over the 14 requests
+that got a first token, while 59 more had waited 20-38 s without one. `ttft_or_wait` / `e2e_or_wait`
+hold the observed value or, for a censored request, that lower bound, with `ttft_censored` /
+`e2e_censored` saying which; `harness.metrics.stats.describe` turns them into percentiles marked as
+lower bounds where a censored value reaches them.
 """
 
 from __future__ import annotations
@@ -18,6 +28,8 @@ import pandas as pd
 from harness.metrics.frame import flatten_token_times
 
 SUCCESS_FINISH_REASONS = ("length", "stop")
+CUT_OFF_ERRORS = ("stopped", "timeout", "cancelled")  # the run (or the client) gave up waiting
+CENSORED_METRICS = ("ttft", "e2e")  # right-censored for requests cut off while they waited: `<m>_or_wait`
 
 LATENCY_COLUMNS = (
     "ttft",
@@ -35,6 +47,14 @@ LATENCY_COLUMNS = (
 def succeeded(records: pd.DataFrame) -> pd.Series:
     """True for requests that finished normally (no error, finish_reason "length" or "stop")."""
     return records["error_type"].isna() & records["finish_reason"].isin(SUCCESS_FINISH_REASONS)
+
+
+def cut_off(records: pd.DataFrame) -> pd.Series:
+    """True for requests the run gave up on while they were still being served or waited for: aborted
+    (a stop rule aborts through the engine, so its finish event says "abort" with no error), stopped,
+    timed out or cancelled."""
+    aborted = (records["finish_reason"] == "abort") & records["error_type"].isna()
+    return aborted | records["error_type"].isin(CUT_OFF_ERRORS)
 
 
 def last_token_time(records: pd.DataFrame) -> pd.Series:
@@ -62,6 +82,8 @@ def request_latencies(records: pd.DataFrame) -> pd.DataFrame:
     - normalized_latency: e2e / n
     - slowdown: e2e / (finish - admission), time in the system over time being served (>= 1)
     - schedule_lag: send - scheduled arrival (defined for every request, failed or not)
+    - ttft_or_wait / e2e_or_wait: as ttft / e2e, and for a request cut off (`cut_off`) its observed TTFT
+      or, censored (`ttft_censored` / `e2e_censored`), its wait until it was cut off: a lower bound
     """
     ok = succeeded(records)
     n = records["output_tokens"].astype("float64")
@@ -92,6 +114,13 @@ def request_latencies(records: pd.DataFrame) -> pd.DataFrame:
     )
     out[list(LATENCY_COLUMNS)] = out[list(LATENCY_COLUMNS)].where(ok, np.nan)
     out["schedule_lag"] = sent - sched
+    cut = cut_off(records) & ~ok
+    waited = out["t_done"] - sched
+    no_first = first.isna()
+    out["ttft_censored"] = cut & no_first
+    out["ttft_or_wait"] = out["ttft"].where(~cut, (first - sched).where(~no_first, waited))
+    out["e2e_censored"] = cut
+    out["e2e_or_wait"] = out["e2e"].where(~cut, waited)
     return out
 
 

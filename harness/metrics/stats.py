@@ -118,6 +118,32 @@ def bootstrap_ci(
     return (float(low), float(high))
 
 
+def _finite_sorted_with(
+    values: Sequence[float] | np.ndarray | pd.Series, censored: Sequence[bool] | np.ndarray | pd.Series | None
+) -> tuple[np.ndarray, np.ndarray]:
+    raw = np.asarray(values, dtype=np.float64).ravel()
+    flags = np.zeros(raw.size, dtype=bool) if censored is None else np.asarray(censored, dtype=bool).ravel()
+    keep = np.isfinite(raw)
+    x, flags = raw[keep], flags[keep]
+    order = np.argsort(x, kind="stable")
+    return x[order], flags[order]
+
+
+def censored_reaches(
+    values: Sequence[float] | np.ndarray, censored: Sequence[bool] | np.ndarray | None, probs: Sequence[float]
+) -> list[bool]:
+    """For each quantile (probs in [0, 1]; linear interpolation) of `values`, whether a censored value
+    (a lower bound) reaches it, so that the quantile is only a lower bound too. Exact otherwise: raising
+    a value that lies below the order statistics a quantile is interpolated from only shifts them up,
+    and one above them does not move them."""
+    x, flags = _finite_sorted_with(values, censored)
+    if x.size == 0 or not flags.any():
+        return [False] * len(probs)
+    first_censored = float(x[flags].min())
+    upper = np.ceil((x.size - 1) * np.asarray(probs, dtype=np.float64)).astype(np.int64)
+    return [bool(first_censored <= x[i]) for i in upper]
+
+
 def describe(
     values: Sequence[float] | np.ndarray | pd.Series,
     qs: Sequence[float] = DEFAULT_PERCENTILES,
@@ -125,23 +151,35 @@ def describe(
     n_boot: int = DEFAULT_N_BOOT,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
+    censored: Sequence[bool] | np.ndarray | pd.Series | None = None,
 ) -> dict[str, object]:
-    """count, mean, min, max and {"p50": {"value", "ci_low", "ci_high"}, ...} as plain Python values."""
-    x = _finite_sorted(values)
+    """count, mean, min, max and {"p50": {"value", "ci_low", "ci_high", "lower_bound"}, ...} as plain Python.
+
+    `censored` marks values that are only lower bounds (a request cut off while it waited: its true value
+    is at least this). They stay in the sample at their bound, so every quantile is a valid lower bound of
+    the true one, and it is exact when no censored value lies at or below the order statistics it is
+    interpolated from (raising a value below them only shifts them up). A quantile that a censored value
+    reaches is marked `lower_bound`, and its `ci_high` is None: its upper end is unknown. "mean" is None
+    when any value is censored, for the same reason.
+    """
+    x, flags = _finite_sorted_with(values, censored)
     table = percentiles(x, qs, n_boot=n_boot, confidence=confidence, seed=seed)
     empty = x.size == 0
+    bounded = censored_reaches(x, flags, table["q"].to_numpy() / 100.0)
     return {
         "count": int(x.size),
-        "mean": None if empty else float(x.mean()),
+        "censored": int(flags.sum()),
+        "mean": None if empty or flags.any() else float(x.mean()),
         "min": None if empty else float(x[0]),
         "max": None if empty else float(x[-1]),
         "percentiles": {
             label: {
                 "value": _py(row.value),
                 "ci_low": _py(row.ci_low),
-                "ci_high": _py(row.ci_high),
+                "ci_high": None if bound else _py(row.ci_high),
+                "lower_bound": bound,
             }
-            for label, row in table.iterrows()
+            for (label, row), bound in zip(table.iterrows(), bounded, strict=True)
         },
     }
 

@@ -17,7 +17,7 @@ import pandas as pd
 from harness.errors import HarnessInputError
 from harness.metrics.cost import DEFAULT_PRICE_PER_HOUR, cost
 from harness.metrics.fairness import fairness
-from harness.metrics.latency import LATENCY_COLUMNS, inter_token_latencies, request_latencies
+from harness.metrics.latency import CENSORED_METRICS, LATENCY_COLUMNS, inter_token_latencies, request_latencies
 from harness.metrics.prefix_cache import measured_hit_rate
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
@@ -101,6 +101,8 @@ def summarize(
     ok = lat["succeeded"]
     stats_kw: dict[str, Any] = {"qs": percentiles, "n_boot": n_boot, "confidence": confidence, "seed": seed}
     latency = {m: describe(lat[m], **stats_kw) for m in _LATENCY_METRICS}
+    for m in CENSORED_METRICS:  # requests cut off while they waited count, as lower bounds (harness.metrics.latency)
+        latency[m] = describe(lat[f"{m}_or_wait"], censored=lat[f"{m}_censored"], **stats_kw)
     latency["itl"] = describe(inter_token_latencies(records), **stats_kw)
     slo_result = goodput(records, slo, warmup_fraction=warmup_fraction)
     wall, wall_source = _wall_time(records, steps, wall_time_s)
@@ -174,6 +176,11 @@ def _pct(summary: Mapping[str, Any], metric: str, label: str) -> float | None:
     return summary["latency"][metric]["percentiles"].get(label, {}).get("value")
 
 
+def _at_least(summary: Mapping[str, Any], metric: str, label: str) -> bool:
+    """Whether that percentile is only a lower bound (requests cut off while waiting reach it)."""
+    return bool(summary["latency"][metric]["percentiles"].get(label, {}).get("lower_bound"))
+
+
 def summary_table(summaries: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per summary, a handful of headline columns, for console display."""
     items = summaries.values() if isinstance(summaries, Mapping) else summaries
@@ -192,6 +199,10 @@ def summary_table(summaries: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[
                 "tpot_p99_s": _pct(s, "tpot", "p99"),
                 "itl_p99_s": _pct(s, "itl", "p99"),
                 "e2e_p99_s": _pct(s, "e2e", "p99"),
+                "ttft_p50_s_at_least": _at_least(s, "ttft", "p50"),
+                "ttft_p99_s_at_least": _at_least(s, "ttft", "p99"),
+                "e2e_p99_s_at_least": _at_least(s, "e2e", "p99"),
+                "ttft_censored": s["latency"]["ttft"].get("censored", 0),
                 "offered_rps": s.get("load", {}).get("offered_rate_rps"),
                 "sent_rps": s.get("load", {}).get("send_rate_rps"),
                 "req_per_s": steady["request_rate"],

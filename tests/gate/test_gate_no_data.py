@@ -95,3 +95,19 @@ def test_the_command_exits_3_for_no_data_and_says_why(tmp_path, capsys, rules, c
     out = capsys.readouterr().out
     assert f"gate: {word}:" in out
     assert "- `output_tok_s >= -5%`: **no data**: candidate: no token was produced inside the 0.0614 s" in out
+
+
+def test_a_latency_rule_on_a_run_that_cut_requests_off_is_no_data_never_a_pass():
+    # The candidate's stop rule aborted its 20 slowest requests before their first token: judged on the
+    # requests it did serve, its TTFT p90 would look no worse than the baseline's.
+    base = synthetic_run(1, n=200)
+    cand = synthetic_run(2, n=200)
+    slowest = sorted(cand, key=lambda r: r["t_first_token"] - r["t_scheduled"])[-20:]
+    for r in slowest:
+        r.update(t_first_token=None, token_times=[], output_tokens=0, finish_reason="abort", error_type="stopped")
+    verdict = gate(base, cand, ["ttft.p90 <= +10%", "ttft.p50 <= +10%", "error_rate <= 50%"])
+    rules = by_rule(verdict)
+    assert rules["ttft.p90 <= +10%"].status == "no_data" and verdict.exit_code in (1, 3)
+    assert "20 requests on the candidate side were cut off before their first token" in rules["ttft.p90 <= +10%"].note
+    assert rules["ttft.p50 <= +10%"].status != "no_data"  # the cut-off waits lie above the median: it is exact
+    assert rules["error_rate <= 50%"].status == "pass"

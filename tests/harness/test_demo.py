@@ -40,6 +40,28 @@ def test_calibration_measures_this_machine() -> None:
     assert speed.seconds < 60  # bounded by BUDGET_S plus one pair of bursts, on any machine
 
 
+def test_no_calibration_burst_repeats_a_prompt(monkeypatch) -> None:
+    """The engine's prefix cache would serve a repeated prompt from cache: a prefill measured on repeats
+    ran 5x faster than the trace's distinct prompts and sized a load that overran continuous batching."""
+    from engines import compute_threads
+    from engines.model.loader import load_model
+
+    seen: list[list[list[int]]] = []
+    real = demo._bursts
+
+    def recording(loaded, bursts, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append([list(r.prompt_token_ids) for burst in bursts for r in burst])
+        return real(loaded, bursts, **kwargs)
+
+    monkeypatch.setattr(demo, "_bursts", recording)
+    monkeypatch.setattr(demo, "BUDGET_S", 0.0)  # the three bursts the budget always allows are enough here
+    compute_threads.configure()
+    demo.calibrate(load_model(None), [200, 150], threads=1)
+    measured = seen[-1]  # the measuring call: warm-up, then (prefill, decode) x REPEATS
+    assert len(measured) > demo.DECODE_BATCH
+    assert len({tuple(p) for p in measured}) == len(measured)
+
+
 def test_the_demo_with_a_load_of_its_own_ends_on_time_and_says_what_it_showed(tmp_path, capsys) -> None:
     code = main(["demo", "--workload", "chat-small", "--requests", "16", "--rate", "8", "--stop-run-s", "20",
                  "--threads", "1", "--out", str(tmp_path / "demo")])  # fmt: skip

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from reports import fmt
 from reports.analysis import analyse
 from reports.compare import compare, holm, plan
 from reports.load import load_runs
@@ -101,6 +102,23 @@ def test_headline_decisions() -> None:
     point = Headline("usd", "usd", "lower", str, {"a": Estimate(3.0), "b": Estimate(2.0)})
     point.decide()
     assert point.winner == "b" and point.point_only and not point.clear
+
+
+def test_a_lower_bound_can_lose_clearly_but_never_win_clearly() -> None:
+    # static's TTFT p99 is at least 16 s (requests cut off while waiting reach it): its upper end is unknown
+    loses = Headline("p99", "p99", "lower", fmt.seconds,
+                     {"c": Estimate(5.8, 2.5, 5.9), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
+    loses.decide()
+    assert loses.winner == "c" and loses.clear and loses.margin == "at least 2.78x"
+    assert loses.estimates["s"].cell(fmt.seconds) == "≥ 16.1 s [12.3 s, unknown]"
+    ahead = Headline("p99", "p99", "lower", fmt.seconds,
+                     {"c": Estimate(20.0, 18.0, 22.0), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
+    ahead.decide()
+    assert ahead.winner == "s" and not ahead.clear  # its true value may lie anywhere above 16.1 s
+    overlap = Headline("p99", "p99", "lower", fmt.seconds,
+                       {"c": Estimate(5.8, 2.5, 13.0), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
+    overlap.decide()
+    assert overlap.winner == "c" and not overlap.clear
 
 
 def test_verdict_and_flags(run_dir: Path) -> None:

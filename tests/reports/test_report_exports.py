@@ -55,7 +55,7 @@ def test_metrics_json_follows_its_schema(exported: dict[str, Path]) -> None:
     assert er["summary"]["schema_version"] == 1
     head = doc["headlines"][0]
     assert set(head) >= {"key", "name", "better", "winner", "clear", "estimates"}
-    assert set(next(iter(head["estimates"].values()))) == {"value", "ci_low", "ci_high"}
+    assert set(next(iter(head["estimates"].values()))) == {"value", "ci_low", "ci_high", "lower_bound"}
     comp = doc["comparisons"][0]
     assert comp["kind"] == "paired" and comp["test"].startswith("Wilcoxon")
     assert set(comp["metrics"][0]) >= {
