@@ -12,6 +12,8 @@ from harness.cli import args as shared
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from workloads.bundled import BUNDLED
+
     run = sub.add_parser("run", help="replay a workload against one or more engines")
     shared.add_run_flags(run)
     run.set_defaults(run=run_command)
@@ -21,6 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "batching, about two minutes",
     )
     shared.add_run_flags(demo)
+    demo.add_argument(
+        "--at-scale",
+        choices=(*BUNDLED, "none"),
+        default="azure-conv",
+        help="after the real comparison, this whole trace simulated for Llama-3.1-8B on one H100 at its recorded "
+        "rate (default azure-conv); none skips it",
+    )
     demo.set_defaults(run=demo_command, workload="azure-conv")
 
 
@@ -101,9 +110,10 @@ def demo_command(args: argparse.Namespace) -> int:
         _closing(out)
     print(f"run directory: {out.resolve()}")
     # then the question users ask next: the same schedulers for a real model on a real GPU, simulated
-    scale = simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"))
-    if not args.no_report:
-        _write_report(scale)
+    if args.at_scale != "none":
+        scale = simulate_at_scale(out.with_name(f"{out.name}-simulated-h100"), workload=args.at_scale)
+        if not args.no_report:
+            _write_report(scale)
     return 0
 
 

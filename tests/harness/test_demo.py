@@ -64,11 +64,12 @@ def test_no_calibration_burst_repeats_a_prompt(monkeypatch) -> None:
 
 def test_the_demo_with_a_load_of_its_own_ends_on_time_and_says_what_it_showed(tmp_path, capsys) -> None:
     code = main(["demo", "--workload", "chat-small", "--requests", "16", "--rate", "8", "--stop-run-s", "20",
-                 "--threads", "1", "--out", str(tmp_path / "demo")])  # fmt: skip
-    assert code == 0
+                 "--threads", "1", "--at-scale", "none", "--out", str(tmp_path / "demo")])  # fmt: skip
+    assert code == 0  # the part at scale has its own test (tests/sim/test_demo_at_scale.py)
     captured = capsys.readouterr()
     out, err = captured.out, captured.err
     assert "demo: no calibration (--rate, --requests given): the load is yours" in out
     assert "[static t0] sent " in err and "[continuous t0] sent " in err  # live status lines when piped
     assert "what this showed:" in out and "  TTFT p99: " in out and "  goodput (SLO-meeting req/s): " in out
     assert "report.html#timeline" in out and "where to look in the report:" in out
+    assert "SIMULATED at scale" not in out
