@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workloads.errors import WorkloadError
-from workloads.readers import TraceTable, read_trace
+
+if TYPE_CHECKING:  # the readers load pandas: the command line lists these names without it
+    from workloads.readers import TraceTable
 
 TRACES_DIR = Path(__file__).resolve().parent / "traces"
 
@@ -66,5 +69,7 @@ def bundled_trace(name: str, where: str | None = None) -> BundledTrace:
 
 
 def read_bundled(name: str) -> TraceTable:
+    from workloads.readers import read_trace
+
     trace = bundled_trace(name)
     return read_trace(trace.path, format=trace.format, display=f"workloads/traces/{trace.relative_path}")
