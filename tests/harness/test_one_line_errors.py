@@ -58,6 +58,8 @@ def test_a_gate_rules_file_that_is_not_utf8(tmp_path, capsys, zero_run):
         ("priority", 2**70, "priority: expected an integer, found 1.1805916207174113e+21"),
         ("token_times", [0.1, None], "token_times: expected a list of numbers, found [0.1, None]"),
         ("token_times", 1.5, "token_times: expected a list of numbers, found 1.5"),
+        ("token_times", [0.1, True], "token_times: expected a list of numbers, found [0.1, True]"),
+        ("preemptions", True, "preemptions: expected an integer, found True"),
         ("t_sent", [1], "t_sent: expected a number or null, found [1]"),
         # a lone surrogate: orjson refuses the line (the frame's own check covers records built in memory)
         ("request_id", "\ud800", "not a JSON object: no low surrogate in string: line 1 column 17 (char 16)"),
@@ -172,3 +174,16 @@ def test_probe_refuses_a_bad_url_and_bad_numbers(capsys):
     assert one_line(capsys, ["probe", "http://127.0.0.1:9", "--timeout", "nan"]).startswith(
         "--timeout nan: must be a finite number > 0"
     )
+
+
+def test_a_records_line_holding_two_objects_is_named(tmp_path, capsys, zero_run):
+    # the whole file is parsed in one call when it can be: two objects on one line must not pass as two records
+    run = tmp_path / "run"
+    shutil.copytree(zero_run, run)
+    records = run / "records.jsonl"
+    lines = records.read_text().splitlines()
+    lines[2] = lines[2] + "," + lines[3]
+    records.write_text("\n".join(lines) + "\n")
+    (run / "metrics.json").unlink()
+    message = one_line(capsys, ["report", str(run), "--no-html", "--markdown", str(tmp_path / "s.md")])
+    assert message.startswith(f"{records}:3: not a JSON object: ")
