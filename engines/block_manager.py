@@ -19,6 +19,7 @@ forgotten) and handed out. A block is never handed out while a sequence referenc
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from collections.abc import Sequence as Tokens
 
 from engines.sequence import Sequence
@@ -169,6 +170,16 @@ class BlockManager:
                 cached[h] = block
                 hash_of[block] = h
         seq.num_committed_blocks = done
+
+    def commit_steps(self, seqs: Iterable[Sequence]) -> None:
+        """`commit` each of `seqs` that completed a block in the step just computed. Most decode steps
+        complete none, and a simulated hour asks millions of times: the test is made here, not in a call."""
+        if not self.prefix_caching:
+            return
+        bs = self.block_size
+        for seq in seqs:
+            if seq.num_computed_tokens // bs > seq.num_committed_blocks:
+                self.commit(seq)
 
     def reset(self) -> None:
         """Forget every cached prefix (vLLM's reset_prefix_cache): unreferenced cached blocks become free;

@@ -167,9 +167,7 @@ class ContinuousScheduler:
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: finished sequences leave at once and return their blocks."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
-        if self.blocks.prefix_caching:  # before the finished free theirs: their full blocks stay cached
-            for chunk in plan.chunks:
-                self.blocks.commit(chunk.seq)
+        self.blocks.commit_steps(c.seq for c in plan.chunks)  # before the finished free theirs: they stay cached
         if self.admission is not None and finished:
             self.admission.finished(finished)
         for seq in finished:

@@ -46,6 +46,9 @@ class StaticScheduler:
         self.batch: list[Sequence] = []
         self.running: list[Sequence] = self.batch  # members that still hold a slot
         self._batch_id = -1
+        # A running batch's chunks change only when a member finishes, so they are built then, not every
+        # step (a simulated batch of hundreds of members decodes for hundreds of steps)
+        self._chunks: list[Chunk] | None = None
 
     @property
     def max_slots(self) -> int:
@@ -110,12 +113,15 @@ class StaticScheduler:
         return plan
 
     def _continue_batch(self) -> StepPlan:
-        plan = StepPlan(batch_id=self._batch_id)
-        for seq in self.batch:
-            if seq.status is SequenceStatus.FINISHED:
-                plan.chunks.append(Chunk(seq, 0, yields_token=False, num_pad=1))
-            else:
-                plan.chunks.append(Chunk(seq, seq.num_uncomputed, yields_token=True))
+        if self._chunks is None:
+            done = SequenceStatus.FINISHED
+            self._chunks = [
+                Chunk(seq, 0, yields_token=False, num_pad=1)
+                if seq.status is done
+                else Chunk(seq, seq.num_uncomputed, yields_token=True)
+                for seq in self.batch
+            ]
+        plan = StepPlan(chunks=list(self._chunks), batch_id=self._batch_id)
         if len(self.waiting):
             plan.blocked_reason = "batch_running"
         return plan
@@ -123,9 +129,9 @@ class StaticScheduler:
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: a finished member's stream ends, but it keeps its slot and blocks until the batch ends."""
         finished = apply_step(plan, sampled, self.eos, self.waiting)
-        if self.blocks.prefix_caching:
-            for chunk in plan.chunks:
-                self.blocks.commit(chunk.seq)
+        if finished or plan.batch_id != self._batch_id or plan.admitted:
+            self._chunks = None  # a member finished, or this was the formation step: the next plan differs
+        self.blocks.commit_steps(c.seq for c in plan.chunks)
         for seq in finished:
             plan.decide(
                 Stage.REMOVE,
@@ -145,6 +151,7 @@ class StaticScheduler:
         for seq in self.batch:
             if seq.request_id == request_id and seq.status is not SequenceStatus.FINISHED:
                 seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
+                self._chunks = None
                 if all(member.status is SequenceStatus.FINISHED for member in self.batch):
                     for member in self.batch:
                         self.blocks.free(member)
