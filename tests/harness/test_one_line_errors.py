@@ -68,13 +68,10 @@ def test_a_gate_rules_file_that_is_not_utf8(tmp_path, capsys, zero_run):
 )
 @pytest.mark.parametrize("command", ["report", "gate"])
 def test_report_and_gate_on_a_wrongly_typed_record_field(tmp_path, capsys, zero_run, field, value, expected, command):
-    run = tmp_path / "run"
-    shutil.copytree(zero_run, run)
-    records = run / "records.jsonl"
+    run, records = _editable_copy(zero_run, tmp_path)
     lines = [json.loads(line) for line in records.read_text().splitlines()]
     lines[4][field] = value
     records.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    (run / "metrics.json").unlink()
     if command == "report":
         argv = ["report", str(run), "--no-html", "--markdown", str(tmp_path / "s.md")]
     else:
@@ -178,12 +175,17 @@ def test_probe_refuses_a_bad_url_and_bad_numbers(capsys):
 
 def test_a_records_line_holding_two_objects_is_named(tmp_path, capsys, zero_run):
     # the whole file is parsed in one call when it can be: two objects on one line must not pass as two records
-    run = tmp_path / "run"
-    shutil.copytree(zero_run, run)
-    records = run / "records.jsonl"
+    run, records = _editable_copy(zero_run, tmp_path)
     lines = records.read_text().splitlines()
     lines[2] = lines[2] + "," + lines[3]
     records.write_text("\n".join(lines) + "\n")
-    (run / "metrics.json").unlink()
     message = one_line(capsys, ["report", str(run), "--no-html", "--markdown", str(tmp_path / "s.md")])
     assert message.startswith(f"{records}:3: not a JSON object: ")
+
+
+def _editable_copy(run_dir, tmp_path):
+    """A copy of `run_dir` whose records the test may break; without metrics.json, so they are read again."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / "metrics.json").unlink()
+    return run, run / "records.jsonl"
