@@ -119,3 +119,39 @@ def test_gate_evaluation(benchmark):
     t_large = median_time(lambda: evaluate(config, *large), 3)
     benchmark.extra_info.update(gate_1000_s=t_small, gate_4000_s=t_large)
     assert t_large < LINEAR_SLACK * 4 * t_small
+
+
+def test_compute_ops_beside_a_python_thread(benchmark):
+    """Small torch ops beside a thread running Python: with CPython's 5 ms switch interval each op waits for
+    the GIL's hand-over; with the interval `compute_threads.configure` sets, the ops keep most of their pace."""
+    import sys
+    import threading
+
+    import torch
+
+    from engines.compute_threads import GIL_SWITCH_INTERVAL_S
+
+    a, w = torch.randn(32, 256), torch.randn(256, 1024)
+
+    def ops() -> None:
+        for _ in range(300):
+            torch.mm(a, w)
+
+    def beside_python(interval: float) -> float:
+        stop = threading.Event()
+        busy = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(interval)
+        busy.start()
+        try:
+            return median_time(ops, repeat=3)
+        finally:
+            stop.set()
+            busy.join()
+            sys.setswitchinterval(before)
+
+    alone = median_time(ops, repeat=5)
+    slow_default, slow_configured = beside_python(0.005) / alone, beside_python(GIL_SWITCH_INTERVAL_S) / alone
+    benchmark.extra_info.update(slowdown_default_interval=slow_default, slowdown_configured=slow_configured)
+    benchmark.pedantic(ops, rounds=3, iterations=1)
+    assert slow_configured < slow_default / 4, (slow_configured, slow_default)
