@@ -75,8 +75,37 @@ def trace_steps(paths: Sequence[Path]) -> TraceSteps:
                       np.asarray(durations), np.asarray(gaps), [str(p) for p in paths])  # fmt: skip
 
 
-def fit_run(run_dir: Path, engines: Sequence[str] = ()) -> FittedCost:
-    """A profile fitted on the step traces of `run_dir` (all of them, or those of `engines`)."""
+def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> FittedCost:
+    """A profile fitted on the step traces of one run directory or several (all their engines, or those
+    of `engines`). Several runs widen the shapes the fit has seen (narrow and wide batches), so they
+    must have measured the same model: their weights and KV layout are checked to agree."""
+    run_dirs = [run_dir] if isinstance(run_dir, Path) else list(run_dir)
+    traced = [(d, e) for d in run_dirs for e in _traced_engines(d, engines)]
+    first_dir, first = traced[0]
+    for d, e in traced[1:]:
+        for key, value in (("weights", _weights(e)), ("kv_bytes_per_token", e.get("kv_bytes_per_token"))):
+            if value != (_weights(first) if key == "weights" else first.get(key)):
+                raise HarnessInputError(f"sim fit: {d} engine {e.get('name')!r} measured other {key} than {first_dir} "
+                                        f"engine {first.get('name')!r}: fit runs of one model only")  # fmt: skip
+    paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
+    profile = fit_steps(trace_steps(paths))
+    options = first.get("options") or {}
+    model = first.get("model") or {}
+    config = model.get("config") or {}
+    profile.engine = {
+        "kv_bytes_per_token": first.get("kv_bytes_per_token"),
+        "kv_blocks": first.get("kv_blocks"),
+        "block_size": (options.get("kv") or {}).get("block_size"),
+        "max_context": config.get("max_position_embeddings"),
+        "model": {k: model.get(k) for k in ("source", "weight_hash") if k in model} | {"config": config},
+        "fitted_engines": list(dict.fromkeys(e["name"] for _, e in traced)),
+    }
+    profile.fit["run_dir"] = ", ".join(str(d) for d in run_dirs)
+    return profile
+
+
+def _traced_engines(run_dir: Path, engines: Sequence[str]) -> list[dict[str, Any]]:
+    """The measured engines of `run_dir` with a step trace (those named in `engines`, when any are)."""
     traced = [e for e in run_engines(run_dir) if (run_dir / "steps" / f"{e.get('name')}-t0.jsonl").exists()]
     if engines:
         unknown = sorted(set(engines) - {e.get("name") for e in traced})
@@ -89,28 +118,18 @@ def fit_run(run_dir: Path, engines: Sequence[str] = ()) -> FittedCost:
         raise HarnessInputError(f"{run_dir}: {', '.join(simulated)} simulated: fit on measured steps only")
     if not traced:
         raise HarnessInputError(f"{run_dir}: no engine with a step trace (steps/<engine>-t<trial>.jsonl)")
-    paths = sorted(p for e in traced for p in (run_dir / "steps").glob(f"{e['name']}-t*.jsonl"))
-    profile = fit_steps(trace_steps(paths))
-    first = traced[0]
-    options = first.get("options") or {}
-    model = first.get("model") or {}
-    config = model.get("config") or {}
-    profile.engine = {
-        "kv_bytes_per_token": first.get("kv_bytes_per_token"),
-        "kv_blocks": first.get("kv_blocks"),
-        "block_size": (options.get("kv") or {}).get("block_size"),
-        "max_context": config.get("max_position_embeddings"),
-        "model": {k: model.get(k) for k in ("source", "weight_hash") if k in model} | {"config": config},
-        "fitted_engines": [e["name"] for e in traced],
-    }
-    profile.fit["run_dir"] = str(run_dir)
-    return profile
+    return traced
+
+
+def _weights(engine: dict[str, Any]) -> Any:
+    model = engine.get("model") or {}
+    return model.get("weight_hash") or model.get("source")
 
 
 # ------------------------------------------------------------------------------------------------ twins
 
 
-def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True) -> str:
+def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True, seed: int = 0) -> str:
     """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile`."""
     kind = engine.get("kind")
     if kind not in ("static", "continuous"):
@@ -118,7 +137,7 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
     o = engine.get("options") or {}
     kv = o.get("kv") or {}
     items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy", "fcfs"),
-             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(), "seed": 0,
+             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(), "seed": seed,
              "twin": engine.get("name")}  # fmt: skip
     if engine.get("kv_blocks"):
         items["kv_blocks"] = engine["kv_blocks"]

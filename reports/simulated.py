@@ -43,10 +43,18 @@ def fidelity_html(real: str, sim: str, rows: list[dict[str, Any]]) -> str:
     def error(e: float | None) -> str:
         return "–" if e is None else f"{e:+.1%}"
 
+    def interval(r: dict[str, Any]) -> str:
+        ci = r.get("real_ci")
+        return "–" if not ci else f"[{value(ci[0], r['unit'])}, {value(ci[1], r['unit'])}]"
+
+    def inside(r: dict[str, Any]) -> str:
+        return {None: "–", True: "yes", False: "no"}[r.get("within_real_ci")]
+
     body = "".join(
-        f"<tr><td>{esc(r['metric'])}</td><td>{value(r['real'], r['unit'])}</td>"
-        f"<td>{value(r['simulated'], r['unit'])}</td><td>{error(r['error'])}</td></tr>"
+        f"<tr><td>{esc(r['metric'])}</td><td>{value(r['real'], r['unit'])}</td><td>{interval(r)}</td>"
+        f"<td>{value(r['simulated'], r['unit'])}</td><td>{error(r['error'])}</td><td>{inside(r)}</td></tr>"
         for r in rows
     )
-    head = f"<tr><th>metric</th><th>{esc(real)} (measured)</th><th>{esc(sim)} (simulated)</th><th>error</th></tr>"
+    head = (f"<tr><th>metric</th><th>{esc(real)} (measured)</th><th>its 95% CI</th><th>{esc(sim)} (simulated)</th>"
+            "<th>error</th><th>inside the CI</th></tr>")  # fmt: skip
     return f'<table class="fidelity-table"><thead>{head}</thead><tbody>{body}</tbody></table>'

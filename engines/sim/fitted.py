@@ -32,7 +32,7 @@ PROFILE_VERSION = 1
 REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "prompt_pad_rows", "held_rows")
 KIN = {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs"}  # the price of a feature never seen
 MIN_STEPS = 50
-MIN_DISTINCT = 3  # a feature needs at least this many distinct values to be fitted
+MIN_DISTINCT = 2  # one value is no variation; two fit a slope (a continuous engine at low load: 0 or 1 prefill chunk)
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 

@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim = sub.add_parser("sim", help="the simulator: fit a step-time profile, measure its fidelity")
     commands = sim.add_subparsers(dest="sim_command", required=True, metavar="SIM_COMMAND")
     fit = commands.add_parser("fit", help="fit a step-time profile on a run's step traces")
-    fit.add_argument("run_dir", type=Path, help="a batchmark run directory with steps/*.jsonl")
+    fit.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                     help="run directories with steps/*.jsonl, of one model (their steps are pooled)")  # fmt: skip
     fit.add_argument("-o", "--out", type=Path, required=True, help="profile JSON to write")
     fit.add_argument("--engine", action="append", dest="engines", default=[],
                      help="fit on this engine's traces only (repeatable; default: every traced engine)")  # fmt: skip
@@ -26,13 +27,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid.add_argument("--json", type=Path, help="also write the table as JSON here")
     fid.add_argument("--no-noise", dest="noise", action="store_false",
                      help="the profile's mean model only, without its measured noise")  # fmt: skip
+    fid.add_argument("--seeds", type=_positive_int, default=5,
+                     help="twins per engine, each drawing the profile's noise with its own seed; the table "
+                          "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
     fid.set_defaults(run=fidelity_command)
 
 
 def fit_command(args: argparse.Namespace) -> int:
     from harness.simulation import fit_run
 
-    profile = fit_run(args.run_dir, args.engines)
+    profile = fit_run(args.run_dirs, args.engines)
     profile.save(args.out)
     fit = profile.fit
     coef = ", ".join(f"{k} {v * 1e6:.3g} us" for k, v in profile.coefficients.items() if k in fit["regressors"])
@@ -57,18 +61,21 @@ def fidelity_command(args: argparse.Namespace) -> int:
     if not engines:
         raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) to simulate")
     real = json.loads((args.real_run / "metrics.json").read_text(encoding="utf-8"))["engines"]
+    seeds = range(args.seeds if args.noise else 1)
     table = []
     for engine in engines:
-        simulated = simulate_twin(args.real_run, engine, args.profile, noise=args.noise)
-        rows = fidelity_rows(real[engine["name"]], simulated)
-        table.append({"engine": engine["name"], "rows": rows})
+        simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s) for s in seeds]
+        rows = fidelity_rows(real[engine["name"]], *simulated)
+        table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
-def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path, noise: bool = True) -> dict[str, Any]:
+def simulate_twin(
+    run_dir: Path, engine: dict[str, Any], profile: Path, noise: bool = True, seed: int = 0
+) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
@@ -77,7 +84,7 @@ def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path, noise: b
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest.get("settings") or {}
-    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise)], {})[0]
+    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed)], {})[0]
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []
     steps: list[Any] = []  # StepRecords
@@ -97,15 +104,24 @@ def simulate_twin(run_dir: Path, engine: dict[str, Any], profile: Path, noise: b
 
 
 def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -> str:
+    seeds = max((entry.get("seeds", 1) for entry in table), default=1)
+    simulated = "simulated" if seeds == 1 else f"median of {seeds}"
     lines = [f"fidelity of the simulator (profile {profile}) against {run_dir}:",
-             f"{'engine':<14}{'metric':<14}{'real':>12}{'simulated':>12}{'error':>9}"]  # fmt: skip
+             f"{'engine':<14}{'metric':<14}{'real':>12}{'real 95% CI':>24}{simulated:>14}{'error':>9}"
+             + ("  seeds' range" if seeds > 1 else "")]  # fmt: skip
     for entry in table:
         for row in entry["rows"]:
-            lines.append(f"{entry['engine']:<14}{row['metric']:<14}{_fmt(row['real'], row['unit']):>12}"
-                         f"{_fmt(row['simulated'], row['unit']):>12}{_pct(row['error']):>9}")  # fmt: skip
+            unit, ci, spread = row["unit"], row["real_ci"], row["simulated_range"]
+            ci_text = "-" if ci is None else f"[{_fmt(ci[0], unit)}, {_fmt(ci[1], unit)}]"
+            error = _pct(row["error"]) + ("" if row["within_real_ci"] is not False else " *")
+            spread_text = "" if spread is None else f"  {_fmt(spread[0], unit)} .. {_fmt(spread[1], unit)}"
+            lines.append(f"{entry['engine']:<14}{row['metric']:<14}{_fmt(row['real'], unit):>12}{ci_text:>24}"
+                         f"{_fmt(row['simulated'], unit):>14}{error:>9}{spread_text}")  # fmt: skip
     worst = [abs(r["error"]) for e in table for r in e["rows"] if r["error"] is not None]
     if worst:
         lines.append(f"largest error {max(worst):.1%}")
+    if any(r["within_real_ci"] is False for e in table for r in e["rows"]):
+        lines.append("* outside the real run's own 95% interval for that percentile")
     return "\n".join(lines)
 
 
@@ -119,3 +135,13 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value

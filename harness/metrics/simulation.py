@@ -8,6 +8,7 @@ manifest, so the console, the CLI (`batchmark sim fidelity`) and the report say 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,13 +40,30 @@ def _value(summary: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node) if isinstance(node, int | float) and math.isfinite(node) else None
 
 
-def fidelity_rows(real: Mapping[str, Any], simulated: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per fidelity metric: real value, simulated value, relative error (None: no data)."""
+def _ci(summary: Mapping[str, Any], path: tuple[str, ...]) -> tuple[float, float] | None:
+    """The 95% interval a percentile was measured with (None: a throughput, or no interval)."""
+    low, high = _value(summary, (*path[:-1], "ci_low")), _value(summary, (*path[:-1], "ci_high"))
+    return (low, high) if path[-1] == "value" and low is not None and high is not None else None
+
+
+def fidelity_rows(real: Mapping[str, Any], *simulated: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per fidelity metric: real value, simulated value, relative error (None: no data).
+
+    Several simulated summaries (twins with different noise seeds) are one estimate: their median,
+    with their range, so the simulator's own sampling spread is not charged to the cost model. A
+    percentile over a few dozen requests is uncertain in the measurement too: `real_ci` is its 95%
+    interval and `within_real_ci` says whether the simulation landed inside it."""
     rows = []
     for metric in FIDELITY_METRICS:
-        r, s = _value(real, metric.path), _value(simulated, metric.path)
+        r = _value(real, metric.path)
+        values = [v for v in (_value(s, metric.path) for s in simulated) if v is not None]
+        s = float(statistics.median(values)) if values and len(values) == len(simulated) else None
         error = (s - r) / r if r not in (None, 0.0) and s is not None else None
-        rows.append({"metric": metric.name, "unit": metric.unit, "real": r, "simulated": s, "error": error})
+        ci = _ci(real, metric.path)
+        rows.append({"metric": metric.name, "unit": metric.unit, "real": r, "simulated": s, "error": error,
+                     "simulated_range": [min(values), max(values)] if s is not None and len(values) > 1 else None,
+                     "real_ci": list(ci) if ci else None,
+                     "within_real_ci": None if ci is None or s is None else ci[0] <= s <= ci[1]})  # fmt: skip
     return rows
 
 

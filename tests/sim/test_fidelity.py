@@ -47,6 +47,29 @@ def test_the_fidelity_command_prints_the_table(capsys: pytest.CaptureFixture[str
         assert printed.count(metric) == 2  # static and continuous
     table = json.loads(out.read_text())
     assert {t["engine"] for t in table} == {"static", "continuous"}
+    assert {t["seeds"] for t in table} == {5}
+
+
+def test_several_seeds_are_compared_by_their_median_beside_the_real_interval(tmp_path: Path) -> None:
+    from harness.cli.sim import simulate_twin
+    from harness.metrics.simulation import fidelity_rows
+    from harness.simulation import run_engines
+
+    run = FIXTURE / "burst"
+    engine = next(e for e in run_engines(run) if e["name"] == "continuous")
+    real = json.loads((run / "metrics.json").read_text())["engines"]["continuous"]
+    twins = [simulate_twin(run, engine, PROFILE, seed=s) for s in range(3)]
+    one = {r["metric"]: r for r in fidelity_rows(real, twins[0])}
+    three = {r["metric"]: r for r in fidelity_rows(real, *twins)}
+    p99 = three["TTFT p99"]
+    singles = sorted(fidelity_rows(real, t)[1]["simulated"] for t in twins)
+    assert len(set(singles)) == 3  # the seeds draw different noise
+    assert p99["simulated"] == singles[1] and p99["simulated_range"] == [singles[0], singles[2]]
+    assert one["TTFT p99"]["simulated_range"] is None
+    low, high = p99["real_ci"]
+    assert low <= p99["real"] <= high
+    assert p99["within_real_ci"] == (low <= p99["simulated"] <= high)
+    assert three["output tok/s"]["real_ci"] is None and three["output tok/s"]["within_real_ci"] is None
 
 
 def test_a_run_without_a_measured_engine_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

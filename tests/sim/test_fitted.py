@@ -64,6 +64,16 @@ def test_a_short_or_uniform_trace_says_which_feature(tmp_path: Path) -> None:
         fit_steps(steps)
 
 
+def test_a_feature_with_two_values_is_fitted() -> None:
+    # a continuous engine at low load plans no prefill chunk or one: two values price a chunk
+    steps = synthetic_steps()
+    chunks = steps.features[:, FEATURE_NAMES.index("prefill_chunks")]
+    chunks[:] = np.minimum(chunks, 1)
+    steps.duration_s = INTERCEPT + regressors(steps.features) @ np.array([LAW[name] for name in REGRESSORS])
+    profile = fit_steps(steps)
+    assert profile.coefficients["prefill_chunks"] == pytest.approx(LAW["prefill_chunks"], rel=1e-6)
+
+
 def test_a_profile_round_trips_and_bad_profiles_are_one_line(tmp_path: Path) -> None:
     profile = fit_steps(synthetic_steps())
     profile.engine = {"kv_bytes_per_token": 8192, "kv_blocks": 100}

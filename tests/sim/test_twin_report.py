@@ -46,3 +46,25 @@ def test_a_measured_trace_fits_a_profile(twin_run: Path, tmp_path: Path, capsys:
     assert profile.fit["steps"] > 50 and profile.intercept_s >= 0
     assert profile.engine["kv_blocks"] and profile.engine["fitted_engines"] == ["continuous"]
     assert main(["sim", "fit", str(twin_run), "--engine", "nope", "-o", str(out)]) == 2
+
+
+def test_several_runs_pool_their_steps_and_must_share_a_model(twin_run: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    import shutil
+
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert main(["sim", "fit", str(twin_run), "--engine", "continuous", "-o", str(one)]) == 0
+    other = tmp_path / "other"
+    shutil.copytree(twin_run, other)
+    assert main(["sim", "fit", str(twin_run), str(other), "--engine", "continuous", "-o", str(two)]) == 0
+    single, pooled = load_profile(one), load_profile(two)
+    assert pooled.fit["steps"] == 2 * single.fit["steps"]
+    assert pooled.fit["run_dir"] == f"{twin_run}, {other}"
+    manifest = json.loads((other / "manifest.json").read_text())
+    for engine in manifest["engines"]:
+        engine.setdefault("model", {})["weight_hash"] = "another-model"
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["sim", "fit", str(twin_run), str(other), "--engine", "continuous", "-o", str(two)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "measured other weights" in err and str(other) in err and len(err.splitlines()) == 1
