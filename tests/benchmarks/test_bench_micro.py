@@ -139,7 +139,12 @@ def test_compute_ops_beside_a_python_thread(benchmark):
 
     def beside_python(interval: float) -> float:
         stop = threading.Event()
-        busy = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+
+        def spin() -> None:
+            while not stop.is_set():
+                pass
+
+        busy = threading.Thread(target=spin)
         before = sys.getswitchinterval()
         sys.setswitchinterval(interval)
         busy.start()
