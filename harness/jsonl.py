@@ -34,6 +34,14 @@ class JsonlWriter:
             self._file.flush()  # in the OS's hands now: a killed process loses nothing written
             self.count += 1
 
+    def append_file(self, path: Path) -> None:
+        """Every line of another JSON Lines file, as they are (one writer's part of a file written in parts)."""
+        with self._lock, path.open("rb") as part:
+            for line in part:
+                self._file.write(line)
+                self.count += 1
+            self._file.flush()
+
     def close(self) -> None:
         with self._lock:
             self._file.close()

@@ -33,6 +33,7 @@ from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
 from harness.shards import SHARDABLE, ShardedLoad
+from harness.side_by_side import replay_side_by_side, side_by_side
 
 
 @dataclass
@@ -76,7 +77,7 @@ def _watched(write_step: Any, label: str, trial: int) -> Any:
     return write
 
 
-async def _one_engine_run(
+async def one_engine_run(
     spec: EngineSpec,
     loaded: Any,
     schedule: list[Scheduled],
@@ -272,24 +273,32 @@ def _replay_trial(
     records: JsonlWriter,
     shards: ShardedLoad | None = None,
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """One trial: every engine in turn on the identical schedule; (outcome, engine description) each."""
+    """One trial: every engine in turn on the identical schedule (all-simulated engines side by side:
+    `harness.side_by_side`); (outcome, engine description) each."""
     out = settings.out_dir
+    steps_paths = [out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None for spec in specs]
+    schedules = [prompts.schedules[spec_prompt_kind(spec, specs)] for spec in specs]
+    side = shards is None and side_by_side(specs, max(len(s) for s in schedules))
+    ran = iter(replay_side_by_side(specs, schedules, settings, trial, records, steps_paths) if side else ())
     done = []
-    for spec in specs:
-        steps_path = out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None
+    for spec, schedule, steps_path in zip(specs, schedules, steps_paths, strict=True):
         sharding = None
-        schedule = prompts.schedules[spec_prompt_kind(spec, specs)]
-        with measured() as noise:  # what else the machine did meanwhile (harness.machine)
-            if shards is not None and spec.kind in SHARDABLE:
-                sharded = shards.replay(
-                    spec, schedule, settings.scenario, records.write,
-                    label=spec.label, trial=trial, stop_rules=settings.stop_rules,
-                )  # fmt: skip
-                outcome, described, sharding = sharded.outcome, build_engine(spec, None).describe(), sharded
-            else:
-                outcome, described = asyncio.run(
-                    _one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
-                )
+        if side:
+            outcome, described, noise = next(ran)
+        else:
+            with measured() as noise:  # what else the machine did meanwhile (harness.machine)
+                if shards is not None and spec.kind in SHARDABLE:
+                    sharded = shards.replay(
+                        spec, schedule, settings.scenario, records.write,
+                        label=spec.label, trial=trial, stop_rules=settings.stop_rules,
+                    )  # fmt: skip
+                    outcome, described, sharding = sharded.outcome, build_engine(spec, None).describe(), sharded
+                else:
+                    outcome, described = asyncio.run(
+                        one_engine_run(spec, loaded, schedule, records, steps_path, settings, trial)
+                    )
+        if spec.simulated:  # virtual time: the neighbours' load changes how long it took, not what it measured
+            noise = {**noise, "busy": False, "message": None}
         row: dict[str, Any] = {
             "engine": spec.label,
             "trial": trial,

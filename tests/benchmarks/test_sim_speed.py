@@ -18,7 +18,7 @@ import pytest
 from harness.engine_specs import parse_engine_specs
 from harness.jsonl import JsonlWriter
 from harness.loadgen import build_schedule
-from harness.run import RunSettings, _one_engine_run
+from harness.run import RunSettings, one_engine_run
 from workloads import load_workload
 
 pytestmark = pytest.mark.bench
@@ -38,7 +38,7 @@ def test_a_full_trace_simulates_within_the_target(benchmark, trace: str, tmp_pat
         started, cpu = time.perf_counter(), time.process_time()
         with JsonlWriter(out / "records.jsonl") as records:
             outcome, _ = asyncio.run(
-                _one_engine_run(spec, None, schedule, records, out / "steps" / "t0.jsonl", RunSettings(out), 0)
+                one_engine_run(spec, None, schedule, records, out / "steps" / "t0.jsonl", RunSettings(out), 0)
             )
         times.append((time.perf_counter() - started, time.process_time() - cpu))
         assert outcome.records == len(workload.requests)

@@ -1,0 +1,43 @@
+"""Simulated engines of one trial run side by side, a process each, and write what they would have written in
+turn: the same records, in the same order, and the same step traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+ENGINES = ["--engine", "sim:scheduler=static,model=llama-3.1-8b,hardware=h100",
+           "--engine", "sim:model=llama-3.1-8b,hardware=h100"]  # fmt: skip
+
+
+def simulate(out: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    argv = ["run", "--workload", "chat-small", "--requests", "40", *ENGINES, "--out", str(out), "--no-report",
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    import harness.run
+    import harness.side_by_side
+
+    monkeypatch.setattr(harness.side_by_side, "usable_cores", lambda: 2)  # a 1-core runner still runs both ways
+    monkeypatch.setattr(harness.side_by_side, "MIN_REQUESTS", 40)
+    printed = simulate(tmp_path / "side", capsys)
+    assert "side by side (2 processes)" in printed
+    monkeypatch.setattr(harness.run, "side_by_side", lambda specs, requests: False)
+    assert "side by side" not in simulate(tmp_path / "turns", capsys)
+    side, turns = tmp_path / "side", tmp_path / "turns"
+    assert (side / "records.jsonl").read_bytes() == (turns / "records.jsonl").read_bytes()
+    for trace in sorted((turns / "steps").glob("*.jsonl")):
+        assert (side / "steps" / trace.name).read_bytes() == trace.read_bytes()
+    assert not list(side.glob(".*.records.jsonl"))  # the parts were folded in
+    metrics = [json.loads((d / "metrics.json").read_text())["engines"] for d in (side, turns)]
+    assert metrics[0] == metrics[1]
+    manifest = json.loads((side / "manifest.json").read_text())
+    assert all(o["machine"]["busy"] is False for o in manifest["outcomes"])  # virtual time is never "busy"
