@@ -279,7 +279,10 @@ def _replay_trial(
     steps_paths = [out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None for spec in specs]
     schedules = [prompts.schedules[spec_prompt_kind(spec, specs)] for spec in specs]
     side = shards is None and side_by_side(specs, max(len(s) for s in schedules))
-    ran = iter(replay_side_by_side(specs, schedules, settings, trial, records, steps_paths) if side else ())
+    side_runs: list[Any] = []
+    if side:
+        side_runs = replay_side_by_side(one_engine_run, specs, schedules, settings, trial, records, steps_paths)
+    ran = iter(side_runs)
     done = []
     for spec, schedule, steps_path in zip(specs, schedules, steps_paths, strict=True):
         sharding = None
