@@ -17,20 +17,11 @@ machine where another process holds a core, the spinning worker and the one doin
 on the one core left, and `batchmark serve` fell from 822 tok/s (`--threads 1`) to 134. Measured
 (docs/threads.md): all cores with passive waiting is the fastest setting both on a shared machine and
 with one more core kept busy, and it degrades gracefully where the old default collapsed.
-
-The compute thread and the event loop share one GIL. Torch releases it for every op, and takes it back
-when the op returns; if the event loop holds it then (publishing a step's tokens, writing records),
-CPython makes the compute thread wait a whole switch interval, 5 ms by default, before it forces a
-hand-over. A decode step is a hundred ops of ~100 us each. Measured: 3,000 [32, 256] x [256, 1024]
-products took 0.3 s alone and 17-47 s beside a thread running Python; with a 0.1 ms interval, 0.9 s.
-So `configure` shortens the interval (`GIL_SWITCH_INTERVAL_S`) for the whole process: in `bench
-engines`, continuous batching's median went from 2,037 to 2,240 tok/s (4 interleaved trials each).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -41,7 +32,6 @@ _compute_threads: int | None = None
 
 
 WAIT_POLICY = "PASSIVE"
-GIL_SWITCH_INTERVAL_S = 0.0002  # CPython's default is 0.005: see the module docstring
 
 
 def wait_passively() -> str | None:
@@ -81,7 +71,6 @@ def configure(threads: int | None = None) -> int:
         _compute_threads = int(threads)
     torch.set_num_threads(1)
     torch.get_num_threads()  # fixes this thread's count now: a later lazy init would copy a compute thread's
-    sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_INTERVAL_S))
     return _compute_threads
 
 

@@ -22,7 +22,7 @@ from engines.model.loader import LoadedModel
 from engines.options import in_process_options
 from engines.raw_loop import RawLoop
 from engines.step_record import StepRecord
-from harness.loadgen import Scenario, Scheduled, replay_engine
+from harness.loadgen import Scenario, Scheduled, dispatcher_first, replay_engine
 from harness.records import RequestRecord
 
 
@@ -76,7 +76,8 @@ def run_offline(engine: InProcessEngine, requests: list[Request]) -> OfflineRun:
     records: list[RequestRecord] = []
     schedule = [Scheduled(r, 0.0) for r in requests]
     replay = replay_engine(engine, schedule, Scenario("offline"), records.append, label=engine.name, steps=steps.append)
-    outcome = asyncio.run(replay)
+    with dispatcher_first():  # the GIL switch interval `batchmark run` replays under
+        outcome = asyncio.run(replay)
     failed = next((r for r in records if r.error_type is not None), None)
     if failed is not None:
         raise RuntimeError(f"{engine.name}: request {failed.request_id} failed: {failed.error_message}")
