@@ -41,13 +41,15 @@ def test_throughput_is_within_20_percent_everywhere(tables: dict) -> None:
 
 def test_the_fidelity_command_prints_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "table.json"
-    assert main(["sim", "fidelity", str(FIXTURE / "burst"), "--profile", str(PROFILE), "--json", str(out)]) == 0
+    argv = ["sim", "fidelity", str(FIXTURE / "burst"), "--profile", str(PROFILE), "--json", str(out), "--seeds", "2"]
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     for metric in ("TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p50", "output tok/s"):
         assert printed.count(metric) == 2  # static and continuous
     table = json.loads(out.read_text())
     assert {t["engine"] for t in table} == {"static", "continuous"}
-    assert {t["seeds"] for t in table} == {5}
+    assert {t["seeds"] for t in table} == {2}
+    assert "median of 2" in printed and "seeds' range" in printed
 
 
 def test_several_seeds_are_compared_by_their_median_beside_the_real_interval(tmp_path: Path) -> None:
@@ -81,3 +83,13 @@ def test_a_run_without_a_measured_engine_is_refused(capsys: pytest.CaptureFixtur
     assert "no in-process engine" in capsys.readouterr().err
     assert main(["sim", "fit", str(run), "-o", str(tmp_path / "p.json")]) == 2
     assert "simulated: fit on measured steps only" in capsys.readouterr().err
+
+
+def test_fidelity_compares_five_seeded_twins_by_default_and_refuses_zero() -> None:
+    from harness.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["sim", "fidelity", "run", "--profile", "p.json"]).seeds == 5
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(["sim", "fidelity", "run", "--profile", "p.json", "--seeds", "0"])
+    assert exit_info.value.code == 2
