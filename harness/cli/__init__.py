@@ -56,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except user_errors() as exc:
-        print(f"batchmark: error: {exc}", file=sys.stderr)
+        # a message can quote input it refused, lone surrogates included ("\ud800" in a JSON key): written
+        # escaped, so a strict stderr (a pipe with PYTHONIOENCODING=utf-8:strict, a capture) still takes it
+        line = f"batchmark: error: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
+        print(line, file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`batchmark ... | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
