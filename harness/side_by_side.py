@@ -12,6 +12,7 @@ engines had run in turn, and an interrupted run leaves part files that hold ever
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import multiprocessing
 import os
 from collections.abc import Callable, Coroutine
@@ -81,6 +82,4 @@ def _replay_one(run: OneEngineRun, spec: EngineSpec, schedule: list[Scheduled], 
 
 
 def _without_progress(settings: RunSettings) -> RunSettings:
-    import dataclasses
-
     return dataclasses.replace(settings, progress=None)

@@ -83,10 +83,10 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
     traced = [(d, e) for d in run_dirs for e in _traced_engines(d, engines)]
     first_dir, first = traced[0]
     for d, e in traced[1:]:
-        for key, value in (("weights", _weights(e)), ("kv_bytes_per_token", e.get("kv_bytes_per_token"))):
-            if value != (_weights(first) if key == "weights" else first.get(key)):
-                raise HarnessInputError(f"sim fit: {d} engine {e.get('name')!r} measured other {key} than {first_dir} "
-                                        f"engine {first.get('name')!r}: fit runs of one model only")  # fmt: skip
+        differs = [key for key, value in _model_identity(e).items() if value != _model_identity(first)[key]]
+        if differs:
+            raise HarnessInputError(f"sim fit: {d} engine {e.get('name')!r} measured other {differs[0]} than "
+                                    f"{first_dir} engine {first.get('name')!r}: fit runs of one model")  # fmt: skip
     paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
     profile = fit_steps(trace_steps(paths))
     options = first.get("options") or {}
@@ -121,9 +121,11 @@ def _traced_engines(run_dir: Path, engines: Sequence[str]) -> list[dict[str, Any
     return traced
 
 
-def _weights(engine: dict[str, Any]) -> Any:
+def _model_identity(engine: dict[str, Any]) -> dict[str, Any]:
+    """What two engines' step times must share to be fitted together: the model's weights and KV layout."""
     model = engine.get("model") or {}
-    return model.get("weight_hash") or model.get("source")
+    return {"weights": model.get("weight_hash") or model.get("source"),
+            "kv_bytes_per_token": engine.get("kv_bytes_per_token")}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ twins
