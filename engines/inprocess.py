@@ -5,52 +5,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict
+from typing import Any
 
 from engines import compute_threads
-from engines.aging import aged
 from engines.api import Engine, EngineEvent, FinishEvent, Request, StepSink
-from engines.block_manager import BlockManager, blocks_for_budget
 from engines.engine_core import EngineCore
+from engines.engine_parts import EngineOptions, Kind, KVConfig, build_core, num_kv_blocks
+from engines.engine_process import ProcessCore, model_source
 from engines.errors import ENGINE_FAILURE, EngineInputError
 from engines.kernels import kernel_info
 from engines.model.loader import LoadedModel
 from engines.model_runner import ModelRunner
-from engines.policy import make_policy
-from engines.scheduler import ContinuousConfig, ContinuousScheduler
-from engines.static_scheduler import StaticConfig, StaticScheduler
 
-Kind = Literal["static", "continuous"]
-
-
-@dataclass(frozen=True)
-class KVConfig:
-    """The KV-cache pool: block size and either a memory budget or an exact block count."""
-
-    block_size: int = 16
-    memory_mb: float = 256.0  # the KV pool's budget; sets how many blocks exist
-    blocks: int | None = None  # an exact pool size, overriding memory_mb (tests, tiny pools)
-    prefix_caching: bool = True  # full blocks of shared prefixes are kept and reused (engines/block_manager.py)
-
-    def num_blocks(self, bytes_per_token: int) -> int:
-        if self.blocks is not None:
-            return self.blocks
-        return blocks_for_budget(int(self.memory_mb * 2**20), bytes_per_token, self.block_size)
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    """Everything that configures an in-process engine (built from the option table, `engines/options.py`)."""
-
-    kind: Kind = "continuous"
-    policy: str = "fcfs"
-    aging_s: float | None = None  # starvation aging (engines/aging.py)
-    kv: KVConfig = field(default_factory=KVConfig)
-    static: StaticConfig = field(default_factory=StaticConfig)
-    continuous: ContinuousConfig = field(default_factory=ContinuousConfig)
-    step_delay_s: float = 0.0
-    slowdown: float = 0.0  # 0.1 = every step takes 10% longer (gate calibration)
+__all__ = ["EngineOptions", "InProcessEngine", "KVConfig", "Kind"]  # the options live in engines/engine_parts.py
 
 
 class InProcessEngine(Engine):
@@ -66,32 +34,15 @@ class InProcessEngine(Engine):
         self.loaded = loaded
         self.max_context = int(loaded.model.config.max_position_embeddings)
         self.vocab_size = int(loaded.model.config.vocab_size)
-        bytes_per_token = ModelRunner.kv_bytes_per_token(loaded.model)
-        num_blocks = options.kv.num_blocks(bytes_per_token)
-        if num_blocks < 1:
-            raise EngineInputError(
-                f"--kv-memory-mb {options.kv.memory_mb}: holds no block of {options.kv.block_size} tokens "
-                f"at {bytes_per_token} bytes per token"
-            )
-        self.blocks = BlockManager(num_blocks, options.kv.block_size, options.kv.prefix_caching)
-        pad = loaded.tokenizer.pad_token_id
-        self.runner = ModelRunner(loaded.model, num_blocks, options.kv.block_size, pad if pad is not None else 0)
-        policy = aged(make_policy(options.policy), options.aging_s)
-        eos = loaded.eos_token_id
-        scheduler: StaticScheduler | ContinuousScheduler
-        if options.kind == "static":
-            scheduler = StaticScheduler(options.static, policy, self.blocks, eos)
-        else:
-            scheduler = ContinuousScheduler(options.continuous, policy, self.blocks, eos)
-        self.scheduler = scheduler
-        self.core = EngineCore(
-            scheduler,
-            self.runner,
-            blocks_total=lambda: self.blocks.num_blocks,
-            blocks_used=lambda: self.blocks.num_used,
-            step_delay_s=options.step_delay_s,
-            slowdown=options.slowdown,
-        )
+        self.num_blocks = num_kv_blocks(loaded, options)
+        self.core: EngineCore | ProcessCore
+        if options.engine_process:
+            self.core = ProcessCore(model_source(loaded), options)
+        else:  # the loop on a thread of this process; its parts stay reachable for serve's metrics and tests
+            self.core = build_core(loaded, options)
+            self.scheduler = self.core.scheduler
+            self.blocks = self.scheduler.blocks
+            self.runner = self.core.runner
         self._streams: dict[str, asyncio.Queue[EngineEvent]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
@@ -101,9 +52,12 @@ class InProcessEngine(Engine):
         if self._started:
             return
         self._loop = asyncio.get_running_loop()
-        self.blocks.reset()  # every run starts with an empty prefix cache: no trial warms the next
         self.core.event_sink = self._from_engine_thread
-        self.core.start()
+        if isinstance(self.core, ProcessCore):  # each start builds a fresh core in the child: an empty cache
+            await asyncio.to_thread(self.core.start)  # the first one waits for the child to load the model
+        else:
+            self.blocks.reset()  # every run starts with an empty prefix cache: no trial warms the next
+            self.core.start()
         self._started = True
 
     async def stop(self) -> None:
@@ -117,12 +71,19 @@ class InProcessEngine(Engine):
     async def reset_prefix_cache(self) -> None:
         """Forget every cached prefix (`POST /reset_prefix_cache`); blocks in use stay with their sequences."""
         if not self._started:
-            self.blocks.reset()
+            if not isinstance(self.core, ProcessCore):  # a process engine's next start builds an empty cache
+                self.blocks.reset()
             return
         assert self._loop is not None
         done = self._loop.create_future()
         self.core.reset_prefix_cache(lambda: self._loop.call_soon_threadsafe(done.set_result, None))  # type: ignore[union-attr]
         await done
+
+    def kv_blocks_used(self) -> int:
+        """KV blocks held now (a process engine: as of its last published step or event)."""
+        if isinstance(self.core, ProcessCore):
+            return self.core.kv_blocks_used
+        return self.blocks.num_used
 
     # -- requests -------------------------------------------------------------------------
     def validate(self, request: Request) -> None:
@@ -143,10 +104,10 @@ class InProcessEngine(Engine):
             raise EngineInputError(
                 f"request {rid}: prompt token id {bad} outside the vocabulary 0..{self.vocab_size - 1}"
             )
-        need = self.blocks.blocks_for_tokens(n + request.max_tokens)
-        if need > self.blocks.num_blocks:
+        need = -(-(n + request.max_tokens) // self.options.kv.block_size)
+        if need > self.num_blocks:
             raise EngineInputError(
-                f"request {rid}: needs {need} KV blocks, the pool has {self.blocks.num_blocks} (raise --kv-memory-mb)"
+                f"request {rid}: needs {need} KV blocks, the pool has {self.num_blocks} (raise --kv-memory-mb)"
             )
 
     async def generate(self, request: Request) -> AsyncIterator[EngineEvent]:
@@ -221,9 +182,12 @@ class InProcessEngine(Engine):
             "name": self.name,
             "kind": self.options.kind,
             "options": options,
-            "kv_blocks": self.blocks.num_blocks,
+            "kv_blocks": self.num_blocks,
             "kv_bytes_per_token": ModelRunner.kv_bytes_per_token(self.loaded.model),
-            "attention": self.runner.attention_backend,
+            "attention": self.core.attention_backend
+            if isinstance(self.core, ProcessCore)
+            else self.runner.attention_backend,
+            "engine_loop": "process" if isinstance(self.core, ProcessCore) else "thread",
             "kernel": kernel_info(),
             "torch_threads": compute_threads.count(),
             "model": self.loaded.describe(),

@@ -6,9 +6,10 @@ Two snapshots bracket the trial; between them:
 - `load_avg_1m`: the kernel's 1-minute load average at the end (it counts this process's own runnable
   threads too, so it is context, not the verdict);
 - `steal_share`: CPU time the hypervisor gave to other guests, over all CPU time (`steal` in /proc/stat);
-- `process_cpu_cores`: this process's CPU time (all its threads) over wall time, in cores;
+- `process_cpu_cores`: this process's CPU time (all its threads, and its live descendants': the engine's
+  own process, local load-generator workers) over wall time, in cores;
 - `others_share`: CPU time spent by everything else on the machine, over all CPU time: busy time from
-  /proc/stat minus this process's utime + stime (children included, for worker processes).
+  /proc/stat minus this process tree's utime + stime (finished children included).
 
 A trial is **busy** when other processes took more than `OTHERS_BUSY_SHARE` of the machine or the
 hypervisor stole more than `STEAL_BUSY_SHARE`: its timings then measure the neighbours as well as the
@@ -62,10 +63,33 @@ def sample(root: Path = Path("/proc"), pid: str = "self") -> ProcSample | None:
     fields = [int(v) for v in cpu[1:9]] + [0] * max(0, 9 - len(cpu))
     total = sum(fields[:8])
     busy = total - fields[3] - fields[4] - fields[7]  # stolen time ran no process of this machine
-    # /proc/PID/stat: "pid (comm) state ..."; comm may hold spaces, so count fields after the last ")"
-    after = stat.rsplit(")", 1)[1].split()
-    process = sum(int(after[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime (fields 14-17)
+    process = _cpu_jiffies(stat) + _descendants_jiffies(root, stat.split(None, 1)[0])
     return ProcSample(time.monotonic(), total, busy, fields[7], process, load)
+
+
+def _cpu_jiffies(stat: str) -> int:
+    """utime + stime + cutime + cstime (fields 14-17) of one /proc/PID/stat line."""
+    # "pid (comm) state ppid ..."; comm may hold spaces, so count fields after the last ")"
+    after = stat.rsplit(")", 1)[1].split()
+    return sum(int(after[i]) for i in (11, 12, 13, 14))
+
+
+def _descendants_jiffies(root: Path, pid: str) -> int:
+    """CPU time of every live descendant of `pid` (a finished one is already in its parent's cutime)."""
+    children: dict[str, list[tuple[str, str]]] = {}
+    for entry in root.glob("[0-9]*/stat"):
+        try:
+            stat = entry.read_text()
+        except OSError:  # exited while we looked
+            continue
+        ppid = stat.rsplit(")", 1)[1].split()[1]
+        children.setdefault(ppid, []).append((stat.split(None, 1)[0], stat))
+    total, todo = 0, [pid]
+    while todo:
+        for child, stat in children.get(todo.pop(), []):
+            total += _cpu_jiffies(stat)
+            todo.append(child)
+    return total
 
 
 def trial_noise(before: ProcSample | None, after: ProcSample | None, *, ticks: int | None = None) -> dict[str, Any]:

@@ -81,10 +81,10 @@ async def drain(app: web.Application, timeout_s: float | None = None) -> bool:
 
 
 def _wire_engine_gauges(state: ServerState) -> None:
-    blocks = getattr(state.engine, "blocks", None)
-    if blocks is not None and hasattr(blocks, "num_used"):
-        state.metrics.kv_blocks_used = lambda: blocks.num_used
-        state.metrics.kv_blocks_total = lambda: blocks.num_blocks
+    engine: Any = state.engine  # an in-process engine has a KV pool to report; others have none
+    if callable(getattr(engine, "kv_blocks_used", None)):
+        state.metrics.kv_blocks_used = engine.kv_blocks_used
+        state.metrics.kv_blocks_total = lambda: engine.num_blocks
 
 
 async def _start_engine(app: web.Application) -> None:

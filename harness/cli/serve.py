@@ -125,7 +125,7 @@ def run_serve(args: argparse.Namespace) -> int:
     def announce(line: str) -> None:
         print(f"batchmark serve: {line}", flush=True)
 
-    announce(f"{args.engine} engine, model {name!r}, {engine.blocks.num_blocks} KV blocks")
+    announce(f"{args.engine} engine, model {name!r}, {engine.num_blocks} KV blocks")
     try:
         drained = asyncio.run(serve(app, args.host, args.port, announce=announce))
     except OSError as exc:  # the address is taken, or not this machine's

@@ -37,7 +37,7 @@ def test_an_engine_that_dies_mid_run_ends_it(tmp_path, monkeypatch, capsys):
         "--time-scale",
         "2",
         "--engine",
-        "continuous",
+        "continuous:engine_process=false",  # the failure is injected into this process's model runner
         "--out",
         str(tmp_path),
         "--no-report",

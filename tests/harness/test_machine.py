@@ -11,7 +11,7 @@ def fake_proc(root: Path, *, user: int, idle: int, steal: int, mine: int, load: 
     (root / "self").mkdir(parents=True, exist_ok=True)
     (root / "stat").write_text(f"cpu  {user} 0 0 {idle} 0 0 0 {steal} 0 0\ncpu0 1 2 3 4\n")
     # a comm with a space and a parenthesis, as /proc allows: fields are counted after the last ")"
-    rest = " ".join(["S"] + ["0"] * 10 + [str(mine), "0", "0", "0"] + ["0"] * 30)
+    rest = " ".join(["S", "1"] + ["0"] * 9 + [str(mine), "0", "0", "0"] + ["0"] * 30)
     (root / "self" / "stat").write_text(f"4242 (python (x) y) {rest}\n")
     (root / "loadavg").write_text(f"{load} 1.0 1.0 2/100 4242\n")
     return root
@@ -50,3 +50,21 @@ def test_the_real_proc_reads_this_process() -> None:
     if not Path("/proc/stat").exists():
         pytest.skip("no /proc here")
     assert noise["sampled"] and noise["process_cpu_cores"] >= 0 and 0 <= noise["others_share"] <= 1
+
+
+def test_a_child_process_counts_as_this_process_not_a_neighbour(tmp_path: Path) -> None:
+    # the engine's own process (engine_process=true) computes for this trial: it is not a busy neighbour
+    def child(ppid: int, mine: int) -> None:
+        rest = " ".join(["S", str(ppid)] + ["0"] * 9 + [str(mine), "0", "0", "0"] + ["0"] * 30)
+        (tmp_path / "4243").mkdir(exist_ok=True)
+        (tmp_path / "4243" / "stat").write_text(f"4243 (python) {rest}\n")
+
+    before = sample(fake_proc(tmp_path, user=1000, idle=1000, steal=0, mine=100, load=1.0))
+    child(4242, 150)  # started during the trial: all of its CPU time is the trial's
+    after = sample(fake_proc(tmp_path, user=1250, idle=1150, steal=0, mine=200, load=1.0))
+    assert before is not None and after is not None
+    noise = trial_noise(before, after, ticks=100)
+    assert noise["others_share"] == 0 and not noise["busy"]  # 250 busy jiffies: 100 ours, 150 our child's
+    assert noise["process_cpu_cores"] == pytest.approx(2.5 / noise["wall_s"])
+    child(1, 150)  # the same process under another parent is a neighbour
+    assert sample(tmp_path).process == 200  # type: ignore[union-attr]

@@ -1,0 +1,124 @@
+"""The engine loop in its own process: the same tokens and step trace as on a thread, one worker reused
+across engines, and a dead child answered with a failure for every request instead of a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+import time
+
+import pytest
+
+from engines.api import FinishEvent, Request, TokenEvent
+from engines.errors import ModelLoadError
+from engines.inprocess import EngineOptions, InProcessEngine
+from engines.scheduler import ContinuousConfig
+from tests.engines.helpers import mixed_requests, run_engine
+
+
+@pytest.mark.parametrize("kind", ["continuous", "static"])
+def test_a_process_engine_computes_what_the_thread_engine_computes(embedded, kind):
+    requests = mixed_requests(10, seed=3, vocab=embedded.vocab_size)
+    options = EngineOptions(kind=kind, continuous=ContinuousConfig(max_running=4, max_batched_tokens=64))  # type: ignore[arg-type]
+    on_thread = run_engine(embedded, options, requests)
+    in_process = run_engine(embedded, dataclasses.replace(options, engine_process=True), requests)
+    assert in_process.tokens_by_request == on_thread.tokens_by_request
+    # Steps may group differently (requests reach the loop through a pipe, a few at a time), but the trace
+    # must account for the same work: every prompt and output token computed once, every request admitted
+    # and finished once, and the times on the parent's clock.
+    for run in (on_thread, in_process):
+        assert sum(step["tokens_computed"] for step in run.steps) == sum(
+            len(r.prompt_token_ids) + r.max_tokens - 1 for r in requests
+        )
+        assert sorted(rid for step in run.steps for rid in step["finished"]) == sorted(r.request_id for r in requests)
+        assert sorted(rid for step in run.steps for rid in step["admitted"]) == sorted(r.request_id for r in requests)
+    assert all(0 < step["t_start"] <= step["t_end"] <= time.perf_counter() for step in in_process.steps)
+
+
+def test_one_worker_serves_engine_after_engine_and_reports_its_loop(embedded):
+    options = EngineOptions(engine_process=True)
+    pids = []
+    for _ in range(2):
+        engine = InProcessEngine(embedded, options)
+        run = run_engine_keep(engine, [Request("a", [5, 6, 7, 8], 3)])
+        assert run == [3]
+        pids.append(engine.core.pid)
+        described = engine.describe()
+        assert described["engine_loop"] == "process"
+        assert described["attention"] in ("native paged kernel", "torch gather + sdpa")
+    assert pids[0] == pids[1] and pids[0] != os.getpid()
+
+
+def run_engine_keep(engine: InProcessEngine, requests: list[Request]) -> list[int]:
+    async def go() -> list[int]:
+        await engine.start()
+        try:
+            counts = []
+            for request in requests:
+                events = [e async for e in engine.generate(request)]
+                assert isinstance(events[-1], FinishEvent) and events[-1].error_type is None
+                counts.append(sum(isinstance(e, TokenEvent) for e in events))
+            return counts
+        finally:
+            await engine.stop()
+
+    return asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_abort_and_prefix_cache_reset_reach_the_child(embedded):
+    engine = InProcessEngine(embedded, EngineOptions(engine_process=True))
+
+    async def go() -> tuple[FinishEvent, int]:
+        await engine.start()
+        try:
+            stream = engine.generate(Request("long", list(range(10, 40)), 2000, ignore_eos=True))
+            tokens = 0
+            async for event in stream:
+                if isinstance(event, TokenEvent):
+                    tokens += 1
+                    if tokens == 3:
+                        await engine.abort("long")
+                elif isinstance(event, FinishEvent):
+                    await engine.reset_prefix_cache()  # answered by the child's loop, or this would hang
+                    return event, tokens
+            raise AssertionError("no finish event")
+        finally:
+            await engine.stop()
+
+    finish, tokens = asyncio.run(asyncio.wait_for(go(), 60))
+    assert finish.reason == "abort" and 3 <= tokens < 2000
+
+
+def test_a_killed_engine_process_fails_every_request_in_one_line(embedded):
+    engine = InProcessEngine(embedded, EngineOptions(engine_process=True))
+
+    async def go() -> list[FinishEvent]:
+        await engine.start()
+        try:
+            streams = [engine.generate(Request(f"r{i}", list(range(10, 30)), 5000, ignore_eos=True)) for i in range(3)]
+            first = await anext(streams[0])
+            assert first is not None
+            os.kill(engine.core.pid, signal.SIGKILL)  # as the kernel's OOM killer would
+            finishes = []
+            for stream in streams:
+                async for event in stream:
+                    if isinstance(event, FinishEvent):
+                        finishes.append(event)
+            return finishes
+        finally:
+            await engine.stop()
+
+    finishes = asyncio.run(asyncio.wait_for(go(), 60))
+    assert [f.error_type for f in finishes] == ["engine_failure"] * 3
+    assert finishes[0].error_message.startswith("engine loop failed: EngineProcessError: the engine process exited")
+    assert "\n" not in finishes[0].error_message
+    assert engine.failure is not None
+
+
+def test_a_child_that_loads_other_weights_is_refused(embedded):
+    other = dataclasses.replace(embedded, weight_hash="0" * 64)
+    engine = InProcessEngine(other, EngineOptions(engine_process=True))
+    with pytest.raises(ModelLoadError, match="different weights"):
+        asyncio.run(asyncio.wait_for(engine.start(), 60))
