@@ -155,6 +155,9 @@ class _Worker:
             pass_fds=(down_read, up_write),
             env=env,
             stdin=subprocess.DEVNULL,
+            # Its own session: a terminal's Ctrl-C reaches the parent alone, which drains (serve) or keeps
+            # what it measured (run) and then ends the child through its pipe.
+            start_new_session=True,
         )
         os.close(down_read)
         os.close(up_write)

@@ -8,10 +8,23 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from harness.metrics import load_records
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 @pytest.mark.slow
@@ -49,8 +62,14 @@ def test_sigkill_keeps_finished_records(tmp_path):
             time.sleep(0.2)
         else:
             pytest.fail("no records appeared within 240 s")
+        engine_children = children_of(proc.pid)
+        assert engine_children, "the engine loop runs in its own process by default"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        deadline = time.monotonic() + 30  # its pipe closes with the parent: the engine process exits, no orphan
+        while any(Path(f"/proc/{pid}").exists() for pid in engine_children) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(Path(f"/proc/{pid}").exists() for pid in engine_children)
     finally:
         if proc.poll() is None:
             proc.kill()
