@@ -150,6 +150,7 @@ class _Worker:
         up_read, up_write = os.pipe()
         root = str(Path(__file__).resolve().parent.parent)  # where `engines` is, installed or not
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+        env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # the parent has shown loading this model once already
         self.process = subprocess.Popen(
             [sys.executable, "-m", "engines.engine_process", str(down_read), str(up_write)],
             pass_fds=(down_read, up_write),
