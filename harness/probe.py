@@ -18,7 +18,10 @@ Otherwise the short requests' TTFT decides between continuous and static as belo
 server was called "static" with confidence 1.0: its short requests' first tokens came one after
 another, each about a short request's duration after the previous).
 
-The step time is the median gap between the long requests' tokens before the short ones were sent.
+The step time is the long requests' token rate before the short ones were sent: for each, the span from its
+first to its last token then, over the gaps in it; the median of those. Not the median gap: a server whose
+HTTP process falls behind its engine process (vLLM, `batchmark serve` on a busy machine) delivers several
+tokens in one read, and the median gap is then 0 while the rate is still the step's.
 Each TTFT becomes z = (ttft - continuous) / (static - continuous): 0 fits continuous, 1 fits static.
 The verdict is the side of 0.5 the median z is on. Its confidence is Phi(m / s), where m is the
 median distance of the z values from 0.5 on the verdict's side and s their robust spread (1.4826 x
@@ -189,10 +192,11 @@ async def _one_round(engine: Any, c: ProbeConfig, index: int) -> RoundResult:
 def measure_round(longs: list[Timeline], shorts: list[Timeline], t_short: float, c: ProbeConfig) -> RoundResult:
     """Turn one round's timelines into predictions and normalized positions."""
     failures = [t.error for t in (*longs, *shorts) if t.error]
-    gaps = [b - a for t in longs for a, b in zip(t.tokens, t.tokens[1:], strict=False) if b <= t_short]
-    if len(gaps) < 3:  # too few before the short requests: take every gap
-        gaps = [b - a for t in longs for a, b in zip(t.tokens, t.tokens[1:], strict=False)]
-    step = statistics.median(gaps) if gaps else 0.0
+    rates = [_token_rate([x for x in t.tokens if x <= t_short]) for t in longs]
+    if sum(r is not None for r in rates) == 0:  # too few tokens before the short requests: take them all
+        rates = [_token_rate(t.tokens) for t in longs]
+    known = [r for r in rates if r is not None]
+    step = statistics.median(known) if known else 0.0
     long_end = max((t.tokens[-1] for t in longs if t.tokens), default=t_short)
     left = max(0.0, long_end - t_short)
     cont, stat = 2 * step, left + step
@@ -214,6 +218,13 @@ def measure_round(longs: list[Timeline], shorts: list[Timeline], t_short: float,
         )
     handoffs, overlaps = _serial_handoffs([*longs, *shorts], step)
     return RoundResult(step, left, cont, stat, ttft, done, z_ttft, z_done, problem, handoffs, overlaps)
+
+
+def _token_rate(times: list[float]) -> float | None:
+    """Seconds per token over `times` (at least 4 tokens: 3 gaps), or None."""
+    if len(times) < 4:
+        return None
+    return (times[-1] - times[0]) / (len(times) - 1)
 
 
 def _serial_handoffs(timelines: list[Timeline], step: float) -> tuple[int, int]:
