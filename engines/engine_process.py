@@ -134,7 +134,8 @@ def child_main(down: Connection, up: Connection) -> None:
             core.reset_prefix_cache(lambda token=message[1]: send(("reset", token)))
         elif kind == "stop":
             core.stop()
-            core = None
+            core.event_sink = lambda batch: None  # `events` holds the core: without this the KV pool
+            core = None  # would wait for the cycle collector, and each trial would add one (256 MiB)
             send(("ready", None))
         else:  # "exit"
             break

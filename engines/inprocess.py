@@ -63,6 +63,9 @@ class InProcessEngine(Engine):
     async def stop(self) -> None:
         if self._started:
             await asyncio.to_thread(self.core.stop)
+            # The sink is a method of this engine, which holds the core: a cycle that kept a run's every
+            # trial's KV pool (256 MiB each) alive until the cycle collector ran. `start` sets it again.
+            self.core.event_sink = lambda events: None
             self._started = False
 
     def set_step_sink(self, sink: StepSink | None) -> None:
