@@ -83,7 +83,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         step_noise = StepNoise.from_profile(fitted.noise, seed)
         gaps = fitted.noise.get("gap_s")
         gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
-        source["noise"] = f"measured, replayed in blocks of {BLOCK} (seed {seed})"
+        source["noise"] = f"measured, replayed in blocks spanning {BLOCK} steps of the measured run (seed {seed})"
     options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap,
                          slowdown=o["slowdown"], prefix_caching=o["prefix_caching"])  # fmt: skip
