@@ -89,6 +89,9 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
                                     f"{first_dir} engine {first.get('name')!r}: fit runs of one model")  # fmt: skip
     paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
     profile = fit_steps(trace_steps(paths))
+    waits = [w for d, e in traced for w in idle_arrival_waits(d, str(e["name"]))]
+    profile.dispatch_s = float(np.median(waits)) if waits else 0.0
+    profile.fit["idle_arrivals"] = len(waits)
     options = first.get("options") or {}
     model = first.get("model") or {}
     config = model.get("config") or {}
@@ -102,6 +105,26 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
     }
     profile.fit["run_dir"] = ", ".join(str(d) for d in run_dirs)
     return profile
+
+
+def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
+    """For each request that reached `engine` while no step was in flight: seconds from its scheduled arrival
+    to the start of the step that admitted it. That is the engine's dispatch latency alone (waking its
+    loop, and with the loop in its own process, the pipe), which the simulator adds to such arrivals."""
+    records, _ = read_jsonl(run_dir / "records.jsonl")
+    waits: list[float] = []
+    for path in sorted((run_dir / "steps").glob(f"{engine}-t*.jsonl")):
+        trial = int(path.stem.rsplit("-t", 1)[1])
+        steps, _ = read_jsonl(path)
+        spans = np.array(sorted((float(r["t_start"]), float(r["t_end"])) for r in steps)).reshape(-1, 2)
+        for r in records:
+            if r.get("engine") != engine or r.get("trial", 0) != trial or r.get("t_admitted") is None:
+                continue
+            at = float(r["t_scheduled"])
+            i = int(np.searchsorted(spans[:, 0], at)) - 1
+            if i < 0 or spans[i, 1] <= at:
+                waits.append(max(0.0, float(r["t_admitted"]) - at))
+    return waits
 
 
 def _traced_engines(run_dir: Path, engines: Sequence[str]) -> list[dict[str, Any]]:

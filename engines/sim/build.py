@@ -51,7 +51,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         bytes_per_token = int(engine.get("kv_bytes_per_token") or 0)
         max_context = int(engine.get("max_context") or 1 << 31)
         default_blocks = engine.get("kv_blocks")
-        gap = fitted.step_gap_s
+        gap, dispatch = fitted.step_gap_s, fitted.dispatch_s
         source = {"profile": str(o["profile"]), "fitted_on": fitted.fit.get("sources")}
     else:
         shape = load_shape(o["model"] or DEFAULT_MODEL)
@@ -63,7 +63,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         max_context = shape.max_context
         capacity = roofline.kv_capacity_bytes(continuous.max_batched_tokens, continuous.max_running)
         default_blocks = blocks_for_budget(capacity, bytes_per_token, block_size)
-        gap = 0.0
+        gap = dispatch = 0.0
         source = {"model": shape.name, "hardware": hw.name, "tp": roofline.tp}
     if "kv_blocks" in checked:
         num_blocks = int(o["kv_blocks"])
@@ -85,7 +85,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
         source["noise"] = f"measured, replayed in blocks spanning {BLOCK} steps of the measured run (seed {seed})"
     options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
-                         block_size=block_size, num_blocks=num_blocks, step_gap_s=gap,
+                         block_size=block_size, num_blocks=num_blocks, step_gap_s=gap, dispatch_s=dispatch,
                          slowdown=o["slowdown"], prefix_caching=o["prefix_caching"])  # fmt: skip
     if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)

@@ -49,6 +49,9 @@ class SimOptions:
     block_size: int = 16
     num_blocks: int = 1
     step_gap_s: float = 0.0  # engine-loop time between two steps (a fitted profile measures it)
+    # from a request's arrival at an idle engine to the start of the step that admits it (a fitted profile
+    # measures it: waking the loop, and with the engine in its own process a pipe between them)
+    dispatch_s: float = 0.0
     slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
     prefix_caching: bool = True  # cached prefix tokens are taken, not computed, so they cost no step time
 
@@ -94,7 +97,8 @@ class SimEngine:
     def submit(self, request: Request, at: float) -> FinishEvent | None:
         """Request `request` arrives at virtual time `at` (never before the clock). Returns a finish
         event at once when the request can never be served."""
-        self.now = max(self.now, at)
+        idle = not self.scheduler.has_work()
+        self.now = max(self.now, at + self.options.dispatch_s if idle else at)
         problem = self._problem(request)
         if problem is not None:
             return FinishEvent(request.request_id, "error", len(request.prompt_token_ids), 0, self.now,
@@ -192,6 +196,7 @@ class SimEngine:
                 ),
                 "block_size": self.options.block_size,
                 "step_gap_s": self.options.step_gap_s,
+                "dispatch_s": self.options.dispatch_s,
             },
             "kv_blocks": self.blocks.num_blocks,
             "cost_model": self.cost.describe(),

@@ -57,6 +57,7 @@ class FittedCost:
     fit: dict[str, Any] = field(default_factory=dict)  # quality and provenance
     noise: dict[str, list[float]] = field(default_factory=dict)  # engines.sim.noise
     kind: str = "fitted"
+    dispatch_s: float = 0.0  # arrival at an idle engine -> its admitting step starts (harness/simulation.py)
 
     def __post_init__(self) -> None:
         self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in REGRESSORS)
@@ -73,6 +74,7 @@ class FittedCost:
             "intercept_s": self.intercept_s,
             "coefficients": self.coefficients,
             "step_gap_s": self.step_gap_s,
+            "dispatch_s": self.dispatch_s,
             "engine": self.engine,
             "fit": self.fit,
             "noise": self.noise,
@@ -101,11 +103,15 @@ def load_profile(path: str | Path) -> FittedCost:
     for key in ("intercept_s", "step_gap_s"):
         if not isinstance(data.get(key), int | float):
             raise EngineInputError(f"{path}: field {key!r} must be a number of seconds")
+    dispatch = data.get("dispatch_s", 0.0)  # a profile written before it was measured: none
+    if not isinstance(dispatch, int | float) or dispatch < 0:
+        raise EngineInputError(f"{path}: field 'dispatch_s' must be a non-negative number of seconds")
     noise = data.get("noise") or {}
     if not isinstance(noise, dict) or not all(isinstance(v, list) for v in noise.values()):
         raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")
     return FittedCost(float(data["intercept_s"]), {k: float(v) for k, v in coefficients.items()},
-                      float(data["step_gap_s"]), data.get("engine") or {}, data.get("fit") or {}, noise)  # fmt: skip
+                      float(data["step_gap_s"]), data.get("engine") or {}, data.get("fit") or {}, noise,
+                      dispatch_s=float(dispatch))  # fmt: skip
 
 
 @dataclass
