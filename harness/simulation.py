@@ -111,19 +111,26 @@ def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
     """For each request that reached `engine` while no step was in flight: seconds from its scheduled arrival
     to the start of the step that admitted it. That is the engine's dispatch latency alone (waking its
     loop, and with the loop in its own process, the pipe), which the simulator adds to such arrivals."""
+    if not (run_dir / "records.jsonl").is_file():  # a step trace alone still fits; its dispatch is not measured
+        return []
     records, _ = read_jsonl(run_dir / "records.jsonl")
     waits: list[float] = []
     for path in sorted((run_dir / "steps").glob(f"{engine}-t*.jsonl")):
-        trial = int(path.stem.rsplit("-t", 1)[1])
+        suffix = path.stem.rsplit("-t", 1)[1]
+        if not suffix.isdigit():  # not a trial's trace (steps/<engine>-t<trial>.jsonl)
+            continue
+        trial = int(suffix)
         steps, _ = read_jsonl(path)
         spans = np.array(sorted((float(r["t_start"]), float(r["t_end"])) for r in steps)).reshape(-1, 2)
         for r in records:
-            if r.get("engine") != engine or r.get("trial", 0) != trial or r.get("t_admitted") is None:
+            admitted, at = r.get("t_admitted"), r.get("t_scheduled")
+            if r.get("engine") != engine or r.get("trial", 0) != trial:
                 continue
-            at = float(r["t_scheduled"])
+            if not isinstance(admitted, int | float) or not isinstance(at, int | float):
+                continue  # never admitted (shed, failed), or a record without times: it measures nothing
             i = int(np.searchsorted(spans[:, 0], at)) - 1
             if i < 0 or spans[i, 1] <= at:
-                waits.append(max(0.0, float(r["t_admitted"]) - at))
+                waits.append(max(0.0, float(admitted) - at))
     return waits
 
 

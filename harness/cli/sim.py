@@ -44,10 +44,12 @@ def fit_command(args: argparse.Namespace) -> int:
     print(f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
           f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)")  # fmt: skip
     print(f"  step = {profile.intercept_s * 1e6:.0f} us + {coef}; gap between steps {profile.step_gap_s * 1e6:.0f} us")
-    print(
-        f"  dispatch: {profile.dispatch_s * 1e6:.0f} us from an idle engine's arrival to its step "
-        f"(median of {profile.fit.get('idle_arrivals', 0)} arrivals)"
-    )
+    arrivals = profile.fit.get("idle_arrivals", 0)
+    if arrivals:
+        print(f"  dispatch: {profile.dispatch_s * 1e6:.0f} us from an idle engine's arrival to its step "
+              f"(median of {arrivals} arrivals)")  # fmt: skip
+    else:  # a closed loop at saturation, or a served engine without admit times: nothing to measure it on
+        print("  dispatch: not measured (no request found the engine idle); the simulator adds none")
     for name in fit["absent"]:
         print(f"  {name}: always 0 in these traces, priced 0 (its rows cost what the rows of their kind cost)")
     print(f"profile: {args.out.resolve()}")

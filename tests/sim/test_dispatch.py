@@ -34,6 +34,8 @@ def test_only_arrivals_at_an_idle_engine_measure_its_dispatch(tmp_path: Path) ->
         {"engine": "static", "trial": 0, "request_id": "other", "t_scheduled": 0.5, "t_admitted": 1.0},
     ])  # fmt: skip
     assert idle_arrival_waits(tmp_path, "continuous") == pytest.approx([0.0007, 0.0005])
+    (tmp_path / "records.jsonl").unlink()  # a step trace alone: nothing to measure the dispatch on
+    assert idle_arrival_waits(tmp_path, "continuous") == []
 
 
 def profile_with_dispatch(tmp_path: Path, dispatch_s: float) -> Path:
