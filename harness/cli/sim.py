@@ -49,7 +49,7 @@ def fit_command(args: argparse.Namespace) -> int:
         print(f"  dispatch: {profile.dispatch_s * 1e6:.0f} us from an idle engine's arrival to its step "
               f"(median of {arrivals} arrivals)")  # fmt: skip
     else:  # a closed loop at saturation, or a served engine without admit times: nothing to measure it on
-        print("  dispatch: not measured (no request found the engine idle); the simulator adds none")
+        print("  dispatch: not measured (no request found a continuous engine idle); the simulator adds none")
     for name in fit["absent"]:
         print(f"  {name}: always 0 in these traces, priced 0 (its rows cost what the rows of their kind cost)")
     print(f"profile: {args.out.resolve()}")

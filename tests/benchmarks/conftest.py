@@ -8,6 +8,8 @@ import pytest
 
 # Trials per comparison (the shape asks for 3): more make a median survive a busier machine.
 TRIALS = int(os.environ.get("BATCHMARK_BENCH_TRIALS", "3"))
+# Pairs of neighbouring runs per trial, where a trial is short enough to repeat (a P2 run takes ~2 s).
+ROUNDS = int(os.environ.get("BATCHMARK_BENCH_ROUNDS", "4"))
 
 
 @pytest.fixture

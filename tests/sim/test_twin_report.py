@@ -68,3 +68,26 @@ def test_several_runs_pool_their_steps_and_must_share_a_model(twin_run: Path, tm
     assert main(["sim", "fit", str(twin_run), str(other), "--engine", "continuous", "-o", str(two)]) == 2
     err = capsys.readouterr().err.strip()
     assert "measured other weights" in err and str(other) in err and len(err.splitlines()) == 1
+
+
+def test_a_static_engine_measures_no_dispatch(
+    twin_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    measured = tmp_path / "continuous.json"
+    assert main(["sim", "fit", str(twin_run), "--engine", "continuous", "-o", str(measured)]) == 0
+    assert load_profile(measured).fit["idle_arrivals"] > 0 and load_profile(measured).dispatch_s > 0
+    static = tmp_path / "static-run"  # the same trace, said to come from a static engine
+    shutil.copytree(twin_run, static)
+    manifest = json.loads((static / "manifest.json").read_text())
+    for engine in manifest["engines"]:
+        if engine["name"] == "continuous":
+            engine["kind"] = engine["options"]["kind"] = "static"
+    (static / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "static.json"
+    capsys.readouterr()
+    assert main(["sim", "fit", str(static), "--engine", "continuous", "-o", str(out)]) == 0
+    # its idle arrivals waited for a batch to form (the scheduler's wait, which the simulation replays)
+    assert load_profile(out).fit["idle_arrivals"] == 0 and load_profile(out).dispatch_s == 0.0
+    assert "dispatch: not measured" in capsys.readouterr().out
