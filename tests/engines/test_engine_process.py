@@ -155,3 +155,26 @@ def test_a_stopped_engine_frees_its_kv_pool_at_once(embedded, engine_process):
         gc.enable()
     if engine_process:
         assert sizes[-1] - sizes[0] < 128, sizes  # the same worker, the same footprint trial after trial
+
+
+def test_a_loop_that_fails_in_the_child_is_reported_and_its_worker_closed(embedded):
+    import threading
+
+    from engines.engine_process import ProcessCore, model_source
+
+    # A compute-thread count torch refuses fails the loop itself, in the child, after its start was answered.
+    source = dataclasses.replace(model_source(embedded), threads=-1)
+    core = ProcessCore(source, EngineOptions(engine_process=True))
+    failed = threading.Event()
+    core.event_sink = lambda events: failed.set() if core.error is not None else None
+    core.start()
+    try:
+        assert failed.wait(60)
+        assert "set_num_threads" in str(core.error)
+        core.submit(Request("late", [5, 6, 7], 4))  # sent before the parent looked: the child must not choke
+        pid = core.pid
+    finally:
+        core.stop()  # a failed loop's worker is closed, not reused
+    assert pid is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no engine process left behind
