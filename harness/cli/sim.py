@@ -66,12 +66,13 @@ def fidelity_command(args: argparse.Namespace) -> int:
         engines = [e for e in engines if e.get("name") in args.engines]
     if not engines:
         raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) to simulate")
-    real = json.loads((args.real_run / "metrics.json").read_text(encoding="utf-8"))["engines"]
+    metrics = json.loads((args.real_run / "metrics.json").read_text(encoding="utf-8"))
+    real, trials = metrics["engines"], metrics.get("repeat") or {}
     seeds = range(args.seeds if args.noise else 1)
     table = []
     for engine in engines:
         simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s) for s in seeds]
-        rows = fidelity_rows(real[engine["name"]], *simulated)
+        rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
     if args.json:
@@ -119,6 +120,8 @@ def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -
         for row in entry["rows"]:
             unit, ci, spread = row["unit"], row["real_ci"], row["simulated_range"]
             ci_text = "-" if ci is None else f"[{_fmt(ci[0], unit)}, {_fmt(ci[1], unit)}]"
+            if row.get("trials_spread") is not None:  # the real value is the trials' median
+                ci_text = f"{len(row['real_trials'])} trials, +-{row['trials_spread']:.0%}"
             error = _pct(row["error"]) + ("" if row["within_real_ci"] is not False else " *")
             spread_text = "" if spread is None else f"  {_fmt(spread[0], unit)} .. {_fmt(spread[1], unit)}"
             lines.append(f"{entry['engine']:<14}{row['metric']:<14}{_fmt(row['real'], unit):>12}{ci_text:>24}"
@@ -128,6 +131,12 @@ def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -
         lines.append(f"largest error {max(worst):.1%}")
     if any(r["within_real_ci"] is False for e in table for r in e["rows"]):
         lines.append("* outside the real run's own 95% interval for that percentile")
+    if any(r.get("trials_spread") is not None for e in table for r in e["rows"]):
+        lines.append("real: the median of the run's trials; +-: how far its furthest trial lies from that median")
+    loose = [f"{e['engine']} {r['metric']}" for e in table for r in e["rows"] if (r.get("trials_spread") or 0.0) > 0.10]
+    if loose:
+        lines.append(f"the real run itself repeats by more than 10% on: {', '.join(loose)}: "
+                     "no simulation can be judged within 10% there")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ HEADLINE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ttft_p99_s", ("latency", "ttft", "percentiles", "p99", "value")),
     ("tpot_p50_s", ("latency", "tpot", "percentiles", "p50", "value")),
     ("tpot_p99_s", ("latency", "tpot", "percentiles", "p99", "value")),
+    ("e2e_p50_s", ("latency", "e2e", "percentiles", "p50", "value")),
     ("e2e_p99_s", ("latency", "e2e", "percentiles", "p99", "value")),
     ("output_tok_s", ("throughput", "steady", "output_token_rate")),
     ("goodput_rps", ("slo", "goodput_rps_steady")),

@@ -19,15 +19,16 @@ class FidelityMetric:
     name: str
     path: tuple[str, ...]  # where it sits in a summary
     unit: str
+    trials_key: str  # its per-trial values in metrics.json's "repeat" block (`compare_runs.HEADLINE`)
 
 
 FIDELITY_METRICS = (
-    FidelityMetric("TTFT p50", ("latency", "ttft", "percentiles", "p50", "value"), "s"),
-    FidelityMetric("TTFT p99", ("latency", "ttft", "percentiles", "p99", "value"), "s"),
-    FidelityMetric("TPOT p50", ("latency", "tpot", "percentiles", "p50", "value"), "s"),
-    FidelityMetric("TPOT p99", ("latency", "tpot", "percentiles", "p99", "value"), "s"),
-    FidelityMetric("E2E p50", ("latency", "e2e", "percentiles", "p50", "value"), "s"),
-    FidelityMetric("output tok/s", ("throughput", "steady", "output_token_rate"), "tok/s"),
+    FidelityMetric("TTFT p50", ("latency", "ttft", "percentiles", "p50", "value"), "s", "ttft_p50_s"),
+    FidelityMetric("TTFT p99", ("latency", "ttft", "percentiles", "p99", "value"), "s", "ttft_p99_s"),
+    FidelityMetric("TPOT p50", ("latency", "tpot", "percentiles", "p50", "value"), "s", "tpot_p50_s"),
+    FidelityMetric("TPOT p99", ("latency", "tpot", "percentiles", "p99", "value"), "s", "tpot_p99_s"),
+    FidelityMetric("E2E p50", ("latency", "e2e", "percentiles", "p50", "value"), "s", "e2e_p50_s"),
+    FidelityMetric("output tok/s", ("throughput", "steady", "output_token_rate"), "tok/s", "output_tok_s"),
 )
 
 
@@ -46,24 +47,38 @@ def _ci(summary: Mapping[str, Any], path: tuple[str, ...]) -> tuple[float, float
     return (low, high) if path[-1] == "value" and low is not None and high is not None else None
 
 
-def fidelity_rows(real: Mapping[str, Any], *simulated: Mapping[str, Any]) -> list[dict[str, Any]]:
+def fidelity_rows(
+    real: Mapping[str, Any], *simulated: Mapping[str, Any], trials: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """One row per fidelity metric: real value, simulated value, relative error (None: no data).
 
     Several simulated summaries (twins with different noise seeds) are one estimate: their median,
     with their range, so the simulator's own sampling spread is not charged to the cost model. A
     percentile over a few dozen requests is uncertain in the measurement too: `real_ci` is its 95%
-    interval and `within_real_ci` says whether the simulation landed inside it."""
+    interval and `within_real_ci` says whether the simulation landed inside it.
+
+    `trials` (a run's per-trial values, metrics.json's "repeat" block for the engine): with two or more
+    trials of the same schedule, the real value is their median, and `trials_spread` is how far the
+    furthest trial lies from it. That is the floor of any fidelity claim: a simulation cannot be judged
+    closer to a measurement than the measurement repeats (on this machine, 20-90% for some workloads)."""
     rows = []
     for metric in FIDELITY_METRICS:
         r = _value(real, metric.path)
+        per_trial = [float(v) for v in ((trials or {}).get(metric.trials_key) or {}).get("values") or []]
+        spread = None
+        if len(per_trial) >= 2:
+            r = float(statistics.median(per_trial))
+            spread = max(abs(v / r - 1.0) for v in per_trial) if r else None
         values = [v for v in (_value(s, metric.path) for s in simulated) if v is not None]
         s = float(statistics.median(values)) if values and len(values) == len(simulated) else None
         error = (s - r) / r if r not in (None, 0.0) and s is not None else None
-        ci = _ci(real, metric.path)
+        ci = _ci(real, metric.path) if spread is None else None  # trial 0's interval is not the median's
         rows.append({"metric": metric.name, "unit": metric.unit, "real": r, "simulated": s, "error": error,
                      "simulated_range": [min(values), max(values)] if s is not None and len(values) > 1 else None,
                      "real_ci": list(ci) if ci else None,
-                     "within_real_ci": None if ci is None or s is None else ci[0] <= s <= ci[1]})  # fmt: skip
+                     "within_real_ci": None if ci is None or s is None else ci[0] <= s <= ci[1],
+                     "real_trials": per_trial if spread is not None else None,
+                     "trials_spread": spread})  # fmt: skip
     return rows
 
 

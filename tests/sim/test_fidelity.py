@@ -93,3 +93,34 @@ def test_fidelity_compares_five_seeded_twins_by_default_and_refuses_zero() -> No
     with pytest.raises(SystemExit) as exit_info:
         parser.parse_args(["sim", "fidelity", "run", "--profile", "p.json", "--seeds", "0"])
     assert exit_info.value.code == 2
+
+
+def test_a_run_of_several_trials_is_judged_against_their_median_and_shows_their_spread(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import shutil
+
+    run = tmp_path / "burst"
+    shutil.copytree(FIXTURE / "burst", run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    real = metrics["engines"]["continuous"]
+    p99 = real["latency"]["ttft"]["percentiles"]["p99"]["value"]
+    tok_s = real["throughput"]["steady"]["output_token_rate"]
+    # three trials of the same schedule, as `batchmark run --repeat 3` writes them: TTFT p99 repeats within 20%
+    metrics["repeat"] = {"continuous": {"ttft_p99_s": {"values": [1.2 * p99, p99, 0.9 * p99]},
+                                        "output_tok_s": {"values": [tok_s, 1.01 * tok_s]},
+                                        "tpot_p50_s": {"values": [0.004]}}}  # fmt: skip
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    out = tmp_path / "table.json"
+    assert main(["sim", "fidelity", str(run), "--profile", str(PROFILE), "--engine", "continuous", "--seeds", "1",
+                 "--json", str(out)]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    rows = {r["metric"]: r for r in json.loads(out.read_text())[0]["rows"]}
+    assert rows["TTFT p99"]["real"] == pytest.approx(p99) and rows["TTFT p99"]["trials_spread"] == pytest.approx(0.2)
+    assert rows["TTFT p99"]["real_ci"] is None and rows["TTFT p99"]["within_real_ci"] is None
+    assert rows["output tok/s"]["real"] == pytest.approx(1.005 * tok_s)
+    assert rows["output tok/s"]["trials_spread"] == pytest.approx(0.005 / 1.005)
+    # one trial's value is no spread: the row stays trial 0's, with its bootstrap interval
+    assert rows["TPOT p50"]["trials_spread"] is None and rows["TPOT p50"]["real_ci"] is not None
+    assert "3 trials, +-20%" in printed
+    assert "repeats by more than 10% on: continuous TTFT p99: no simulation" in printed
