@@ -89,9 +89,7 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
                                     f"{first_dir} engine {first.get('name')!r}: fit runs of one model")  # fmt: skip
     paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
     profile = fit_steps(trace_steps(paths))
-    # A static engine's idle arrival also waits for its batch to form: the scheduler's decision, which the
-    # simulated scheduler replays itself (fitted on static runs, the median "dispatch" was the 50 ms timeout).
-    waits = [w for d, e in traced if not _forms_batches(e) for w in idle_arrival_waits(d, str(e["name"]))]
+    waits = [w for d, e in traced for w in idle_arrival_waits(d, str(e["name"]))]
     profile.dispatch_s = float(np.median(waits)) if waits else 0.0
     profile.fit["idle_arrivals"] = len(waits)
     options = first.get("options") or {}
@@ -123,6 +121,10 @@ def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
             continue
         trial = int(suffix)
         steps, _ = read_jsonl(path)
+        if any(r.get("scheduler") == "static" for r in steps):
+            # its idle arrivals also wait for a batch to form: the scheduler's decision, which the simulated
+            # scheduler replays itself (fitted on static runs, the median "dispatch" was the 50 ms timeout)
+            continue
         spans = np.array(sorted((float(r["t_start"]), float(r["t_end"])) for r in steps)).reshape(-1, 2)
         for r in records:
             admitted, at = r.get("t_admitted"), r.get("t_scheduled")
@@ -134,11 +136,6 @@ def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
             if i < 0 or spans[i, 1] <= at:
                 waits.append(max(0.0, float(admitted) - at))
     return waits
-
-
-def _forms_batches(engine: dict[str, Any]) -> bool:
-    """Whether a measured engine batches statically (in process: its kind; served: its options' kind)."""
-    return engine.get("kind") == "static" or (engine.get("options") or {}).get("kind") == "static"
 
 
 def _traced_engines(run_dir: Path, engines: Sequence[str]) -> list[dict[str, Any]]:

@@ -71,8 +71,9 @@ def interleaved(run_one: Callable[[str, int], dict[str, float]]) -> list[list[di
     """TRIALS trials of ROUNDS pairs; a pair runs each kind once, the order alternating from pair to pair.
 
     On this shared machine a run of P2 takes about 2 s, and its speed moves by up to 40% from one run to
-    the next (a neighbour's burst, hypervisor steal). A ratio of two neighbours cancels the slow drift, and
-    a trial's median pair leaves a burst that hit one run out, where one pair per trial let it decide."""
+    the next (measured: the host's cores, not this VM's processes). A ratio of two neighbours cancels the
+    slow drift, and a trial's median pair leaves a burst that hit one run out, where one pair per trial
+    let it decide."""
     trials = []
     for trial in range(TRIALS):
         pairs = []

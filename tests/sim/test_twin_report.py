@@ -78,13 +78,11 @@ def test_a_static_engine_measures_no_dispatch(
     measured = tmp_path / "continuous.json"
     assert main(["sim", "fit", str(twin_run), "--engine", "continuous", "-o", str(measured)]) == 0
     assert load_profile(measured).fit["idle_arrivals"] > 0 and load_profile(measured).dispatch_s > 0
-    static = tmp_path / "static-run"  # the same trace, said to come from a static engine
+    static = tmp_path / "static-run"  # the same trace, its steps said to come from a static scheduler
     shutil.copytree(twin_run, static)
-    manifest = json.loads((static / "manifest.json").read_text())
-    for engine in manifest["engines"]:
-        if engine["name"] == "continuous":
-            engine["kind"] = engine["options"]["kind"] = "static"
-    (static / "manifest.json").write_text(json.dumps(manifest))
+    for trace in (static / "steps").glob("continuous-t*.jsonl"):
+        rows = [json.loads(line) for line in trace.read_text().splitlines()]
+        trace.write_text("".join(json.dumps({**row, "scheduler": "static"}) + "\n" for row in rows))
     out = tmp_path / "static.json"
     capsys.readouterr()
     assert main(["sim", "fit", str(static), "--engine", "continuous", "-o", str(out)]) == 0
