@@ -19,7 +19,6 @@ forgotten) and handed out. A block is never handed out while a sequence referenc
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
 from collections.abc import Sequence as Tokens
 
 from engines.sequence import Sequence
@@ -82,48 +81,59 @@ class BlockManager:
         """Append `num_blocks` blocks to `seq`'s block table, evicting cached ones when none is free."""
         if not num_blocks:  # most calls: a decode step that stays inside its last block
             return
-        free = self._free
+        free, table, refs = self._free, seq.block_table, self._refs
         if num_blocks > len(free) + len(self._evictable):
             raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {self.num_free} free")
-        refs = self._refs
-        for _ in range(num_blocks):
-            block = free.pop() if free else self._evict()  # a stack: blocks in use stay few and cache-warm
+        fresh = min(num_blocks, len(free))
+        for _ in range(fresh):  # a stack: the block freed last is handed out first, so blocks in use stay cache-warm
+            block = free.pop()
             refs[block] = 1
-            seq.block_table.append(block)
+            table.append(block)
+        if fresh < num_blocks:  # then the least recently used cached ones: a long run's pool is all cache
+            evicted = self._evict(num_blocks - fresh)
+            refs.update(dict.fromkeys(evicted, 1))
+            table += evicted
 
-    def _evict(self) -> int:
-        block, _ = self._evictable.popitem(last=False)
-        del self._cached[self._hash_of.pop(block)]
-        self.evictions += 1
-        return block
+    def _evict(self, num_blocks: int) -> list[int]:
+        """Take the `num_blocks` least recently used unreferenced cached blocks, their hashes forgotten
+        (in bulk: a simulated hour evicts two million blocks, a prompt's worth at a time)."""
+        pop, cached = self._evictable.popitem, self._cached
+        blocks = [pop(False)[0] for _ in range(num_blocks)]  # False: from the least recent end
+        for h in map(self._hash_of.pop, blocks):
+            del cached[h]
+        self.evictions += num_blocks
+        return blocks
 
     def free(self, seq: Sequence) -> None:
         """Release every block `seq` holds: back to the pool, or (cached) to the LRU list."""
-        refs, rid = self._refs, seq.request_id
-        for block in seq.block_table:
-            if refs.get(block, 0) <= 0:
-                raise RuntimeError(f"{rid}: block {block} freed by a sequence that does not hold it")
+        refs, table = self._refs, seq.block_table
+        if not refs.keys() >= set(table):  # refs holds only counts >= 1, so this is "every block is held"
+            block = next(b for b in table if b not in refs)
+            raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
+        hash_of, evictable, pool = self._hash_of, self._evictable, self._free
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
-        for block in reversed(seq.block_table):
+        for block in reversed(table):  # a statement per block: as fast as bulk here (the LRU insert dominates)
             count = refs[block] - 1
             if count:
                 refs[block] = count
-                continue
-            del refs[block]
-            if block in self._hash_of:
-                self._evictable[block] = None
             else:
-                self._free.append(block)
-        seq.block_table.clear()
+                del refs[block]
+                if block in hash_of:
+                    evictable[block] = None
+                else:
+                    pool.append(block)
+        table.clear()
         seq.num_committed_blocks = 0
 
     # -- prefix caching ------------------------------------------------------------------------
     def hashes(self, seq: Sequence, num_blocks: int) -> list[int]:
         """The chained hashes of `seq`'s first `num_blocks` full blocks of tokens (kept on the sequence)."""
         known, bs, tokens = seq.block_hashes, self.block_size, seq.token_ids
-        while len(known) < num_blocks:
-            i = len(known)
-            known.append(block_hash(known[-1] if known else None, tokens[i * bs : (i + 1) * bs]))
+        parent = known[-1] if known else None
+        window = tuple(tokens[len(known) * bs : num_blocks * bs])  # one copy: each block is a slice of it
+        for start in range(0, len(window), bs):
+            parent = hash((parent, window[start : start + bs]))  # `block_hash`, inline: millions an hour
+            known.append(parent)
         return known
 
     def match_prefix(self, seq: Sequence) -> list[int]:
@@ -163,23 +173,17 @@ class BlockManager:
         first = seq.num_committed_blocks
         if done <= first or not self.prefix_caching:
             return
-        hashes, table, cached, hash_of = self.hashes(seq, done), seq.block_table, self._cached, self._hash_of
-        for i in range(first, done):
-            h, block = hashes[i], table[i]
-            if h not in cached and block not in hash_of:
-                cached[h] = block
-                hash_of[block] = h
+        cached, hash_of = self._cached, self._hash_of
+        hashes, blocks = self.hashes(seq, done)[first:done], seq.block_table[first:done]
+        if cached.keys().isdisjoint(hashes) and hash_of.keys().isdisjoint(blocks):  # a prefix nobody else holds
+            cached.update(zip(hashes, blocks, strict=True))
+            hash_of.update(zip(blocks, hashes, strict=True))
+        else:
+            for h, block in zip(hashes, blocks, strict=True):
+                if h not in cached and block not in hash_of:
+                    cached[h] = block
+                    hash_of[block] = h
         seq.num_committed_blocks = done
-
-    def commit_steps(self, seqs: Iterable[Sequence]) -> None:
-        """`commit` each of `seqs` that completed a block in the step just computed. Most decode steps
-        complete none, and a simulated hour asks millions of times: the test is made here, not in a call."""
-        if not self.prefix_caching:
-            return
-        bs = self.block_size
-        for seq in seqs:
-            if seq.num_computed_tokens // bs > seq.num_committed_blocks:
-                self.commit(seq)
 
     def reset(self) -> None:
         """Forget every cached prefix (vLLM's reset_prefix_cache): unreferenced cached blocks become free;

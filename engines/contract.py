@@ -69,25 +69,33 @@ class Runner(Protocol):
         ...
 
 
-def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: SchedulingPolicy) -> list[Sequence]:
-    """Record what a step computed; append sampled tokens; return sequences that just finished."""
+def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: SchedulingPolicy,
+               blocks: BlockManager) -> list[Sequence]:  # fmt: skip
+    """Record what a step computed: advance each chunk's sequence, offer the full blocks it completed to
+    the prefix cache (before a finished sequence frees them, so they stay cached), append sampled tokens;
+    return the sequences that just finished."""
     finished: list[Sequence] = []
     tokens = iter(sampled)
     done = SequenceStatus.FINISHED
     # The hot loop (a simulated hour runs it four million times): a policy that keeps no account is not
-    # called, and a request that ignores EOS can only stop at its length, so `check_stop` runs only then.
+    # called, a decode step that completes no block is not offered to the cache, and a request that ignores
+    # EOS can only stop at its length, so `check_stop` runs only then.
     charge = policy.charge if policy.keeps_accounts else None
+    block_size = blocks.block_size if blocks.prefix_caching else 0
     for chunk in plan.chunks:
         seq = chunk.seq
         if seq.status is done:
             continue  # a static batch's finished member computing pad rows
-        num, computed = chunk.num_tokens, seq.num_computed_tokens
-        seq.num_computed_tokens = computed + num
+        num, start = chunk.num_tokens, seq.num_computed_tokens
+        computed = seq.num_computed_tokens = start + num
+        if block_size and computed // block_size > seq.num_committed_blocks:
+            blocks.commit(seq)
         if charge is not None:
-            prompt_left = seq.num_prompt_tokens - computed
+            prompt_left = seq.num_prompt_tokens - start
             charge(seq, 0 if prompt_left <= 0 else min(num, prompt_left), int(chunk.yields_token))
         if chunk.yields_token:
-            seq.append_token(next(tokens))
+            seq.token_ids.append(next(tokens))  # `append_token`, inline
+            seq.num_output_tokens += 1
             request = seq.request
             if not request.ignore_eos or seq.num_output_tokens >= request.max_tokens:
                 reason = seq.check_stop(eos)

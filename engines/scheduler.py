@@ -98,13 +98,14 @@ class ContinuousScheduler:
         for seq in list(self.running):  # oldest first, so preemption victims are not yet planned
             if seq.status is not running:
                 continue
-            uncomputed = seq.num_uncomputed
+            computed = seq.num_computed_tokens
+            uncomputed = len(seq.token_ids) - computed  # `num_uncomputed`, inline: four million times an hour
             num = uncomputed if uncomputed < budget else budget
             if num <= 0:
                 plan.decide(Stage.ADVANCE, "defer", seq, why="token_budget")
                 continue
             # most decode steps stay inside the blocks the sequence holds: no block arithmetic for them
-            if seq.num_computed_tokens + num > len(seq.block_table) * block_size:
+            if computed + num > len(seq.block_table) * block_size:
                 need = blocks.blocks_needed(seq, num)
                 while not blocks.can_allocate(need):
                     victim = self.running[-1]
@@ -114,7 +115,7 @@ class ContinuousScheduler:
                 if seq.status is not running:
                     continue
                 blocks.allocate(seq, need)
-            chunks.append(Chunk(seq, num, yields_token=num == uncomputed))
+            chunks.append(Chunk(seq, num, num == uncomputed))  # positional: a keyword call costs half as much again
             budget -= num
         return budget
 
@@ -166,8 +167,7 @@ class ContinuousScheduler:
 
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: finished sequences leave at once and return their blocks."""
-        finished = apply_step(plan, sampled, self.eos, self.waiting)
-        self.blocks.commit_steps(c.seq for c in plan.chunks)  # before the finished free theirs: they stay cached
+        finished = apply_step(plan, sampled, self.eos, self.waiting, self.blocks)  # commits before any free
         if self.admission is not None and finished:
             self.admission.finished(finished)
         for seq in finished:

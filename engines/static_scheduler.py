@@ -128,10 +128,9 @@ class StaticScheduler:
 
     def remove_finished(self, plan: StepPlan, sampled: list[int]) -> list[Sequence]:
         """Stage 4: a finished member's stream ends, but it keeps its slot and blocks until the batch ends."""
-        finished = apply_step(plan, sampled, self.eos, self.waiting)
+        finished = apply_step(plan, sampled, self.eos, self.waiting, self.blocks)
         if finished or plan.batch_id != self._batch_id or plan.admitted:
             self._chunks = None  # a member finished, or this was the formation step: the next plan differs
-        self.blocks.commit_steps(c.seq for c in plan.chunks)
         for seq in finished:
             plan.decide(
                 Stage.REMOVE,

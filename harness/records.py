@@ -5,7 +5,7 @@ records from one run compare directly. Every metric in `harness.metrics` is a pu
 table of these records (and, for utilisation, of the engine's step trace, `engines.step_record`).
 
 This dataclass is the request record's one schema: the pandas frame (`harness.metrics.frame`) and the
-pyarrow schema the report reads with (`reports.arrow`) derive their columns and dtypes from it. Field
+pyarrow schema the fast readers use (`harness.metrics.arrow`) derive their columns and dtypes from it. Field
 metadata, read by those readers: `required` marks a key without which a line is not a record; `absent`
 is what a missing key reads as (otherwise the field's type says: 0, False, "", None, an empty list).
 """

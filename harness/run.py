@@ -438,7 +438,7 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
         if subset.empty:
             continue
         steps_path = out / "steps" / f"{outcome['engine']}-t{outcome['trial']}.jsonl"
-        steps = load_steps(steps_path) if steps_path.exists() else None
+        steps = load_steps(steps_path, id_lists=False) if steps_path.exists() else None  # no metric reads them
         summary = summarize(
             subset,
             steps,

@@ -21,19 +21,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.json as pj
 
 from harness.metrics import SLO, load_records, request_latencies, summarize
+from harness.metrics.arrow import arrow_schema, read_json_lines
 from harness.metrics.columns import REQUEST_RECORD_COLUMNS, typed
 from harness.metrics.frame import RECORD_COLUMNS
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 from harness.records import RecordError
-from reports.arrow import arrow_schema
 from reports.steps import StepTrace, read_trace
 
 RECORD_SCHEMA = arrow_schema(REQUEST_RECORD_COLUMNS)
-
-_BLOCK = 16 << 20
 
 
 @dataclass
@@ -160,18 +157,10 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _arrow_json(path: Path, schema: pa.Schema, unexpected: str) -> pa.Table:
-    return pj.read_json(
-        path,
-        read_options=pj.ReadOptions(block_size=_BLOCK),
-        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected),
-    )
-
-
 def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
     """records.jsonl as (frame with the `records_frame` dtypes but empty token_times, TokenTimes)."""
     try:
-        table = _arrow_json(path, RECORD_SCHEMA, "ignore")
+        table = read_json_lines(path, RECORD_SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeError):
         frame = load_records(path)  # raises a precise RecordError, or skips a truncated last line
         return frame, TokenTimes.from_lists(frame["token_times"])
@@ -197,7 +186,7 @@ def read_schedule(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
     try:
-        return pj.read_json(path, read_options=pj.ReadOptions(block_size=_BLOCK)).to_pandas()
+        return read_json_lines(path, None).to_pandas()
     except (pa.ArrowInvalid, OSError):
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         return pd.DataFrame(rows)

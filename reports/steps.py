@@ -24,48 +24,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from harness.metrics import load_steps
-from harness.metrics.columns import STEP_RECORD_COLUMNS, typed
+from harness.metrics.arrow import ARROW_ERRORS, STEP_SCHEMA, parse_step_counts
 from harness.metrics.frame import STEP_COLUMNS, steps_frame
-from reports.arrow import arrow_schema
 
 FULL_READ_BYTES = 24 << 20
 SAMPLE_CHUNKS = 256
 MIN_CHUNK_BYTES = 1 << 16
-_BLOCK = 16 << 20
 
-# The report reads every step column but the id lists (counts suffice) other than `preempted`, and not
-# the decisions; those come back as empty tuples so every frame has the `StepRecord` columns.
-SKIPPED = ("running_ids", "admitted", "finished", "decisions")
-STEP_SCHEMA = arrow_schema(STEP_RECORD_COLUMNS, skip=SKIPPED)
 FRAME_COLUMNS = list(STEP_COLUMNS)
-
-
-def _frame(table: pa.Table) -> pd.DataFrame:
-    preempted = table.column("preempted")
-    counts = pc.fill_null(pc.list_value_length(preempted), 0).to_numpy(zero_copy_only=False)
-    frame = table.drop_columns(["preempted"]).to_pandas()
-    lists: list[list[str]] = [[] for _ in range(len(frame))]
-    for i in np.flatnonzero(counts).tolist():
-        lists[i] = preempted[i].as_py() or []
-    frame["preempted"] = lists
-    typed(frame, STEP_RECORD_COLUMNS, skip=(*SKIPPED, "preempted"))
-    for col in SKIPPED:
-        frame[col] = [()] * len(frame)
-    return frame[FRAME_COLUMNS]
-
-
-def _parse(source: Path | io.BytesIO) -> pd.DataFrame:
-    table = pj.read_json(
-        source,
-        read_options=pj.ReadOptions(block_size=_BLOCK),
-        parse_options=pj.ParseOptions(explicit_schema=STEP_SCHEMA, unexpected_field_behavior="ignore"),
-    )
-    return _frame(table)
 
 
 def _fallback(path: Path) -> pd.DataFrame:
@@ -97,8 +65,8 @@ def read_trace(path: Path, full_read_bytes: int = FULL_READ_BYTES) -> StepTrace:
     size = path.stat().st_size
     if size <= full_read_bytes:
         try:
-            frame = _parse(path)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            frame = parse_step_counts(path)
+        except ARROW_ERRORS:
             frame = _fallback(path)
         frame = frame.sort_values("t_start", kind="stable").reset_index(drop=True)
         spans = np.array([[frame["t_start"].min(), frame["t_end"].max()]]) if len(frame) else np.empty((0, 2))
@@ -120,8 +88,8 @@ def read_trace(path: Path, full_read_bytes: int = FULL_READ_BYTES) -> StepTrace:
             pieces.append(data)
             run_of.append(np.full(data.count(b"\n") - data.count(b"\n\n"), i))
     try:
-        frame = _parse(io.BytesIO(b"".join(pieces)))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        frame = parse_step_counts(io.BytesIO(b"".join(pieces)))
+    except ARROW_ERRORS:
         return read_trace(path, full_read_bytes=size)  # let the exact reader (or its fallback) handle it
     run_ids = np.concatenate(run_of) if run_of else np.empty(0, dtype=np.int64)
     if run_ids.size != len(frame):  # blank lines or odd spacing: treat every step as its own run

@@ -143,8 +143,23 @@ def load_records(path: str | Path) -> pd.DataFrame:
     return _load(path, records_frame)
 
 
-def load_steps(path: str | Path) -> pd.DataFrame:
-    """`steps_frame` of a `steps.jsonl`, with the same truncated-last-line tolerance as `load_records`."""
+def load_steps(path: str | Path, *, id_lists: bool = True) -> pd.DataFrame:
+    """`steps_frame` of a `steps.jsonl`, with the same truncated-last-line tolerance as `load_records`.
+    `id_lists=False`: without the id lists and decisions, which no metric reads (`harness.metrics.arrow.
+    ID_LISTS`, each cell an empty tuple), read by pyarrow in a fraction of the time; a trace pyarrow cannot
+    read is read here in full, so what is wrong with it is named the same way."""
+    if not id_lists:
+        from harness.metrics.arrow import ARROW_ERRORS, parse_step_counts  # pyarrow: only when a trace is read
+
+        try:
+            frame = parse_step_counts(Path(path))
+        except ARROW_ERRORS:
+            pass
+        except OSError as exc:
+            raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        else:
+            frame.attrs["skipped_lines"] = []
+            return frame
     return _load(path, steps_frame)
 
 

@@ -136,7 +136,13 @@ def throughput(
     window degenerate.
     """
     kind = kind or (window.kind if window is not None else "steady")
-    reasons = {rate: rate_problem(records, window, kind, EVENTS[rate]) for rate in RATES}
+    ok = records[succeeded(records)]
+    flat, _ = flatten_token_times(ok["token_times"])  # once, not once per rate (`rate_problem`, inlined)
+    if window is None:
+        reasons = {rate: missing_window_reason(records, kind) for rate in RATES}
+    else:
+        events = {"finish": ok["t_finish"].to_numpy(dtype=np.float64), "token": flat}
+        reasons = {rate: events_problem(events[EVENTS[rate]], window, kind, EVENTS[rate]) for rate in RATES}
     reason = next((r for r in reasons.values() if r is not None), None)
     if window is None:
         return {
@@ -153,10 +159,8 @@ def throughput(
             "reason": reason,
             "reasons": reasons,
         }
-    ok = records[succeeded(records)]
     s, e = window.start, window.end
     finished = ok["t_finish"].between(s, e)
-    flat, _ = flatten_token_times(ok["token_times"])
     out_tokens = int(((flat >= s) & (flat <= e)).sum())
     prompt_tokens = int(ok.loc[ok["t_first_token"].between(s, e), "prompt_tokens"].sum())
     n_req = int(finished.sum())

@@ -70,6 +70,7 @@ def test_a_new_tenant_does_not_bank_credit_while_idle():
 
 
 def test_the_engine_loop_charges_only_a_policy_that_keeps_accounts():
+    from engines.block_manager import BlockManager
     from engines.contract import apply_step
     from engines.plan import Chunk, StepPlan
     from engines.sequence import SequenceStatus
@@ -82,6 +83,6 @@ def test_the_engine_loop_charges_only_a_policy_that_keeps_accounts():
     for s in (prefill, decode):
         s.status = SequenceStatus.RUNNING
     plan = StepPlan([Chunk(prefill, 2, yields_token=True), Chunk(decode, 1, yields_token=True)])
-    apply_step(plan, [9, 9], None, fair)
+    apply_step(plan, [9, 9], None, fair, BlockManager(4, 2))
     # tenant a: its 2-token prompt (1 each) and one output token (2); tenant b: one output token
     assert fair._counter == {"a": 4.0, "b": 2.0}

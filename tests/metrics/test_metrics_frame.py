@@ -113,3 +113,52 @@ def test_flatten_token_times_keeps_owner_rows() -> None:
     flat, owner = flatten_token_times(frame["token_times"])
     assert flat.tolist() == pytest.approx([0.1, 1.1, 2.0])
     assert owner.tolist() == [0, 0, 2]
+
+
+def _step_lines(n: int) -> list[str]:
+    steps = [
+        {"step": i, "scheduler": "static", "t_start": i * 0.1, "t_end": i * 0.1 + 0.05, "phase": "decode",
+         "batch_id": i // 2 if i % 3 else None, "running_ids": ["a", "b"], "preempted": ["b"] if i == 1 else [],
+         "blocked_reason": "no_slot" if i % 2 else None, "max_slots": 4, "waiting": i,
+         "decisions": [{"stage": 5, "action": "defer", "id": "c", "why": "no_slot", "free_blocks": 3}]}
+        for i in range(n)
+    ]  # fmt: skip
+    del steps[-1]["batch_id"], steps[-1]["waiting"]  # an older trace's line: optional keys absent
+    return [json.dumps(s) for s in steps]
+
+
+def test_the_step_reader_without_id_lists_types_every_other_column_as_the_full_one(tmp_path) -> None:
+    from harness.metrics.arrow import ID_LISTS
+
+    path = tmp_path / "steps.jsonl"
+    path.write_text("\n".join(_step_lines(5)) + "\n")
+    full, light = load_steps(path), load_steps(path, id_lists=False)
+    assert list(light.columns) == list(full.columns) and light.attrs["skipped_lines"] == []
+    for name in full.columns:
+        if name in ID_LISTS:
+            assert (light[name] == ()).all()
+        elif name == "preempted":
+            assert light[name].tolist() == [tuple(ids) for ids in full[name]] and light[name].map(len).sum() == 1
+        else:
+            assert light[name].dtype == full[name].dtype, name
+            assert light[name].equals(full[name]), name
+
+
+def test_the_step_reader_without_id_lists_names_what_is_wrong_as_the_full_one(tmp_path) -> None:
+    lines = _step_lines(3)
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text(lines[0] + "\n{oops\n" + lines[2] + "\n")
+    with pytest.raises(HarnessInputError, match=r"corrupt\.jsonl:2:"):
+        load_steps(corrupt, id_lists=False)
+    truncated = tmp_path / "truncated.jsonl"
+    truncated.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][:30])  # a crash mid-write
+    with pytest.warns(TruncatedLineWarning):
+        frame = load_steps(truncated, id_lists=False)
+    assert len(frame) == 2 and frame.attrs["skipped_lines"][0]["line"] == 3
+    no_phase = tmp_path / "no_phase.jsonl"
+    no_phase.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "phase"}) + "\n"
+                                for line in lines))  # fmt: skip
+    with pytest.raises(HarnessInputError, match="phase"):
+        load_steps(no_phase, id_lists=False)
+    with pytest.raises(HarnessInputError, match="cannot read"):
+        load_steps(tmp_path / "nope.jsonl", id_lists=False)

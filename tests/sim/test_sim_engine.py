@@ -76,6 +76,8 @@ def test_a_small_kv_pool_makes_the_scheduler_preempt(tmp_path: Path) -> None:
     assert run(out, "--workload", "kv-pressure", "--engine", "sim:max_running=32,kv_blocks=400") == 0
     steps = load_steps(out / "steps" / "sim-continuous-t0.jsonl")
     assert steps["preempted"].map(len).sum() > 0
+    light = load_steps(out / "steps" / "sim-continuous-t0.jsonl", id_lists=False)  # what the metrics read
+    assert light["preempted"].tolist() == [tuple(ids) for ids in steps["preempted"]]
     assert (steps["kv_blocks_used"] <= 400).all()
     records = load_records(out / "records.jsonl")
     assert records["preemptions"].sum() > 0 and (records["output_tokens"] == records["max_tokens"]).all()
