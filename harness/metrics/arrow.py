@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from harness.metrics.columns import STEP_RECORD_COLUMNS, Column, typed
-from harness.metrics.frame import STEP_COLUMNS
 
 _TYPES = {
     "int": pa.int64(),
@@ -74,4 +73,4 @@ def parse_step_counts(source: Path | io.BytesIO) -> pd.DataFrame:
     typed(frame, STEP_RECORD_COLUMNS, skip=(*ID_LISTS, "preempted"))
     for name in ID_LISTS:
         frame[name] = [()] * len(frame)
-    return frame[list(STEP_COLUMNS)]
+    return frame[[c.name for c in STEP_RECORD_COLUMNS]]  # the columns in `StepRecord` order
