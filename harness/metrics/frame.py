@@ -153,7 +153,7 @@ def load_steps(path: str | Path, *, id_lists: bool = True) -> pd.DataFrame:
 
         try:
             frame = parse_step_counts(Path(path))
-        except ARROW_ERRORS:
+        except (*ARROW_ERRORS, RowError):  # the full reader names the line and field
             pass
         except OSError as exc:
             raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
