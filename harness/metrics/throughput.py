@@ -92,7 +92,12 @@ EVENTS = {"request_rate": "finish", "goodput": "finish", "output_token_rate": "t
 
 
 def rate_problem(
-    records: pd.DataFrame, window: Window | None, kind: str = "steady", event: str = "finish"
+    records: pd.DataFrame,
+    window: Window | None,
+    kind: str = "steady",
+    event: str = "finish",
+    *,
+    token_times: np.ndarray | None = None,
 ) -> str | None:
     """Why a rate of `event`s ("finish": requests, goodput; "token": tokens) over `window` would say 0.0 for
     "no data" (None: the rate measures something).
@@ -102,15 +107,16 @@ def rate_problem(
     before its first token, or a short run whose window closes before its first finish. A window with
     events is a rate, however low (an overloaded engine's); a run with no such event at all (nothing
     succeeded) is a true zero. Shared by throughput, goodput and the CI gate, so all three call the same
-    window degenerate.
+    window degenerate. `token_times`: the successful requests' token times, flat, when the caller has them.
     """
     if window is None:
         return missing_window_reason(records, kind)
     ok = records[succeeded(records)]
     if event == "finish":
         return events_problem(ok["t_finish"].to_numpy(dtype=np.float64), window, kind, "finish")
-    times, _ = flatten_token_times(ok["token_times"])
-    return events_problem(times, window, kind, "token")
+    if token_times is None:
+        token_times, _ = flatten_token_times(ok["token_times"])
+    return events_problem(token_times, window, kind, "token")
 
 
 def events_problem(times: np.ndarray, window: Window, kind: str, event: str) -> str | None:
@@ -137,12 +143,8 @@ def throughput(
     """
     kind = kind or (window.kind if window is not None else "steady")
     ok = records[succeeded(records)]
-    flat, _ = flatten_token_times(ok["token_times"])  # once, not once per rate (`rate_problem`, inlined)
-    if window is None:
-        reasons = {rate: missing_window_reason(records, kind) for rate in RATES}
-    else:
-        events = {"finish": ok["t_finish"].to_numpy(dtype=np.float64), "token": flat}
-        reasons = {rate: events_problem(events[EVENTS[rate]], window, kind, EVENTS[rate]) for rate in RATES}
+    flat, _ = flatten_token_times(ok["token_times"])  # once, not once per rate
+    reasons = {rate: rate_problem(records, window, kind, EVENTS[rate], token_times=flat) for rate in RATES}
     reason = next((r for r in reasons.values() if r is not None), None)
     if window is None:
         return {
