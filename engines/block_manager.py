@@ -18,7 +18,7 @@ forgotten) and handed out. A block is never handed out while a sequence referenc
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Sequence as Tokens
 
 from engines.sequence import Sequence
@@ -44,16 +44,23 @@ class BlockManager:
         self.block_size = block_size
         self.prefix_caching = prefix_caching
         self._free: list[int] = list(range(num_blocks - 1, -1, -1))  # never cached (or reset): pop() gives 0 first
-        self._refs: dict[int, int] = {}  # block -> sequences referencing it (absent: 0)
+        # Per-block state in lists indexed by block (a struct of arrays): cheaper to read and write than dicts,
+        # and a simulated hour touches two million blocks.
+        self._refs: list[int] = [0] * num_blocks  # sequences referencing each block
+        self._hash_of: list[int | None] = [None] * num_blocks  # each cached block's hash
         self._cached: dict[int, int] = {}  # hash -> block holding that prefix block
-        self._hash_of: dict[int, int] = {}  # block -> its hash, for cached blocks
-        self._evictable: OrderedDict[int, None] = OrderedDict()  # cached, unreferenced; least recent first
+        # The LRU of cached, unreferenced blocks, least recent first. A block taken back by a prefix hit stays
+        # in the deque and is skipped when reached (its `_lru_entries` says whether a later entry exists): an
+        # OrderedDict's unlink costs several times a deque's append and popleft.
+        self._lru: deque[int] = deque()
+        self._lru_entries: list[int] = [0] * num_blocks  # entries of each block in `_lru`, live or stale
+        self._num_evictable = 0
         self.evictions = 0
 
     @property
     def num_free(self) -> int:
         """Blocks that can be handed out now: never-cached ones and unreferenced cached ones."""
-        return len(self._free) + len(self._evictable)
+        return len(self._free) + self._num_evictable
 
     @property
     def num_used(self) -> int:
@@ -75,14 +82,14 @@ class BlockManager:
 
     def can_allocate(self, num_blocks: int) -> bool:
         """Whether `num_blocks` can be handed out now."""
-        return num_blocks <= len(self._free) + len(self._evictable)
+        return num_blocks <= len(self._free) + self._num_evictable
 
     def allocate(self, seq: Sequence, num_blocks: int) -> None:
         """Append `num_blocks` blocks to `seq`'s block table, evicting cached ones when none is free."""
         if not num_blocks:  # most calls: a decode step that stays inside its last block
             return
         free, table, refs = self._free, seq.block_table, self._refs
-        if num_blocks > len(free) + len(self._evictable):
+        if num_blocks > len(free) + self._num_evictable:
             raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {self.num_free} free")
         fresh = min(num_blocks, len(free))
         for _ in range(fresh):  # a stack: the block freed last is handed out first, so blocks in use stay cache-warm
@@ -90,40 +97,55 @@ class BlockManager:
             refs[block] = 1
             table.append(block)
         if fresh < num_blocks:  # then the least recently used cached ones: a long run's pool is all cache
-            evicted = self._evict(num_blocks - fresh)
-            refs.update(dict.fromkeys(evicted, 1))
-            table += evicted
+            self._evict(num_blocks - fresh, table)
 
-    def _evict(self, num_blocks: int) -> list[int]:
-        """Take the `num_blocks` least recently used unreferenced cached blocks, their hashes forgotten
-        (in bulk: a simulated hour evicts two million blocks, a prompt's worth at a time)."""
-        pop, cached = self._evictable.popitem, self._cached
-        blocks = [pop(False)[0] for _ in range(num_blocks)]  # False: from the least recent end
-        for h in map(self._hash_of.pop, blocks):
-            del cached[h]
+    def _evict(self, num_blocks: int, table: list[int]) -> None:
+        """Append the `num_blocks` least recently used unreferenced cached blocks to `table`, their hashes
+        forgotten."""
+        pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
+        hash_of, cached = self._hash_of, self._cached
+        taken = 0
+        while taken < num_blocks:
+            block = pop()
+            left = entries[block] - 1
+            entries[block] = left
+            if left or refs[block]:
+                continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
+            del cached[hash_of[block]]  # type: ignore[index]
+            hash_of[block] = None
+            refs[block] = 1
+            table.append(block)
+            taken += 1
+        self._num_evictable -= num_blocks
         self.evictions += num_blocks
-        return blocks
 
     def free(self, seq: Sequence) -> None:
         """Release every block `seq` holds: back to the pool, or (cached) to the LRU list."""
         refs, table = self._refs, seq.block_table
-        if not refs.keys() >= set(table):  # refs holds only counts >= 1, so this is "every block is held"
-            block = next(b for b in table if b not in refs)
+        if not all(map(refs.__getitem__, table)):
+            block = next(b for b in table if not refs[b])
             raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
-        hash_of, evictable, pool = self._hash_of, self._evictable, self._free
+        hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
+        cached = 0
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
-        for block in reversed(table):  # a statement per block: as fast as bulk here (the LRU insert dominates)
+        for block in reversed(table):
             count = refs[block] - 1
-            if count:
-                refs[block] = count
-            else:
-                del refs[block]
-                if block in hash_of:
-                    evictable[block] = None
-                else:
+            refs[block] = count
+            if not count:
+                if hash_of[block] is None:
                     pool.append(block)
+                else:
+                    lru.append(block)
+                    entries[block] += 1
+                    cached += 1
+        self._num_evictable += cached
         table.clear()
         seq.num_committed_blocks = 0
+
+    def evictable(self) -> list[int]:
+        """The cached blocks no sequence references, least recently used first."""
+        refs, last = self._refs, {block: i for i, block in enumerate(self._lru)}  # a block's last entry is its live one
+        return [block for i, block in enumerate(self._lru) if last[block] == i and not refs[block]]
 
     # -- prefix caching ------------------------------------------------------------------------
     def hashes(self, seq: Sequence, num_blocks: int) -> list[int]:
@@ -153,15 +175,16 @@ class BlockManager:
 
     def reactivated(self, blocks: list[int]) -> int:
         """How many of `blocks` no sequence references now: taking them uses up free capacity."""
-        return sum(1 for b in blocks if b in self._evictable)
+        refs = self._refs
+        return sum(1 for b in blocks if not refs[b])  # a matched block is cached: unreferenced means in the LRU
 
     def take_prefix(self, seq: Sequence, blocks: list[int]) -> None:
         """Give `seq` the matched `blocks` as its first blocks: their tokens count as computed."""
         refs = self._refs
         for block in blocks:
-            if block in self._evictable:
-                del self._evictable[block]
-            refs[block] = refs.get(block, 0) + 1
+            if not refs[block]:
+                self._num_evictable -= 1  # out of the LRU: its entry there is now stale
+            refs[block] += 1
         seq.block_table.extend(blocks)
         seq.num_committed_blocks = len(blocks)
         seq.num_computed_tokens = len(blocks) * self.block_size
@@ -174,25 +197,22 @@ class BlockManager:
         if done <= first or not self.prefix_caching:
             return
         cached, hash_of = self._cached, self._hash_of
-        hashes, blocks = self.hashes(seq, done)[first:done], seq.block_table[first:done]
-        if cached.keys().isdisjoint(hashes) and hash_of.keys().isdisjoint(blocks):  # a prefix nobody else holds
-            cached.update(zip(hashes, blocks, strict=True))
-            hash_of.update(zip(blocks, hashes, strict=True))
-        else:
-            for h, block in zip(hashes, blocks, strict=True):
-                if h not in cached and block not in hash_of:
-                    cached[h] = block
-                    hash_of[block] = h
+        for h, block in zip(self.hashes(seq, done)[first:done], seq.block_table[first:done], strict=True):
+            if h not in cached and hash_of[block] is None:
+                cached[h] = block
+                hash_of[block] = h
         seq.num_committed_blocks = done
 
     def reset(self) -> None:
         """Forget every cached prefix (vLLM's reset_prefix_cache): unreferenced cached blocks become free;
         blocks in use keep their contents but will not be found again."""
-        self._free.extend(reversed(self._evictable))
-        self._evictable.clear()
+        self._free.extend(reversed(self.evictable()))
+        self._lru.clear()
+        self._lru_entries = [0] * self.num_blocks
+        self._num_evictable = 0
         self._cached.clear()
-        self._hash_of.clear()
+        self._hash_of = [None] * self.num_blocks
 
     def refcounts(self) -> dict[int, int]:
         """block -> how many sequences reference it, for blocks in use."""
-        return dict(self._refs)
+        return {block: count for block, count in enumerate(self._refs) if count}

@@ -85,7 +85,9 @@ class PrefixCacheMachine(RuleBasedStateMachine):
                 held[block] = held.get(block, 0) + 1
         assert self.blocks.refcounts() == held
         assert self.blocks.num_used == len(held)
-        free = set(self.blocks._free) | set(self.blocks._evictable)
+        evictable = self.blocks.evictable()
+        assert len(evictable) == len(set(evictable)) == self.blocks.num_free - len(self.blocks._free)
+        free = set(self.blocks._free) | set(evictable)
         assert not free & set(held), "a referenced block is free"
         assert len(free) + len(held) == self.blocks.num_blocks
         assert len(self.blocks._free) == len(set(self.blocks._free))
@@ -116,6 +118,37 @@ def test_a_prompt_never_matches_whole_and_off_matches_nothing() -> None:
     longer = Sequence.from_request(Request("c", list(range(9)), 1), 2, 0.0)
     assert len(blocks.match_prefix(longer)) == 2
     assert BlockManager(8, BS).match_prefix(longer) == []
+
+
+def test_a_block_taken_back_by_a_hit_leaves_the_lru_until_freed_again() -> None:
+    blocks = BlockManager(3, BS, prefix_caching=True)
+
+    def sequence(name: str, tokens: list[int]) -> Sequence:
+        return Sequence.from_request(Request(name, tokens, 1), 0, 0.0)
+
+    def computed(name: str, tokens: list[int]) -> Sequence:
+        seq = sequence(name, tokens)
+        hit = blocks.match_prefix(seq)
+        blocks.take_prefix(seq, hit)
+        blocks.allocate(seq, blocks.blocks_for_tokens(len(tokens)) - len(hit))
+        seq.num_computed_tokens = len(tokens)
+        blocks.commit(seq)
+        return seq
+
+    a, b = computed("a", [1] * BS), computed("b", [2] * BS)
+    (block_a,), (block_b,) = a.block_table, b.block_table
+    blocks.free(a)
+    blocks.free(b)
+    assert blocks.evictable() == [block_a, block_b] and blocks.num_free == 3
+    again = computed("a2", [1] * BS + [5])  # takes block_a back from the LRU, and the never-cached block
+    assert again.block_table[0] == block_a and blocks.evictable() == [block_b] and blocks.num_free == 1
+    blocks.free(again)  # block_a is now the most recently used; its first entry in the LRU is stale
+    assert blocks.evictable() == [block_b, block_a] and blocks.num_free == 3
+    taker = computed("c", [3] * 2 * BS)  # the never-cached block, then the least recently used: block_b
+    assert block_b in taker.block_table and block_a not in taker.block_table
+    assert blocks.evictable() == [block_a] and blocks.num_free == 1 and blocks.evictions == 1
+    assert blocks.match_prefix(sequence("b2", [2] * BS + [9])) == []  # block_b's hash is forgotten
+    assert blocks.match_prefix(sequence("a3", [1] * BS + [9])) == [block_a]
 
 
 def shared_prefix_requests(vocab: int, seed: int = 3) -> list[Request]:
