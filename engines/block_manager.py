@@ -141,6 +141,16 @@ class BlockManager:
         self._num_evictable += cached
         table.clear()
         seq.num_committed_blocks = 0
+        if len(lru) > 2 * self.num_blocks:  # stale entries pile up when prefix hits recur and nothing is evicted
+            self._compact_lru()
+
+    def _compact_lru(self) -> None:
+        """Drop the LRU's stale entries (at most once per `num_blocks` frees to it: amortised, a constant)."""
+        live = self.evictable()
+        self._lru = deque(live)
+        self._lru_entries = [0] * self.num_blocks
+        for block in live:
+            self._lru_entries[block] = 1
 
     def evictable(self) -> list[int]:
         """The cached blocks no sequence references, least recently used first."""

@@ -91,6 +91,7 @@ class PrefixCacheMachine(RuleBasedStateMachine):
         assert not free & set(held), "a referenced block is free"
         assert len(free) + len(held) == self.blocks.num_blocks
         assert len(self.blocks._free) == len(set(self.blocks._free))
+        assert len(self.blocks._lru) <= 2 * self.blocks.num_blocks
 
     @invariant()
     def every_cached_hash_names_what_its_block_holds(self) -> None:
@@ -149,6 +150,25 @@ def test_a_block_taken_back_by_a_hit_leaves_the_lru_until_freed_again() -> None:
     assert blocks.evictable() == [block_a] and blocks.num_free == 1 and blocks.evictions == 1
     assert blocks.match_prefix(sequence("b2", [2] * BS + [9])) == []  # block_b's hash is forgotten
     assert blocks.match_prefix(sequence("a3", [1] * BS + [9])) == [block_a]
+
+
+def test_recurring_hits_with_nothing_evicted_leave_no_pile_of_stale_lru_entries() -> None:
+    blocks = BlockManager(4, BS, prefix_caching=True)
+    first = Sequence.from_request(Request("a", [1] * BS, 1), 0, 0.0)
+    blocks.allocate(first, 1)
+    first.num_computed_tokens = BS
+    blocks.commit(first)
+    (block,) = first.block_table
+    blocks.free(first)
+    for n in range(50):  # each turn takes the cached block back and frees it: one stale entry more, unless dropped
+        seq = Sequence.from_request(Request(f"t{n}", [1] * BS + [n], 1), n + 1, 0.0)
+        hit = blocks.match_prefix(seq)
+        assert hit == [block]
+        blocks.take_prefix(seq, hit)
+        blocks.allocate(seq, 1)
+        blocks.free(seq)
+        assert blocks.evictable() == [block] and blocks.num_free == 4 and blocks.evictions == 0
+        assert len(blocks._lru) <= 2 * blocks.num_blocks
 
 
 def shared_prefix_requests(vocab: int, seed: int = 3) -> list[Request]:
