@@ -26,14 +26,9 @@ class BatchedJsonlWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[bytes] = path.open("ab", buffering=buffer_bytes)
-        self.count = 0
 
     def write(self, item: Any) -> None:
         self._file.write(orjson.dumps(item, option=_LINE))
-        self.count += 1
-
-    def flush(self) -> None:
-        self._file.flush()
 
     def close(self) -> None:
         self._file.close()
