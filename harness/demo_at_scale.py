@@ -3,8 +3,8 @@ the whole Azure conversation trace (19,366 requests, 58 minutes) at its recorded
 
 After `batchmark demo` has measured both schedulers on the embedded model, this answers the question
 its users ask next: the same two schedulers, unchanged, in virtual time on the roofline cost model
-(docs/simulator.md; 43-51 s on a quiet 2-core machine, more on a busy one). Every line it prints says that it
-is simulated.
+(docs/simulator.md; 31-33 s on a quiet 2-core machine, two thirds of it the continuous simulation, more on a
+busy one). Every line it prints says that it is simulated.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines.options import OPTIONS
 from harness.engine_specs import EngineSpec, build_engine
@@ -34,6 +34,9 @@ from harness.progress import Mode, ProgressPrinter
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
 from harness.shards import SHARDABLE, ShardedLoad
 from harness.side_by_side import replay_side_by_side, side_by_side
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -209,6 +212,7 @@ def run_benchmark(
     manifest["prompts"] = prompts.describe()  # the tokenizer (its hash) the prompt lengths are exact in
     _write_json(out / "manifest.json", manifest)
     outcomes: list[dict[str, Any]] = []
+    summaries: dict[tuple[str, int], dict[str, Any]] = {}  # engine runs already summarised where they ran
     with dispatcher_first():
         if remote:
             _replay_on(executor, prompts, specs, settings, manifest, outcomes)
@@ -218,7 +222,7 @@ def run_benchmark(
             try:
                 with JsonlWriter(out / "records.jsonl") as records:
                     for trial in range(settings.repeat):
-                        done = _replay_trial(specs, loaded, prompts, settings, trial, records, shards)
+                        done = _replay_trial(specs, loaded, prompts, settings, trial, records, shards, summaries)
                         for outcome, described in done:
                             _note(manifest, outcomes, outcome, described, out)
             finally:
@@ -227,7 +231,7 @@ def run_benchmark(
     manifest["finished_at_unix"] = time.time()
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
-    metrics = compute_metrics(out, settings, outcomes)
+    metrics = compute_metrics(out, settings, outcomes, summaries)
     metrics["prefix_cache_predicted"] = predicted_prefix_reuse(workload, specs, prompts)
     _write_json(out / "metrics.json", metrics)
     return metrics
@@ -272,22 +276,28 @@ def _replay_trial(
     trial: int,
     records: JsonlWriter,
     shards: ShardedLoad | None = None,
+    summaries: dict[tuple[str, int], dict[str, Any]] | None = None,
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """One trial: every engine in turn on the identical schedule (all-simulated engines side by side:
-    `harness.side_by_side`); (outcome, engine description) each."""
+    `harness.side_by_side`); (outcome, engine description) each. Engine runs summarised where they ran
+    (side by side, into `summaries` if given) are added to it, keyed by (engine, trial)."""
     out = settings.out_dir
     steps_paths = [out / "steps" / f"{spec.label}-t{trial}.jsonl" if spec.has_step_trace else None for spec in specs]
     schedules = [prompts.schedules[spec_prompt_kind(spec, specs)] for spec in specs]
     side = shards is None and side_by_side(specs, max(len(s) for s in schedules))
     side_runs: list[Any] = []
     if side:
-        side_runs = replay_side_by_side(one_engine_run, specs, schedules, settings, trial, records, steps_paths)
+        summarise = engine_run_summary if summaries is not None else None
+        side_runs = replay_side_by_side(one_engine_run, specs, schedules, settings, trial, records, steps_paths,
+                                        summarise)  # fmt: skip
     ran = iter(side_runs)
     done = []
     for spec, schedule, steps_path in zip(specs, schedules, steps_paths, strict=True):
         sharding = None
         if side:
-            outcome, described, noise = next(ran)
+            outcome, described, noise, summary = next(ran)
+            if summary is not None and summaries is not None:
+                summaries[(spec.label, trial)] = summary
         else:
             with measured() as noise:  # what else the machine did meanwhile (harness.machine)
                 if shards is not None and spec.kind in SHARDABLE:
@@ -426,28 +436,25 @@ def predicted_prefix_reuse(workload: Any, specs: list[EngineSpec], prompts: RunP
     return {str(size): predicted_hit_rate(ids, size) for size in sizes}
 
 
-def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """metrics.json's content, from the files of the run directory `out`."""
+def compute_metrics(
+    out: Path,
+    settings: RunSettings,
+    outcomes: list[dict[str, Any]],
+    summaries: dict[tuple[str, int], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """metrics.json's content, from the files of the run directory `out`. `summaries`: engine runs already
+    summarised by `engine_run_summary` from those same files, keyed by (engine, trial)."""
     from harness.metrics.compare_runs import compare_engines, repeat_summary
 
-    slo, seed = settings.slo, settings.seed
     records = load_records(out / "records.jsonl")
     runs = []
     for outcome in outcomes:
         subset = records[(records["engine"] == outcome["engine"]) & (records["trial"] == outcome["trial"])]
         if subset.empty:
             continue
-        steps_path = out / "steps" / f"{outcome['engine']}-t{outcome['trial']}.jsonl"
-        steps = load_steps(steps_path, id_lists=False) if steps_path.exists() else None  # no metric reads them
-        summary = summarize(
-            subset,
-            steps,
-            slo=slo,
-            price_per_hour=settings.price_per_hour,
-            wall_time_s=outcome["wall_time_s"],
-            seed=seed,
-            n_boot=settings.n_boot,
-        )
+        key = (outcome["engine"], outcome["trial"])
+        summary = (summaries or {}).get(key) or engine_run_summary(subset, *key, outcome["wall_time_s"],
+                                                                   out / "steps", settings)  # fmt: skip
         # the simulator's own wall time and this machine's noise while it ran are not facts about the simulated
         # system (virtual time does not slow down on a busy machine); the manifest keeps both
         simulated = "simulation_wall_s" in outcome
@@ -464,8 +471,32 @@ def compute_metrics(out: Path, settings: RunSettings, outcomes: list[dict[str, A
         "runs": runs,
         "engines": engines,
         "repeat": repeat_summary(runs),
-        "comparison": compare_engines(records, list(engines), seed=seed, on_schedule=settings.scenario.on_schedule),
+        "comparison": compare_engines(
+            records, list(engines), seed=settings.seed, on_schedule=settings.scenario.on_schedule
+        ),
     }
+
+
+def engine_run_summary(
+    records: pd.DataFrame | Path, engine: str, trial: int, wall_time_s: float, steps_dir: Path, settings: RunSettings
+) -> dict[str, Any] | None:
+    """`summarize` of one engine run: `records` (a frame of that engine's and trial's records, or the path
+    of a file of them alone) and its step trace in `steps_dir`, if it has one; None without records."""
+    if isinstance(records, Path):
+        records = load_records(records)
+    if records.empty:
+        return None
+    steps_path = steps_dir / f"{engine}-t{trial}.jsonl"
+    steps = load_steps(steps_path, id_lists=False) if steps_path.exists() else None  # no metric reads the id lists
+    return summarize(
+        records,
+        steps,
+        slo=settings.slo,
+        price_per_hour=settings.price_per_hour,
+        wall_time_s=wall_time_s,
+        seed=settings.seed,
+        n_boot=settings.n_boot,
+    )
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

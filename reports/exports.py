@@ -15,13 +15,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
-import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from harness.metrics import jsonable, load_records
+from harness.metrics.arrow import RECORD_SCHEMA, read_json_lines
 from harness.records import RecordError
 from reports.analysis import Analysis, analyse
-from reports.load import RECORD_SCHEMA, RunData
+from reports.load import RunData
 from reports.markdown import markdown_summary
 
 METRICS_SCHEMA = "batchmark.report-metrics"
@@ -33,9 +33,7 @@ def records_table(run_dir: Path) -> pa.Table:
     fields kept as pyarrow infers them, `token_times` a list<double> column."""
     path = Path(run_dir) / "records.jsonl"
     try:
-        return pj.read_json(
-            path, parse_options=pj.ParseOptions(explicit_schema=RECORD_SCHEMA, unexpected_field_behavior="infer")
-        )
+        return read_json_lines(path, RECORD_SCHEMA, unexpected="infer")
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         frame = load_records(path)  # names a corrupt line, or skips a truncated last one
         return pa.Table.from_pandas(frame, preserve_index=False)

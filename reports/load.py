@@ -1,9 +1,8 @@
 """Reading a run directory (docs/run-directory.md) into what the report draws from.
 
-`harness.metrics.load_records` builds one Python dict per record and one Python list per request's
-token times; for a 100,000-request run that is tens of seconds. Here the JSON lines are parsed by
-pyarrow's multithreaded reader into the same columns and dtypes as `harness.metrics.records_frame`,
-and token times stay one flat numpy array (`TokenTimes`). Anything pyarrow refuses (a truncated last
+Records are read as `harness.metrics.load_records` reads them (pyarrow's multithreaded reader, the same
+columns and dtypes as `harness.metrics.records_frame`), but the token times stay one flat numpy array
+(`TokenTimes`) instead of becoming a Python list per request. Anything pyarrow refuses (a truncated last
 line, an unexpected type) falls back to the metrics loaders, which explain the problem.
 
 Summaries come from the run's metrics.json when it has them (they are the numbers the run reported);
@@ -23,14 +22,12 @@ import pandas as pd
 import pyarrow as pa
 
 from harness.metrics import SLO, load_records, request_latencies, summarize
-from harness.metrics.arrow import arrow_schema, read_json_lines
-from harness.metrics.columns import REQUEST_RECORD_COLUMNS, typed
+from harness.metrics.arrow import ARROW_ERRORS, parse_records, read_json_lines
+from harness.metrics.columns import RowError
 from harness.metrics.frame import RECORD_COLUMNS
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 from harness.records import RecordError
 from reports.steps import StepTrace, read_trace
-
-RECORD_SCHEMA = arrow_schema(REQUEST_RECORD_COLUMNS)
 
 
 @dataclass
@@ -160,23 +157,10 @@ def _read_json(path: Path) -> dict[str, Any]:
 def read_records(path: Path) -> tuple[pd.DataFrame, TokenTimes]:
     """records.jsonl as (frame with the `records_frame` dtypes but empty token_times, TokenTimes)."""
     try:
-        table = read_json_lines(path, RECORD_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeError):
+        frame, flat, counts = parse_records(path)
+    except (*ARROW_ERRORS, OSError, RowError, UnicodeError):
         frame = load_records(path)  # raises a precise RecordError, or skips a truncated last line
         return frame, TokenTimes.from_lists(frame["token_times"])
-    tt = table.column("token_times").combine_chunks()
-    if tt.flatten().null_count:  # a null among the token times: let the metrics loader name the line
-        frame = load_records(path)
-        return frame, TokenTimes.from_lists(frame["token_times"])
-    counts = tt.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    flat = tt.flatten().to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-    if flat.size != counts.sum():  # sliced or null-filled list arrays: rebuild honestly
-        flat = np.concatenate([np.asarray(v or [], dtype=np.float64) for v in tt.to_pylist()] or [np.empty(0)])
-    frame = table.drop_columns(["token_times"]).to_pandas()
-    if any(frame[c.name].isna().any() for c in REQUEST_RECORD_COLUMNS if c.required):
-        frame = load_records(path)  # let the metrics loader name the missing field
-        return frame, TokenTimes.from_lists(frame["token_times"])
-    typed(frame, REQUEST_RECORD_COLUMNS, skip=("token_times",))
     frame["token_times"] = [()] * len(frame)
     frame.attrs["skipped_lines"] = []
     return frame[list(RECORD_COLUMNS)], TokenTimes(flat, np.repeat(np.arange(counts.size), counts), counts)

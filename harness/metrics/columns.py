@@ -142,7 +142,9 @@ def _convert(c: Column, col: pd.Series) -> Any:
         return col.fillna(c.absent).astype(bool)
     if c.kind == "text":
         values = (col if c.absent is None else col.fillna(c.absent)).astype("str")
-        values.str.encode("utf-8")  # a lone surrogate ("\ud800" in the JSON) is not text: it breaks every writer
+        # a lone surrogate ("\ud800" in the JSON) is not text: it breaks every writer (one encode of the
+        # column's text joined is a tenth of the time of one per value)
+        "".join(values.dropna().tolist()).encode("utf-8")
         return values
     if c.kind == "floats":
         return [_floats(x) for x in col]

@@ -37,9 +37,9 @@ def jain_index(values: Sequence[float] | np.ndarray | pd.Series) -> float:
 
 
 def _service_arrays(
-    records: pd.DataFrame, input_weight: float, output_weight: float, *, sort: bool = True
+    records: pd.DataFrame, input_weight: float, output_weight: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """(times, service increments, tenant codes, tenant names), sorted by time if `sort`.
+    """(times, service increments, tenant codes, tenant names), sorted by time.
 
     Integer tenant codes instead of strings keep this fast for millions of tokens; sorting once
     here lets every tenant pair be cut out with a mask instead of re-sorted.
@@ -55,11 +55,8 @@ def _service_arrays(
             input_weight * records["prompt_tokens"].to_numpy(dtype=np.float64)[prefilled],
         ]
     )
-    labels = [str(n) for n in names]
-    if not sort:
-        return t, w, code, labels
     order = np.argsort(t, kind="stable")
-    return t[order], w[order], code[order], labels
+    return t[order], w[order], code[order], [str(n) for n in names]
 
 
 def service_events(
@@ -106,8 +103,13 @@ def tenant_service(
     longer requests are backlogged longer, so raw totals would punish legitimate demand, while the
     rate asks whether tenants competing for the engine were served at the same speed.
     """
-    _, w, code, names = _service_arrays(records, input_weight, output_weight, sort=False)
-    service = pd.Series(np.bincount(code, weights=w, minlength=len(names)), index=names, dtype="float64")
+    # totals need no token's time: a request's count of tokens, and its prompt once its first token came
+    codes, names = pd.factorize(records["tenant"], sort=True)
+    tokens = np.fromiter(map(len, records["token_times"]), dtype=np.int64, count=len(records))
+    prompts = records["prompt_tokens"].to_numpy(dtype=np.int64) * records["t_first_token"].notna().to_numpy()
+    total = output_weight * np.bincount(codes, weights=tokens, minlength=len(names))
+    total += input_weight * np.bincount(codes, weights=prompts, minlength=len(names))
+    service = pd.Series(total, index=[str(n) for n in names], dtype="float64")
     backlog = backlog_intervals(records)
     backlogged = (backlog["end"] - backlog["start"]).groupby(backlog["tenant"]).sum()
     table = pd.DataFrame({"backlogged_s": backlogged})
@@ -170,9 +172,9 @@ def vtc_gap(
     "gap" is None with fewer than two tenants.
     """
     result: dict[str, Any] = {"gap": None, "tenants": None, "interval": None}
-    t, w, code, names = _service_arrays(records, input_weight, output_weight)
-    if len(names) < 2:
+    if records["tenant"].nunique() < 2:  # before the service arrays: a trace's every token, sorted
         return result
+    t, w, code, names = _service_arrays(records, input_weight, output_weight)
     backlog = backlog_intervals(records)
     intervals = {name: g.sort_values("start") for name, g in backlog.groupby("tenant")}
     best: tuple[float, tuple[str, str] | None, tuple[float, float] | None] = (-1.0, None, None)

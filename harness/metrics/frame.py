@@ -139,8 +139,25 @@ def _parse_all(numbered: list[tuple[int, str]]) -> list[dict[str, Any]] | None:
 def load_records(path: str | Path) -> pd.DataFrame:
     """`records_frame` of a `records.jsonl`; a truncated last line is skipped, warned about and
     listed in `frame.attrs["skipped_lines"]` (the summary turns it into a validity flag). A field of the
-    wrong type is a RecordError naming the file, the line and the field."""
-    return _load(path, records_frame)
+    wrong type is a RecordError naming the file, the line and the field.
+    Read by pyarrow where it can (`harness.metrics.arrow.parse_records`); a file it cannot read is read here
+    line by line, which names what is wrong."""
+    from harness.metrics.arrow import ARROW_ERRORS, parse_records  # pyarrow: only when a file is read
+
+    try:
+        with collector_paused():  # a list per record and a float per token: nothing for a collection to free
+            frame, flat, counts = parse_records(Path(path))
+            ends = np.cumsum(counts).tolist()
+            values = flat.tolist()
+            frame["token_times"] = [values[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+    except (*ARROW_ERRORS, RowError, UnicodeError):  # the line-by-line reader names the line and field
+        return _load(path, records_frame)
+    except OSError as exc:
+        raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    names = list(RECORD_COLUMNS)
+    frame = frame[names + [c for c in frame.columns if c not in names]]
+    frame.attrs["skipped_lines"] = []
+    return frame
 
 
 def load_steps(path: str | Path, *, id_lists: bool = True) -> pd.DataFrame:

@@ -17,7 +17,14 @@ import pandas as pd
 from harness.errors import HarnessInputError
 from harness.metrics.cost import DEFAULT_PRICE_PER_HOUR, cost
 from harness.metrics.fairness import fairness
-from harness.metrics.latency import CENSORED_METRICS, LATENCY_COLUMNS, inter_token_latencies, request_latencies
+from harness.metrics.frame import flatten_token_times
+from harness.metrics.latency import (
+    CENSORED_METRICS,
+    LATENCY_COLUMNS,
+    inter_token_latencies,
+    request_latencies,
+    succeeded,
+)
 from harness.metrics.prefix_cache import measured_hit_rate
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
@@ -115,6 +122,7 @@ def summarize(
     )
     run_cost["wall_time_source"] = wall_source
     tenants = tenant_table(records, slo)
+    ok_token_times, _ = flatten_token_times(records.loc[succeeded(records), "token_times"])  # once for every window
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "engine": engine,
@@ -133,7 +141,7 @@ def summarize(
         "schedule_lag": describe(lat["schedule_lag"], **stats_kw),
         "load": send_rates(records),
         "throughput": {
-            name: throughput(records, window, kind=name)
+            name: throughput(records, window, kind=name, token_times=ok_token_times)
             for name, window in run_windows(records, warmup_fraction=warmup_fraction).items()
         },
         "slo": slo_result,

@@ -134,16 +134,17 @@ def events_problem(times: np.ndarray, window: Window, kind: str, event: str) -> 
 
 
 def throughput(
-    records: pd.DataFrame, window: Window | None, *, kind: str | None = None
+    records: pd.DataFrame, window: Window | None, *, kind: str | None = None, token_times: np.ndarray | None = None
 ) -> dict[str, float | int | str | None]:
     """Requests/s, output tokens/s and total (prompt + output) tokens/s inside `window`.
 
     Counts are always given; the rates are None, with `reason` saying why, when `rate_problem` finds the
-    window degenerate.
+    window degenerate. `token_times`: the successful requests' token times, flat, when the caller has them
+    (a summary's four windows flatten a trace's millions of tokens once).
     """
     kind = kind or (window.kind if window is not None else "steady")
     ok = records[succeeded(records)]
-    flat, _ = flatten_token_times(ok["token_times"])  # once, not once per rate
+    flat = flatten_token_times(ok["token_times"])[0] if token_times is None else token_times  # once, not per rate
     reasons = {rate: rate_problem(records, window, kind, EVENTS[rate], token_times=flat) for rate in RATES}
     reason = next((r for r in reasons.values() if r is not None), None)
     if window is None:
@@ -198,7 +199,8 @@ def run_windows(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_WARMU
 def throughput_table(records: pd.DataFrame, *, warmup_fraction: float = DEFAULT_WARMUP_FRACTION) -> pd.DataFrame:
     """Rows "warmup", "steady", "drain" and "whole_run", with the columns of `throughput`."""
     windows = run_windows(records, warmup_fraction=warmup_fraction)
-    rows = {name: throughput(records, window, kind=name) for name, window in windows.items()}
+    flat, _ = flatten_token_times(records.loc[succeeded(records), "token_times"])
+    rows = {name: throughput(records, window, kind=name, token_times=flat) for name, window in windows.items()}
     table = pd.DataFrame.from_dict(rows, orient="index").drop(columns="kind")
     table.index.name = "window"
     return table

@@ -65,6 +65,26 @@ def test_service_and_backlog_hand_computed(two_tenants) -> None:
     assert f["jain_index"] == pytest.approx((10 / 3 + 1.6) ** 2 / (2 * ((10 / 3) ** 2 + 1.6**2)))
 
 
+def test_service_totals_are_the_service_events_summed() -> None:
+    """tenant_service counts tokens instead of summing every increment: the totals must be the same. Requests
+    never prefilled, failed mid-stream and of no output are among them."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(60):
+        gaps = list(rng.uniform(0.01, 0.2, size=int(rng.integers(0, 6))))
+        rows.append(make_record(f"r{i}", tenant=f"t{i % 4}", t_scheduled=float(rng.uniform(0, 5)),
+                                prompt_tokens=int(rng.integers(1, 40)), gaps=gaps))  # fmt: skip
+    rows[5].update(t_first_token=None, token_times=[], output_tokens=0, t_finish=None, finish_reason="abort")
+    rows[7].update(error_type="timeout", finish_reason="error")
+    records = records_frame(rows)
+    for weights in ({}, {"input_weight": 0.3, "output_weight": 1.7}):
+        events = service_events(records, **weights)
+        totals = events.groupby("tenant")["service"].sum()
+        service = tenant_service(records, **weights)["service"]
+        assert sorted(service.index) == sorted(totals.index) == ["t0", "t1", "t2", "t3"]
+        np.testing.assert_allclose(service.loc[totals.index].to_numpy(), totals.to_numpy(), rtol=1e-12)
+
+
 def test_vtc_gap_hand_computed(two_tenants) -> None:
     # Both backlogged on [0, 3]. D = W_A - W_B: 0 at t=0, 6 at t=1 (A: prompt 4 + token 2),
     # 8 at t=2, 4 at t=2.5 (B: prompt 2 + token 2), 6 at t=3. Max - min = 8 - 0 = 8.

@@ -85,6 +85,46 @@ def test_load_records_rejects_corrupt_middle_line(tmp_path) -> None:
         load_records(path)
 
 
+def _slow_load_records(path):
+    """The line-by-line reader alone, which pyarrow's fast path must agree with."""
+    from harness.metrics.frame import _load
+
+    return _load(path, records_frame)
+
+
+def test_load_records_reads_with_pyarrow_what_the_line_reader_reads(tmp_path) -> None:
+    import pandas as pd
+
+    rows = [
+        make_record("r0", gaps=[0.1, 0.2], cached_tokens=3, session="s", turn=1),
+        {"request_id": "r1", "t_scheduled": 1.0, "t_sent": 1.25},  # every optional field missing
+        {**make_record("r2", tenant="b"), "t_first_token": None, "token_times": [], "finish_reason": None},
+        {**make_record("r3"), "error_type": "timeout", "error_message": "caf\u00e9 \u2013 late", "future": 7},
+    ]
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from harness.metrics.arrow import parse_records
+
+    assert len(parse_records(path)[0]) == 4  # pyarrow reads this file: the comparison is of the two readers
+    fast, slow = load_records(path), _slow_load_records(path)
+    pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    assert fast.loc[0, "token_times"] == slow.loc[0, "token_times"] and type(fast.loc[0, "token_times"]) is list
+    assert fast.loc[3, "future"] == 7  # a newer schema's field is kept
+    assert fast.attrs == slow.attrs == {"skipped_lines": []}
+
+
+@pytest.mark.parametrize(("field", "value"), [("t_first_token", float("nan")), ("token_times", [0.5, float("inf")]),
+                                              ("t_finish", float("-inf"))])  # fmt: skip
+def test_load_records_refuses_nan_and_infinity_with_their_line(tmp_path, field, value) -> None:
+    """JSON has neither; pyarrow's reader takes both, so the fast path must leave the file to the line reader."""
+    path = tmp_path / "records.jsonl"
+    rows = [make_record(f"r{i}") for i in range(3)]
+    rows[1][field] = value  # json.dumps writes NaN, Infinity, -Infinity
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(HarnessInputError, match=r"records.jsonl:2: not a JSON object"):
+        load_records(path)
+
+
 def test_load_records_missing_file_is_a_user_error(tmp_path) -> None:
     with pytest.raises(HarnessInputError, match="cannot read"):
         load_records(tmp_path / "nope.jsonl")

@@ -28,7 +28,7 @@ def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, mon
 
     monkeypatch.setattr(harness.side_by_side, "usable_cores", lambda: 2)  # a 1-core runner still runs both ways
     monkeypatch.setattr(harness.side_by_side, "MIN_REQUESTS", 40)
-    monkeypatch.setattr(harness.side_by_side, "spare_load", lambda: 0.0)
+    monkeypatch.setattr(harness.side_by_side, "others_load", lambda: 0.0)
     printed = simulate(tmp_path / "side", capsys)
     assert "side by side (2 processes)" in printed
     monkeypatch.setattr(harness.run, "side_by_side", lambda specs, requests: False)
@@ -51,10 +51,10 @@ def test_side_by_side_only_for_large_all_simulated_trials_with_a_core_to_spare(m
     sims = parse_engine_specs(["sim:scheduler=static", "sim"], {})
     mixed = parse_engine_specs(["sim", "continuous"], {})
     monkeypatch.setattr(sbs, "usable_cores", lambda: 2)
-    monkeypatch.setattr(sbs, "spare_load", lambda: 1.0)  # this process's own thread on a quiet 2-core machine
+    monkeypatch.setattr(sbs, "others_load", lambda: 0.0)  # a quiet 2-core machine
     assert sbs.side_by_side(sims, sbs.MIN_REQUESTS)
     assert not sbs.side_by_side(sims, sbs.MIN_REQUESTS - 1)  # a process start would cost more than it saves
     assert not sbs.side_by_side(mixed, sbs.MIN_REQUESTS)  # a measured engine's timings need the machine alone
     assert not sbs.side_by_side(sims[:1], sbs.MIN_REQUESTS)
-    monkeypatch.setattr(sbs, "spare_load", lambda: 2.0)  # another busy process: no core to spare
+    monkeypatch.setattr(sbs, "others_load", lambda: 1.0)  # another busy process: no core to spare
     assert not sbs.side_by_side(sims, sbs.MIN_REQUESTS)
