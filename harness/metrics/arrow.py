@@ -3,7 +3,7 @@ exactly as the pandas readers in `harness.metrics.frame` type them.
 
 pyarrow's reader parses JSON lines in C++ on every core, several times faster than one Python dict per
 line: a simulated hour's step trace (400,000 lines, 280 MB) loads in seconds instead of tens of them, and
-its 38,732 request records with their token times (171 MB) in 1.5 s instead of 5.5. It cannot type a list
+its 38,732 request records with their token times (171 MB) in 2.2-2.4 s instead of 4.9-5.7. It cannot type a list
 of objects, so a step trace's decisions are not read here, nor the id lists that no metric reads
 (`ID_LISTS`); `preempted` is (preemptions are counted). Anything it refuses raises `pa.ArrowInvalid` (or
 `ArrowNotImplementedError`), and the caller falls back to the pandas reader, which names the line and
