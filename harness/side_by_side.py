@@ -88,8 +88,12 @@ def _replay_one(run: OneEngineRun, spec: EngineSpec, schedule: list[Scheduled], 
                 part: Path, steps: Path | None, summarise: Summarise | None) -> Ran:  # fmt: skip
     with JsonlWriter(part) as records, measured() as noise:
         outcome, described = asyncio.run(run(spec, None, schedule, records, steps, settings, trial))
-    steps_dir = settings.out_dir / "steps"
-    summary = summarise(part, spec.label, trial, outcome.wall_time_s, steps_dir, settings) if summarise else None
+    summary = None
+    if summarise is not None:
+        try:
+            summary = summarise(part, spec.label, trial, outcome.wall_time_s, settings.out_dir / "steps", settings)
+        except Exception:  # a summary's failure must not lose the records: the parent appends them, then says why
+            summary = None
     return outcome, described, noise, summary
 
 

@@ -44,6 +44,32 @@ def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, mon
     assert all(o["machine"]["busy"] is False for o in manifest["outcomes"])  # virtual time is never "busy"
 
 
+def failing_summary(*args: object) -> None:
+    """A summary that fails in a side-by-side process (module level: a spawned process imports it by name)."""
+    raise RuntimeError("a summary that fails")
+
+
+def test_a_summary_failing_beside_its_simulation_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """The records are appended and the parent summarises the engine runs itself, as if nothing had failed."""
+    import harness.run
+    import harness.side_by_side
+
+    monkeypatch.setattr(harness.side_by_side, "usable_cores", lambda: 2)
+    monkeypatch.setattr(harness.side_by_side, "MIN_REQUESTS", 40)
+    monkeypatch.setattr(harness.side_by_side, "others_load", lambda: 0.0)
+    real = harness.run.replay_side_by_side
+    monkeypatch.setattr(harness.run, "replay_side_by_side",
+                        lambda *args: real(*args[:7], failing_summary))  # fmt: skip
+    assert "side by side (2 processes)" in simulate(tmp_path / "failing", capsys)
+    monkeypatch.setattr(harness.run, "side_by_side", lambda specs, requests: False)
+    simulate(tmp_path / "turns", capsys)
+    failing, turns = tmp_path / "failing", tmp_path / "turns"
+    assert (failing / "records.jsonl").read_bytes() == (turns / "records.jsonl").read_bytes()
+    metrics = [json.loads((d / "metrics.json").read_text())["engines"] for d in (failing, turns)]
+    assert metrics[0] == metrics[1] and len(metrics[0]) == 2
+
+
 def test_side_by_side_only_for_large_all_simulated_trials_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
     import harness.side_by_side as sbs
     from harness.engine_specs import parse_engine_specs
