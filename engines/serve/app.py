@@ -2,8 +2,9 @@
 
 Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics,
 POST /reset_prefix_cache (outside /v1, where vLLM has it).
-With `api_key`, the /v1 routes need `Authorization: Bearer <key>`; health and metrics stay open so
-probes and scrapers need no secret.
+With `api_key`, every route but /health needs `Authorization: Bearer <key>`: /reset_prefix_cache changes
+state and /metrics reveals it (`metrics_public=True` opens /metrics to scrapers that hold no secret).
+The key and any Authorization header are redacted from every log line (log_redact.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from engines.api import Engine
-from engines.serve import handlers
+from engines.serve import handlers, log_redact
 from engines.serve.errors import ApiError
 from engines.serve.state import (
     DEFAULT_DRAIN_TIMEOUT_S,
@@ -27,6 +28,9 @@ from engines.serve.state import (
 )
 
 log = logging.getLogger("batchmark.serve")
+# what a load balancer's probe must reach without a secret; every other route needs the key when one is set
+PUBLIC_PATHS = frozenset({"/health"})
+PUBLIC: web.AppKey[frozenset[str]] = web.AppKey("public_paths", frozenset)
 
 
 def make_app(
@@ -40,6 +44,7 @@ def make_app(
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
     manage_engine: bool = True,
+    metrics_public: bool = False,
 ) -> web.Application:
     state = ServerState(
         engine,
@@ -56,6 +61,8 @@ def make_app(
     # aiohttp's own limit stops a body that lies about (or omits) its length; a 413 either way.
     app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors, _auth])
     app[STATE] = state
+    app[PUBLIC] = PUBLIC_PATHS | ({"/metrics"} if metrics_public else set())
+    log_redact.install([api_key] if api_key else [])
     app.router.add_post("/v1/completions", handlers.completions)
     app.router.add_post("/v1/chat/completions", handlers.chat_completions)
     app.router.add_get("/v1/models", handlers.models)
@@ -126,7 +133,7 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
 @web.middleware
 async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
     key = request.app[STATE].api_key
-    if key and request.path.startswith("/v1/"):
+    if key and request.path not in request.app[PUBLIC]:
         scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
         # the scheme is case-insensitive (RFC 9110 section 11.1): "bearer KEY" is as good as "Bearer KEY"
         ok = scheme.lower() == "bearer" and hmac.compare_digest(_raw(given.strip()), _raw(key))

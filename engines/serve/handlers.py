@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from engines.serve.submit import Place, submit
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 DONE = b"data: [DONE]\n\n"
 INLINE_JSON_BYTES = 2**20
+log = logging.getLogger("batchmark.serve")
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
@@ -114,20 +116,30 @@ async def _stream(
         if type(first) is FinishEvent and first.error_type == "slo_shed":
             raise _shed(first)
         response = web.StreamResponse(headers=SSE_HEADERS)
-        await response.prepare(http)
-        detok = IncrementalDetokenizer(state.tokenizer)
-        async for event in _then(first, events):
-            if type(event) is TokenEvent:
-                await response.write(chunks.token(detok.step(event.token_id), event.token_id))
-            elif type(event) is FinishEvent:
-                if event.reason == "error":
-                    tail = chunks.error(event)
-                else:
-                    tail = chunks.finish(detok.flush(), event.reason)
-                    if chunks.params.include_usage:
-                        tail += chunks.usage(event.prompt_tokens, event.output_tokens, event.cached_tokens)
-                await response.write_eof(tail + DONE)  # one write: the client can reuse the connection at once
+        try:
+            await response.prepare(http)
+            await _send_events(response, state, chunks, _then(first, events))
+        except ConnectionResetError:  # aiohttp's ClientConnectionResetError is one: the client went away
+            # an ordinary event (the sequence is aborted as the stream closes), not a fault: no traceback
+            log.debug("%s: the client disconnected mid-stream", request.request_id)
     return response
+
+
+async def _send_events(
+    response: web.StreamResponse, state: ServerState, chunks: _Chunks, events: AsyncIterator[EngineEvent]
+) -> None:
+    detok = IncrementalDetokenizer(state.tokenizer)
+    async for event in events:
+        if type(event) is TokenEvent:
+            await response.write(chunks.token(detok.step(event.token_id), event.token_id))
+        elif type(event) is FinishEvent:
+            if event.reason == "error":
+                tail = chunks.error(event)
+            else:
+                tail = chunks.finish(detok.flush(), event.reason)
+                if chunks.params.include_usage:
+                    tail += chunks.usage(event.prompt_tokens, event.output_tokens, event.cached_tokens)
+            await response.write_eof(tail + DONE)  # one write: the client can reuse the connection at once
 
 
 async def _complete(

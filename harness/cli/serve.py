@@ -19,8 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--served-model-name", help="the model id clients send (default: --model as given, else 'batchmark')"
     )
-    serve.add_argument("--api-key", help="require Authorization: Bearer KEY on /v1 routes")
+    serve.add_argument("--api-key", help="require Authorization: Bearer KEY on every route but /health")
     serve.add_argument("--api-key-env", help="like --api-key, read from this environment variable (not shown by ps)")
+    serve.add_argument(
+        "--metrics-public", action="store_true", help="with a key: leave /metrics open to scrapers holding no key"
+    )
     # the engine's options; `serve` keeps its own profile of defaults (engines/options.py says why)
     shared.add_engine_flags(serve, IN_PROCESS, profile="serve")
     serve.add_argument(
@@ -120,6 +123,7 @@ def run_serve(args: argparse.Namespace) -> int:
         max_body_bytes=int(args.max_body_mb * 2**20),
         default_max_tokens=args.default_max_tokens,
         drain_timeout_s=args.drain_timeout,
+        metrics_public=args.metrics_public,
     )
 
     def announce(line: str) -> None:
