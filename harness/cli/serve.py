@@ -102,6 +102,14 @@ def served_name(args: argparse.Namespace) -> str:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import time
+
+    started = time.perf_counter()
+
+    def announce(line: str) -> None:
+        # each step with the seconds since start: where a slow start goes is on the console (issue 32)
+        print(f"batchmark serve: [{time.perf_counter() - started:5.1f} s] {line}", flush=True)
+
     import asyncio
 
     from engines.inprocess import InProcessEngine
@@ -111,7 +119,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
     check_args(args)
     options = engine_options(args)
+    announce(f"loading the model ({args.model or 'embedded'})")
     loaded = shared.load_model_from_args(args)
+    announce("starting the engine (its worker process and warm-up)")
     engine = InProcessEngine(loaded, options, name=args.engine)
     name = served_name(args)
     app = make_app(
@@ -125,9 +135,6 @@ def run_serve(args: argparse.Namespace) -> int:
         drain_timeout_s=args.drain_timeout,
         metrics_public=args.metrics_public,
     )
-
-    def announce(line: str) -> None:
-        print(f"batchmark serve: {line}", flush=True)
 
     announce(f"{args.engine} engine, model {name!r}, {engine.num_blocks} KV blocks")
     try:
