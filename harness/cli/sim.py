@@ -35,8 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def fit_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import writable_dir
+    from harness.errors import HarnessInputError
     from harness.simulation import fit_run
 
+    if args.out.is_dir():
+        raise HarnessInputError(f"-o {args.out}: is a directory; name the profile's JSON file")
+    writable_dir(args.out.parent, "-o")  # checked before the fit, which reads every step trace
     profile = fit_run(args.run_dirs, args.engines)
     profile.save(args.out)
     fit = profile.fit

@@ -38,7 +38,7 @@ def study_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.errors import HarnessInputError
     from harness.manifest import build_manifest
-    from harness.study.plan import load_plan
+    from harness.study.plan import MAX_TRIALS, load_plan
     from harness.study.runner import PICTURE, execute, executor_map, plan_units, save_json
     from harness.study.variants import resolve, simulated
     from harness.study.verdict import decide
@@ -47,9 +47,11 @@ def study_command(args: argparse.Namespace) -> int:
     shared.executor_choice(args)  # Ray missing or its head unreachable: one line before any work
     plan = load_plan(args.plan)
     if args.trials is not None:
-        if args.trials < 1:
-            raise HarnessInputError(f"--trials {args.trials}: must be >= 1")
+        if not 1 <= args.trials <= MAX_TRIALS:
+            raise HarnessInputError(f"--trials {args.trials}: must be 1..{MAX_TRIALS}")
         plan = dataclasses.replace(plan, trials=args.trials)
+    if args.out is not None:
+        shared.writable_dir(args.out, "--out")  # before any unit runs: a run must not fail at its first write
     base = simulated(plan.baseline) if args.sim else plan.baseline
     arms = resolve(base, list(plan.variants))
     from harness.engine_specs import parse_engine_specs
