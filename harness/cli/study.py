@@ -12,6 +12,8 @@ from typing import Any
 
 from harness.cli import args as shared
 
+MAX_UNITS = 1000  # units a study runs without --yes: past this a plan's grid is more likely a slip than a wish
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     study = sub.add_parser(
@@ -25,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     study.add_argument("--trials", type=int, help="override the plan's trials (the plan's hash still records it)")
     study.add_argument("--out", type=Path, help="study directory (default runs/<time>-study-<plan>)")
+    study.add_argument("--yes", action="store_true", help=f"run a study of more than {MAX_UNITS} units")
     study.add_argument("--no-report", action="store_true", help="skip study.html")
     shared.add_model_flags(study)
     shared.add_executor_flags(study, workers=False)
@@ -57,6 +60,14 @@ def study_command(args: argparse.Namespace) -> int:
     from harness.engine_specs import parse_engine_specs
 
     parse_engine_specs([a.spec for a in arms], {"admission_slo_ms": 1.0})  # every arm's options checked first
+    units_n = len(arms) * len(plan.slices) * plan.trials
+    replay_s = len(arms) * plan.trials * sum(s.end_s - s.start_s for s in plan.slices)
+    estimate = (
+        f"{len(arms)} arms x {len(plan.slices)} slices x {plan.trials} trials = {units_n:,} units, "
+        f"{replay_s / 3600:,.1f} h of trace to replay (divided by the workload's time scale; simulated arms faster)"
+    )
+    if units_n > MAX_UNITS and not args.yes:  # a grid of 12,040 units once started with no warning
+        raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
     compute_threads.configure(args.threads)
     out = args.out or shared.default_out("study", args.plan.stem)

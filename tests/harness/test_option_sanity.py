@@ -58,3 +58,13 @@ def test_study_trials_from_the_command_line_are_bounded(tmp_path: Path, capsys: 
     out = tmp_path / "out"
     one_line(capsys, ["study", str(STUDY_PLAN), "--sim", "--trials", "1000000000", "--out", str(out)], "--trials")
     assert not out.exists()
+
+
+def test_a_study_grid_above_the_bound_states_its_size_and_needs_yes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = ["study", str(STUDY_PLAN), "--sim", "--trials", "600", "--out", str(out)]
+    one_line(capsys, argv, "units")
+    assert not out.exists()
+    assert main(["study", "--help"]) == 0 and "--yes" in capsys.readouterr().out
