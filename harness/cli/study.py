@@ -69,6 +69,13 @@ def study_command(args: argparse.Namespace) -> int:
     if units_n > MAX_UNITS and not args.yes:  # a grid of 12,040 units once started with no warning
         raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
+    last = max((r.arrival_s for r in workload.requests), default=0.0)
+    for window in plan.slices:  # an empty slice has no metrics to compare: every verdict would be n/a
+        if not any(window.start_s <= r.arrival_s < window.end_s for r in workload.requests):
+            raise HarnessInputError(
+                f"{plan.path}: field slices.{window.name}: no request of {plan.workload} arrives in "
+                f"{window.start_s:g}-{window.end_s:g} s (its arrivals span 0-{last:g} s)"
+            )
     compute_threads.configure(args.threads)
     out = args.out or shared.default_out("study", args.plan.stem)
     out.mkdir(parents=True, exist_ok=True)

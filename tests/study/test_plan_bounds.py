@@ -25,6 +25,7 @@ from tests.study.test_study import GOOD
         (("tuning = [0, 5]", "tuning = [false, true]"), "slices.tuning"),
         (("held_out = [5, 10]", "held_out = [5, 5]"), "slices.held_out"),  # empty
         (("held_out = [5, 10]", "held_out = [5, inf]"), "slices.held_out"),
+        (("held_out = [5, 10]", "held_out = [100000, 200000]"), "slices.held_out"),  # outside the trace
     ],
 )
 def test_a_senseless_plan_value_is_one_line_naming_the_field(
