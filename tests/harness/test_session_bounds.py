@@ -65,3 +65,23 @@ def test_an_arrival_of_1e308_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     path = tmp_path / "trace.csv"
     path.write_text("arrival_s,input_tokens,output_tokens\n0,10,10\n1e308,10,10\n")
     refused(tmp_path, capsys, path, "arrival_s")
+
+
+SESSIONS_SPEC = (
+    "duration_s = 10\n[sessions]\ncount = 3\nrate = 1.0\nturns = 2\nfirst_tokens = 10\nnew_tokens = 5\noutput = 5\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (("rate = 1.0", "rate = nan"), "sessions.rate"),
+        (("output = 5", "output = 5\nthink_s = 1e300"), "sessions.think_s"),
+    ],
+)
+def test_a_senseless_session_spec_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str], field: str
+) -> None:
+    path = tmp_path / "spec.toml"
+    path.write_text(SESSIONS_SPEC.replace(*edit))
+    refused(tmp_path, capsys, path, field)
