@@ -15,3 +15,9 @@ def user_errors() -> tuple[type[Exception], ...]:
     from workloads.errors import WorkloadError
 
     return (EngineInputError, HarnessInputError, WorkloadError)
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped (ESC as \\x1b, a lone surrogate as \\ud800): a message
+    quotes input, and a file's control bytes (a colour or window-title sequence) must not reach the terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -162,6 +162,23 @@ def _model_identity(engine: dict[str, Any]) -> dict[str, Any]:
             "kv_bytes_per_token": engine.get("kv_bytes_per_token")}  # fmt: skip
 
 
+def profile_mismatch(engine: Mapping[str, Any], fitted: Mapping[str, Any]) -> str | None:
+    """How `engine` differs from what a profile was fitted on (`fitted`: its `engine` table), or None: a twin on
+    another model, KV layout or block size predicts another engine's times."""
+    fitted_model = fitted.get("model") or {}
+    theirs = {
+        "weights": fitted_model.get("weight_hash") or fitted_model.get("source"),
+        "kv_bytes_per_token": fitted.get("kv_bytes_per_token"),
+        "block_size": fitted.get("block_size"),
+    }
+    kv = (engine.get("options") or {}).get("kv") or {}
+    ours = _model_identity(dict(engine)) | {"block_size": kv.get("block_size")}
+    for key, value in theirs.items():
+        if value is not None and ours[key] is not None and value != ours[key]:
+            return f"{key} {ours[key]!r}, the profile was fitted on {value!r}"
+    return None
+
+
 # ------------------------------------------------------------------------------------------------ twins
 
 

@@ -20,6 +20,7 @@ from workloads.errors import WorkloadError
 # read back as -9.2e18 and passed the negative check, and `requests = 10000000000` tried to allocate 74.5 GiB.
 MAX_TOKENS = 10_000_000  # tokens in one prompt or output: more than any model's context
 MAX_REQUESTS = 10_000_000  # requests in one workload: days of the busiest public traces
+MAX_SPAN_S = 10 * 365 * 86400.0  # seconds from a workload's start to any arrival or turn: ten years is a typo
 
 
 def _opt(

@@ -36,6 +36,7 @@ import numpy as np
 from workloads.errors import WorkloadError
 from workloads.lengths import Fixed, LengthDist
 from workloads.model import WorkloadRequest
+from workloads.options import MAX_SPAN_S, MAX_TOKENS
 from workloads.prompts import BLOCK_TOKENS
 from workloads.readers.raw import read_text
 
@@ -88,17 +89,18 @@ def _fail(display: str, line: int, field_name: str, what: str) -> WorkloadError:
     return WorkloadError(what, file=display, line=line, field=field_name)
 
 
-def _int(obj: dict[str, Any], key: str, display: str, line: int, low: int) -> int:
+def _int(obj: dict[str, Any], key: str, display: str, line: int, low: int, high: int = MAX_TOKENS) -> int:
     value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise _fail(display, line, key, f"expected an integer >= {low}, found {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(display, line, key, f"expected an integer {low}..{high:,}, found {value!r}")
     return value
 
 
 def _seconds(obj: dict[str, Any], key: str, display: str, line: int) -> float:
     value = obj.get(key, 0.0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise _fail(display, line, key, f"expected a number of seconds >= 0, found {value!r}")
+    # bounded: a turn at 1e300 s was accepted and the run waited for it forever
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_SPAN_S:
+        raise _fail(display, line, key, f"expected a number of seconds 0..{MAX_SPAN_S:.0f}, found {value!r}")
     return float(value)
 
 
@@ -148,6 +150,8 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
         hashes = obj.get("prefix_hash_ids", [])
         if not isinstance(hashes, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hashes):
             raise _fail(display, number, "prefix_hash_ids", f"expected a list of integers, found {hashes!r}")
+        if len(hashes) * BLOCK_TOKENS > MAX_TOKENS:  # a prefix of 10^8 tokens exhausted memory
+            raise _fail(display, number, "prefix_hash_ids", f"{len(hashes):,} blocks: beyond {MAX_TOKENS:,} tokens")
         tenant = obj.get("tenant", "default")
         if not isinstance(tenant, str):
             raise _fail(display, number, "tenant", f"expected a string, found {tenant!r}")
@@ -168,16 +172,24 @@ def read_sharegpt(path: Path, display: str, rate: float, think_s: float, seed: i
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _fail(display, exc.lineno, "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # the parser's own limit: nesting no conversation has
+        raise _fail(display, 1, "json", "nested too deeply for a list of conversations") from None
     if not isinstance(data, list):
         raise _fail(display, 1, "json", "expected a list of conversations")
     starts = np.cumsum(np.random.default_rng([seed, 11]).exponential(1.0 / rate, len(data)))
     turns: list[Turn] = []
+    seen_ids: dict[str, int] = {}
     for index, item in enumerate(data):
         where = f"[{index}].conversations"
         messages = item.get("conversations") if isinstance(item, dict) else None
         if not isinstance(messages, list):
             raise _fail(display, 1, where, f"conversation {index}: expected a list of messages")
         session = str(item.get("id", index))
+        if session in seen_ids:  # two conversations with one id would be merged into one session
+            raise _fail(
+                display, 1, f"[{index}].id", f"conversation id {session!r} is also conversation {seen_ids[session]}'s"
+            )
+        seen_ids[session] = index
         system, pending, k = 0, None, 0
         for m, message in enumerate(messages):
             if not isinstance(message, dict) or not isinstance(message.get("value"), str):
@@ -223,12 +235,13 @@ def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple
     rows: list[tuple[float, int, WorkloadRequest]] = []
     state: dict[str, tuple[int, int, float]] = {}  # session -> (prompt + answer tokens so far, next turn, earliest)
     cut: set[str] = set()
+    limit = MAX_TOKENS if max_context is None else max_context  # unbounded history grew to 10^8 tokens
     for order, t in enumerate(turns):
         if t.session in cut:
             continue
         history, _, earliest = state.get(t.session, (0, 0, t.at_s))
         prompt = (len(t.prefix_hash_ids) * BLOCK_TOKENS + t.new_tokens) if t.turn == 0 else history + t.new_tokens
-        if max_context is not None and prompt + t.output_tokens > max_context:
+        if prompt + t.output_tokens > limit:
             cut.add(t.session)
             continue
         at = earliest + t.think_s
@@ -242,7 +255,7 @@ def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple
                         prefix_hash_ids=r.prefix_hash_ids, session=r.session, turn=r.turn, think_s=r.think_s)
         for i, (_, _, r) in enumerate(rows)
     ]  # fmt: skip
-    notes = [f"{len(cut)} sessions cut at the first turn past the context of {max_context} tokens"] if cut else []
+    notes = [f"{len(cut)} sessions cut at the first turn past the context of {limit} tokens"] if cut else []
     if not requests:
         raise WorkloadError("no turn fits", field="max_context")
     return requests, notes

@@ -16,7 +16,7 @@ from workloads.arrivals import ArrivalProcess, parse_arrival
 from workloads.bundled import BUNDLED
 from workloads.errors import WorkloadError
 from workloads.lengths import parse_length
-from workloads.options import TRANSFORM_KEYS, Options, check_option
+from workloads.options import MAX_REQUESTS, MAX_SPAN_S, MAX_TOKENS, TRANSFORM_KEYS, Options, check_option
 from workloads.readers.schemas import FORMATS, user_column_map
 from workloads.sessions import SessionSource
 from workloads.synthetic import TenantSpec
@@ -205,14 +205,16 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
     for key in ("turns", "first_tokens", "new_tokens", "output"):
         if key in table:
             given[key] = parse_length(table[key], f"sessions.{key}")
-    for key, kind, low in (("count", int, 1), ("shared_prefix_blocks", int, 0), ("rate", float, 0.0),
-                           ("think_s", float, 0.0)):  # fmt: skip
+    # bounded above too: NaN passed `v < low`, and a NaN rate or 1e300 s think time broke the schedule
+    for key, kind, low, high in (("count", int, 1, MAX_REQUESTS), ("shared_prefix_blocks", int, 0, MAX_TOKENS),
+                                 ("rate", float, 0.0, 1e6), ("think_s", float, 0.0, MAX_SPAN_S)):  # fmt: skip
         if key in table:
             v = table[key]
             ok = isinstance(v, int) if kind is int else isinstance(v, int | float)
-            if isinstance(v, bool) or not ok or v < low or (key == "rate" and v <= 0):
+            if isinstance(v, bool) or not ok or not low <= v <= high or (key == "rate" and v <= 0):
                 raise _fail(
-                    f"expected a number {'>' if key == 'rate' else '>='} {low:g}, found {v!r}", f"sessions.{key}"
+                    f"expected a number {'>' if key == 'rate' else '>='} {low:g} and <= {high:g}, found {v!r}",
+                    f"sessions.{key}",
                 )
             given[key] = kind(v)
     if "tenant" in table:

@@ -17,6 +17,7 @@ what the model leaves unexplained is kept to be replayed (`engines.sim.noise`).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,12 +101,14 @@ def load_profile(path: str | Path) -> FittedCost:
     coefficients = data.get("coefficients")
     if not isinstance(coefficients, dict) or set(coefficients) - set(REGRESSORS):
         raise EngineInputError(f"{path}: field 'coefficients' must map {', '.join(REGRESSORS)} to seconds")
-    for key in ("intercept_s", "step_gap_s"):
-        if not isinstance(data.get(key), int | float):
-            raise EngineInputError(f"{path}: field {key!r} must be a number of seconds")
-    dispatch = data.get("dispatch_s", 0.0)  # a profile written before it was measured: none
-    if not isinstance(dispatch, int | float) or dispatch < 0:
-        raise EngineInputError(f"{path}: field 'dispatch_s' must be a non-negative number of seconds")
+    # a fit is non-negative (nnls): a negative or NaN time would run virtual time backwards or poison every sum
+    seconds = {f"coefficients.{k}": v for k, v in coefficients.items()}
+    seconds.update({key: data.get(key) for key in ("intercept_s", "step_gap_s")})
+    seconds["dispatch_s"] = data.get("dispatch_s", 0.0)  # a profile written before it was measured: none
+    for key, value in seconds.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+            raise EngineInputError(f"{path}: field {key!r} must be finite seconds >= 0, got {value!r}")
+    dispatch = seconds["dispatch_s"]
     noise = data.get("noise") or {}
     if not isinstance(noise, dict) or not all(isinstance(v, list) for v in noise.values()):
         raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")

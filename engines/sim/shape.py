@@ -91,6 +91,11 @@ def shape_from_config(config: dict[str, Any], *, name: str, source: str) -> Mode
     for key, value in (("num_key_value_heads", kv_heads), ("head_dim", head_dim)):
         if not isinstance(value, int) or value <= 0:
             raise EngineInputError(f"{source}: field {key!r} {value!r} is not a positive integer")
+    max_context = config.get("max_position_embeddings")  # absent or null: unbounded
+    if max_context is not None and (
+        isinstance(max_context, bool) or not isinstance(max_context, int) or max_context <= 0
+    ):
+        raise EngineInputError(f"{source}: field 'max_position_embeddings' {max_context!r} is not a positive integer")
     if heads % kv_heads:
         raise EngineInputError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads "
                                f"{kv_heads}")  # fmt: skip
@@ -104,6 +109,6 @@ def shape_from_config(config: dict[str, Any], *, name: str, source: str) -> Mode
         head_dim=head_dim,
         intermediate=config["intermediate_size"],
         vocab=config["vocab_size"],
-        max_context=int(config.get("max_position_embeddings") or 0) or 1 << 31,
+        max_context=max_context or 1 << 31,
         tied_embeddings=bool(config.get("tie_word_embeddings", False)),
     )

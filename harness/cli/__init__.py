@@ -15,7 +15,7 @@ import sys
 from typing import NoReturn
 
 from engines import compute_threads
-from harness.errors import user_errors
+from harness.errors import printable, user_errors
 
 # module names; `import_` is the `import` command (a keyword cannot name a module)
 COMMANDS = (
@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except user_errors() as exc:
-        # a message can quote input it refused, lone surrogates included ("\ud800" in a JSON key): written
-        # escaped, so a strict stderr (a pipe with PYTHONIOENCODING=utf-8:strict, a capture) still takes it
-        line = f"batchmark: error: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
+        # a message can quote input it refused, control bytes and lone surrogates included ("\ud800" in a JSON
+        # key): written escaped, so neither the terminal nor a strict stderr (PYTHONIOENCODING=utf-8:strict) sees them
+        line = f"batchmark: error: {printable(str(exc))}"
         print(line, file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`batchmark ... | head`): not an error of ours

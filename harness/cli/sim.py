@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def fit_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import writable_dir
+    from harness.errors import HarnessInputError
     from harness.simulation import fit_run
 
+    if args.out.is_dir():
+        raise HarnessInputError(f"-o {args.out}: is a directory; name the profile's JSON file")
+    writable_dir(args.out.parent, "-o")  # checked before the fit, which reads every step trace
     profile = fit_run(args.run_dirs, args.engines)
     profile.save(args.out)
     fit = profile.fit
@@ -57,17 +63,28 @@ def fit_command(args: argparse.Namespace) -> int:
 
 
 def fidelity_command(args: argparse.Namespace) -> int:
+    from engines.sim.files import read_json_object
+    from engines.sim.fitted import load_profile
     from harness.errors import HarnessInputError
     from harness.metrics.simulation import fidelity_rows
-    from harness.simulation import run_engines
+    from harness.simulation import profile_mismatch, run_engines
 
     engines = [e for e in run_engines(args.real_run) if e.get("kind") in ("static", "continuous")]
     if args.engines:
         engines = [e for e in engines if e.get("name") in args.engines]
     if not engines:
         raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) to simulate")
-    metrics = json.loads((args.real_run / "metrics.json").read_text(encoding="utf-8"))
-    real, trials = metrics["engines"], metrics.get("repeat") or {}
+    # read and checked before any twin runs: a run dir without metrics, or a bad profile, is one line
+    metrics = read_json_object(args.real_run / "metrics.json", "run's metrics")
+    real, trials = metrics.get("engines"), metrics.get("repeat") or {}
+    missing = [e["name"] for e in engines if not isinstance(real, dict) or e["name"] not in real]
+    if missing:
+        raise HarnessInputError(f"{args.real_run}/metrics.json: field engines: no summary of {missing[0]!r}")
+    fitted = load_profile(args.profile).engine
+    for engine in engines:
+        mismatch = profile_mismatch(engine, fitted)
+        if mismatch:
+            print(f"warning: {engine['name']}: {mismatch}; the twin predicts another engine", file=sys.stderr)
     seeds = range(args.seeds if args.noise else 1)
     table = []
     for engine in engines:

@@ -12,6 +12,8 @@ from typing import Any
 
 from harness.cli import args as shared
 
+MAX_UNITS = 1000  # units a study runs without --yes: past this a plan's grid is more likely a slip than a wish
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     study = sub.add_parser(
@@ -25,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     study.add_argument("--trials", type=int, help="override the plan's trials (the plan's hash still records it)")
     study.add_argument("--out", type=Path, help="study directory (default runs/<time>-study-<plan>)")
+    study.add_argument("--yes", action="store_true", help=f"run a study of more than {MAX_UNITS} units")
     study.add_argument("--no-report", action="store_true", help="skip study.html")
     shared.add_model_flags(study)
     shared.add_executor_flags(study, workers=False)
@@ -38,7 +41,7 @@ def study_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.errors import HarnessInputError
     from harness.manifest import build_manifest
-    from harness.study.plan import load_plan
+    from harness.study.plan import MAX_TRIALS, load_plan
     from harness.study.runner import PICTURE, execute, executor_map, plan_units, save_json
     from harness.study.variants import resolve, simulated
     from harness.study.verdict import decide
@@ -47,15 +50,32 @@ def study_command(args: argparse.Namespace) -> int:
     shared.executor_choice(args)  # Ray missing or its head unreachable: one line before any work
     plan = load_plan(args.plan)
     if args.trials is not None:
-        if args.trials < 1:
-            raise HarnessInputError(f"--trials {args.trials}: must be >= 1")
+        if not 1 <= args.trials <= MAX_TRIALS:
+            raise HarnessInputError(f"--trials {args.trials}: must be 1..{MAX_TRIALS}")
         plan = dataclasses.replace(plan, trials=args.trials)
+    if args.out is not None:
+        shared.writable_dir(args.out, "--out")  # before any unit runs: a run must not fail at its first write
     base = simulated(plan.baseline) if args.sim else plan.baseline
     arms = resolve(base, list(plan.variants))
     from harness.engine_specs import parse_engine_specs
 
     parse_engine_specs([a.spec for a in arms], {"admission_slo_ms": 1.0})  # every arm's options checked first
+    units_n = len(arms) * len(plan.slices) * plan.trials
+    replay_s = len(arms) * plan.trials * sum(s.end_s - s.start_s for s in plan.slices)
+    estimate = (
+        f"{len(arms)} arms x {len(plan.slices)} slices x {plan.trials} trials = {units_n:,} units, "
+        f"{replay_s / 3600:,.1f} h of trace to replay (divided by the workload's time scale; simulated arms faster)"
+    )
+    if units_n > MAX_UNITS and not args.yes:  # a grid of 12,040 units once started with no warning
+        raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
+    last = max((r.arrival_s for r in workload.requests), default=0.0)
+    for window in plan.slices:  # an empty slice has no metrics to compare: every verdict would be n/a
+        if not any(window.start_s <= r.arrival_s < window.end_s for r in workload.requests):
+            raise HarnessInputError(
+                f"{plan.path}: field slices.{window.name}: no request of {plan.workload} arrives in "
+                f"{window.start_s:g}-{window.end_s:g} s (its arrivals span 0-{last:g} s)"
+            )
     compute_threads.configure(args.threads)
     out = args.out or shared.default_out("study", args.plan.stem)
     out.mkdir(parents=True, exist_ok=True)

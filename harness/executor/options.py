@@ -13,6 +13,7 @@ import socket
 from dataclasses import dataclass
 
 EXECUTOR_KINDS = ("local", "ray")
+WORKERS_PER_CPU = 8  # load-generator processes mostly wait on sockets; more than this per core is a typo
 CONNECT_TIMEOUT_S = 3.0  # a head node that does not answer a TCP connect in this long is taken as absent
 
 
@@ -79,6 +80,9 @@ def check_choice(choice: ExecutorChoice) -> None:
         raise HarnessInputError(f"--executor {choice.kind}: expected one of {', '.join(EXECUTOR_KINDS)}")
     if choice.workers < 1:
         raise HarnessInputError(f"--workers {choice.workers}: must be >= 1")
+    most = (os.cpu_count() or 1) * WORKERS_PER_CPU
+    if choice.workers > most:  # each is a process with its own interpreter: 1000 exhausted memory
+        raise HarnessInputError(f"--workers {choice.workers}: at most {most} ({WORKERS_PER_CPU} per CPU here)")
     if choice.kind == "local":
         if choice.address is not None:
             raise HarnessInputError(f"--ray-address {choice.address}: needs --executor ray")
@@ -89,12 +93,39 @@ def check_choice(choice: ExecutorChoice) -> None:
     if address and address not in ("auto", "local"):
         host, port = _host_port(address)
         try:
-            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+            speaks = _speaks_grpc(host, port)
         except OSError as exc:
             raise HarnessInputError(
                 f"--ray-address {address}: no Ray head answers at {host}:{port} ({exc.strerror or exc}); "
                 "start one with `ray start --head` (docs/cluster.md)"
             ) from None
+        if not speaks:  # ray.init would wait on it with no timeout
+            raise HarnessInputError(
+                f"--ray-address {address}: something other than a Ray head listens at {host}:{port} (no gRPC "
+                f"answer in {CONNECT_TIMEOUT_S:g} s); give the head's GCS port (6379) or ray:// port (10001)"
+            )
+
+
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS and client server) answers
+# with a SETTINGS frame of its own; anything else (an HTTP/1 server, a database) does not
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_H2_SETTINGS = 4
+
+
+def _speaks_grpc(host: str, port: int) -> bool:
+    """Whether `host:port` answers HTTP/2, within CONNECT_TIMEOUT_S; OSError if nothing accepts a connection."""
+    with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as conn:
+        try:
+            conn.sendall(_H2_PREFACE)
+            head = b""
+            while len(head) < 9:
+                chunk = conn.recv(9 - len(head))
+                if not chunk:
+                    return False
+                head += chunk
+        except OSError:  # a timeout or a reset: not an HTTP/2 server
+            return False
+    return head[3] == _H2_SETTINGS
 
 
 def _host_port(address: str) -> tuple[str, int]:

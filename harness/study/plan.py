@@ -34,6 +34,7 @@ Every problem is one line naming the file, line and field (exit 2).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ from harness.errors import HarnessInputError
 from harness.gate.config import _find_key, _find_string, _find_table, _line_from_message
 from harness.study.metrics import Metric, metric_problem
 
+# a study repeats every unit this many times at most: more is a typo (1e9 exhausted memory), not a plan
+MAX_TRIALS = 1000
 _THRESHOLD = re.compile(r"^\s*(<=|>=)\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
 TOP_KEYS = (
     "decision",
@@ -222,7 +225,10 @@ def load_plan(path: Path) -> StudyPlan:
         raise fail(_find_table(lines, "baseline"), "baseline.engine", "required: the engine spec the variants change")
     variants: list[Variant] = []
     names = {"baseline"}
-    for i, entry in enumerate(data.get("variants") or []):
+    raw_variants = data.get("variants") or []
+    if not isinstance(raw_variants, list):
+        raise fail(_find_key(lines, "variants"), "variants", f"expected [[variants]] entries, got {raw_variants!r}")
+    for i, entry in enumerate(raw_variants):
         where = f"variants[{i}]"
         line = _find_table(lines, "variants", i)
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
@@ -263,7 +269,11 @@ def load_plan(path: Path) -> StudyPlan:
     parsed: list[Slice] = []
     for key in ("tuning", "held_out"):
         window = slices[key]
-        ok = isinstance(window, list) and len(window) == 2 and all(isinstance(v, int | float) for v in window)
+        ok = (
+            isinstance(window, list)
+            and len(window) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in window)
+        )
         if not ok or not 0 <= window[0] < window[1]:
             raise fail(
                 _find_key(lines, key),
@@ -288,15 +298,20 @@ def load_plan(path: Path) -> StudyPlan:
             f"not one of the plan's metrics ({', '.join(m.metric.label for m in metrics)})",
         )
     trials = data.get("trials", 1)
-    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
-        raise fail(_find_key(lines, "trials"), "trials", f"expected an integer >= 1, got {trials!r}")
+    if not isinstance(trials, int) or isinstance(trials, bool) or not 1 <= trials <= MAX_TRIALS:
+        raise fail(_find_key(lines, "trials"), "trials", f"expected an integer 1..{MAX_TRIALS}, got {trials!r}")
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+        # a float seed would be truncated silently (1.5 -> 1): refused, like any other wrong type
+        raise fail(_find_key(lines, "seed"), "seed", f"expected an integer 0..2**32-1, got {seed!r}")
     options = data.get("workload_options", {})
     if not isinstance(options, dict):
         raise fail(_find_table(lines, "workload_options"), "workload_options", "expected a table")
     for key in ("slo_ttft_ms", "slo_tpot_ms"):
         value = data.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
-            raise fail(_find_key(lines, key), key, f"expected a number > 0, got {value!r}")
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if value is not None and not (number and 0 < value < math.inf):
+            raise fail(_find_key(lines, key), key, f"expected a finite number > 0, got {value!r}")
     return StudyPlan(
         path=path,
         sha256=hashlib.sha256(source).hexdigest(),
@@ -308,7 +323,7 @@ def load_plan(path: Path) -> StudyPlan:
         slices=(tuning, held),
         pick=pick,
         trials=trials,
-        seed=int(data.get("seed", 0)),
+        seed=seed,
         slo_ttft_ms=data.get("slo_ttft_ms"),
         slo_tpot_ms=data.get("slo_tpot_ms"),
         workload_options=dict(options),

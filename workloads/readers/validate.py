@@ -14,7 +14,7 @@ import pandas as pd
 
 from workloads.errors import WorkloadError
 from workloads.frame import make_frame, sort_by_arrival
-from workloads.options import MAX_TOKENS
+from workloads.options import MAX_SPAN_S, MAX_TOKENS
 from workloads.readers.raw import MISSING, RawTable
 from workloads.readers.schemas import TIME_UNITS, ColumnMap
 
@@ -78,7 +78,14 @@ class Checker:
     def arrivals(self, name: str, unit: str) -> np.ndarray:
         scale = TIME_UNITS[unit]
         if scale is not None:
-            return self.numbers(name) * scale
+            seconds = self.numbers(name) * scale
+            # a span beyond any trace (1e308) overflows every later difference and count of arrivals
+            huge = ~(np.abs(seconds - seconds.min()) <= MAX_SPAN_S)
+            if huge.any():
+                row = int(np.argmax(huge))
+                shown = self.raw.columns[name][row]
+                raise self.fail(row, name, f"{shown!r} is beyond {MAX_SPAN_S:.0f} s from the first arrival")
+            return seconds
         values = self.column(name)
         not_text = [i for i, v in enumerate(values) if not isinstance(v, str)] if self.raw.typed else []
         if not_text:
