@@ -139,7 +139,9 @@ def add_engine_flags(parser: argparse.ArgumentParser, kinds: tuple[str, ...] = K
             else (f" (default {default})")
         )
         extra = f"; {o.range_text()}" if o.choices else ""
-        text = (o.help + extra + shown).replace("%", "%%")
+        # An option's help says what it does when on; its `--no-` flag turns that off, and must say so.
+        what = f"turn off (on by default): {o.help}" if o.type is bool and o.default else o.help
+        text = (what + extra + shown).replace("%", "%%")
         dest = f"engine_{o.name}"
         if o.type is bool:
             value = not o.default

@@ -1,6 +1,7 @@
 """`batchmark calibrate`: the gate's false-alarm rate (A/A pairs) and detection rate (injected slowdown).
 
-Exit 0 when both targets are met, 1 when either is missed, 2 on invalid input.
+Exit 0 when both targets are met (their 95% intervals inside the targets), 1 when either is missed, 2 on invalid
+input, 3 when the pairs cannot tell (an interval straddles a target: run more pairs).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from typing import Any
 from harness.cli import args as shared
 
 DEFAULT_RULE = "tpot.p50 <= +5%"
+_OUTCOME_TEXT = {
+    "met": "met (both 95% intervals inside the targets)",
+    "missed": "MISSED",
+    "cannot tell": "cannot tell (a 95% interval straddles a target; run more pairs)",
+}
 
 
 CALIBRATE_FLAGS: tuple[shared.Flag, ...] = (
@@ -113,7 +119,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             if isinstance(run_one, ConcurrentReplay):
                 run_one.close()
     _report(data, plan, config, out)
-    return 0 if data["summary"]["met"] else 1
+    return {"met": 0, "missed": 1}.get(data["summary"]["outcome"], 3)
 
 
 def _header(args: argparse.Namespace, config: Any, workload: Any, plan: Any, executor: Any) -> None:
@@ -154,7 +160,7 @@ def _report(data: dict[str, Any], plan: Any, config: Any, out: Path) -> None:
         )
     print(
         f"targets (false alarms <= {plan.max_false_alarm:.0%}, detection >= {plan.min_detection:.0%}): "
-        f"{'met' if s['met'] else 'MISSED'}; calibration directory: {out.resolve()}"
+        f"{_OUTCOME_TEXT[s['outcome']]}; calibration directory: {out.resolve()}"
     )
 
 

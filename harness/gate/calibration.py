@@ -103,7 +103,19 @@ def summary(plan: CalibrationPlan, results: list[PairResult]) -> dict[str, Any]:
         k, n = sum(r.failed for r in done), len(done)
         ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact") if n else None
         out[name] = {"failed": k, "pairs": n, "rate": k / n if n else None, "ci95": [ci.low, ci.high] if ci else None}
-    fa, det = out["false_alarm"]["rate"], out["detection"]["rate"]
     out["targets"] = {"max_false_alarm": plan.max_false_alarm, "min_detection": plan.min_detection}
-    out["met"] = fa is not None and det is not None and fa <= plan.max_false_alarm and det >= plan.min_detection
+    out["outcome"] = outcome(out["false_alarm"]["ci95"], out["detection"]["ci95"], plan)
+    out["met"] = out["outcome"] == "met"
     return out
+
+
+def outcome(false_alarm_ci: list[float] | None, detection_ci: list[float] | None, plan: CalibrationPlan) -> str:
+    """ "met" only when both 95% intervals lie inside the targets, "missed" when either lies wholly outside,
+    else "cannot tell": two pairs with no false alarm (CI 0-84%) do not show a 5% false-alarm rate."""
+    if false_alarm_ci is None or detection_ci is None:
+        return "cannot tell"
+    if false_alarm_ci[0] > plan.max_false_alarm or detection_ci[1] < plan.min_detection:
+        return "missed"
+    if false_alarm_ci[1] <= plan.max_false_alarm and detection_ci[0] >= plan.min_detection:
+        return "met"
+    return "cannot tell"

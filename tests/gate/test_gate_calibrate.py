@@ -53,11 +53,12 @@ def test_calibration_counts_false_alarms_and_detections(tmp_path):
     data = calibrate(plan, spec, config, load=lambda seed: seed, run_one=replay, out=tmp_path, log=lines.append)
     s = data["summary"]
     assert s["false_alarm"] == {"failed": 0, "pairs": 6, "rate": 0.0, "ci95": pytest.approx([0.0, 0.459], abs=1e-3)}
-    assert s["detection"]["failed"] == 6 and s["detection"]["rate"] == 1.0 and s["met"]
+    assert s["detection"]["failed"] == 6 and s["detection"]["rate"] == 1.0
+    assert s["outcome"] == "cannot tell" and not s["met"]  # 0/6 false alarms: CI up to 46%, not inside 5%
     assert [p["kind"] for p in data["pairs"]] == ["aa", "slowdown"] * 6  # interleaved: drift hits both kinds
     assert [p["seed"] for p in data["pairs"]][:4] == [40, 40, 41, 41]  # a fresh schedule per pair
     assert replay.orders[0] == ["baseline", "candidate"] and replay.orders[1] == ["candidate", "baseline"]  # ABBA
-    assert json.loads((tmp_path / "calibration.json").read_text())["summary"]["met"]
+    assert json.loads((tmp_path / "calibration.json").read_text())["summary"]["outcome"] == "cannot tell"
     assert (tmp_path / "slowdown-05" / "t1" / "records.jsonl").is_file() and len(lines) == 12
 
 
@@ -67,6 +68,26 @@ def test_missed_targets_are_reported():
     results = [PairResult(kind, i % 2, i % 2, failed, 1.0, 0.0, []) for i, (kind, failed) in enumerate(outcomes)]
     s = summary(plan, results)
     assert s["false_alarm"]["rate"] == 0.5 and s["detection"]["rate"] == 1.0 and not s["met"]
+
+
+def _results(aa_failed: int, slow_failed: int, pairs: int) -> list[PairResult]:
+    made = [("aa", i < aa_failed) for i in range(pairs)] + [("slowdown", i < slow_failed) for i in range(pairs)]
+    return [PairResult(kind, i, i, failed, 1.0, 0.0, []) for i, (kind, failed) in enumerate(made)]
+
+
+@pytest.mark.parametrize(
+    ("aa_failed", "slow_failed", "pairs", "expected"),
+    [
+        (0, 2, 2, "cannot tell"),  # the repro: 0/2 (CI 0-84%) and 2/2 (CI 16-100%) prove nothing
+        (0, 100, 100, "met"),  # 0/100 (CI 0-3.6%) and 100/100 (CI 96.4-100%) lie inside both targets
+        (30, 100, 100, "missed"),  # 30% false alarms: the whole interval lies above 5%
+        (0, 50, 100, "missed"),  # half detected: the whole interval lies below 95%
+    ],
+)
+def test_met_only_when_both_intervals_lie_inside_the_targets(aa_failed, slow_failed, pairs, expected):
+    plan = CalibrationPlan(pairs=pairs, max_false_alarm=0.05, min_detection=0.95)
+    s = summary(plan, _results(aa_failed, slow_failed, pairs))
+    assert s["outcome"] == expected and s["met"] == (expected == "met")
 
 
 class FakeClock:

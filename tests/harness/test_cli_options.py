@@ -28,6 +28,13 @@ def test_replaying_commands_take_every_engine_and_workload_option(command):
     assert {o.flag for o in OVERRIDES} <= flags
 
 
+def test_a_no_flag_says_it_turns_its_option_off():
+    helps = {s: a.help for a in _command("run")._actions for s in a.option_strings}
+    turned_off = [o.flag_name for o in ENGINE_OPTIONS if o.flag and o.type is bool and o.default]
+    assert {"--no-prefix-caching", "--no-engine-process"} <= set(turned_off)
+    assert all(helps[flag].startswith("turn off (on by default): ") for flag in turned_off)
+
+
 def test_serve_takes_the_in_process_options_at_its_own_profile():
     parser = _command("serve")
     flags = _flags(parser)
