@@ -1,0 +1,65 @@
+"""`--scrape` against a real `batchmark serve` app (in this process, continuous engine): the server series in the
+run directory, an unreachable explicit URL refused before any work, no scrape when asked for none."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
+from engines.scheduler import ContinuousConfig
+from engines.serve import make_app
+from engines.serve.background import BackgroundServer
+from harness.cli import main
+
+MODEL = "scrape-model"
+
+
+@pytest.fixture(scope="module")
+def server(embedded):
+    def app():
+        engine = InProcessEngine(embedded, EngineOptions(kv=KVConfig(memory_mb=8), continuous=ContinuousConfig()))
+        return make_app(engine, embedded.tokenizer, MODEL)
+
+    with BackgroundServer(app) as s:
+        yield s
+
+
+def _run(out, url: str, *extra: str) -> int:
+    argv = ["run", "--workload", "chat-small", "--requests", "6", "--engine", f"http:url={url}",
+            "--served-model", MODEL, "--out", str(out), "--no-report", *extra]  # fmt: skip
+    return main(argv)
+
+
+@pytest.fixture(scope="module")
+def scraped(server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("scraped")
+    assert _run(out, server.url, "--scrape-interval-ms", "50") == 0  # default: the target's own /metrics
+    return out
+
+
+def test_run_writes_the_server_series(scraped):
+    path = scraped / "server" / "http-t0.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    ok = [r for r in rows if r["ok"]]
+    assert len(ok) >= 2 and all({"running", "waiting", "kv_usage", "prefix_hits"} <= r.keys() for r in ok)
+    assert [r["t"] for r in rows] == sorted(r["t"] for r in rows)
+    assert ok[-1]["prefix_queries"] > ok[0]["prefix_queries"]  # the trial's prompts, counted by the server
+    assert max(r["running"] for r in ok) >= 1  # seen mid-trial, not only before and after
+
+
+def test_scrape_off_writes_no_series(server, tmp_path):
+    assert _run(tmp_path, server.url, "--scrape", "off") == 0
+    assert not (tmp_path / "server").exists()
+
+
+def test_unreachable_scrape_url_is_one_line_exit_2(server, tmp_path, capsys):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert _run(tmp_path, server.url, "--scrape", f"http://127.0.0.1:{port}/metrics") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--scrape" in err and "unreachable" in err
+    assert not (tmp_path / "records.jsonl").exists()  # refused before any work
