@@ -32,7 +32,7 @@ from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
-from harness.server_scrape import start_scrape
+from harness.server_scrape import read_series, start_scrape
 from harness.shards import SHARDABLE, ShardedLoad
 from harness.side_by_side import replay_side_by_side, side_by_side
 
@@ -493,6 +493,7 @@ def engine_run_summary(
         return None
     steps_path = steps_dir / f"{engine}-t{trial}.jsonl"
     steps = load_steps(steps_path, id_lists=False) if steps_path.exists() else None  # no metric reads the id lists
+    server_path = steps_dir.parent / "server" / f"{engine}-t{trial}.jsonl"
     return summarize(
         records,
         steps,
@@ -501,6 +502,7 @@ def engine_run_summary(
         wall_time_s=wall_time_s,
         seed=settings.seed,
         n_boot=settings.n_boot,
+        server_rows=read_series(server_path) if server_path.exists() else None,
     )
 
 

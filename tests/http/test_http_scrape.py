@@ -27,8 +27,8 @@ def server(embedded):
         yield s
 
 
-def _run(out, url: str, *extra: str) -> int:
-    argv = ["run", "--workload", "chat-small", "--requests", "6", "--engine", f"http:url={url}",
+def _run(out, url: str, *extra: str, requests: str = "6") -> int:
+    argv = ["run", "--workload", "chat-small", "--requests", requests, "--engine", f"http:url={url}",
             "--served-model", MODEL, "--out", str(out), "--no-report", *extra]  # fmt: skip
     return main(argv)
 
@@ -50,9 +50,25 @@ def test_run_writes_the_server_series(scraped):
     assert max(r["running"] for r in ok) >= 1  # seen mid-trial, not only before and after
 
 
-def test_scrape_off_writes_no_series(server, tmp_path):
-    assert _run(tmp_path, server.url, "--scrape", "off") == 0
+def test_hit_rate_and_warnings_come_from_the_server_series(scraped):
+    rows = [json.loads(line) for line in (scraped / "server" / "http-t0.jsonl").read_text().splitlines()]
+    ok = [r for r in rows if r["ok"]]
+    server = json.loads((scraped / "metrics.json").read_text())["engines"]["http"]["server"]
+    assert server["samples"] == len(ok) and server["gaps"] == len(rows) - len(ok)
+    cache = server["prefix_cache"]
+    assert cache["hit_tokens"] == ok[-1]["prefix_hits"] - ok[0]["prefix_hits"]
+    assert cache["query_tokens"] == ok[-1]["prefix_queries"] - ok[0]["prefix_queries"]
+    assert cache["hit_rate"] == cache["hit_tokens"] / cache["query_tokens"]
+    assert server["spec_decode"] is None  # serve drafts nothing: no acceptance figure, no default
+    signals = json.loads((scraped / "metrics.json").read_text())["engines"]["http"]["warnings"]["signals"]
+    assert signals["kv_utilisation"]["measured"]  # the engine-view signal, fed by the scrape
+
+
+def test_scrape_off_writes_no_series_and_says_n_a(server, tmp_path, capsys):
+    assert _run(tmp_path, server.url, "--scrape", "off", requests="2") == 0
     assert not (tmp_path / "server").exists()
+    line = next(x for x in capsys.readouterr().out.splitlines() if "prefix cache hit rate" in x)
+    assert "n/a (no scrape of the server" in line and "0.0%" not in line.split("(")[0]
 
 
 def test_unreachable_scrape_url_is_one_line_exit_2(server, tmp_path, capsys):
