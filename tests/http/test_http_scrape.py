@@ -79,3 +79,10 @@ def test_unreachable_scrape_url_is_one_line_exit_2(server, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--scrape" in err and "unreachable" in err
     assert not (tmp_path / "records.jsonl").exists()  # refused before any work
+
+
+def test_report_shows_the_servers_queue_and_kv_over_time(scraped):
+    from reports.report import build_report
+
+    html = build_report([scraped])
+    assert "requests queued (server)" in html and "KV cache in use (server, share)" in html
