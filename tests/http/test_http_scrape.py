@@ -86,3 +86,22 @@ def test_report_shows_the_servers_queue_and_kv_over_time(scraped):
 
     html = build_report([scraped])
     assert "requests queued (server)" in html and "KV cache in use (server, share)" in html
+
+
+def test_a_failing_scrape_is_a_gap_not_an_end():
+    import asyncio
+
+    from engines.http.scraper import ServerScraper
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async def go():
+        scraper = ServerScraper(f"http://127.0.0.1:{port}/metrics", interval_s=0.02)
+        await scraper.start()
+        await asyncio.sleep(0.1)
+        return await scraper.stop()
+
+    rows = asyncio.run(go())
+    assert len(rows) >= 2 and all(not r["ok"] and r["error"] for r in rows)
