@@ -129,7 +129,10 @@ async def one_engine_run(
             steps.close()
         if progress is not None:
             progress.close()
-    return outcome, engine.describe()
+    described = engine.describe()
+    if spec.kind == "http":  # the scrape is part of how the target was measured: recorded beside the engine
+        described["scrape"] = None if scrape is None else scrape.describe()
+    return outcome, described
 
 
 def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # -> LoadedModel | None

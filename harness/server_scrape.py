@@ -21,6 +21,9 @@ class TrialScrape:
     scraper: ServerScraper
     origin: list[float] = field(default_factory=lambda: [0.0])
 
+    def describe(self) -> dict[str, Any]:
+        return {"url": self.scraper.url, "interval_ms": self.scraper.interval_s * 1000, "file": str(self.path.name)}
+
     def set_origin(self, start: float) -> None:
         self.origin[0] = start
 

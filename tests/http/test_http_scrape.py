@@ -48,6 +48,8 @@ def test_run_writes_the_server_series(scraped):
     assert [r["t"] for r in rows] == sorted(r["t"] for r in rows)
     assert ok[-1]["prefix_queries"] > ok[0]["prefix_queries"]  # the trial's prompts, counted by the server
     assert max(r["running"] for r in ok) >= 1  # seen mid-trial, not only before and after
+    engine = json.loads((scraped / "manifest.json").read_text())["engines"][0]
+    assert engine["scrape"]["interval_ms"] == 50 and engine["scrape"]["url"].endswith("/metrics")
 
 
 def test_hit_rate_and_warnings_come_from_the_server_series(scraped):
