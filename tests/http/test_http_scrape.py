@@ -27,7 +27,7 @@ def server(embedded):
         yield s
 
 
-def _run(out, url: str, *extra: str, requests: str = "6") -> int:
+def _run(out, url: str, *extra: str, requests: str = "4") -> int:
     argv = ["run", "--workload", "chat-small", "--requests", requests, "--engine", f"http:url={url}",
             "--served-model", MODEL, "--out", str(out), "--no-report", *extra]  # fmt: skip
     return main(argv)
