@@ -300,6 +300,26 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         metavar="S",
     ),
     Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
+    Option(
+        "scrape",
+        str,
+        None,
+        "http: the server's Prometheus metrics URL, sampled during every trial into server/ (default: the target's "
+        "own /metrics when it answers Prometheus text; 'off': none)",
+        _HTTP,
+        validate=lambda url: None if url == "off" else url_problem(url),
+        metavar="URL",
+    ),
+    Option(
+        "scrape_interval_ms",
+        float,
+        250.0,
+        "http: the scrape's sampling interval",
+        _HTTP,
+        low=0,
+        above=True,
+        metavar="MS",
+    ),
     Option("api_key_env", str, None, "http: environment variable holding the API key", _HTTP, metavar="VAR"),
     # The simulator (docs/simulator.md): the batching it runs, then a fitted profile or the roofline's inputs.
     Option("scheduler", str, "continuous", "sim: the batching it simulates", _SIM, choices=IN_PROCESS, flag=False),

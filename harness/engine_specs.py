@@ -70,6 +70,11 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
         label = options.pop("label", None) or default_label
         if kind == "http" and not options.get("url"):
             raise HarnessInputError(f"--engine {label}: http needs a url (--url or http:url=...)")
+        if kind == "http" and options.get("scrape") not in (None, "off"):
+            from engines.http.scraper import probe_problem
+
+            if (problem := probe_problem(options["scrape"], headers=scrape_headers(options))) is not None:
+                raise HarnessInputError(f"--engine {label}: --scrape {options['scrape']}: {problem}")
         specs.append(EngineSpec(kind, label, options))
     labels = [s.label for s in specs]
     seen: dict[str, int] = {}
@@ -113,6 +118,12 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     from engines.inprocess import InProcessEngine
 
     return InProcessEngine(loaded, in_process_options(spec.kind, spec.options), name=spec.label)
+
+
+def scrape_headers(options: dict[str, Any]) -> dict[str, str] | None:
+    """The API key for the scrape too: a server that guards its routes guards /metrics."""
+    key = os.environ.get(options["api_key_env"]) if options.get("api_key_env") else None
+    return {"Authorization": f"Bearer {key}"} if key else None
 
 
 def load_for_engines(source: str, specs: list[Any], model_path: str | None, **overrides: Any) -> tuple[Any, dict]:

@@ -32,6 +32,7 @@ from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
+from harness.server_scrape import read_series, start_scrape
 from harness.shards import SHARDABLE, ShardedLoad
 from harness.side_by_side import replay_side_by_side, side_by_side
 
@@ -105,6 +106,7 @@ async def one_engine_run(
     if settings.warn_live and write_step is not None and not spec.simulated:  # virtual time: over in a blink
         write_step = _watched(write_step, spec.label, trial)
     progress = ProgressPrinter(f"{spec.label} t{trial}", settings.progress) if settings.progress else None
+    scrape = await start_scrape(spec, settings.out_dir, trial)
     try:
         outcome = await replay_engine(
             engine,
@@ -118,13 +120,19 @@ async def one_engine_run(
             steps=write_step,
             stop_rules=settings.stop_rules,
             progress=progress,
+            on_origin=scrape.set_origin if scrape is not None else None,
         )
     finally:
+        if scrape is not None:
+            await scrape.finish()
         if steps is not None:
             steps.close()
         if progress is not None:
             progress.close()
-    return outcome, engine.describe()
+    described = engine.describe()
+    if spec.kind == "http":  # the scrape is part of how the target was measured: recorded beside the engine
+        described["scrape"] = None if scrape is None else scrape.describe()
+    return outcome, described
 
 
 def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # -> LoadedModel | None
@@ -488,6 +496,7 @@ def engine_run_summary(
         return None
     steps_path = steps_dir / f"{engine}-t{trial}.jsonl"
     steps = load_steps(steps_path, id_lists=False) if steps_path.exists() else None  # no metric reads the id lists
+    server_path = steps_dir.parent / "server" / f"{engine}-t{trial}.jsonl"
     return summarize(
         records,
         steps,
@@ -496,6 +505,7 @@ def engine_run_summary(
         wall_time_s=wall_time_s,
         seed=settings.seed,
         n_boot=settings.n_boot,
+        server_rows=read_series(server_path) if server_path.exists() else None,
     )
 
 

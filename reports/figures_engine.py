@@ -295,3 +295,33 @@ def gantt(series: list[EngineRun], colors: dict[str, str]) -> tuple[go.Figure, s
     fig.update_xaxes(title_text="seconds since the first sampled arrival", row=len(series), col=1)
     note = f"{len(ids)} consecutive requests by scheduled arrival, from a third into the steady window"
     return base_layout(fig, height=max(360, len(series) * (14 * len(ids) + 60) + 80)), note
+
+
+SERVER_PANELS = (("waiting", "requests queued (server)"), ("running", "requests running (server)"),
+                 ("kv_usage", "KV cache in use (server, share)"))  # fmt: skip
+
+
+def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | None:
+    """The scraped server's queue, running requests and KV use on the request timeline's clock (HTTP targets
+    with a scrape); None when no run has a server series. Failed scrapes are gaps, not zeros."""
+    scraped = [er for er in series if er.server is not None and len(er.server)]
+    if not scraped:
+        return None
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, subplot_titles=[t for _, t in SERVER_PANELS],
+                        vertical_spacing=0.08)  # fmt: skip
+    for er in scraped:
+        frame = er.server
+        for r, (field, _) in enumerate(SERVER_PANELS):
+            if field not in frame:
+                continue  # the server does not expose it
+            y = frame[field].where(frame["ok"].astype(bool))
+            fig.add_trace(
+                go.Scatter(
+                    x=frame["t"], y=y, mode="lines", name=er.label, legendgroup=er.label, showlegend=r == 0,
+                    connectgaps=False, line={"color": colors[er.label], "width": 1.6, "shape": "hv"},
+                    hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>",
+                ),
+                row=r + 1, col=1,
+            )  # fmt: skip
+    fig.update_xaxes(title_text="seconds since the run started (the request timeline's clock)", row=3, col=1)
+    return base_layout(fig, height=600)

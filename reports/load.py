@@ -76,6 +76,7 @@ class EngineRun:
     machine: dict[str, Any] | None = None  # harness.machine noise of the trial, when the run sampled it
     summary_source: str = "metrics.json"
     label: str = ""
+    server: pd.DataFrame | None = None  # server/<engine>-t<trial>.jsonl: an HTTP target's scraped metrics
     _latencies: pd.DataFrame | None = None
     _done: pd.Series | None = None
 
@@ -241,6 +242,9 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         trace_path = path / "steps" / f"{engine}-t{trial}.jsonl"
         trace = read_trace(trace_path) if trace_path.exists() else None
         er = EngineRun(run_label, str(engine), int(trial), records, tokens.take(rows), trace)
+        server_path = path / "server" / f"{engine}-t{trial}.jsonl"
+        if server_path.exists():
+            er.server = pd.read_json(server_path, lines=True)
         entry = known.get((str(engine), int(trial)))
         if scheduled is not None:
             never = len(scheduled - set(records["request_id"]))

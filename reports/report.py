@@ -83,6 +83,12 @@ def _engine_sections(series: list[EngineRun], colors: dict[str, str]) -> list[Se
         "new arrivals wait for the whole previous batch.",
     )
     tl.figure(gantt, f"Sample: {note}.")
+    tl.figure(
+        fe.server_view(series, colors),
+        "The server's own view over the same clock, scraped from its metrics (--scrape): queue, running "
+        "requests and KV-cache use; gaps are failed scrapes.",
+        "",
+    )
     return [thr, occ, tl]
 
 

@@ -65,6 +65,7 @@ class ServerMetrics:
     prompt_tokens: int = 0
     generation_tokens: int = 0
     prefix_cache_hit_tokens: int = 0  # prompt tokens admissions took from the prefix cache (step records)
+    preemptions: int = 0  # sequences the engine preempted (step records)
     finished: dict[str, int] = field(default_factory=dict)  # by finish reason
     rejected: dict[int, int] = field(default_factory=dict)  # by HTTP status
     kv_blocks_used: Callable[[], int | None] = lambda: None
@@ -83,6 +84,7 @@ class ServerMetrics:
     def on_step(self, record: StepRecord) -> None:
         self.step_seconds.observe(record.t_end - record.t_start)
         self.prefix_cache_hit_tokens += record.prefix_cached_tokens
+        self.preemptions += len(record.preempted)
 
     def render(self) -> str:
         lines: list[str] = []
@@ -127,4 +129,26 @@ class ServerMetrics:
         )
         lines.extend(self.step_seconds.render())
         lines.extend(self.ttft_seconds.render())
+        lines.extend(self._vllm_names(used, total))
         return "\n".join(lines) + "\n"
+
+    def _vllm_names(self, used: int | None, total: int | None) -> list[str]:
+        """The same state under vLLM's metric names, so that tools written for vLLM (and `--scrape`) read it.
+
+        vLLM counts prefix-cache queries and hits in prompt tokens; the queries are the admitted prompt tokens.
+        """
+        samples: list[tuple[str, str, float | None]] = [
+            ("vllm:num_requests_running", "gauge", self.running),
+            ("vllm:num_requests_waiting", "gauge", self.waiting),
+            ("vllm:kv_cache_usage_perc", "gauge", used / total if used is not None and total else None),
+            ("vllm:num_preemptions_total", "counter", self.preemptions),
+            ("vllm:prefix_cache_queries_total", "counter", self.prompt_tokens),
+            ("vllm:prefix_cache_hits_total", "counter", self.prefix_cache_hit_tokens),
+            ("vllm:prompt_tokens_total", "counter", self.prompt_tokens),
+            ("vllm:generation_tokens_total", "counter", self.generation_tokens),
+        ]
+        lines: list[str] = []
+        for name, kind, value in samples:
+            if value is not None:  # an unknown gauge is absent, never 0
+                lines.extend((f"# TYPE {name} {kind}", f"{name} {value:g}"))
+        return lines

@@ -104,6 +104,7 @@ async def replay_engine(
     stop_rules: StopRules | None = None,
     progress: Progress | None = None,
     t0: float | None = None,
+    on_origin: Callable[[float], None] | None = None,
 ) -> LoopOutcome:
     """Start `engine`, offer it `schedule`, stop it. `t0`: the perf_counter() instant a real-time schedule
     starts at (sharded load generation: every worker's shard starts at one agreed instant). Step records
@@ -125,6 +126,11 @@ async def replay_engine(
             engine.set_step_sink(None)
     origin = [0.0]
 
+    def started(start: float) -> None:  # the perf_counter() instant record times count from
+        origin[0] = start
+        if on_origin is not None:
+            on_origin(start)
+
     def shifted(record: StepRecord) -> None:
         record.t_start -= origin[0]
         record.t_end -= origin[0]
@@ -136,7 +142,7 @@ async def replay_engine(
     try:
         if scenario.kind == "sessions":
             return await run_session_loop(engine, schedule, sink, label=label, trial=trial, stop_rules=stop_rules,
-                                          progress=progress, on_start=lambda start: origin.__setitem__(0, start),
+                                          progress=progress, on_start=started,
                                           t0=t0)  # fmt: skip
         return await run_scenario(
             engine,
@@ -147,7 +153,7 @@ async def replay_engine(
             trial=trial,
             stop_rules=stop_rules,
             progress=progress,
-            on_start=lambda start: origin.__setitem__(0, start),
+            on_start=started,
             t0=t0,
         )
     finally:

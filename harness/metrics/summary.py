@@ -26,6 +26,7 @@ from harness.metrics.latency import (
     succeeded,
 )
 from harness.metrics.prefix_cache import measured_hit_rate
+from harness.metrics.server_series import as_step_frame, server_summary
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
@@ -94,6 +95,7 @@ def summarize(
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
     lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S,
+    server_rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Every metric of one engine run (one engine, one trial) as a JSON-serialisable dict.
 
@@ -152,7 +154,11 @@ def summarize(
         "sessions": _sessions(records),
         "cost": run_cost,
         "validity": validity(records, lag_threshold_s=lag_threshold_s),
-        "warnings": early_warnings(records, steps, slo),
+        # an HTTP target's engine view comes from its scraped series (harness.metrics.server_series)
+        "warnings": early_warnings(
+            records, steps if steps is not None or not server_rows else as_step_frame(server_rows), slo
+        ),
+        "server": None if server_rows is None else server_summary(server_rows),
         "parameters": {
             "seed": seed,
             "n_boot": n_boot,

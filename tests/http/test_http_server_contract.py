@@ -10,6 +10,7 @@ import time
 import aiohttp
 import pytest
 
+from engines.http.scrape_names import parse_prometheus, server_fields
 from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
 from engines.scheduler import ContinuousConfig
 from engines.serve import begin_shutdown, make_app
@@ -175,6 +176,15 @@ def test_metrics_exposition(server):
     assert values['batchmark_step_seconds_bucket{le="+Inf"}'] == values["batchmark_step_seconds_count"]
     assert values["batchmark_time_to_first_token_seconds_count"] >= 1
     assert values['batchmark_requests_finished_total{reason="length"}'] >= 1
+    # The same state under vLLM's names, read through the scrape's name map as a vLLM server would be.
+    fields = server_fields(parse_prometheus(text))
+    assert fields["running"] == values["batchmark_requests_running"]
+    assert fields["waiting"] == values["batchmark_requests_waiting"]
+    assert fields["kv_usage"] == values["batchmark_kv_blocks_used"] / values["batchmark_kv_blocks_total"]
+    assert fields["prefix_hits"] == values["batchmark_prefix_cache_hit_tokens_total"]
+    assert fields["prefix_queries"] == values["batchmark_prompt_tokens_total"] >= 3
+    assert fields["preemptions"] == state.metrics.preemptions
+    assert values["vllm:generation_tokens_total"] == values["batchmark_generation_tokens_total"]
 
 
 # -- errors -----------------------------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""The server series of an HTTP engine's trial: `server/<engine>-t<trial>.jsonl` (docs/run-directory.md).
+
+The scrape runs beside the replay; its rows are written at the trial's end with times on the records' clock
+(seconds from the trial's t0), so that the report overlays them on the request timeline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engines.http.scraper import ServerScraper, own_metrics_url, probe
+from harness.engine_specs import EngineSpec, scrape_headers
+
+
+@dataclass
+class TrialScrape:
+    path: Path
+    scraper: ServerScraper
+    origin: list[float] = field(default_factory=lambda: [0.0])
+
+    def describe(self) -> dict[str, Any]:
+        return {"url": self.scraper.url, "interval_ms": self.scraper.interval_s * 1000, "file": str(self.path.name)}
+
+    def set_origin(self, start: float) -> None:
+        self.origin[0] = start
+
+    async def finish(self) -> None:
+        rows = await self.scraper.stop()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("w") as out:
+            for row in rows:
+                out.write(json.dumps({**row, "t": round(row["t"] - self.origin[0], 6)}) + "\n")
+
+
+async def start_scrape(spec: EngineSpec, out_dir: Path, trial: int) -> TrialScrape | None:
+    """A running scrape for an http engine's trial, or None: not http, `scrape=off`, or no --scrape given and
+    the target's own /metrics does not answer Prometheus text (an explicit URL was probed before any work)."""
+    if spec.kind != "http" or spec.options.get("scrape") == "off":
+        return None
+    headers = scrape_headers(spec.options)
+    url = spec.options.get("scrape")
+    if url is None:
+        url = own_metrics_url(spec.options["url"])
+        if await probe(url, headers=headers, timeout_s=2.0) is not None:
+            return None
+    interval_s = float(spec.options.get("scrape_interval_ms") or 250.0) / 1000
+    scraper = ServerScraper(url, interval_s, headers)
+    await scraper.start()
+    return TrialScrape(out_dir / "server" / f"{spec.label}-t{trial}.jsonl", scraper)
+
+
+def read_series(path: Path) -> list[dict[str, Any]]:
+    with path.open() as rows:
+        return [json.loads(line) for line in rows if line.strip()]
