@@ -20,6 +20,7 @@ EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
 # Admission control predicts a typical wait; measured on noisy-neighbour at twice capacity, admitted
 # requests' p99 TTFT lands 1.7-2.5x above the target (docs/study.md), so by default it aims at a quarter of the SLO.
 ADMISSION_HEADROOM = 0.25
+CLUSTER = "cluster"  # simulated replicas behind a router (engines.sim.cluster): `replica=` is a sim spec
 
 
 def admission_target_ms(slo: Any) -> float:
@@ -41,7 +42,7 @@ class EngineSpec:
 
     @property
     def simulated(self) -> bool:
-        return self.kind in SIMULATED
+        return self.kind in SIMULATED or self.kind == CLUSTER
 
     @property
     def has_step_trace(self) -> bool:
@@ -53,8 +54,11 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
     specs: list[EngineSpec] = []
     for text in texts:
         kind, _, rest = text.partition(":")
+        if kind == CLUSTER:
+            specs.append(_cluster_spec(text, rest, defaults))
+            continue
         if kind not in KINDS:
-            raise HarnessInputError(f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)})")
+            raise HarnessInputError(f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)}, cluster)")
         given: dict[str, Any] = {}
         for item in filter(None, rest.split(",")):
             key, eq, raw = item.partition("=")
@@ -85,8 +89,34 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
     return specs
 
 
+def _cluster_spec(text: str, rest: str, flags: dict[str, Any]) -> EngineSpec:
+    """`cluster:replicas=N,router=P,...,replica=sim:...`: the cluster's keys, then its replicas' sim spec."""
+    from engines.sim.cluster import cluster_config
+
+    own, sep, replica = rest.partition("replica=")
+    if not sep:
+        replica = "sim"
+    given: dict[str, str] = {}
+    for item in filter(None, own.split(",")):
+        key, eq, raw = item.partition("=")
+        if not eq:
+            raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
+        given[key.strip()] = raw.strip()
+    label = given.pop("label", None)
+    config = cluster_config(given, f"--engine {text!r}")
+    if not replica.startswith("sim"):
+        raise HarnessInputError(f"--engine {text!r}: a cluster's replica= must be a sim spec, got {replica!r}")
+    (inner,) = parse_engine_specs([replica], flags)
+    label = label or f"cluster-{config.replicas}x-{config.router.policy}"
+    return EngineSpec(CLUSTER, label, {"cluster": config, **inner.options})
+
+
 def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     """The engine a spec describes; in-process engines run on `loaded` (a `LoadedModel`)."""
+    if spec.kind == CLUSTER:
+        from engines.sim.build import build_sim_cluster
+
+        return build_sim_cluster(spec.options, spec.label)  # type: ignore[return-value]
     if spec.kind == "zero":
         from engines.zero_engine import ZeroLatencyEngine
 

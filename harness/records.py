@@ -55,6 +55,7 @@ class RequestRecord:
     turn: int | None = None  # 0 for a session's first request
     worker: int | None = None  # sharded load generation: the load-generator worker that sent it (else absent)
     user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
+    replica: int | None = None  # a simulated cluster: the replica (0..n-1) its router sent it to; else absent
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

@@ -11,12 +11,13 @@ was fitted on) unless `kv_blocks` or `kv_memory_mb` say otherwise.
 from __future__ import annotations
 
 import zlib
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from engines.block_manager import blocks_for_budget
 from engines.errors import EngineInputError
 from engines.options import check_options, continuous_config, defaults
+from engines.sim.cluster import ClusterConfig, ClusterEngine
 from engines.sim.engine import CostModel, SimEngine, SimOptions
 from engines.sim.fitted import load_profile
 from engines.sim.hardware import accelerator
@@ -99,3 +100,16 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         step_noise=step_noise,
         gap_noise=gap_noise,
     )
+
+
+def build_sim_cluster(values: dict[str, Any], label: str) -> ClusterEngine:
+    """`values`: the replicas' sim options plus `cluster` (a `ClusterConfig`); replica i draws noise apart."""
+    config: ClusterConfig = values["cluster"]
+    sim = {k: v for k, v in values.items() if k != "cluster"}
+    seed = sim.get("seed")
+    router = replace(config.router, seed=seed if seed is not None else config.router.seed)
+    replicas = [
+        build_sim_engine({**sim, "seed": None if seed is None else seed + i}, f"{label}/r{i}")
+        for i in range(config.replicas)
+    ]
+    return ClusterEngine(replace(config, router=router), replicas, label)
