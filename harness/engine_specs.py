@@ -59,12 +59,7 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
             continue
         if kind not in KINDS:
             raise HarnessInputError(f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)}, cluster)")
-        given: dict[str, Any] = {}
-        for item in filter(None, rest.split(",")):
-            key, eq, raw = item.partition("=")
-            if not eq:
-                raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
-            given[key.strip()] = raw.strip()
+        given: dict[str, Any] = _key_values(text, rest)
         own = check_options(kind, given, f"--engine {text!r}")
         flags = {k: v for k, v in defaults.items() if v is not None and OPTIONS[k].applies_to(kind)}
         if kind in SIMULATED:
@@ -89,6 +84,16 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
     return specs
 
 
+def _key_values(text: str, rest: str) -> dict[str, str]:
+    given: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, raw = item.partition("=")
+        if not eq:
+            raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
+        given[key.strip()] = raw.strip()
+    return given
+
+
 def _cluster_spec(text: str, rest: str, flags: dict[str, Any]) -> EngineSpec:
     """`cluster:replicas=N,router=P,...,replica=sim:...`: the cluster's keys, then its replicas' sim spec."""
     from engines.sim.cluster import cluster_config
@@ -96,12 +101,7 @@ def _cluster_spec(text: str, rest: str, flags: dict[str, Any]) -> EngineSpec:
     own, sep, replica = rest.partition("replica=")
     if not sep:
         replica = "sim"
-    given: dict[str, str] = {}
-    for item in filter(None, own.split(",")):
-        key, eq, raw = item.partition("=")
-        if not eq:
-            raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
-        given[key.strip()] = raw.strip()
+    given = _key_values(text, own)
     label = given.pop("label", None)
     config = cluster_config(given, f"--engine {text!r}")
     if not replica.startswith("sim"):

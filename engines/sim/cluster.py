@@ -75,6 +75,7 @@ class ClusterEngine:
         self.router = Router(replace(config.router, block_size=block), len(replicas))
         self._where: dict[str, int] = {}
         self._sessions: dict[str, str] = {}
+        self._cached = self._prompt = 0  # prompt tokens taken from the replicas' prefix caches, of all finished
 
     @property
     def now(self) -> float:
@@ -96,6 +97,9 @@ class ClusterEngine:
 
     def _tag(self, event: FinishEvent) -> FinishEvent:
         self.router.finished(event.request_id)
+        if event.cached_tokens is not None and event.prompt_tokens:
+            self._cached += event.cached_tokens
+            self._prompt += event.prompt_tokens
         return replace(event, replica=self._where.pop(event.request_id, None))
 
     def submit(self, request: Request, at: float) -> FinishEvent | None:
@@ -145,5 +149,8 @@ class ClusterEngine:
             "kind": "cluster",
             "replicas": len(self.replicas),
             "replica": {k: v for k, v in first.items() if k != "name"},
-            "router": self.router.summary(),
+            "router": {
+                **self.router.summary(),
+                "prefix_hit_rate": self._cached / self._prompt if self._prompt else None,
+            },
         }

@@ -89,3 +89,16 @@ def test_bad_cluster_specs_name_the_field(text: str, named: str) -> None:
     with pytest.raises(user_errors()) as caught:
         parse_engine_specs([text], {})
     assert named in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_run_says_how_the_router_spread_the_load() -> None:
+    from harness.metrics.simulation import manifest_notices
+
+    _, engine = cluster(f"cluster:replicas=2,router=round_robin,label=rr,{REPLICA}")
+    run_open(engine, [Scheduled(Request(f"r{i}", [7] * 64, 4, ignore_eos=True), i * 0.5) for i in range(4)])
+    lines = manifest_notices({"engines": [engine.describe()]})
+    assert lines[0].startswith("SIMULATED: rr ran in virtual time")
+    assert "requests per replica [2, 2], imbalance max/mean 1.00" in lines[1]
+    # each replica's second identical 64-token prompt takes 3 of its 4 blocks from the cache (the block holding
+    # the last prompt token is computed, as in vLLM): 2 x 48 of 256 prompt tokens
+    assert "round_robin 4" in lines[1] and "hit rate 37.5%" in lines[1]
