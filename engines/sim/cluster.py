@@ -5,7 +5,7 @@ the spec). Each replica is an unchanged `SimEngine` (the real schedulers in virt
 (`engines.sim.router`) picks one per request as it arrives. The cluster advances the replica whose clock
 is furthest behind by one step at a time, so every replica's steps happen in virtual-time order and the
 load generator sees one engine. Each finish event names the replica that served the request.
-The replicas' step traces are not written (their step numbers and clocks would interleave in one file).
+The replicas' step traces are not written (engines/sim/pooled.py says why).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engines.api import FinishEvent, Request, StepSink
+from engines.api import FinishEvent, Request
 from engines.errors import EngineInputError
 from engines.sim.engine import SimEngine, StepCallback
+from engines.sim.pooled import PooledEngine
 from engines.sim.router import POLICIES, Router, RouterConfig
 
 CLUSTER_KEYS = ("replicas", "router", "load", "seed", "cache_threshold", "balance_abs", "balance_rel", "label")
@@ -62,10 +63,8 @@ def cluster_config(given: dict[str, str], where: str) -> ClusterConfig:
     return ClusterConfig(replicas, router)
 
 
-class ClusterEngine:
+class ClusterEngine(PooledEngine):
     """Replicas behind a router, seen by the virtual-time load generator as one engine."""
-
-    virtual_time = True
 
     def __init__(self, config: ClusterConfig, replicas: list[SimEngine], name: str) -> None:
         self.name = name
@@ -76,20 +75,6 @@ class ClusterEngine:
         self._where: dict[str, int] = {}
         self._sessions: dict[str, str] = {}
         self._cached = self._prompt = 0  # prompt tokens taken from the replicas' prefix caches, of all finished
-
-    @property
-    def now(self) -> float:
-        return max(r.now for r in self.replicas)
-
-    async def start(self) -> None:
-        for r in self.replicas:
-            await r.start()
-
-    async def stop(self) -> None:
-        return None
-
-    def set_step_sink(self, sink: StepSink | None) -> None:
-        return None  # see the module docstring
 
     def set_sessions(self, sessions: dict[str, str]) -> None:
         """Request id -> conversation, for the session_sticky router (the sessions scenario gives it)."""
@@ -136,10 +121,6 @@ class ClusterEngine:
                         r.now = max(r.now, until)
                 return
             behind.run_until(until, one_step)
-
-    @property
-    def in_flight(self) -> int:
-        return sum(r.in_flight for r in self.replicas)
 
     def describe(self) -> dict[str, Any]:
         first = self.replicas[0].describe()

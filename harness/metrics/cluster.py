@@ -22,3 +22,20 @@ def router_text(engine: dict[str, Any]) -> str | None:
     decisions = ", ".join(f"{k} {v}" for k, v in (router.get("decisions") or {}).items()) or "none"
     return (f"{len(counts)} replicas behind a {router.get('policy')} router (load counted in {router.get('load')}): "
             f"requests per replica {counts}, {spread}, {cache}; decisions: {decisions}")  # fmt: skip
+
+
+def disagg_text(engine: dict[str, Any]) -> str | None:
+    """One line for a P/D disaggregated engine: pools, link, and the mean TTFT split; None for any other."""
+    d = engine.get("disagg")
+    if engine.get("kind") != "disagg" or not isinstance(d, dict):
+        return None
+    bw = d.get("bandwidth_bytes_per_s")
+    link = f"{d.get('link')} link at {bw / 1e9:.1f} GB/s" if bw else "an instantaneous link"
+    split = d.get("mean_ttft_split_s") or {}
+    if all(v is not None for v in split.values()) and split:
+        parts = ", ".join(f"{k.replace('_', ' ')} {v * 1e3:.1f} ms" for k, v in split.items())
+    else:
+        parts = "n/a (no request got a first token)"
+    latency_us = d.get("latency_s", 0) * 1e6
+    return (f"{d.get('prefill')} prefill + {d.get('decode')} decode replicas, {link} + {latency_us:.0f} us, "
+            f"{d.get('transferred_bytes', 0) / 1e9:.2f} GB of KV moved; mean TTFT split: {parts}")  # fmt: skip

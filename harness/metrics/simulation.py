@@ -132,7 +132,7 @@ def cost_model_text(engine: dict[str, Any]) -> str:
 
 def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     """One line per simulated engine of a run: what it is and what it ran on."""
-    from harness.metrics.cluster import router_text
+    from harness.metrics.cluster import disagg_text, router_text
 
     lines = []
     for name, engine in simulated_engines(manifest).items():
@@ -141,4 +141,7 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
         routed = router_text(engine)
         if routed is not None:
             lines.append(f"CLUSTER: {prefix}{name}: {routed}.")
+        split = disagg_text(engine)
+        if split is not None:
+            lines.append(f"P/D: {prefix}{name}: {split}.")
     return lines
