@@ -65,6 +65,9 @@ class FinishEvent:
     error_message: str | None = None
     retry_after_s: float | None = None  # shed by admission control: when the queue is predicted to have room
     cached_tokens: int | None = None  # prompt tokens served from the prefix cache; None: not known
+    replica: int | None = None  # a simulated cluster: the replica (0..n-1) that served it
+    t_prefill_end: float | None = None  # simulated P/D disaggregation: the prefill step's end
+    t_kv_arrived: float | None = None  # ... and when its KV reached the decode replica
 
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent

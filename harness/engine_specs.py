@@ -20,6 +20,8 @@ EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
 # Admission control predicts a typical wait; measured on noisy-neighbour at twice capacity, admitted
 # requests' p99 TTFT lands 1.7-2.5x above the target (docs/study.md), so by default it aims at a quarter of the SLO.
 ADMISSION_HEADROOM = 0.25
+CLUSTER = "cluster"  # simulated replicas behind a router (engines.sim.cluster): `replica=` is a sim spec
+DISAGG = "disagg"  # simulated prefill and decode pools (engines.sim.disagg): `replica=` is a sim spec
 
 
 def admission_target_ms(slo: Any) -> float:
@@ -41,7 +43,7 @@ class EngineSpec:
 
     @property
     def simulated(self) -> bool:
-        return self.kind in SIMULATED
+        return self.kind in SIMULATED or self.kind in (CLUSTER, DISAGG)
 
     @property
     def has_step_trace(self) -> bool:
@@ -53,14 +55,14 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
     specs: list[EngineSpec] = []
     for text in texts:
         kind, _, rest = text.partition(":")
+        if kind in (CLUSTER, DISAGG):
+            specs.append(_pooled_spec(kind, text, rest, defaults))
+            continue
         if kind not in KINDS:
-            raise HarnessInputError(f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)})")
-        given: dict[str, Any] = {}
-        for item in filter(None, rest.split(",")):
-            key, eq, raw = item.partition("=")
-            if not eq:
-                raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
-            given[key.strip()] = raw.strip()
+            raise HarnessInputError(
+                f"--engine {text!r}: unknown engine {kind!r} (known: {', '.join(KINDS)}, cluster, disagg)"
+            )
+        given: dict[str, Any] = _key_values(text, rest)
         own = check_options(kind, given, f"--engine {text!r}")
         flags = {k: v for k, v in defaults.items() if v is not None and OPTIONS[k].applies_to(kind)}
         if kind in SIMULATED:
@@ -90,8 +92,48 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
     return specs
 
 
+def _key_values(text: str, rest: str) -> dict[str, str]:
+    given: dict[str, str] = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, raw = item.partition("=")
+        if not eq:
+            raise HarnessInputError(f"--engine {text!r}: expected key=value, got {item!r}")
+        given[key.strip()] = raw.strip()
+    return given
+
+
+def _pooled_spec(kind: str, text: str, rest: str, flags: dict[str, Any]) -> EngineSpec:
+    """`cluster:...` or `disagg:...`: the pools' keys, then `replica=` and the replicas' sim spec."""
+    from engines.sim.cluster import cluster_config
+    from engines.sim.disagg import disagg_config
+
+    own, sep, replica = rest.partition("replica=")
+    if not sep:
+        replica = "sim"
+    given = _key_values(text, own)
+    label = given.pop("label", None)
+    if not replica.startswith("sim"):
+        raise HarnessInputError(f"--engine {text!r}: replica= must be a sim spec, got {replica!r}")
+    (inner,) = parse_engine_specs([replica], flags)
+    if kind == CLUSTER:
+        cluster = cluster_config(given, f"--engine {text!r}")
+        label = label or f"cluster-{cluster.replicas}x-{cluster.router.policy}"
+        return EngineSpec(kind, label, {"cluster": cluster, **inner.options})
+    disagg = disagg_config(given, f"--engine {text!r}")
+    label = label or f"disagg-{disagg.prefill}p{disagg.decode}d"
+    return EngineSpec(kind, label, {"disagg": disagg, **inner.options})  # built once at the end: pools checked
+
+
 def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
     """The engine a spec describes; in-process engines run on `loaded` (a `LoadedModel`)."""
+    if spec.kind == CLUSTER:
+        from engines.sim.build import build_sim_cluster
+
+        return build_sim_cluster(spec.options, spec.label)  # type: ignore[return-value]
+    if spec.kind == DISAGG:
+        from engines.sim.build import build_sim_disagg
+
+        return build_sim_disagg(spec.options, spec.label)  # type: ignore[return-value]
     if spec.kind == "zero":
         from engines.zero_engine import ZeroLatencyEngine
 

@@ -55,6 +55,11 @@ class RequestRecord:
     turn: int | None = None  # 0 for a session's first request
     worker: int | None = None  # sharded load generation: the load-generator worker that sent it (else absent)
     user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
+    replica: int | None = None  # a simulated cluster: the replica (0..n-1) its router sent it to; else absent
+    # simulated P/D disaggregation: TTFT = (t_admitted - t_sent) prefill queue + (t_prefill_end - t_admitted)
+    # prefill + (t_kv_arrived - t_prefill_end) transfer + (t_first_token - t_kv_arrived) first decode step
+    t_prefill_end: float | None = None
+    t_kv_arrived: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

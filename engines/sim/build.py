@@ -11,12 +11,14 @@ was fitted on) unless `kv_blocks` or `kv_memory_mb` say otherwise.
 from __future__ import annotations
 
 import zlib
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from engines.block_manager import blocks_for_budget
 from engines.errors import EngineInputError
 from engines.options import check_options, continuous_config, defaults
+from engines.sim.cluster import ClusterConfig, ClusterEngine
+from engines.sim.disagg import DisaggConfig, DisaggEngine
 from engines.sim.engine import CostModel, SimEngine, SimOptions
 from engines.sim.fitted import load_profile
 from engines.sim.hardware import accelerator
@@ -99,3 +101,42 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         step_noise=step_noise,
         gap_noise=gap_noise,
     )
+
+
+def build_sim_cluster(values: dict[str, Any], label: str) -> ClusterEngine:
+    """`values`: the replicas' sim options plus `cluster` (a `ClusterConfig`); replica i draws noise apart."""
+    config: ClusterConfig = values["cluster"]
+    sim = {k: v for k, v in values.items() if k != "cluster"}
+    seed = sim.get("seed")
+    router = replace(config.router, seed=seed if seed is not None else config.router.seed)
+    replicas = [
+        build_sim_engine({**sim, "seed": None if seed is None else seed + i}, f"{label}/r{i}")
+        for i in range(config.replicas)
+    ]
+    return ClusterEngine(replace(config, router=router), replicas, label)
+
+
+def build_sim_disagg(values: dict[str, Any], label: str) -> DisaggEngine:
+    """`values`: the replicas' sim options plus `disagg` (a `DisaggConfig`); the decode pool may differ in GPU."""
+    config: DisaggConfig = values["disagg"]
+    sim = {k: v for k, v in values.items() if k != "disagg"}
+    seed = sim.get("seed")
+    decode_sim = {**sim, "hardware": config.decode_hardware} if config.decode_hardware else sim
+
+    def pool(options: dict[str, Any], n: int, name: str, first: int) -> list[SimEngine]:
+        return [
+            build_sim_engine({**options, "seed": None if seed is None else seed + first + i}, f"{label}/{name}{i}")
+            for i in range(n)
+        ]
+
+    prefill = pool(sim, config.prefill, "p", 0)
+    try:
+        decode = pool(decode_sim, config.decode, "d", config.prefill)
+    except EngineInputError as e:  # say which pool: the decode pool's GPU may be its own
+        raise EngineInputError(f"--engine {label}: the decode pool ({config.decode_hardware}): {e}") from None
+    kv = int(prefill[0].describe().get("kv_bytes_per_token") or 0)
+    if kv <= 0:
+        raise EngineInputError(f"--engine {label}: the replicas' cost model gives no kv_bytes_per_token to transfer")
+    if int(decode[0].describe().get("kv_bytes_per_token") or 0) != kv:
+        raise EngineInputError(f"--engine {label}: the prefill and decode pools hold KV of different sizes per token")
+    return DisaggEngine(config, prefill, decode, label, kv)

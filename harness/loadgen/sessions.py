@@ -96,6 +96,8 @@ def run_virtual_session_loop(engine: VirtualTimeEngine, schedule: list[Scheduled
     started = time.perf_counter()
     run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
     run.pausing = True
+    if hasattr(engine, "set_sessions"):  # a simulated cluster's session_sticky router routes by conversation
+        engine.set_sessions({i.request.request_id: i.session for i in schedule if i.session is not None})
     if on_start is not None:
         on_start(0.0)
     sessions = by_session(schedule)

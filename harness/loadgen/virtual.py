@@ -99,6 +99,8 @@ class _VirtualRun:
         record.engine_output_tokens = event.output_tokens
         record.preemptions = event.preemptions
         record.cached_tokens = event.cached_tokens
+        record.replica = event.replica
+        record.t_prefill_end, record.t_kv_arrived = event.t_prefill_end, event.t_kv_arrived
         record.error_type, record.error_message = event.error_type, event.error_message
         times = record.token_times
         record.output_tokens = len(times)

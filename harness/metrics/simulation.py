@@ -132,7 +132,16 @@ def cost_model_text(engine: dict[str, Any]) -> str:
 
 def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     """One line per simulated engine of a run: what it is and what it ran on."""
-    return [
-        f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the {cost_model_text(engine)}."
-        for name, engine in simulated_engines(manifest).items()
-    ]
+    from harness.metrics.cluster import disagg_text, router_text
+
+    lines = []
+    for name, engine in simulated_engines(manifest).items():
+        lines.append(f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the "
+                     f"{cost_model_text(engine)}.")  # fmt: skip
+        routed = router_text(engine)
+        if routed is not None:
+            lines.append(f"CLUSTER: {prefix}{name}: {routed}.")
+        split = disagg_text(engine)
+        if split is not None:
+            lines.append(f"P/D: {prefix}{name}: {split}.")
+    return lines

@@ -100,3 +100,19 @@ def test_sharded_load_from_ray_actors_loses_and_duplicates_nothing(cluster, tmp_
         assert {r["worker"] for r in mine} == {0, 1}
     outcomes = json.loads((out / "manifest.json").read_text())["outcomes"]
     assert all(len(o["sharding"]["clock_offsets"]) == 2 for o in outcomes)
+
+
+def test_a_simulated_cluster_grid_on_ray_equals_local(cluster, tmp_path):
+    """Router policy x replica count, 2 x 2, as a run's engines; its trials are the Ray units."""
+    replica = "replica=sim:model=llama-3.1-8b,hardware=h100"
+    grid = [f"cluster:replicas={n},router={p},label={p}-{n},{replica}" for p in ("round_robin", "least_outstanding")
+            for n in (2, 3)]  # fmt: skip
+    args = ["run", "--workload", "chat-small", "--first", "16", "--repeat", "2", "--no-report"]
+    for spec in grid:
+        args += ["--engine", spec]
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    assert main([*args, "--executor", "ray", "--out", str(tmp_path / "ray")]) == 0
+    local, remote = _metrics(tmp_path / "local"), _metrics(tmp_path / "ray")
+    assert local == remote and len(local["runs"]) == 8  # 4 engines x 2 trials
+    served = [json.loads(line)["replica"] for line in (tmp_path / "ray" / "records.jsonl").open()]
+    assert set(served) == {0, 1, 2}  # every record names its replica, and the 3-replica engines used all three

@@ -1,0 +1,137 @@
+"""A simulated serving cluster: N simulated engines behind a router, on one virtual clock.
+
+`--engine cluster:replicas=4,router=least_outstanding,replica=sim:model=...` (`replica=` takes the rest of
+the spec). Each replica is an unchanged `SimEngine` (the real schedulers in virtual time); the router
+(`engines.sim.router`) picks one per request as it arrives. The cluster advances the replica whose clock
+is furthest behind by one step at a time, so every replica's steps happen in virtual-time order and the
+load generator sees one engine. Each finish event names the replica that served the request.
+The replicas' step traces are not written (engines/sim/pooled.py says why).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from engines.api import FinishEvent, Request
+from engines.errors import EngineInputError
+from engines.sim.engine import SimEngine, StepCallback
+from engines.sim.pooled import PooledEngine
+from engines.sim.router import POLICIES, Router, RouterConfig
+
+CLUSTER_KEYS = ("replicas", "router", "load", "seed", "cache_threshold", "balance_abs", "balance_rel", "label")
+ROUTER_ALIASES = {"least_loaded": "least_outstanding", "prefix": "cache_aware", "sticky": "session_sticky"}
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    replicas: int
+    router: RouterConfig
+
+
+def cluster_config(given: dict[str, str], where: str) -> ClusterConfig:
+    """The checked cluster keys of a spec (strings as typed); every bad value named in one line."""
+    unknown = sorted(set(given) - set(CLUSTER_KEYS))
+    if unknown:
+        raise EngineInputError(f"{where}: unknown cluster option {unknown[0]!r} (known: {', '.join(CLUSTER_KEYS)})")
+
+    def number(key: str, default: float, cast: type = float, low: float = 0.0) -> Any:
+        raw = given.get(key)
+        if raw is None:
+            return default
+        try:
+            value = cast(raw)
+        except ValueError:
+            raise EngineInputError(f"{where}: {key}={raw!r} is not a {cast.__name__}") from None
+        if not (isinstance(value, int) or math.isfinite(value)) or value < low:
+            raise EngineInputError(f"{where}: {key}={raw!r} must be a finite number >= {low:g}")
+        return value
+
+    replicas = number("replicas", 2, int, 1)
+    policy = ROUTER_ALIASES.get(given.get("router", "round_robin"), given.get("router", "round_robin"))
+    if policy not in POLICIES:
+        raise EngineInputError(f"{where}: unknown router policy {given['router']!r} (known: {', '.join(POLICIES)})")
+    load = given.get("load", "requests")
+    if load not in ("requests", "tokens"):
+        raise EngineInputError(f"{where}: load={load!r} must be requests or tokens")
+    d = RouterConfig()
+    router = RouterConfig(policy=policy, load=load, seed=number("seed", 0, int),  # type: ignore[arg-type]
+                          cache_threshold=number("cache_threshold", d.cache_threshold),
+                          balance_abs=number("balance_abs", d.balance_abs),
+                          balance_rel=number("balance_rel", d.balance_rel, low=1.0))  # fmt: skip
+    return ClusterConfig(replicas, router)
+
+
+class ClusterEngine(PooledEngine):
+    """Replicas behind a router, seen by the virtual-time load generator as one engine."""
+
+    def __init__(self, config: ClusterConfig, replicas: list[SimEngine], name: str) -> None:
+        self.name = name
+        self.config = config
+        self.replicas = replicas
+        block = replicas[0].options.block_size
+        self.router = Router(replace(config.router, block_size=block), len(replicas))
+        self._where: dict[str, int] = {}
+        self._sessions: dict[str, str] = {}
+        self._cached = self._prompt = 0  # prompt tokens taken from the replicas' prefix caches, of all finished
+
+    def set_sessions(self, sessions: dict[str, str]) -> None:
+        """Request id -> conversation, for the session_sticky router (the sessions scenario gives it)."""
+        self._sessions = sessions
+
+    def _tag(self, event: FinishEvent) -> FinishEvent:
+        self.router.finished(event.request_id)
+        if event.cached_tokens is not None and event.prompt_tokens:
+            self._cached += event.cached_tokens
+            self._prompt += event.prompt_tokens
+        return replace(event, replica=self._where.pop(event.request_id, None))
+
+    def submit(self, request: Request, at: float) -> FinishEvent | None:
+        i = self.router.route(request, self._sessions.get(request.request_id))
+        self._where[request.request_id] = i
+        rejected = self.replicas[i].submit(request, at)
+        return None if rejected is None else self._tag(rejected)
+
+    def abort(self, request_id: str) -> FinishEvent | None:
+        i = self._where.get(request_id)
+        event = None if i is None else self.replicas[i].abort(request_id)
+        return None if event is None else self._tag(event)
+
+    def run_until(self, until: float, on_step: StepCallback) -> None:
+        paused = False
+
+        def one_step(t_start: float, t_end: float, admitted: list[str], sampled: list[str],
+                     finished: list[FinishEvent]) -> bool:  # fmt: skip
+            nonlocal paused
+            paused = on_step(t_start, t_end, admitted, sampled, [self._tag(e) for e in finished])
+            return True  # back to the cluster after every step: the replica furthest behind goes next
+
+        while not paused:
+            busy = [r for r in self.replicas if r.scheduler.has_work()]
+            if not busy:
+                if until != math.inf:
+                    for r in self.replicas:
+                        r.now = max(r.now, until)
+                return
+            behind = min(busy, key=lambda r: r.now)
+            if behind.now >= until:
+                for r in self.replicas:
+                    if not r.scheduler.has_work():
+                        r.now = max(r.now, until)
+                return
+            behind.run_until(until, one_step)
+
+    def describe(self) -> dict[str, Any]:
+        first = self.replicas[0].describe()
+        return {
+            **first,
+            "name": self.name,
+            "kind": "cluster",
+            "replicas": len(self.replicas),
+            "replica": {k: v for k, v in first.items() if k != "name"},
+            "router": {
+                **self.router.summary(),
+                "prefix_hit_rate": self._cached / self._prompt if self._prompt else None,
+            },
+        }
