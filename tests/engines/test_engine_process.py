@@ -18,6 +18,8 @@ from engines.inprocess import EngineOptions, InProcessEngine
 from engines.scheduler import ContinuousConfig
 from tests.engines.helpers import mixed_requests, run_engine
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 
 @pytest.mark.parametrize("kind", ["continuous", "static"])
 def test_a_process_engine_computes_what_the_thread_engine_computes(embedded, kind):

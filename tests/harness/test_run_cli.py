@@ -9,6 +9,8 @@ import pytest
 from harness.cli import main
 from harness.metrics import load_records
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def paired_run(tmp_path_factory):

@@ -13,6 +13,8 @@ import pytest
 
 from tests.sim.fidelity_tables import Tables, assert_reproduced, twin_errors
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 QUIET = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity" / "quiet"
 EXPECTED: dict[str, Tables] = json.loads((QUIET / "expected.json").read_text())
 MEDIANS = ("TTFT p50", "TPOT p50", "E2E p50", "output tok/s")
