@@ -356,6 +356,37 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("mbu", float, 0.80, "sim: achieved share of peak memory bandwidth", _SIM, low=0, above=True, flag=False),
     Option("overhead_ms", float, 1.0, "sim: fixed time per step", _SIM, low=0, flag=False),
     Option("allreduce_latency_us", float, 8.0, "sim: latency of one all-reduce (tp > 1)", _SIM, low=0, flag=False),
+    # Terms the public GPU step times ask for (docs/simulator.md, `batchmark sim validate`); each default
+    # leaves the plain roofline unchanged, a calibration (engines/sim/calibrations/) sets them.
+    Option(
+        "allreduce_per_peer_us",
+        float,
+        0.0,
+        "sim: extra all-reduce latency per peer beyond the first (tp > 2)",
+        _SIM,
+        low=0,
+        flag=False,
+    ),
+    Option("layer_floor_us", float, 0.0, "sim: serving-stack floor per layer per step", _SIM, low=0, flag=False),
+    Option(
+        "prefill_rows_half",
+        float,
+        0.0,
+        "sim: GEMM rows at which prefill reaches half of mfu_prefill (0: size-independent)",
+        _SIM,
+        low=0,
+        flag=False,
+    ),
+    Option(
+        "overlap",
+        float,
+        1.0,
+        "sim: share of the smaller of compute and memory time hidden under the larger (1: max)",
+        _SIM,
+        low=0,
+        flag=False,
+        validate=lambda v: None if v <= 1 else "must be <= 1",
+    ),
     Option(
         "gpu_memory_utilization",
         float,

@@ -32,6 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
     fid.set_defaults(run=fidelity_command)
+    val = commands.add_parser("validate", help="the roofline's error against public GPU step times, per regime")
+    val.add_argument("--cost", default="roofline", metavar="roofline|CALIBRATION",
+                     help="the plain roofline's defaults, or a calibration (a name under engines/sim/calibrations/ "
+                          "or a JSON path; `batchmark sim calibrate` writes one)")  # fmt: skip
+    val.add_argument("--truth", type=Path, default=None, metavar="DIR",
+                     help="folder of truth CSVs (default: tests/fixtures/gpu_truth, SOURCE.md there)")  # fmt: skip
+    val.add_argument("--json", type=Path, help="also write the table as JSON here")
+    val.set_defaults(run=validate_command)
 
 
 def fit_command(args: argparse.Namespace) -> int:
@@ -94,6 +102,16 @@ def fidelity_command(args: argparse.Namespace) -> int:
     print(format_fidelity(table, args.real_run, args.profile))
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    from harness.gpu_truth.validate import validation_table
+
+    table = validation_table(args.cost, args.truth)
+    print(table.text)
+    if args.json:
+        args.json.write_text(json.dumps(table.to_json(), indent=2) + "\n", encoding="utf-8")
     return 0
 
 
