@@ -1,8 +1,8 @@
 """A calibration of the roofline: its parameters fitted on public GPU step times, with their provenance.
 
 A calibration file (engines/sim/calibrations/NAME.json, written by `batchmark sim calibrate`) holds the
-roofline parameters that do not depend on the serving stack, and per stack the floors that do
-(`overhead_ms` per step, `layer_floor_us` per layer): the same GPU costs more per step under a Python
+roofline parameters that do not depend on the serving stack, and per stack the terms that do
+(STACK_KEYS): the same GPU costs more per step under a Python
 serving loop than under a C++ one. It also records which rows it was fitted on, so a validation can
 tell the rows it saw from the ones it did not.
 """
@@ -19,7 +19,9 @@ from engines.sim.files import read_json_object
 from engines.sim.roofline import RooflineParams
 
 CALIBRATION_DIR = Path(__file__).with_name("calibrations")
-STACK_KEYS = ("overhead_ms", "layer_floor_us")
+# what a serving stack adds around the kernels: per step, per layer, per all-reduce peer, and the link
+# bandwidth its all-reduces reach (the kernel-only values are the shared parameters')
+STACK_KEYS = ("overhead_ms", "layer_floor_us", "allreduce_per_peer_us", "link_efficiency")
 KERNEL = "kernel"  # operators timed alone: no serving stack around them
 
 
@@ -34,7 +36,7 @@ class Calibration:
     def params_for(self, stack: str) -> RooflineParams:
         """The parameters under `stack`'s floors; an unknown stack is one line listing the known ones."""
         if stack == KERNEL:
-            return replace(self.params, overhead_ms=0.0, layer_floor_us=0.0)
+            return replace(self.params, overhead_ms=0.0, layer_floor_us=0.0)  # timed alone: no step around it
         if stack not in self.stacks:
             raise EngineInputError(f"sim: calibration {self.name!r} has no stack {stack!r} "
                                    f"(known: {', '.join([KERNEL, *self.stacks])})")  # fmt: skip

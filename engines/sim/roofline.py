@@ -14,12 +14,12 @@ the LM head, and 4 x layers x heads x head_dim per attended (query, key) pair. B
 per step, the cached keys and values each chunk reads, and the ones the step writes. All-reduce: two per
 layer (after attention and after the MLP), ring algorithm, `allreduce_latency_us` each plus
 2 (tp - 1) / tp x rows x hidden x 2 bytes over the device's link bandwidth, the latency growing by
-`allreduce_per_peer_us` per peer beyond the first.
+`allreduce_per_peer_us` per peer, the bandwidth `link_efficiency` of the datasheet's.
 
 KV capacity = memory x gpu_memory_utilization - weights - activation reserve, per device, times tp
 (docs/simulator.md gives every term). Defaults: MFU 0.45 prefill and 0.30 decode (BLIS's), MBU 0.80,
-1 ms per-step overhead; each is an engine option. The terms after them (per-peer all-reduce latency, a
-per-layer stack floor, GEMM-size efficiency, partial overlap) default to the plain roofline; a calibration
+1 ms per-step overhead; each is an engine option. The terms after them (per-peer all-reduce latency, achieved
+link bandwidth, a per-layer stack floor, GEMM-size efficiency, partial overlap) default to the plain roofline; a calibration
 on public GPU step times sets them (engines/sim/calibration.py, `batchmark sim validate`).
 """
 
@@ -52,6 +52,7 @@ class RooflineParams:
     overhead_ms: float = _default("overhead_ms")  # scheduling, input preparation, launches: per step
     allreduce_latency_us: float = _default("allreduce_latency_us")
     allreduce_per_peer_us: float = _default("allreduce_per_peer_us")
+    link_efficiency: float = _default("link_efficiency")  # share of the datasheet link bandwidth achieved
     layer_floor_us: float = _default("layer_floor_us")  # launches and stack work per layer, per step
     prefill_rows_half: float = _default("prefill_rows_half")
     overlap: float = _default("overlap")
@@ -61,7 +62,7 @@ class RooflineParams:
     kv_bytes: int = 2
 
     def validate(self) -> None:
-        for name in ("mfu_prefill", "mfu_decode", "mbu", "gpu_memory_utilization"):
+        for name in ("mfu_prefill", "mfu_decode", "mbu", "gpu_memory_utilization", "link_efficiency"):
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise EngineInputError(f"sim: {name}={value} must be in (0, 1]")
@@ -112,8 +113,8 @@ class RooflineCost:
         if self.tp == 1:
             return 0.0
         p = self.params
-        latency = (p.allreduce_latency_us + p.allreduce_per_peer_us * (self.tp - 2)) / 1e6
-        return latency + 2 * (self.tp - 1) / self.tp * nbytes / self._link
+        latency = (p.allreduce_latency_us + p.allreduce_per_peer_us * (self.tp - 1)) / 1e6
+        return latency + 2 * (self.tp - 1) / self.tp * nbytes / (self._link * p.link_efficiency)
 
     def layer_gemm_time(self, rows: int) -> float:
         """One layer's q/k/v/o and MLP matrices on `rows` prefill rows, per device, nothing else."""

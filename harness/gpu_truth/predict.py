@@ -19,6 +19,12 @@ BATCH_BOUNDS = ((1, "decode batch 1"), (16, "decode batch 2-16"), (64, "decode b
 CONTEXT_BOUNDS = ((1024, "decode ctx <=1k"), (4096, "decode ctx 1k-4k"))
 
 
+# every regime label in reading order (the table lists them so, not alphabetically)
+ORDER = (*(label for _, label in PREFILL_BOUNDS), "prefill long (>4096 tok)", *(label for _, label in BATCH_BOUNDS),
+         "decode batch >64", *(label for _, label in CONTEXT_BOUNDS), "decode ctx >4k", "layer GEMMs <=32 rows",
+         "layer GEMMs >32 rows", "all-reduce <=64 KiB", "all-reduce >64 KiB")  # fmt: skip
+
+
 def _bucket(value: int, bounds: tuple[tuple[int, str], ...], above: str) -> str:
     return next((label for bound, label in bounds if value <= bound), above)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
-from harness.gpu_truth.predict import CostChoice, context_regime, predict_ms, regime
+from harness.gpu_truth.predict import ORDER, CostChoice, context_regime, predict_ms, regime
 from harness.gpu_truth.rows import DEFAULT_DIR, TruthRow
 
 WITHIN = 0.10
@@ -71,7 +71,17 @@ SECTIONS: tuple[tuple[str, Callable[[TruthRow], str | None]], ...] = (
     ("tensor parallel", lambda r: f"tp {r.tp}" if r.kind != "layer" else f"tp {r.tp} (layer GEMMs)"),
     ("accelerator", lambda r: r.hardware),
     ("phase", lambda r: r.phase or r.kind),
+    ("accelerator / phase", lambda r: f"{r.hardware} {r.phase or r.kind}"),
 )
+
+
+def _order(key: str) -> tuple[str, int, str]:
+    """Sources alphabetically, then regimes in ORDER, then the rest (tp 2 before tp 8: by number)."""
+    for i, label in enumerate(ORDER):
+        if key.endswith(label):
+            return key[: -len(label)], i, ""
+    head, _, tail = key.partition(" ")
+    return head, int(tail.split()[0]) if tail[:1].isdigit() else 0, key
 
 
 def groups(scored: list[Scored]) -> list[Group]:
@@ -82,7 +92,7 @@ def groups(scored: list[Scored]) -> list[Group]:
             key = key_of(s.row)
             if key is not None:
                 keyed.setdefault(key, []).append(s)
-        out.extend(_group(section, k, v) for k, v in sorted(keyed.items()))
+        out.extend(_group(section, k, keyed[k]) for k in sorted(keyed, key=_order))
     out.append(_group("total", "measured rows", [s for s in scored if s.row.origin == "measured"]))
     out.append(_group("total", "all rows", scored))
     return out
