@@ -19,8 +19,8 @@ layer (after attention and after the MLP), ring algorithm, `allreduce_latency_us
 KV capacity = memory x gpu_memory_utilization - weights - activation reserve, per device, times tp
 (docs/simulator.md gives every term). Defaults: MFU 0.45 prefill and 0.30 decode (BLIS's), MBU 0.80,
 1 ms per-step overhead; each is an engine option. The terms after them (per-peer all-reduce latency, achieved
-link bandwidth, a per-layer stack floor, GEMM-size efficiency, partial overlap) default to the plain roofline; a calibration
-on public GPU step times sets them (engines/sim/calibration.py, `batchmark sim validate`).
+link bandwidth, a per-layer stack floor, GEMM-size efficiency, partial overlap) default to the plain
+roofline; a calibration on public GPU step times sets them (engines/sim/calibration.py, `batchmark sim validate`).
 """
 
 from __future__ import annotations

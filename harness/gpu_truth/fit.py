@@ -72,14 +72,17 @@ def fit_calibration(hardware: str, name: str, directory: Path = DEFAULT_DIR) -> 
                  "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
                  "rms_log_error": math.sqrt(2 * result.cost / len(train))}  # fmt: skip
     provenance = (f"least squares on log error over the {len(train)} training-half rows on {hardware} of "
-                  f"tests/fixtures/gpu_truth (Splitwise, Vidur, DistServe; SOURCE.md there): batchmark sim calibrate")  # fmt: skip
-    return Calibration(name, _rounded(shared), {s: {k: round(v, 4) for k, v in f.items()} for s, f in floors.items()},
-                       fitted_on, provenance)  # fmt: skip
+                  f"{directory.name} (Splitwise, Vidur, DistServe; SOURCE.md there): batchmark sim calibrate")  # fmt: skip
+    stack_terms = {s: {k: _sig(v) for k, v in f.items()} for s, f in floors.items()}
+    return Calibration(name, _rounded(shared), stack_terms, fitted_on, provenance)
 
 
 def _rounded(params: RooflineParams) -> RooflineParams:
     """Four significant figures: the file reads as a table, and a refit that moves nothing changes no digit."""
     names = [t.name for t in SHARED]
-    return replace(
-        params, **{n: float(f"{getattr(params, n):.4g}") for n in names}, overhead_ms=0.0, layer_floor_us=0.0
-    )
+    return replace(params, **{n: _sig(getattr(params, n)) for n in names}, overhead_ms=0.0, layer_floor_us=0.0)
+
+
+def _sig(value: float) -> float:
+    """Four significant figures; a term the fit pinned at its bound of 0 reads 0, not 1e-31."""
+    return float(f"{value:.4g}") if abs(value) > 1e-9 else 0.0
