@@ -332,6 +332,22 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         flag=False,
     ),
     Option("hardware", str, "h100", "sim: the accelerator (engines/sim/hardware.py)", _SIM, flag=False),
+    Option(
+        "calibration",
+        str,
+        None,
+        "sim: roofline terms fitted on public GPU times (engines/sim/calibrations/; batchmark sim calibrate)",
+        _SIM,
+        flag=False,
+    ),
+    Option(
+        "stack",
+        str,
+        None,
+        "sim: with calibration, whose serving-stack floors (kernel, or one the calibration lists)",
+        _SIM,
+        flag=False,
+    ),
     Option("tp", int, 1, "sim: tensor-parallel degree", _SIM, low=1, flag=False),
     Option(
         "mfu_prefill",

@@ -23,6 +23,7 @@ CALIBRATION_DIR = Path(__file__).with_name("calibrations")
 # bandwidth its all-reduces reach (the kernel-only values are the shared parameters')
 STACK_KEYS = ("overhead_ms", "layer_floor_us", "allreduce_per_peer_us", "link_efficiency")
 KERNEL = "kernel"  # operators timed alone: no serving stack around them
+DEFAULT_STACK = "splitwise"  # Splitwise's measured DGX step times (tests/fixtures/gpu_truth/SOURCE.md)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class Calibration:
             raise EngineInputError(f"sim: calibration {self.name!r} has no stack {stack!r} "
                                    f"(known: {', '.join([KERNEL, *self.stacks])})")  # fmt: skip
         return replace(self.params, **self.stacks[stack])
+
+    @property
+    def default_stack(self) -> str:
+        """The stack a simulation uses when none is named: the one with measured (not fitted) step times."""
+        return DEFAULT_STACK if DEFAULT_STACK in self.stacks else next(iter(self.stacks), KERNEL)
 
     def saw(self, hardware: str, held_out: bool) -> bool:
         """Whether a row on `hardware` with that split bit was among the rows this was fitted on."""

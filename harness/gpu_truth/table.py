@@ -40,6 +40,7 @@ class Group:
     median_abs: float | None
     within: float | None  # share of rows within 10%
     held_n: int
+    held_median_error: float | None
     held_median_abs: float | None
     held_within: float | None
 
@@ -61,8 +62,8 @@ def _stats(errors: list[float]) -> tuple[float | None, float | None, float | Non
 def _group(section: str, key: str, scored: list[Scored]) -> Group:
     signed, absolute, within = _stats([s.error for s in scored])
     held = [s.error for s in scored if not s.seen]
-    _, held_abs, held_within = _stats(held)
-    return Group(section, key, len(scored), signed, absolute, within, len(held), held_abs, held_within)
+    held_signed, held_abs, held_within = _stats(held)
+    return Group(section, key, len(scored), signed, absolute, within, len(held), held_signed, held_abs, held_within)
 
 
 SECTIONS: tuple[tuple[str, Callable[[TruthRow], str | None]], ...] = (

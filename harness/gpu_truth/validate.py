@@ -39,4 +39,4 @@ def validation_table(cost: str, truth: Path | None = None) -> Validation:
     scored = score(rows, choice, directory)
     table = groups(scored)
     text = format_table(table, choice.label, any(s.seen for s in scored))
-    return Validation(choice.label, str(directory), table, text)
+    return Validation(choice.label, directory.name, table, text)  # a name: the JSON is committed

@@ -132,12 +132,16 @@ def cost_model_text(engine: dict[str, Any]) -> str:
 
 def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     """One line per simulated engine of a run: what it is and what it ran on."""
+    from harness.gpu_truth.band import trust_text
     from harness.metrics.cluster import disagg_text, router_text
 
     lines = []
     for name, engine in simulated_engines(manifest).items():
         lines.append(f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the "
                      f"{cost_model_text(engine)}.")  # fmt: skip
+        trust = trust_text(engine)
+        if trust is not None:
+            lines.append(f"TRUST: {prefix}{name}: {trust}.")
         routed = router_text(engine)
         if routed is not None:
             lines.append(f"CLUSTER: {prefix}{name}: {routed}.")
