@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from engines.sim.calibration import CALIBRATION_DIR

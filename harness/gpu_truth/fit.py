@@ -72,7 +72,8 @@ def fit_calibration(hardware: str, name: str, directory: Path = DEFAULT_DIR) -> 
                  "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
                  "rms_log_error": math.sqrt(2 * result.cost / len(train))}  # fmt: skip
     provenance = (f"least squares on log error over the {len(train)} training-half rows on {hardware} of "
-                  f"{directory.name} (Splitwise, Vidur, DistServe; SOURCE.md there): batchmark sim calibrate")  # fmt: skip
+                  f"{directory.name} (Splitwise, Vidur, DistServe; SOURCE.md there): "
+                  "batchmark sim calibrate")  # fmt: skip
     stack_terms = {s: {k: _sig(v) for k, v in f.items()} for s, f in floors.items()}
     return Calibration(name, _rounded(shared), stack_terms, fitted_on, provenance)
 

@@ -139,13 +139,13 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     for name, engine in simulated_engines(manifest).items():
         lines.append(f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the "
                      f"{cost_model_text(engine)}.")  # fmt: skip
-        trust = trust_text(engine)
-        if trust is not None:
-            lines.append(f"TRUST: {prefix}{name}: {trust}.")
         routed = router_text(engine)
         if routed is not None:
             lines.append(f"CLUSTER: {prefix}{name}: {routed}.")
         split = disagg_text(engine)
         if split is not None:
             lines.append(f"P/D: {prefix}{name}: {split}.")
+        trust = trust_text(engine)
+        if trust is not None:
+            lines.append(f"TRUST: {prefix}{name}: {trust}.")
     return lines
