@@ -350,6 +350,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("tp", int, 1, "sim: tensor-parallel degree", _SIM, low=1, flag=False),
     Option(
+        "precision",
+        str,
+        "bf16",
+        "sim: weight format; fp8 and int8 run at that peak, int4 is weight-only (engines/sim/precision.py)",
+        _SIM,
+        choices=("bf16", "fp8", "int8", "int4"),
+        flag=False,
+    ),
+    Option("kv_precision", str, "bf16", "sim: KV-cache format", _SIM, choices=("bf16", "fp8", "int8"), flag=False),
+    Option(
         "mfu_prefill",
         float,
         0.45,

@@ -29,7 +29,7 @@ from engines.sim.shape import load_shape
 from engines.static_scheduler import StaticConfig
 
 DEFAULT_MODEL = "llama-3.1-8b"  # `model` has no table default: for an http engine it means the served name
-ROOFLINE_KEYS = tuple(f.name for f in fields(RooflineParams) if f.name not in ("weight_bytes", "kv_bytes"))
+ROOFLINE_KEYS = tuple(f.name for f in fields(RooflineParams))
 # Keys that choose the roofline's inputs; a fitted profile already fixes them.
 ROOFLINE_ONLY = ("model", "hardware", "tp", "calibration", "stack", *ROOFLINE_KEYS)
 

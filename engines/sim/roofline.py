@@ -32,6 +32,7 @@ from typing import Any
 from engines.errors import EngineInputError
 from engines.options import OPTIONS
 from engines.sim.hardware import Accelerator
+from engines.sim.precision import kv_bytes, peak_tflops, weight_precision
 from engines.sim.shape import ModelShape
 from engines.step_features import StepFeatures
 
@@ -58,8 +59,8 @@ class RooflineParams:
     overlap: float = _default("overlap")
     gpu_memory_utilization: float = _default("gpu_memory_utilization")
     activation_gb: float | None = None  # activation reserve per device; None: estimated (see kv_capacity_bytes)
-    weight_bytes: int = 2  # bf16
-    kv_bytes: int = 2
+    precision: str = _default("precision")  # weights, and the peak their GEMMs run at (engines/sim/precision.py)
+    kv_precision: str = _default("kv_precision")
 
     def validate(self) -> None:
         for name in ("mfu_prefill", "mfu_decode", "mbu", "gpu_memory_utilization", "link_efficiency"):
@@ -84,11 +85,12 @@ class RooflineCost:
         if tp < 1 or shape.heads % tp:
             raise EngineInputError(f"sim: tp={tp} must divide {shape.name}'s {shape.heads} attention heads")
         self.shape, self.hw, self.tp, self.params = shape, hw, tp, params
+        weights = weight_precision(params.precision)
         kv_heads = math.ceil(shape.kv_heads / tp)  # fewer KV heads than devices: each device keeps a copy
-        self.kv_bytes_per_token_device = 2 * shape.layers * kv_heads * shape.head_dim * params.kv_bytes
+        self.kv_bytes_per_token_device = 2 * shape.layers * kv_heads * shape.head_dim * kv_bytes(params.kv_precision)
         self.kv_bytes_per_token = self.kv_bytes_per_token_device * tp
-        self.weight_bytes_device = shape.params * params.weight_bytes / tp
-        peak = hw.bf16_tflops * 1e12
+        self.weight_bytes_device = shape.params * weights.bytes / tp
+        peak = peak_tflops(hw, weights.compute) * 1e12
         self._row_flops = 2.0 * shape.layers * shape.layer_params / tp
         self._head_flops = 2.0 * shape.lm_head_params / tp
         self._pair_flops = 4.0 * shape.layers * shape.heads * shape.head_dim / tp

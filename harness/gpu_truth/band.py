@@ -11,7 +11,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from engines.sim.calibration import CALIBRATION_DIR
+from engines.errors import EngineInputError
+from engines.sim.calibration import CALIBRATION_DIR, load_calibration
 from engines.sim.roofline import RooflineParams
 
 VALIDATION_DIR = CALIBRATION_DIR / "validation"
@@ -21,13 +22,18 @@ ROOFLINE = "roofline"  # the table of the plain roofline at its default paramete
 def validation_name(engine: dict[str, Any]) -> str | None:
     """Which table measures this engine's cost model; None when its parameters match no validated set."""
     used = engine.get("simulated_with") or {}
-    if used.get("calibration"):
-        return str(used["calibration"])
     params = (engine.get("cost_model") or {}).get("params")
-    defaults = asdict(RooflineParams())
-    if isinstance(params, dict) and all(params.get(k) == v for k, v in defaults.items()):
-        return ROOFLINE
-    return None
+    if not isinstance(params, dict):
+        return None
+    name, validated = ROOFLINE, RooflineParams()
+    if used.get("calibration"):
+        try:
+            calibration = load_calibration(str(used["calibration"]))
+            name, validated = calibration.name, calibration.params_for(str(used.get("stack")))
+        except EngineInputError:  # the file moved or changed since the run: nothing validated to point at
+            return None
+    same = all(params.get(k) == v for k, v in asdict(validated).items())
+    return name if same else None  # a key set on top of the validated values: its error is unmeasured
 
 
 def trust_text(engine: dict[str, Any]) -> str | None:

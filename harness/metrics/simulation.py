@@ -112,6 +112,7 @@ def cost_model_text(engine: dict[str, Any]) -> str:
         return (
             f"roofline cost model: {model.get('name')} on {cm.get('tp')} x {hw.get('name')} "
             f"({hw.get('bf16_tflops')} TFLOPS bf16 dense, {hw.get('memory_tb_s')} TB/s, {hw.get('memory_gb')} GB); "
+            f"weights {p.get('precision', 'bf16')}, KV {p.get('kv_precision', 'bf16')}; "
             f"MFU prefill {p.get('mfu_prefill')}, decode {p.get('mfu_decode')}; MBU {p.get('mbu')}; "
             f"{p.get('overhead_ms')} ms per-step overhead{pool}"
         )

@@ -97,3 +97,5 @@ def test_a_simulated_engine_prints_the_tables_error_for_its_accelerator(tables: 
     assert calibrated is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']}" in calibrated
     assert "unmeasured" in (trust_text(build_sim_engine({"hardware": "h200"}, "x").describe()) or "")
     assert "set by hand" in (trust_text(build_sim_engine({"hardware": "h100", "mbu": 0.5}, "x").describe()) or "")
+    overridden = build_sim_engine({"hardware": "a100", "calibration": "public-a100", "precision": "int8"}, "x")
+    assert "set by hand" in (trust_text(overridden.describe()) or "")
