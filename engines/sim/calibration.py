@@ -57,6 +57,7 @@ class Calibration:
                 "params": asdict(self.params), "stacks": self.stacks}  # fmt: skip
 
     def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
 
 

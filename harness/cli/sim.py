@@ -111,11 +111,18 @@ def fidelity_command(args: argparse.Namespace) -> int:
 
 
 def validate_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import writable_dir
+    from harness.errors import HarnessInputError
     from harness.gpu_truth.validate import validation_table
 
+    if args.json and args.json.is_dir():
+        raise HarnessInputError(f"--json {args.json}: is a directory; name the table's JSON file")
+    if args.json:
+        writable_dir(args.json.parent, "--json")  # checked before any row is read
     table = validation_table(args.cost, args.truth)
     print(table.text)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(table.to_json(), indent=2) + "\n", encoding="utf-8")
     return 0
 
