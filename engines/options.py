@@ -171,7 +171,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         metavar="N",
         profiles={"serve": 2048, "offline": 2048},
     ),
-    Option("chunked_prefill", bool, True, "continuous: prefill prompts whole", _CONTINUOUS),
+    Option(
+        "chunked_prefill",
+        bool,
+        True,
+        "continuous: split a prompt longer than the step's token budget across steps (off: each prompt whole)",
+        _CONTINUOUS,
+    ),
     # Recovery controls (docs/study.md), each off unless set; the manifest's engine options record them.
     Option(
         "aging_s",
