@@ -55,8 +55,10 @@ def _known_noop(plan: StudyPlan, arms: dict[str, Arm], workload: Any) -> dict[st
         arm, base = arms[v.name], arms[v.base or "baseline"]
         ((key, value),) = v.change.items()
         if key == "policy" and _policy(arm, tenants, priorities) == _policy(base, tenants, priorities):
-            what = f"{len(tenants)} tenant" if value == "fair" else f"every priority {next(iter(priorities), 0)}"
-            out[v.name] = f"policy={value} serves this workload ({what}) in arrival order, as its base does"
+            kept = sum(arm.keeps(t) for t in tenants)
+            what = {"fair": f"{kept} tenant", "priority": f"every priority {next(iter(priorities), 0)}"}
+            order = f"({what[value]}) in arrival order" if value in what else "in the same order"
+            out[v.name] = f"policy={value} serves this workload {order}, as its base does"
         elif key == "tenants" and all(arm.keeps(t) for t in tenants if base.keeps(t)):
             out[v.name] = f"tenants={value} keeps every tenant of the workload"
     return out
