@@ -14,10 +14,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines.errors import EngineInputError
 from engines.policy import POLICIES
+from engines.static_scheduler import StaticConfig
+
+if TYPE_CHECKING:  # the engines import this table: built inside the functions below, named here for hints
+    from engines.engine_parts import EngineOptions
+    from engines.scheduler import ContinuousConfig
 
 IN_PROCESS = ("static", "continuous")
 ADMISSION_MODES = ("off", "defer", "shed")
@@ -144,11 +149,11 @@ _SIM = SIMULATED
 ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("label", str, None, "the engine's name in records and reports (default: the kind)", _ALL, flag=False),
     Option("policy", str, "fcfs", "queue order", _SCHEDULED, choices=tuple(POLICIES)),
-    Option("max_batch", int, 32, "static: max batch size", _STATIC, low=1, metavar="N"),
+    Option("max_batch", int, StaticConfig.max_batch, "static: max batch size", _STATIC, low=1, metavar="N"),
     Option(
         "batch_timeout_ms",
         float,
-        50.0,
+        StaticConfig.batch_timeout_s * 1e3,
         "static: batch formation timeout in ms",
         _STATIC,
         low=0,
@@ -166,7 +171,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         metavar="N",
         profiles={"serve": 2048, "offline": 2048},
     ),
-    Option("chunked_prefill", bool, True, "continuous: prefill prompts whole", _CONTINUOUS),
+    Option(
+        "chunked_prefill",
+        bool,
+        True,
+        "continuous: split a prompt longer than the step's token budget across steps (off: each prompt whole)",
+        _CONTINUOUS,
+    ),
     # Recovery controls (docs/study.md), each off unless set; the manifest's engine options record them.
     Option(
         "aging_s",
@@ -461,10 +472,9 @@ def check_options(kind: str, values: Mapping[str, Any], where: str) -> dict[str,
     return out
 
 
-def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "online") -> Any:  # -> EngineOptions
+def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "online") -> EngineOptions:
     """The `EngineOptions` of a static or continuous engine: checked `values` over the profile's defaults."""
     from engines.engine_parts import EngineOptions, KVConfig
-    from engines.static_scheduler import StaticConfig
 
     given = {k: v for k, v in values.items() if v is not None and OPTIONS[k].applies_to(kind)}
     o = {**defaults("static", profile), **defaults("continuous", profile), **given}
@@ -477,7 +487,7 @@ def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "onl
             blocks=o["kv_blocks"],
             prefix_caching=o["prefix_caching"],
         ),
-        static=StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3),
+        static=StaticConfig.from_options(o),
         continuous=continuous_config(o, "--engine " + kind),
         aging_s=o["aging_s"],
         step_delay_s=o["step_delay_ms"] / 1e3,
@@ -486,7 +496,7 @@ def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "onl
     )
 
 
-def continuous_config(o: Mapping[str, Any], where: str) -> Any:  # -> ContinuousConfig
+def continuous_config(o: Mapping[str, Any], where: str) -> ContinuousConfig:
     """Continuous batching's limits and recovery controls from checked option values `o` (every key set)."""
     from engines.admission import AdmissionConfig
     from engines.fallback import FallbackConfig

@@ -39,6 +39,8 @@ from harness.side_by_side import replay_side_by_side, side_by_side
 if TYPE_CHECKING:
     import pandas as pd
 
+    from engines.model.loader import LoadedModel, LoadedTokenizer
+
 
 @dataclass
 class RunSettings:
@@ -135,7 +137,7 @@ async def one_engine_run(
     return outcome, described
 
 
-def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # -> LoadedModel | None
+def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> LoadedModel | None:
     """The model the in-process engines among `specs` run on (None when there is none)."""
     if not any(spec.in_process for spec in specs):
         return None
@@ -149,7 +151,7 @@ def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # ->
 _MODELS: dict[tuple[str | None, str], Any] = {}  # a Ray worker process loads each model once for all its units
 
 
-def run_tokenizer(settings: RunSettings, loaded: Any) -> Any:  # -> LoadedTokenizer
+def run_tokenizer(settings: RunSettings, loaded: Any) -> LoadedTokenizer:
     """`--tokenizer`, else the model's tokenizer (already loaded with the model when engines run in process)."""
     from engines.model.loader import LoadedTokenizer, load_tokenizer
 

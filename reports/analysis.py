@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.metrics.prefix_cache import PrefixCacheView, prefix_cache_views
 from reports.compare import Comparison, compare_runs
 from reports.load import EngineRun, RunData, load_runs
 from reports.style import series_colors
@@ -24,6 +25,17 @@ class Analysis:
     @property
     def labels(self) -> list[str]:
         return [er.label for er in self.series]
+
+    @property
+    def prefix_cache(self) -> list[PrefixCacheView]:
+        """Each engine's prefix-cache hit rates and TTFT by turn, as the console says them (first trials)."""
+        return [
+            view
+            for run in self.runs
+            for view in prefix_cache_views(
+                {er.label: er.summary for er in run.primary()}, (run.metrics or {}).get("prefix_cache_predicted")
+            )
+        ]
 
     @property
     def title(self) -> str:

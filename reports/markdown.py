@@ -11,6 +11,7 @@ from pathlib import Path
 from reports import fmt, simulated
 from reports.analysis import Analysis, analyse
 from reports.compare import METRIC_NAMES
+from reports.prefix_cache import HIT_HEAD, prefix_cache_text
 
 
 def _cell(text: str) -> str:
@@ -69,6 +70,17 @@ def _metric_rows(a: Analysis) -> list[str]:
     return _table(["metric", *a.labels], rows)
 
 
+def _prefix_cache(a: Analysis) -> list[str]:
+    """The console's prefix-cache and TTFT-by-turn lines, as two tables (none: nothing to say)."""
+    if not a.prefix_cache:
+        return []
+    hits, turn_head, turn_rows = prefix_cache_text(a.prefix_cache)
+    lines = ["### Prefix cache and turns", "", *_table(list(HIT_HEAD), hits), ""]
+    if turn_rows:
+        lines += ["TTFT by turn (p50; p99 and counts after it):", "", *_table(turn_head, turn_rows), ""]
+    return lines
+
+
 def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str] | None = None) -> str:
     """Markdown summary of a run directory (or several, or an `Analysis` already made)."""
     a = run_dir if isinstance(run_dir, Analysis) else analyse(run_dir, labels=labels)
@@ -125,5 +137,6 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
             rows,
         )
         lines += ["", f"_{c.reason}._", ""]
+    lines += _prefix_cache(a)
     lines += ["<details><summary>Metric table</summary>", "", *_metric_rows(a), "", "</details>", ""]
     return "\n".join(lines)

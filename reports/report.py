@@ -19,6 +19,7 @@ from reports.figures_workload import workload_figure, workload_frame, workload_s
 from reports.fmt import esc
 from reports.html import Section, page
 from reports.load import EngineRun, RunData
+from reports.prefix_cache import HOW, prefix_cache_html
 
 
 def _version() -> str:
@@ -193,6 +194,8 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     repeat = tables.repeat_table(a.runs)
     if repeat:
         metrics.table(repeat, "Across trials")
+    prefix = Section("prefix-cache", "Prefix cache and turns", HOW)
+    prefix.table(prefix_cache_html(a.prefix_cache))
     tenants = Section(
         "tenants",
         "Tenants and fairness",
@@ -239,6 +242,7 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         head,
         *([_simulation_section(a.runs)] if notices else []),
         metrics,
+        *([prefix] if a.prefix_cache else []),
         *_latency_sections(drawn, colors),
         *_engine_sections(drawn, colors),
         tenants,

@@ -40,7 +40,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     checked = check_options("sim", given, f"--engine {label}")
     o = {**defaults("sim"), **checked}
     kind = o["scheduler"]
-    static = StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3)
+    static = StaticConfig.from_options(o)
     continuous = continuous_config(o, f"--engine {label}")
     block_size = o["block_size"]
     cost: CostModel

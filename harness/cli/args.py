@@ -20,11 +20,18 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
 from harness.errors import HarnessInputError
 from workloads.options import OVERRIDES, parse_columns
+
+if TYPE_CHECKING:  # commands load these late (torch, pandas), so `batchmark --help` starts fast
+    from engines.model.loader import LoadedModel
+    from harness.executor.options import ExecutorChoice
+    from harness.loadgen.scenarios import Scenario
+    from harness.metrics.slo import SLO
+    from harness.run import RunSettings
 
 SCENARIOS = ("open", "closed", "offline", "sessions")
 
@@ -217,7 +224,7 @@ def add_executor_flags(parser: argparse.ArgumentParser, workers: bool = True) ->
         )
 
 
-def executor_choice(args: argparse.Namespace) -> Any:  # -> ExecutorChoice
+def executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     """The executor flags given, over the table's defaults, checked (Ray installed, its head reachable)."""
     from harness.executor import EXECUTOR_OPTIONS, ExecutorChoice, check_choice
 
@@ -278,7 +285,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
             raise HarnessInputError(f"--{flag} {value}: no such directory")
 
 
-def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
+def load_model_from_args(args: argparse.Namespace) -> LoadedModel:
     from engines import compute_threads
     from engines.model.loader import load_model
 
@@ -346,7 +353,7 @@ def check_slo_flags(args: argparse.Namespace) -> None:
     check_flags(args, slo_flags())
 
 
-def slo_from_args(args: argparse.Namespace) -> Any:  # -> SLO
+def slo_from_args(args: argparse.Namespace) -> SLO:
     from harness.metrics import SLO
 
     defaults = SLO()
@@ -420,7 +427,7 @@ def check_run_flags(args: argparse.Namespace) -> None:
     engine_flag_values(args)
 
 
-def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Scenario
+def scenario_from_args(args: argparse.Namespace, workload: Any) -> Scenario:
     """The scenario is a run setting: `--scenario`, else what the workload suggests."""
     from harness.errors import HarnessInputError
     from harness.loadgen import Scenario
@@ -436,7 +443,7 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
     return Scenario(kind)
 
 
-def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
+def run_settings(args: argparse.Namespace, workload: Any) -> RunSettings:
     from harness.loadgen import StopRules
     from harness.progress import default_mode
     from harness.run import RunSettings

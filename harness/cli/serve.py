@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.cli import args as shared
+
+if TYPE_CHECKING:  # commands load these late (torch), so `batchmark --help` starts fast
+    from engines.engine_parts import EngineOptions
 
 IN_PROCESS = ("static", "continuous")
 
@@ -90,7 +93,7 @@ def check_host(host: str, port: int) -> None:
             raise HarnessInputError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc})") from None
 
 
-def engine_options(args: argparse.Namespace) -> Any:  # -> EngineOptions
+def engine_options(args: argparse.Namespace) -> EngineOptions:
     from engines.options import in_process_options
 
     return in_process_options(args.engine, shared.engine_flag_values(args, IN_PROCESS), profile="serve")
