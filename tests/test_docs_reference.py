@@ -8,8 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "docs" / "measurements"
-# docs/simulator.md's validation log is moved with the simulator's own issue
-PAGES = [p for p in (ROOT / "docs").glob("*.md") if p.name != "simulator.md"] + [ROOT / "README.md"]
+PAGES = [*(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
 # a time of day in UTC, a range of them, an `uptime` stamp, or an ISO date outside a link to a measurement
 DATED = re.compile(
     r"\b[0-2]\d:[0-5]\d(?::[0-5]\d)? UTC|\b[0-2]\d:[0-5]\d-[0-2]\d:[0-5]\d\b|\buptime (?:at start )?[0-2]\d:"
