@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.metrics import summary_table
+from harness.metrics.stops import describe_stop
 
 COLUMNS = {
     "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
@@ -70,8 +71,8 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 )
                 continue
             lines.append(
-                f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
-                f"(limit {s['limit']}), {s['not_sent']} requests not sent"
+                f"! {run['engine']} trial {run['trial']} stopped early: {describe_stop(s)}, "
+                f"{s['not_sent']} requests not sent"
             )
     lines += _worker_lines(metrics["runs"])
     nodes: dict[str, list[str]] = {}

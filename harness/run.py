@@ -207,7 +207,7 @@ def run_benchmark(
         "repeat": settings.repeat,
         "slo": settings.slo.to_json(),
         "price_per_hour": settings.price_per_hour,
-        "stop_rules": settings.stop_rules.__dict__,
+        "stop_rules": dataclasses.asdict(settings.stop_rules),
         "open_loop": settings.scenario.kind != "closed",
         "scenario": settings.scenario.__dict__,
         "workers": settings.workers,

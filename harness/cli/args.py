@@ -379,6 +379,12 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_executor_flags(parser)
     add_flags(parser, RUN_FLAGS)
     add_slo_flags(parser)
+    parser.add_argument(
+        "--stop-over-saturated",
+        action="store_true",
+        help="end a run when requests in flight and TTFT both grow beyond statistical doubt (a one-sided test on "
+        "their slopes, docs/metrics.md#over-saturation); in a sweep, the climb stops at that rate",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--progress",
@@ -438,6 +444,7 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
 
 def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
     from harness.loadgen import StopRules
+    from harness.loadgen.saturation import OverSaturation
     from harness.progress import default_mode
     from harness.run import RunSettings
 
@@ -449,6 +456,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
         max_run_s=args.stop_run_s,
+        over_saturated=OverSaturation() if getattr(args, "stop_over_saturated", False) else None,
     )
     return RunSettings(
         out_dir=args.out or Path("runs") / f"{stamp}-{slug}",

@@ -113,7 +113,7 @@ class _VirtualRun:
         self.stop.observe(record)
 
     def stopped(self) -> bool:
-        return self.stop.triggered(len(self.records))
+        return self.stop.triggered(len(self.records), self.engine.now)
 
     def outcome(self, wall_started: float) -> LoopOutcome:
         if self.stop.reason is not None:  # what is in flight is aborted and recorded, as in real time
