@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.metrics import summary_table
+from harness.metrics.slo_classes import describe_class
 from harness.metrics.stops import describe_stop
 
 COLUMNS = {
@@ -58,6 +59,9 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"! {row['engine']}: {row['ttft_censored']} requests were cut off before their first token; they "
                 "count at their wait so far, so a TTFT marked ≥ is a lower bound"
             )
+    for run in metrics["runs"]:
+        for name, row in ((run.get("summary") or {}).get("slo_classes") or {}).items():
+            lines.append(f"  {run['engine']} trial {run['trial']}: {describe_class(name, row)}")
     for run in metrics["runs"]:
         machine = run.get("machine") or {}
         if machine.get("busy"):

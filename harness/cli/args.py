@@ -380,6 +380,15 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, RUN_FLAGS)
     add_slo_flags(parser)
     parser.add_argument(
+        "--slo-class",
+        action="append",
+        dest="slo_classes",
+        metavar="NAME:ttft_ms=MS,tpot_ms=MS,e2e_ms=MS",
+        help="an SLO class for the requests of tenant NAME, with its own targets (any of the three); repeat for "
+        "more, the first most urgent: per-class attainment and goodput, the class's rank as request priority, "
+        "its TTFT for SLO-aware admission",
+    )
+    parser.add_argument(
         "--stop-over-saturated",
         action="store_true",
         help="end a run when requests in flight and TTFT both grow beyond statistical doubt (a one-sided test on "
@@ -424,6 +433,19 @@ def check_run_flags(args: argparse.Namespace) -> None:
     check_slo_flags(args)
     check_model_flags(args)
     engine_flag_values(args)
+    slo_classes_from_args(args)
+
+
+def slo_classes_from_args(args: argparse.Namespace) -> tuple[Any, ...]:  # -> tuple[SLOClass, ...]
+    """The `--slo-class` values, parsed; one line naming the class when one is malformed or given twice."""
+    from harness.metrics.slo_classes import parse_slo_class
+
+    classes = tuple(parse_slo_class(text) for text in getattr(args, "slo_classes", None) or ())
+    names = [c.name for c in classes]
+    for name in names:
+        if names.count(name) > 1:
+            raise HarnessInputError(f"--slo-class {name}: given twice")
+    return classes
 
 
 def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Scenario
@@ -473,6 +495,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         report=not args.no_report,
         workers=getattr(args, "executor_workers", None) or 1,
         threads=args.threads,
+        slo_classes=slo_classes_from_args(args),
     )
 
 
