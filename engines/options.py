@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engines.errors import EngineInputError
@@ -391,6 +392,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "activation_gb", float, None, "sim: activation reserve per device (default: estimated)", _SIM, low=0, flag=False
     ),
     Option("noise", bool, True, "sim: replay a fitted profile's measured noise", _SIM, flag=False),
+    Option(
+        "spec_decode",
+        str,
+        None,
+        "sim: speculative decoding from a MEASURED acceptance histogram (JSON, engines/sim/spec_decode.py): each "
+        "decode is a verify step of k+1 query tokens emitting 1 + A tokens; no default acceptance rate",
+        _SIM,
+        validate=lambda path: None if Path(path).is_file() else "no such file",
+        flag=False,
+    ),
     Option("seed", int, None, "sim: the noise draw (default: from the run's seed and trial)", _SIM, low=0, flag=False),
     Option("twin", str, None, "sim: the measured engine of the same run this one simulates", _SIM, flag=False),
 )

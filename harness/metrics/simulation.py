@@ -144,4 +144,9 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
         split = disagg_text(engine)
         if split is not None:
             lines.append(f"P/D: {prefix}{name}: {split}.")
+        spec = engine.get("spec_decode")
+        if spec:
+            lines.append(f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "
+                         f"acceptance histogram {spec['histogram']} (k = {spec['k']}, mean acceptance length "
+                         f"{spec['mean_acceptance_length']:.2f}); the drafter's cost is not modelled.")  # fmt: skip
     return lines
