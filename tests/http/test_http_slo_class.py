@@ -47,3 +47,16 @@ def test_class_header_and_priority_are_sent_only_for_classed_requests() -> None:
     (classed_headers, classed_body), (plain_headers, plain_body) = SEEN
     assert classed_headers["X-SLO-Class"] == "batch" and classed_body["priority"] == 1
     assert "X-SLO-Class" not in plain_headers and "priority" not in plain_body
+
+
+def test_serve_reads_the_priority_field_and_refuses_a_bad_one() -> None:
+    import pytest
+
+    from engines.serve.errors import ApiError
+    from engines.serve.protocol import parse_completions
+
+    assert parse_completions({"model": "m", "prompt": "x", "priority": 2}, "m").priority == 2
+    assert parse_completions({"model": "m", "prompt": "x"}, "m").priority == 0
+    for bad in ("high", 1.5, True):
+        with pytest.raises(ApiError, match="priority"):
+            parse_completions({"model": "m", "prompt": "x", "priority": bad}, "m")
