@@ -12,8 +12,10 @@ Defaults that differ on purpose are named as profiles (`PROFILES`): the same opt
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engines.errors import EngineInputError
@@ -144,6 +146,7 @@ _SCHEDULED = (*IN_PROCESS, *SIMULATED)  # a simulated engine runs the same sched
 _STATIC = ("static", *SIMULATED)
 _CONTINUOUS = ("continuous", *SIMULATED)
 _HTTP = ("http",)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _SIM = SIMULATED
 
 ENGINE_OPTIONS: tuple[Option, ...] = (
@@ -197,6 +200,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "(queue behind all other work) a request whose predicted TTFT exceeds --admission-slo-ms",
         _CONTINUOUS,
         choices=ADMISSION_MODES,
+    ),
+    Option(
+        "reserve_slots",
+        int,
+        0,
+        "continuous: running slots only the most urgent requests (priority 0: the first --slo-class) may take, so "
+        "that they find one free when lower classes fill the rest",
+        _CONTINUOUS,
+        low=0,
+        metavar="N",
     ),
     Option(
         "admission_slo_ms",
@@ -332,6 +345,15 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         metavar="MS",
     ),
     Option("api_key_env", str, None, "http: environment variable holding the API key", _HTTP, metavar="VAR"),
+    Option(
+        "class_header",
+        str,
+        None,
+        "http: send each request's SLO class (--slo-class) in this header, e.g. X-SLO-Class",
+        _HTTP,
+        validate=lambda name: None if _HEADER_NAME.fullmatch(name) else "must be an HTTP header name (RFC 9110 token)",
+        metavar="NAME",
+    ),
     # The simulator (docs/simulator.md): the batching it runs, then a fitted profile or the roofline's inputs.
     Option("scheduler", str, "continuous", "sim: the batching it simulates", _SIM, choices=IN_PROCESS, flag=False),
     Option(
@@ -448,6 +470,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "activation_gb", float, None, "sim: activation reserve per device (default: estimated)", _SIM, low=0, flag=False
     ),
     Option("noise", bool, True, "sim: replay a fitted profile's measured noise", _SIM, flag=False),
+    Option(
+        "spec_decode",
+        str,
+        None,
+        "sim: speculative decoding from a MEASURED acceptance histogram (JSON, engines/sim/spec_decode.py): each "
+        "decode is a verify step of k+1 query tokens emitting 1 + A tokens; no default acceptance rate",
+        _SIM,
+        validate=lambda path: None if Path(path).is_file() else "no such file",
+        flag=False,
+    ),
     Option("seed", int, None, "sim: the noise draw (default: from the run's seed and trial)", _SIM, low=0, flag=False),
     Option("twin", str, None, "sim: the measured engine of the same run this one simulates", _SIM, flag=False),
 )
@@ -519,5 +551,9 @@ def continuous_config(o: Mapping[str, Any], where: str) -> ContinuousConfig:
                                    "a fallback cap must lower it")  # fmt: skip
         fallback = FallbackConfig(o["fallback"], o["fallback_signal"], o["fallback_threshold"], o["fallback_hold_s"],
                                   o["fallback_max_running"])  # fmt: skip
+    if o["reserve_slots"] >= o["max_running"]:
+        raise EngineInputError(f"{where}: reserve_slots={o['reserve_slots']} leaves no slot of max_running="
+                               f"{o['max_running']} to other requests")  # fmt: skip
     return ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
-                            chunked_prefill=o["chunked_prefill"], admission=admission, fallback=fallback)  # fmt: skip
+                            chunked_prefill=o["chunked_prefill"], admission=admission, fallback=fallback,
+                            reserve_slots=o["reserve_slots"])  # fmt: skip

@@ -6,6 +6,8 @@ from typing import Any
 
 from harness.metrics import summary_table
 from harness.metrics.prefix_cache import prefix_cache_views
+from harness.metrics.slo_classes import describe_class
+from harness.metrics.stops import describe_stop
 
 COLUMNS = {
     "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
@@ -59,6 +61,9 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 "count at their wait so far, so a TTFT marked ≥ is a lower bound"
             )
     for run in metrics["runs"]:
+        for name, row in ((run.get("summary") or {}).get("slo_classes") or {}).items():
+            lines.append(f"  {run['engine']} trial {run['trial']}: {describe_class(name, row)}")
+    for run in metrics["runs"]:
         machine = run.get("machine") or {}
         if machine.get("busy"):
             lines.append(f"! {run['engine']} trial {run['trial']} {machine['message']}")
@@ -71,8 +76,8 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 )
                 continue
             lines.append(
-                f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
-                f"(limit {s['limit']}), {s['not_sent']} requests not sent"
+                f"! {run['engine']} trial {run['trial']} stopped early: {describe_stop(s)}, "
+                f"{s['not_sent']} requests not sent"
             )
     lines += _worker_lines(metrics["runs"])
     nodes: dict[str, list[str]] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reports import fmt, simulated
+from reports import fmt, simulated, tables
 from reports.analysis import Analysis, analyse
 from reports.compare import METRIC_NAMES
 from reports.prefix_cache import HIT_HEAD, prefix_cache_text
@@ -96,6 +96,9 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
         lines += [f"Fidelity of {sim} against the measured {real}:", ""]
         lines += [*_table(["metric", f"{real} (measured)", f"{sim} (simulated)", "error"], cells), ""]
     lines += [*_headlines(a), ""]
+    classes = tables.class_rows(a.series)
+    if classes:
+        lines += ["**Per SLO class**", "", *(f"- `{label}` {line}" for label, line in classes), ""]
     lines.append(
         "Intervals are 95%: bootstrap for percentiles, batch means for throughput and goodput, Wilson for "
         "attainment; a win needs non-overlapping intervals."

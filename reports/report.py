@@ -51,6 +51,8 @@ def _latency_sections(series: list[EngineRun], colors: dict[str, str]) -> list[S
         "SLO.",
     )
     slo.figure(fl.slo_curves(series, colors))
+    if tables.class_rows(series):
+        slo.table(tables.class_table(series), "Per SLO class (each against its own targets)")
     return [lat, slo]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
 from engines.block_manager import blocks_for_budget
@@ -26,6 +27,7 @@ from engines.sim.hardware import accelerator
 from engines.sim.noise import BLOCK, GAP_STREAM, BlockResampler, StepNoise
 from engines.sim.roofline import RooflineCost, RooflineParams
 from engines.sim.shape import load_shape
+from engines.sim.spec_decode import load_histogram
 from engines.static_scheduler import StaticConfig
 
 DEFAULT_MODEL = "llama-3.1-8b"  # `model` has no table default: for an http engine it means the served name
@@ -87,9 +89,14 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         gaps = fitted.noise.get("gap_s")
         gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
         source["noise"] = f"measured, replayed in blocks spanning {BLOCK} steps of the measured run (seed {seed})"
+    spec = load_histogram(Path(o["spec_decode"])) if o["spec_decode"] else None
+    if spec is not None and kind != "continuous":
+        raise EngineInputError(f"--engine {label}: spec_decode needs scheduler=continuous")
+    spec_seed = o["seed"] if o["seed"] is not None else zlib.crc32(label.encode())
     options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap, dispatch_s=dispatch,
-                         slowdown=o["slowdown"], prefix_caching=o["prefix_caching"])  # fmt: skip
+                         slowdown=o["slowdown"], prefix_caching=o["prefix_caching"], spec_decode=spec,
+                         spec_seed=spec_seed)  # fmt: skip
     if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
     description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}

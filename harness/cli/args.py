@@ -386,6 +386,21 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_executor_flags(parser)
     add_flags(parser, RUN_FLAGS)
     add_slo_flags(parser)
+    parser.add_argument(
+        "--slo-class",
+        action="append",
+        dest="slo_classes",
+        metavar="NAME:ttft_ms=MS,tpot_ms=MS,e2e_ms=MS",
+        help="an SLO class for the requests of tenant NAME, with its own targets (any of the three); repeat for "
+        "more, the first most urgent: per-class attainment and goodput, the class's rank as request priority, "
+        "its TTFT for SLO-aware admission",
+    )
+    parser.add_argument(
+        "--stop-over-saturated",
+        action="store_true",
+        help="end a run when requests in flight and TTFT both grow beyond statistical doubt (a one-sided test on "
+        "their slopes, docs/metrics.md#over-saturation); in a sweep, the climb stops at that rate",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--progress",
@@ -425,6 +440,19 @@ def check_run_flags(args: argparse.Namespace) -> None:
     check_slo_flags(args)
     check_model_flags(args)
     engine_flag_values(args)
+    slo_classes_from_args(args)
+
+
+def slo_classes_from_args(args: argparse.Namespace) -> tuple[Any, ...]:  # -> tuple[SLOClass, ...]
+    """The `--slo-class` values, parsed; one line naming the class when one is malformed or given twice."""
+    from harness.metrics.slo_classes import parse_slo_class
+
+    classes = tuple(parse_slo_class(text) for text in getattr(args, "slo_classes", None) or ())
+    names = [c.name for c in classes]
+    for name in names:
+        if names.count(name) > 1:
+            raise HarnessInputError(f"--slo-class {name}: given twice")
+    return classes
 
 
 def scenario_from_args(args: argparse.Namespace, workload: Any) -> Scenario:
@@ -445,6 +473,7 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Scenario:
 
 def run_settings(args: argparse.Namespace, workload: Any) -> RunSettings:
     from harness.loadgen import StopRules
+    from harness.loadgen.saturation import OverSaturation
     from harness.progress import default_mode
     from harness.run import RunSettings
 
@@ -456,6 +485,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> RunSettings:
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
         max_run_s=args.stop_run_s,
+        over_saturated=OverSaturation() if getattr(args, "stop_over_saturated", False) else None,
     )
     return RunSettings(
         out_dir=args.out or Path("runs") / f"{stamp}-{slug}",
@@ -472,6 +502,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> RunSettings:
         report=not args.no_report,
         workers=getattr(args, "executor_workers", None) or 1,
         threads=args.threads,
+        slo_classes=slo_classes_from_args(args),
     )
 
 

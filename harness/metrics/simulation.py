@@ -164,4 +164,9 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
         trust = trust_text(engine)
         if trust is not None:
             lines.append(f"TRUST: {prefix}{name}: {trust}.")
+        spec = engine.get("spec_decode")
+        if spec:
+            lines.append(f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "
+                         f"acceptance histogram {spec['histogram']} (k = {spec['k']}, mean acceptance length "
+                         f"{spec['mean_acceptance_length']:.2f}); the drafter's cost is not modelled.")  # fmt: skip
     return lines
