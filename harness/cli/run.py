@@ -47,7 +47,7 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     offered = workload.describe()["mean_rate_rps"]
     closed = settings.scenario.kind == "closed"
     load = "closed loop" if closed else (f"offered {offered:.3f} req/s" if offered else "one burst")
-    with shared.executor_from_args(args, specs) as executor:
+    with shared.executor_from_args(args, specs, len(workload.requests)) as executor:
         print(
             f"workload {workload.name}: {len(workload.requests)} requests, {load}, "
             f"fingerprint {workload.fingerprint()[:16]}"

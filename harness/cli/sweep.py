@@ -117,7 +117,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     def load(rate: float | None) -> Any:
         return base if rate is None else load_workload(args.workload, **{**overrides, "rate": rate})
 
-    with shared.executor_from_args(args, specs) as executor:
+    with shared.executor_from_args(args, specs, len(base.requests)) as executor:
         here = executor.kind == "local"
         loaded = load_model_for(specs, settings) if here else None  # once, not once per rate
 
