@@ -132,10 +132,7 @@ def estimate_run(workload: Any, specs: list[Any], scenario: str, repeat: int, st
     requests = list(workload.requests)
     if not requests:
         return []
-    arrivals = np.array([r.arrival_s for r in requests], dtype=float)
-    span = float(arrivals.max() - arrivals.min())
-    offline = scenario in ("offline", "closed")  # no schedule to follow: the engine's speed alone decides
-    per = [estimate_engine(s, requests, span, offline, speed, stop_run_s) for s in specs]
+    span, per = _engines(requests, specs, scenario, stop_run_s, speed)
     known = [e.seconds for e in per if e.seconds is not None]
     total = repeat * sum(known)
     unknown = [e.label for e in per if e.seconds is None]
@@ -159,6 +156,32 @@ def estimate_run(workload: Any, specs: list[Any], scenario: str, repeat: int, st
                 f"{stop}lower the load (--rate {rate:.2g}, or a smaller --time-scale)"
             )
     return lines
+
+
+def _engines(requests: list[Any], specs: list[Any], scenario: str, stop_run_s: float | None,
+             speed: EngineSpeed | None) -> tuple[float, list[EngineEstimate]]:  # fmt: skip
+    """The arrival span and each engine's estimate for one trial."""
+    arrivals = np.array([r.arrival_s for r in requests], dtype=float)
+    span = float(arrivals.max() - arrivals.min())
+    offline = scenario in ("offline", "closed")  # no schedule to follow: the engine's speed alone decides
+    return span, [estimate_engine(s, requests, span, offline, speed, stop_run_s) for s in specs]
+
+
+def estimate_sweep(workloads: list[Any], specs: list[Any], repeat: int, stop_run_s: float | None,
+                   speed: EngineSpeed | None) -> str:  # fmt: skip
+    """One line before a sweep of given rates (one workload per rate): the replay time of all its runs.
+    Overload is not warned of here: past capacity is where a sweep looks on purpose."""
+    total, unknown = 0.0, set()
+    for workload in workloads:
+        if workload.requests:
+            per = _engines(list(workload.requests), specs, "open", stop_run_s, speed)[1]
+            total += repeat * sum(e.seconds for e in per if e.seconds is not None)
+            unknown |= {e.label for e in per if e.seconds is None}
+    head = f"estimate: {len(workloads)} rate(s) x {len(specs)} engine(s) x {repeat} trial(s)"
+    if len(unknown) == len(specs):
+        return head + ": cannot tell the wall time of simulated or http engines"
+    plus = f", plus {', '.join(sorted(unknown))}" if unknown else ""
+    return head + f": about {_t(total)} of replay{plus} (and the engines' start-up)"
 
 
 def _t(seconds: float) -> str:

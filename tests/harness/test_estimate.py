@@ -71,3 +71,10 @@ def test_the_demo_calibration_is_kept_and_read_back(tmp_path, monkeypatch: pytes
     assert (speed.prefill_tok_s, speed.decode_tok_s) == (1234.0, 567.0) and "calibration" in speed.source
     estimate.speed_cache(None, "float32").write_text('{"prefill_tok_s": -1, "decode_tok_s": "x"}')
     assert "conservative default" in estimate.load_speed(None, "float32").source  # a bad cache is ignored
+
+
+def test_a_sweep_of_given_rates_sums_its_runs() -> None:
+    # two rates, each 10 requests over 20 s well within capacity: 2 x 20 s x 2 trials; sim adds no wall time
+    line = estimate.estimate_sweep([workload(10, 20.0)] * 2, specs("continuous", "sim"), 2, None, SPEED)
+    assert line.startswith("estimate: 2 rate(s) x 2 engine(s) x 2 trial(s): about 80 s of replay, plus sim-continuous")
+    assert "cannot tell" in estimate.estimate_sweep([workload(10, 20.0)], specs("sim"), 1, None, None)
