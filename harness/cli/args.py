@@ -222,6 +222,14 @@ def add_executor_flags(parser: argparse.ArgumentParser, workers: bool = True) ->
             metavar=o.metavar,
             help=(o.help + shown).replace("%", "%%"),
         )
+    if workers:
+        parser.add_argument(
+            "--force",
+            dest="executor_force",
+            action="store_true",
+            help="start --workers past the bounds a slip usually crosses: more than the requests, more than 8 per "
+            "CPU, or more memory than is available",
+        )
 
 
 def executor_choice(args: argparse.Namespace) -> ExecutorChoice:
@@ -230,16 +238,25 @@ def executor_choice(args: argparse.Namespace) -> ExecutorChoice:
 
     given = {o.name: getattr(args, f"executor_{o.name}", None) for o in EXECUTOR_OPTIONS}
     values = {o.name: o.default if given[o.name] is None else given[o.name] for o in EXECUTOR_OPTIONS}
-    choice = ExecutorChoice(kind=values["executor"], address=values["ray_address"], workers=values["workers"])
+    choice = ExecutorChoice(
+        kind=values["executor"],
+        address=values["ray_address"],
+        workers=values["workers"],
+        force=bool(getattr(args, "executor_force", False)),
+    )
     check_choice(choice)
     return choice
 
 
 @contextlib.contextmanager
-def executor_from_args(args: argparse.Namespace, specs: list[Any] | None = None) -> Iterator[Any]:
-    """The executor the flags choose, connected (a Ray cluster now, before any work starts), closed after."""
+def executor_from_args(
+    args: argparse.Namespace, specs: list[Any] | None = None, requests: int | None = None
+) -> Iterator[Any]:
+    """The executor the flags choose, connected (a Ray cluster now, before any work starts), closed after.
+    With `requests` (the schedule's size) the load-generator workers are bounded and their memory said first."""
     from harness.errors import HarnessInputError
     from harness.executor import make_executor
+    from harness.executor.options import check_workers
     from harness.shards import SHARDABLE
 
     choice = executor_choice(args)
@@ -248,6 +265,8 @@ def executor_from_args(args: argparse.Namespace, specs: list[Any] | None = None)
             f"--workers {choice.workers}: sharded load generation drives {' and '.join(SHARDABLE)} engines; "
             f"{', '.join(s.label for s in specs)} run inside their load generator"
         )
+    if requests is not None and (line := check_workers(choice, requests)) is not None:
+        print(line, flush=True)
     executor = make_executor(choice)
     try:
         yield executor

@@ -69,6 +69,7 @@ def study_command(args: argparse.Namespace) -> int:
     )
     if units_n > MAX_UNITS and not args.yes:  # a grid of 12,040 units once started with no warning
         raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
+    print(f"estimate: {estimate}", flush=True)
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
     last = max((r.arrival_s for r in workload.requests), default=0.0)
     for window in plan.slices:  # an empty slice has no metrics to compare: every verdict would be n/a
