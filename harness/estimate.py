@@ -19,13 +19,13 @@ The estimate is a forecast, printed as one: a shared machine moves by 2x within 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engines.kernels import cache_root
 from engines.options import OPTIONS
 
 # Conservative speeds of the embedded model when no calibration is saved: at or below the low end of what the
@@ -54,7 +54,7 @@ class EngineEstimate:
 
 def speed_cache(model: str | None, dtype: str) -> Path:
     """Where the demo's last calibration for `model` is kept (beside the attention kernel's build cache)."""
-    root = Path(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))) / "batchmark"
+    root = cache_root()
     key = "embedded" if model is None else Path(model).resolve().as_posix().strip("/").replace("/", "_")
     return root / f"speed-{key}-{dtype}.json"
 

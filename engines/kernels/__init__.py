@@ -22,11 +22,16 @@ _lib: ctypes.CDLL | None = None
 _status: str = "not loaded"
 
 
-def _cache_dir() -> Path:
+def cache_root() -> Path:
+    """batchmark's cache on this machine: $BATCHMARK_CACHE, else $XDG_CACHE_HOME/batchmark (~/.cache/batchmark)."""
     base = os.environ.get("BATCHMARK_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "batchmark"
     )
-    return Path(base) / "kernels"
+    return Path(base)
+
+
+def _cache_dir() -> Path:
+    return cache_root() / "kernels"
 
 
 def _compile(target: Path) -> None:
