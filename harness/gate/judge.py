@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from harness.errors import HarnessInputError
 from harness.gate import significance as sig
@@ -22,7 +23,10 @@ from harness.gate.prepare import Prepared, Rates, prepare
 from harness.gate.rules import Rule
 from harness.gate.trials import compare_trials, use_trials
 from harness.gate.verdict import RuleResult, Verdict
+from harness.judge.verdict import decide, samples_needed, tail_is_resolved, values_to_resolve
 from harness.metrics import SLO
+
+_STATUS = {"holds": "pass", "fails": "fail", "cannot_tell": "inconclusive"}
 
 
 @dataclass
@@ -34,6 +38,7 @@ class _Context:
     joined: pd.DataFrame | None  # both sides' per-request columns matched on the pairing key
     trials: tuple[list[int], list[int]] | None = None  # judged trial by trial (harness.gate.trials)
     trial_paired: bool = False  # trial k replayed the same schedule on both sides
+    few_trials: str | None = None  # unit auto, too few trials to see run-to-run noise: why a change is undecidable
 
 
 def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> Verdict:
@@ -60,6 +65,13 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
     if baseline is not None and use_trials(config.unit, baseline.trials, candidate.trials, config.min_trials):
         ctx.trials = (baseline.trials, candidate.trials)
         ctx.trial_paired = pairing.paired and baseline.trials == candidate.trials
+    elif baseline is not None and config.unit == "auto":
+        fewest = min(len(baseline.trials), len(candidate.trials))
+        ctx.few_trials = (
+            f"{fewest} trial(s) on a side show no run-to-run noise (every request of a run moves with it): "
+            f"give at least {config.min_trials} trials per side (batchmark run --repeat N), or --unit request "
+            "to take requests as independent"
+        )
     # each rule draws from its own stream, so adding a rule never changes another rule's result
     results = [evaluate_rule(rule, ctx, np.random.default_rng([config.seed, i])) for i, rule in enumerate(config.rules)]
     settings = {
@@ -72,8 +84,10 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
         "slo": slo.to_json(),
         "unit": "trial" if ctx.trials else "request",
         "min_trials": config.min_trials,
+        "allow_inconclusive": config.allow_inconclusive,
     }
-    return Verdict(results, pairing.to_json(), _describe(baseline), _describe(candidate) or {}, settings, notes)
+    described = (_describe(baseline), _describe(candidate) or {})
+    return Verdict(results, pairing.to_json(), *described, settings, notes, config.allow_inconclusive)
 
 
 def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleResult:
@@ -99,10 +113,10 @@ def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleRe
         ("rate", False): _rate_change,
     }
     handlers[(kind, absolute)](rule, ctx, rng, result)
-    return _decide(rule, result)
+    return _decide(rule, result, ctx)
 
 
-def _decide(rule: Rule, r: RuleResult) -> RuleResult:
+def _decide(rule: Rule, r: RuleResult, ctx: _Context) -> RuleResult:
     if r.change is None or r.p_value is None or np.isnan(r.change):
         r.status = "no_data"
         r.note = r.note or "no value to judge on one side"
@@ -116,8 +130,33 @@ def _decide(rule: Rule, r: RuleResult) -> RuleResult:
     limit = rule.threshold.value
     r.past_threshold = bool(r.change > limit if rule.higher_is_worse else r.change < limit)
     r.significant = bool(r.p_value <= r.alpha)
-    r.status = "fail" if r.past_threshold and r.significant else "inconclusive" if r.past_threshold else "pass"
+    if rule.needs_baseline and ctx.few_trials is not None:
+        r.undecidable, r.note = True, ctx.few_trials
+        r.needed, r.needed_unit = ctx.config.min_trials, "trials"
+    if r.undecidable:
+        r.status = "inconclusive"
+        return r
+    low, high = (float("nan") if x is None else x for x in (r.ci_low, r.ci_high))
+    r.status = _STATUS[decide(low, high, limit, higher_is_worse=rule.higher_is_worse)]
+    if r.status == "inconclusive":
+        r.needed, r.needed_unit = _needed(rule, r, ctx, low, high)
+        more = f"about {r.needed} {r.needed_unit} per side" if r.needed else "more data than is practical"
+        r.note = (f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
+                  "at the observed change and noise")  # fmt: skip
     return r
+
+
+def _needed(rule: Rule, r: RuleResult, ctx: _Context, low: float, high: float) -> tuple[int | None, str]:
+    """Samples a side that would decide the rule if the change and its noise stay as observed."""
+    assert r.change is not None
+    limit, change = rule.threshold.value, r.change
+    if r.trial_sd is not None:  # judged by trials: the t-test's own scale (log ratios for relative rules)
+        log = rule.threshold.kind == "relative" and change > -1 and limit > -1
+        gap = float(np.log1p(limit) - np.log1p(change)) if log else limit - change
+        return samples_needed(r.trial_sd, gap, r.alpha, small=True), "trials"
+    n = min(r.n_baseline, r.n_candidate) if r.n_baseline else r.n_candidate
+    se = (high - low) / 2.0 / float(stats.norm.ppf(1.0 - r.alpha))  # each end a one-sided bound
+    return samples_needed(se * np.sqrt(max(n, 1)), limit - change, r.alpha, small=False), "requests"
 
 
 def _cut_off(rule: Rule, r: RuleResult, sides: list[tuple[str, Prepared]]) -> bool:
@@ -198,9 +237,10 @@ def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleR
     q = quantile_of(stat)
     if q is None:
         test = sig.limit_test_mean(b, rule.threshold.value, _worse(rule), n_boot=n_boot, rng=rng)
-    else:
+        r.ci_low, r.ci_high = sig.interval(sig.bootstrap_one(b, stat, n_boot, rng), r.alpha)
+    else:  # exact, so a tail the sample cannot resolve shows as an open end, not a tight interval
         test = sig.limit_test_quantile(b, q, rule.threshold.value, _worse(rule))
-    r.ci_low, r.ci_high = sig.interval(sig.bootstrap_one(b, stat, n_boot, rng), r.alpha)
+        r.ci_low, r.ci_high = sig.quantile_bounds(b, q, r.alpha)
     r.p_value, r.test = test.p_value, test.test
 
 
@@ -224,18 +264,29 @@ def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: Rule
     relative = rule.threshold.kind == "relative"
     r.baseline, r.candidate = sig.stat_value(a, stat), sig.stat_value(b, stat)
     r.change = sig.change(r.baseline, r.candidate, relative)
+    q = quantile_of(stat)
     if _judge_trials(rule, ctx, r, lambda p, t: sig.stat_value(p.latency_values(metric, t), stat), f"{rule.name}"):
         return
     sa, sb = sig.bootstrap_stat(a, b, stat, paired=paired, n_boot=ctx.config.n_boot, rng=rng)
     r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
-    q = quantile_of(stat)
     if is_central(stat):
         test = sig.rank_test(a, b, paired=paired, worse=_worse(rule))
-    elif q is not None and not sig.tail_is_resolved(min(a.size, b.size), q):
+    elif _unresolved(rule, r, q, min(a.size, b.size)):
         test = sig.quantile_test(a, b, q, paired=paired, worse=_worse(rule))
     else:
         test = sig.TestResult("bootstrap" + (" (paired)" if paired else ""), sig.bootstrap_p(sb - sa, _worse(rule)))
     r.p_value, r.test = test.p_value, test.test
+
+
+def _unresolved(rule: Rule, r: RuleResult, q: float | None, n: int) -> bool:
+    """True (undecidable, the reason in `r.note`) when n values per side cannot resolve quantile q: the
+    percentile is (nearly) the sample's extreme and its interval would look tighter than it is."""
+    if q is None or is_central(rule.stat or "mean") or tail_is_resolved(n, q):
+        return False
+    need = values_to_resolve(q)
+    r.undecidable, r.needed, r.needed_unit = True, need, "requests"
+    r.note = f"{rule.stat} of {n} values is about their extreme, not a resolved percentile: it needs {need} per side"
+    return True
 
 
 def _column(rule: Rule) -> str:
@@ -252,8 +303,7 @@ def _share_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
         return
     r.candidate = r.change = float(x.mean())
     test = sig.limit_test_share(int(x.sum()), x.size, rule.threshold.value, _worse(rule))
-    boot = sig.bootstrap_one(x.astype(np.float64), "mean", ctx.config.n_boot, rng)
-    r.ci_low, r.ci_high = sig.interval(boot, r.alpha)
+    r.ci_low, r.ci_high = sig.share_bounds(int(x.sum()), x.size, r.alpha)  # exact: 0 of 16 is not "0%"
     r.p_value, r.test = test.p_value, test.test
 
 
