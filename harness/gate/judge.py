@@ -46,6 +46,7 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
     relative = [r.text for r in config.rules if r.needs_baseline]
     if baseline is None and relative:
         raise HarnessInputError(f"rule {relative[0]!r} compares against a baseline; give --baseline RUN")
+    _check_metrics(config, baseline, candidate)
     slo, notes = _slo(config, baseline, candidate)
     cand = prepare(candidate, slo, config.buckets)
     base = prepare(baseline, slo, config.buckets) if baseline is not None else None
@@ -138,7 +139,9 @@ def _decide(rule: Rule, r: RuleResult, ctx: _Context) -> RuleResult:
         return r
     low, high = (float("nan") if x is None else x for x in (r.ci_low, r.ci_high))
     r.status = _STATUS[decide(low, high, limit, higher_is_worse=rule.higher_is_worse)]
-    if r.status == "inconclusive":
+    if r.status == "inconclusive" and (np.isnan(low) or np.isnan(high)):
+        r.note = "the change has no interval (its ratio is undefined on the resamples: zero on a side)"
+    elif r.status == "inconclusive":
         r.needed, r.needed_unit = _needed(rule, r, ctx, low, high)
         more = f"about {r.needed} {r.needed_unit} per side" if r.needed else "more data than is practical"
         r.note = (f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
@@ -381,6 +384,26 @@ def _rate_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
 def _trial_rate(p: Prepared, metric: str, trial: int) -> float:
     rates = p.rates(metric)
     return rates.per_trial.get(trial, float("nan")) if rates is not None else float("nan")
+
+
+# the record field a metric is measured from, where some runs never record it
+_SOURCE_FIELD = {"_sent": ("t_sent", "a send time"), "queue_delay": ("t_admitted", "an admission time")}
+
+
+def _check_metrics(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> None:
+    """Invalid input (before any work): a rule on a metric a run does not record at all, e.g. queue_delay of
+    an HTTP run, which never sees admission. Some values missing is a different matter (no_data)."""
+    for rule in config.rules:
+        for side, sample in (("baseline", baseline if rule.needs_baseline else None), ("candidate", candidate)):
+            for part, (column, what) in _SOURCE_FIELD.items():
+                if sample is None or part not in rule.metric:
+                    continue
+                if column not in sample.records or not sample.records[column].notna().any():
+                    where = f"line {rule.line}: " if rule.line else ""
+                    raise HarnessInputError(
+                        f"{where}rule {rule.text!r}: the {side} run ({sample.source}) records no {column} "
+                        f"({what}), so it has no {rule.metric}"
+                    )
 
 
 def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> tuple[SLO, list[str]]:

@@ -18,12 +18,14 @@ RULES = ("tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s >= -5%", "slo_attai
 TRIAL_NOISE = 0.08
 
 
-def trials_run(seed: int, trials: int, *, speed: float = 1.0, engine: str = "e") -> list[dict]:
+def trials_run(
+    seed: int, trials: int, *, speed: float = 1.0, engine: str = "e", trial_noise: float = TRIAL_NOISE
+) -> list[dict]:
     """`trials` trials, trial k replaying schedule k, each slowed or sped up as a whole by run noise."""
     noise = np.random.default_rng([seed, 99])
     records = []
     for k in range(trials):
-        factor = float(noise.lognormal(0.0, TRIAL_NOISE))
+        factor = float(noise.lognormal(0.0, trial_noise))
         for rec in synthetic_run(seed * 1000 + k, n=40, speed=speed * factor, schedule_seed=k, engine=engine):
             records.append({**rec, "trial": k})
     return records
