@@ -86,12 +86,12 @@ def format_summary(metrics: dict[str, Any]) -> str:
     for other, pair in (metrics.get("comparison") or {}).get("pairs", {}).items():
         base = metrics["comparison"]["baseline"]
         ttft = pair["deltas"].get("ttft", {})
-        if ttft.get("median_delta") is not None:
-            p = pair["wilcoxon_p"].get("ttft")
+        if ttft.get("median_delta") is not None and ttft.get("share_b_lower") is not None:
+            p = ttft.get("p_holm")
             lines.append(
                 f"paired ({pair['paired_requests']} requests): {other} - {base} median TTFT delta "
                 f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
-                + (f", Wilcoxon p={p:.2g}" if p is not None else "")
+                + (f", {ttft['test']} p={p:.2g} (Holm-adjusted)" if p is not None else "")
             )
     lines += _prefix_cache_lines(metrics)
     for engine, repeat in (metrics.get("repeat") or {}).items():

@@ -1,7 +1,7 @@
 """Evaluate gate rules on a baseline and a candidate sample (pure: same inputs and seed, same verdict).
 
 Per rule: the point estimate (relative change, delta or the candidate's own value), an interval from
-the bootstrap, and a one-sided p-value from the test that fits the metric (harness.gate.significance).
+the bootstrap, and a one-sided p-value from the test that fits the metric (harness.judge.tests).
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import HarnessInputError
-from harness.gate import significance as sig
 from harness.gate.catalog import LATENCY_METRICS, is_central, quantile_of
 from harness.gate.config import GateConfig
 from harness.gate.inputs import RunSample
-from harness.gate.pairing import Pairing, decide_pairing, paired_frame
 from harness.gate.prepare import Prepared, Rates, prepare
 from harness.gate.rules import Rule
 from harness.gate.trials import compare_trials, use_trials
 from harness.gate.verdict import RuleResult, Verdict
+from harness.judge import tests as sig
+from harness.judge.pairing import Pairing, decide_pairing, paired_frame
 from harness.judge.verdict import decide, samples_needed, tail_is_resolved, values_to_resolve
 from harness.metrics import SLO
 

@@ -1,4 +1,7 @@
-"""Pure statistics for the gate: is the candidate worse than the baseline, beyond chance?
+"""The statistics of every comparison: the gate's one-sided tests, the comparison table's two-sided ones
+(harness.judge.comparison), and the one multiplicity correction (Holm).
+
+For the gate: is the candidate worse than the baseline, beyond chance?
 
 `worse` names the direction of a regression: "greater" when a higher candidate value is worse (latency,
 error rate), "less" when a lower one is (throughput, goodput). Every p-value here is one-sided: it is
@@ -16,6 +19,7 @@ the chance of evidence at least this strong for a regression if there were none.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +39,33 @@ class TestResult:
 
     test: str
     p_value: float
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the one multiplicity correction, for the several
+    metrics of one comparison."""
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    if ok.size == 0:
+        return out
+    order = ok[np.argsort(p[ok])]
+    m = ok.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def two_sided_signed_rank(d: np.ndarray) -> tuple[float, float]:
+    """Wilcoxon signed-rank statistic and two-sided p-value of per-request differences (NaN when empty)."""
+    if d.size == 0:
+        return np.nan, np.nan
+    if not np.any(d):
+        return 0.0, 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.wilcoxon(d)
+    return float(res.statistic), float(res.pvalue)
 
 
 def stat_value(x: np.ndarray, stat: str) -> float:
