@@ -24,3 +24,16 @@ def test_metrics_json_compare_and_report_show_one_comparison(run_dir):
             a, b = row[key], float(shown[ours])
             assert (a is None and np.isnan(b)) or a == b, (metric, key, a, b)
         assert row["verdict"] == shown["verdict"]
+
+
+def test_the_gate_pairs_and_measures_as_the_comparison_does(run_dir):
+    from harness.gate import GateConfig, evaluate, load_run, rules_from_texts
+
+    (comparison,) = analyse(run_dir).comparisons
+    config = GateConfig(rules=rules_from_texts(["tpot.p50 <= +5%", "ttft.p50 <= +5%"]), unit="request", n_boot=200)
+    a, b = comparison.a.engine, comparison.b.engine
+    verdict = evaluate(config, load_run(run_dir, engine=a), load_run(run_dir, engine=b))
+    assert verdict.pairing["paired"] == (comparison.kind == "paired")
+    for rule in verdict.results:  # the medians the gate judges are the comparison's, request for request
+        row = comparison.table.loc[rule.name.split(".")[0]]
+        assert (rule.baseline, rule.candidate) == (row["median_a"], row["median_b"]), rule.name
