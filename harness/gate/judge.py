@@ -6,6 +6,7 @@ the bootstrap, and a one-sided p-value from the test that fits the metric (harne
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -153,6 +154,10 @@ def _needed(rule: Rule, r: RuleResult, ctx: _Context, low: float, high: float) -
     """Samples a side that would decide the rule if the change and its noise stay as observed."""
     assert r.change is not None
     limit, change = rule.threshold.value, r.change
+    q = quantile_of(rule.stat or "mean")
+    if q is not None and rule.threshold.kind == "absolute" and np.isinf([low, high]).any():
+        # an open end of the order-statistic interval: the fewest values that bound the quantile at all
+        return math.ceil(np.log(r.alpha) / np.log(max(q, 1.0 - q))), "requests"
     if r.trial_sd is not None:  # judged by trials: the t-test's own scale (log ratios for relative rules)
         log = rule.threshold.kind == "relative" and change > -1 and limit > -1
         gap = float(np.log1p(limit) - np.log1p(change)) if log else limit - change

@@ -90,3 +90,18 @@ def test_a_rule_the_runs_cannot_carry_is_one_line_and_exit_2(runs, tmp_path, cap
     assert main(["gate", "--baseline", str(run), "--candidate", str(runs["slow3"]), "--rule", rule]) == 2
     err = capsys.readouterr().err
     assert err.startswith("batchmark: error:") and needle in err and err.count("\n") == 1, err
+
+
+def test_a_limit_on_a_percentile_sixteen_values_cannot_bound_says_how_many_would():
+    from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
+    from tests.fixtures.gate_runs import synthetic_run
+
+    config = GateConfig(rules=rules_from_texts(["e2e.p90 <= 5s", "e2e.p50 <= 5s"]))
+    far, near = evaluate(config, None, sample_from_records(synthetic_run(1, n=16))).results
+    # every e2e is about a second, yet 16 values cannot put an upper bound on p90 (0.9^16 = 19% > 5%)
+    assert (
+        far.status == "inconclusive"
+        and far.ci_high == float("inf")
+        and (far.needed, far.needed_unit) == (29, "requests")
+    )
+    assert near.status == "pass" and near.ci_high < 5
