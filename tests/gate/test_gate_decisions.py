@@ -123,9 +123,12 @@ def test_unpaired_comparison_uses_mann_whitney_and_the_bootstrap():
 
 def test_absolute_limits_need_no_baseline():
     config = GateConfig(rules=rules_from_texts(["ttft.p50 <= 1s", "ttft.p99 <= 10ms", "error_rate <= 1%"]))
-    verdict = evaluate(config, None, sample_from_records(synthetic_run(1)))
+    # 300 error-free requests bound the error rate by 0.99% (exact, one-sided 95%); 120 only by 2.5%
+    verdict = evaluate(config, None, sample_from_records(synthetic_run(1, n=300)))
     s = statuses(verdict)
     assert s == {"ttft.p50 <= 1s": "pass", "ttft.p99 <= 10ms": "fail", "error_rate <= 1%": "pass"}
+    few = evaluate(config, None, sample_from_records(synthetic_run(1)))
+    assert statuses(few)["error_rate <= 1%"] == "inconclusive" and few.results[2].ci_high > 0.01
     with pytest.raises(HarnessInputError, match="baseline"):
         evaluate(GateConfig(rules=rules_from_texts(["ttft.p99 <= +10%"])), None, sample_from_records(synthetic_run(1)))
 
