@@ -36,6 +36,21 @@ def _cell(column: str, value: Any, at_least: bool = False) -> str:
     return str(value)
 
 
+def _thin_tail_lines(metrics: dict[str, Any]) -> list[str]:
+    """The p99 columns of a run too small to resolve them (the judge's bound): said, not shown as resolved."""
+    from harness.judge.verdict import tail_is_resolved, values_to_resolve
+
+    out = []
+    for engine, summary in metrics["engines"].items():
+        counts = {m: ((summary.get("latency") or {}).get(m) or {}).get("count") for m in ("ttft", "tpot", "e2e")}
+        thin = {m: n for m, n in counts.items() if n and not tail_is_resolved(int(n), 0.99)}
+        if thin:
+            said = ", ".join(f"{m.upper()} of {n}" for m, n in thin.items())
+            out.append(f"! {engine}: p99 here is about the largest value ({said} requests), not a resolved "
+                       f"percentile: p99 needs {values_to_resolve(0.99)} requests")  # fmt: skip
+    return out
+
+
 def format_summary(metrics: dict[str, Any]) -> str:
     table = summary_table(metrics["engines"]).reset_index()
     rows = [[_cell(c, row.get(c), bool(row.get(f"{c}_at_least"))) for c in COLUMNS]
@@ -57,6 +72,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"! {row['engine']}: {row['ttft_censored']} requests were cut off before their first token; they "
                 "count at their wait so far, so a TTFT marked ≥ is a lower bound"
             )
+    lines += _thin_tail_lines(metrics)
     for run in metrics["runs"]:
         machine = run.get("machine") or {}
         if machine.get("busy"):
