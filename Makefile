@@ -31,7 +31,7 @@ demo: $(STAMP)
 # speed, and a second worker would be their neighbour.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 bench: $(STAMP)
 	$(PY) -m pytest -q -s -m bench --benchmark-enable tests

@@ -95,17 +95,23 @@ class AdmissionGuard:
         tenant = _wait(self._tenant_finishes.get(seq.request.tenant, deque()), len(mine), now) or 0.0
         return max(queue, tenant, head)
 
+    def target(self, seq: Sequence) -> float:
+        """The TTFT `seq` must be predicted to meet: its own (an SLO class's), else the configured one."""
+        own = seq.request.admission_slo_s
+        return self.config.slo_s if own is None else own
+
     def check(self, seq: Sequence, waiting: SchedulingPolicy, running: int, slots: int) -> bool:
         """Queue `seq` (True), or defer or shed it as the mode says (False: the caller must not queue it)."""
         predicted = self.predicted_ttft(seq, waiting, running, slots)
-        if predicted <= self.config.slo_s:
+        slo = self.target(seq)
+        if predicted <= slo:
             self._queued.setdefault(seq.request.tenant, deque()).append(seq)
             return True
         known = math.isfinite(predicted)
         detail = {
             "why": "predicted_ttft" if known else "no_drain_rate",
             "predicted_ttft_s": round(predicted, 4) if known else None,
-            "slo_s": self.config.slo_s,
+            "slo_s": slo,
         }
         if self.config.mode == "defer" and isinstance(waiting, DeferredLane):
             waiting.defer(seq)
@@ -113,8 +119,7 @@ class AdmissionGuard:
             return False
         seq.status, seq.finish_reason = SequenceStatus.FINISHED, "error"
         seq.error_type = "slo_shed"
-        seq.retry_after_s = max(1.0, predicted - self.config.slo_s) if math.isfinite(predicted) else None
-        slo = self.config.slo_s
+        seq.retry_after_s = max(1.0, predicted - slo) if math.isfinite(predicted) else None
         seq.error_message = (
             f"predicted time to first token {predicted:.2f} s exceeds the SLO of {slo:g} s; retry later"
             if known

@@ -31,6 +31,8 @@ class Request:
     priority: int = 0  # lower value = more urgent, as in vLLM
     arrival_time: float | None = None  # scheduled arrival on the caller's clock; policies may use it
     prompt_text: str | None = None  # for engines that take text (HTTP targets)
+    slo_class: str | None = None  # the request's SLO class: HTTP targets get it as a header (engines know no targets)
+    admission_slo_s: float | None = None  # SLO-aware admission aims at this TTFT for it (None: the engine's own)
 
 
 @dataclass(frozen=True)

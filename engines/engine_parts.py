@@ -5,17 +5,18 @@ its (engines/engine_process.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from engines.aging import aged
 from engines.block_manager import BlockManager, blocks_for_budget
-from engines.engine_core import EngineCore
 from engines.errors import EngineInputError
 from engines.model.loader import LoadedModel
-from engines.model_runner import ModelRunner
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.static_scheduler import StaticConfig, StaticScheduler
+
+if TYPE_CHECKING:  # the loop and the runner import torch: options are read (serve, a run's flags) before it loads
+    from engines.engine_core import EngineCore
 
 Kind = Literal["static", "continuous"]
 
@@ -53,6 +54,8 @@ class EngineOptions:
 
 def num_kv_blocks(loaded: LoadedModel, options: EngineOptions) -> int:
     """The KV pool's size in blocks; an EngineInputError if the budget holds none."""
+    from engines.model_runner import ModelRunner
+
     bytes_per_token = ModelRunner.kv_bytes_per_token(loaded.model)
     num_blocks = options.kv.num_blocks(bytes_per_token)
     if num_blocks < 1:
@@ -65,6 +68,9 @@ def num_kv_blocks(loaded: LoadedModel, options: EngineOptions) -> int:
 
 def build_core(loaded: LoadedModel, options: EngineOptions) -> EngineCore:
     """The block manager, model runner, scheduler and engine loop that `options` describe, on `loaded`."""
+    from engines.engine_core import EngineCore
+    from engines.model_runner import ModelRunner
+
     num_blocks = num_kv_blocks(loaded, options)
     blocks = BlockManager(num_blocks, options.kv.block_size, options.kv.prefix_caching)
     pad = loaded.tokenizer.pad_token_id

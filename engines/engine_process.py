@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ class ModelSource:
     path: str | None  # None: the embedded model
     dtype: str
     seed: int
-    weight_hash: str
+    weight_hash: str  # "" for a worker started before the parent knew it (`prestart`): checked when taken
     threads: int  # the compute threads' count, as `compute_threads.configure` set it in the parent
 
 
@@ -85,19 +85,21 @@ def child_main(down: Connection, up: Connection) -> None:
     lock = threading.Lock()
 
     def send(message: tuple) -> None:
-        with lock:
+        # a parent gone (a prestarted worker's parent may exit on bad input while this loads): say nothing;
+        # the next read of its pipe ends the loop
+        with lock, contextlib.suppress(OSError):
             up.send(message)
 
     try:
         source: ModelSource = down.recv()
         compute_threads.configure(source.threads)
         loaded = load_model(source.path, dtype=source.dtype, seed=source.seed)
-        if loaded.weight_hash != source.weight_hash:
+        if source.weight_hash and loaded.weight_hash != source.weight_hash:
             raise ModelLoadError(f"model {loaded.source!r}: the engine process loaded different weights")
     except BaseException as exc:
         send(("failed", portable(exc)))
         return
-    send(("ready", None))
+    send(("ready", loaded.weight_hash))  # a prestarted worker's parent checks it when it takes the worker
     core: Any = None
 
     def trace(on: bool) -> Any:
@@ -150,7 +152,7 @@ class _Worker:
     A plain subprocess, not `multiprocessing.Process`: it needs no `if __name__ == "__main__"` guard in
     the caller's script, and the load generator's own worker processes (daemonic) may start one too."""
 
-    def __init__(self, source: ModelSource) -> None:
+    def __init__(self, source: ModelSource, wait: bool = True) -> None:
         down_read, down_write = os.pipe()
         up_read, up_write = os.pipe()
         root = str(Path(__file__).resolve().parent.parent)  # where `engines` is, installed or not
@@ -175,7 +177,8 @@ class _Worker:
         self.owner: ProcessCore | None = None
         threading.Thread(target=self._read, name="batchmark-engine-reader", daemon=True).start()
         self.send(source)
-        self.expect_ready()
+        if wait:
+            self.expect_ready()
 
     @property
     def alive(self) -> bool:
@@ -220,7 +223,21 @@ class _Worker:
 
 
 _idle: dict[ModelSource, list[_Worker]] = {}
+_starting: list[_Worker] = []  # prestarted, still loading (or loaded and not yet taken); their hash unchecked
 _idle_lock = threading.Lock()
+
+
+def prestart(path: str | None, dtype: str, threads: int, seed: int = 0) -> None:
+    """Start a worker process for this model now, before the caller loads it: the worker's imports and model
+    load (about half of `batchmark serve`'s start-up, docs/measurements/2026-12-04-serve-startup.md) then
+    overlap the caller's own. The first engine start for the same model takes it and checks its weight hash;
+    one never taken exits with the caller (its pipe closes). `threads`: the count `compute_threads.configure`
+    will set (configure itself imports torch, which is what this overlaps)."""
+    # as `model_source` will name it: a checkpoint by its path as the loader writes it (`str(Path(path))`)
+    source = ModelSource(None if path is None else str(Path(path)), dtype, seed, "", threads)
+    worker = _Worker(source, wait=False)
+    with _idle_lock:
+        _starting.append(worker)
 
 
 def _acquire(source: ModelSource) -> _Worker:
@@ -230,7 +247,18 @@ def _acquire(source: ModelSource) -> _Worker:
             worker = workers.pop()
             if worker.alive:
                 return worker
-    return _Worker(source)
+        unchecked = replace(source, weight_hash="")
+        started = next((w for w in _starting if w.source == unchecked), None)
+        if started is not None:
+            _starting.remove(started)
+    if started is None:
+        return _Worker(source)
+    weight_hash = started.expect_ready()  # waits for its load; raises what the child raised
+    if weight_hash != source.weight_hash:
+        started.close()
+        raise ModelLoadError(f"model {source.path or 'embedded'!r}: the engine process loaded different weights")
+    started.source = source
+    return started
 
 
 def _release(worker: _Worker) -> None:

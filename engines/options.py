@@ -12,12 +12,19 @@ Defaults that differ on purpose are named as profiles (`PROFILES`): the same opt
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engines.errors import EngineInputError
 from engines.policy import POLICIES
+from engines.static_scheduler import StaticConfig
+
+if TYPE_CHECKING:  # the engines import this table: built inside the functions below, named here for hints
+    from engines.engine_parts import EngineOptions
+    from engines.scheduler import ContinuousConfig
 
 IN_PROCESS = ("static", "continuous")
 ADMISSION_MODES = ("off", "defer", "shed")
@@ -139,16 +146,17 @@ _SCHEDULED = (*IN_PROCESS, *SIMULATED)  # a simulated engine runs the same sched
 _STATIC = ("static", *SIMULATED)
 _CONTINUOUS = ("continuous", *SIMULATED)
 _HTTP = ("http",)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _SIM = SIMULATED
 
 ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("label", str, None, "the engine's name in records and reports (default: the kind)", _ALL, flag=False),
     Option("policy", str, "fcfs", "queue order", _SCHEDULED, choices=tuple(POLICIES)),
-    Option("max_batch", int, 32, "static: max batch size", _STATIC, low=1, metavar="N"),
+    Option("max_batch", int, StaticConfig.max_batch, "static: max batch size", _STATIC, low=1, metavar="N"),
     Option(
         "batch_timeout_ms",
         float,
-        50.0,
+        StaticConfig.batch_timeout_s * 1e3,
         "static: batch formation timeout in ms",
         _STATIC,
         low=0,
@@ -166,7 +174,13 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         metavar="N",
         profiles={"serve": 2048, "offline": 2048},
     ),
-    Option("chunked_prefill", bool, True, "continuous: prefill prompts whole", _CONTINUOUS),
+    Option(
+        "chunked_prefill",
+        bool,
+        True,
+        "continuous: split a prompt longer than the step's token budget across steps (off: each prompt whole)",
+        _CONTINUOUS,
+    ),
     # Recovery controls (docs/study.md), each off unless set; the manifest's engine options record them.
     Option(
         "aging_s",
@@ -186,6 +200,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "(queue behind all other work) a request whose predicted TTFT exceeds --admission-slo-ms",
         _CONTINUOUS,
         choices=ADMISSION_MODES,
+    ),
+    Option(
+        "reserve_slots",
+        int,
+        0,
+        "continuous: running slots only the most urgent requests (priority 0: the first --slo-class) may take, so "
+        "that they find one free when lower classes fill the rest",
+        _CONTINUOUS,
+        low=0,
+        metavar="N",
     ),
     Option(
         "admission_slo_ms",
@@ -321,6 +345,15 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         metavar="MS",
     ),
     Option("api_key_env", str, None, "http: environment variable holding the API key", _HTTP, metavar="VAR"),
+    Option(
+        "class_header",
+        str,
+        None,
+        "http: send each request's SLO class (--slo-class) in this header, e.g. X-SLO-Class",
+        _HTTP,
+        validate=lambda name: None if _HEADER_NAME.fullmatch(name) else "must be an HTTP header name (RFC 9110 token)",
+        metavar="NAME",
+    ),
     # The simulator (docs/simulator.md): the batching it runs, then a fitted profile or the roofline's inputs.
     Option("scheduler", str, "continuous", "sim: the batching it simulates", _SIM, choices=IN_PROCESS, flag=False),
     Option(
@@ -332,7 +365,33 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         flag=False,
     ),
     Option("hardware", str, "h100", "sim: the accelerator (engines/sim/hardware.py)", _SIM, flag=False),
+    Option(
+        "calibration",
+        str,
+        None,
+        "sim: roofline terms fitted on public GPU times (engines/sim/calibrations/; batchmark sim calibrate)",
+        _SIM,
+        flag=False,
+    ),
+    Option(
+        "stack",
+        str,
+        None,
+        "sim: with calibration, whose serving-stack floors (kernel, or one the calibration lists)",
+        _SIM,
+        flag=False,
+    ),
     Option("tp", int, 1, "sim: tensor-parallel degree", _SIM, low=1, flag=False),
+    Option(
+        "precision",
+        str,
+        "bf16",
+        "sim: weight format; fp8 and int8 run at that peak, int4 is weight-only (engines/sim/precision.py)",
+        _SIM,
+        choices=("bf16", "fp8", "int8", "int4"),
+        flag=False,
+    ),
+    Option("kv_precision", str, "bf16", "sim: KV-cache format", _SIM, choices=("bf16", "fp8", "int8"), flag=False),
     Option(
         "mfu_prefill",
         float,
@@ -356,6 +415,47 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     Option("mbu", float, 0.80, "sim: achieved share of peak memory bandwidth", _SIM, low=0, above=True, flag=False),
     Option("overhead_ms", float, 1.0, "sim: fixed time per step", _SIM, low=0, flag=False),
     Option("allreduce_latency_us", float, 8.0, "sim: latency of one all-reduce (tp > 1)", _SIM, low=0, flag=False),
+    # Terms the public GPU step times ask for (docs/simulator.md, `batchmark sim validate`); each default
+    # leaves the plain roofline unchanged, a calibration (engines/sim/calibrations/) sets them.
+    Option(
+        "allreduce_per_peer_us",
+        float,
+        0.0,
+        "sim: extra all-reduce latency per peer (tp - 1 of them)",
+        _SIM,
+        low=0,
+        flag=False,
+    ),
+    Option(
+        "link_efficiency",
+        float,
+        1.0,
+        "sim: share of the datasheet link bandwidth an all-reduce achieves",
+        _SIM,
+        low=0,
+        above=True,
+        flag=False,
+    ),
+    Option("layer_floor_us", float, 0.0, "sim: serving-stack floor per layer per step", _SIM, low=0, flag=False),
+    Option(
+        "prefill_rows_half",
+        float,
+        0.0,
+        "sim: GEMM rows at which prefill reaches half of mfu_prefill (0: size-independent)",
+        _SIM,
+        low=0,
+        flag=False,
+    ),
+    Option(
+        "overlap",
+        float,
+        1.0,
+        "sim: share of the smaller of compute and memory time hidden under the larger (1: max)",
+        _SIM,
+        low=0,
+        flag=False,
+        validate=lambda v: None if v <= 1 else "must be <= 1",
+    ),
     Option(
         "gpu_memory_utilization",
         float,
@@ -370,6 +470,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "activation_gb", float, None, "sim: activation reserve per device (default: estimated)", _SIM, low=0, flag=False
     ),
     Option("noise", bool, True, "sim: replay a fitted profile's measured noise", _SIM, flag=False),
+    Option(
+        "spec_decode",
+        str,
+        None,
+        "sim: speculative decoding from a MEASURED acceptance histogram (JSON, engines/sim/spec_decode.py): each "
+        "decode is a verify step of k+1 query tokens emitting 1 + A tokens; no default acceptance rate",
+        _SIM,
+        validate=lambda path: None if Path(path).is_file() else "no such file",
+        flag=False,
+    ),
     Option("seed", int, None, "sim: the noise draw (default: from the run's seed and trial)", _SIM, low=0, flag=False),
     Option("twin", str, None, "sim: the measured engine of the same run this one simulates", _SIM, flag=False),
 )
@@ -394,10 +504,9 @@ def check_options(kind: str, values: Mapping[str, Any], where: str) -> dict[str,
     return out
 
 
-def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "online") -> Any:  # -> EngineOptions
+def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "online") -> EngineOptions:
     """The `EngineOptions` of a static or continuous engine: checked `values` over the profile's defaults."""
     from engines.engine_parts import EngineOptions, KVConfig
-    from engines.static_scheduler import StaticConfig
 
     given = {k: v for k, v in values.items() if v is not None and OPTIONS[k].applies_to(kind)}
     o = {**defaults("static", profile), **defaults("continuous", profile), **given}
@@ -410,7 +519,7 @@ def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "onl
             blocks=o["kv_blocks"],
             prefix_caching=o["prefix_caching"],
         ),
-        static=StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3),
+        static=StaticConfig.from_options(o),
         continuous=continuous_config(o, "--engine " + kind),
         aging_s=o["aging_s"],
         step_delay_s=o["step_delay_ms"] / 1e3,
@@ -419,7 +528,7 @@ def in_process_options(kind: str, values: Mapping[str, Any], profile: str = "onl
     )
 
 
-def continuous_config(o: Mapping[str, Any], where: str) -> Any:  # -> ContinuousConfig
+def continuous_config(o: Mapping[str, Any], where: str) -> ContinuousConfig:
     """Continuous batching's limits and recovery controls from checked option values `o` (every key set)."""
     from engines.admission import AdmissionConfig
     from engines.fallback import FallbackConfig
@@ -442,5 +551,9 @@ def continuous_config(o: Mapping[str, Any], where: str) -> Any:  # -> Continuous
                                    "a fallback cap must lower it")  # fmt: skip
         fallback = FallbackConfig(o["fallback"], o["fallback_signal"], o["fallback_threshold"], o["fallback_hold_s"],
                                   o["fallback_max_running"])  # fmt: skip
+    if o["reserve_slots"] >= o["max_running"]:
+        raise EngineInputError(f"{where}: reserve_slots={o['reserve_slots']} leaves no slot of max_running="
+                               f"{o['max_running']} to other requests")  # fmt: skip
     return ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
-                            chunked_prefill=o["chunked_prefill"], admission=admission, fallback=fallback)  # fmt: skip
+                            chunked_prefill=o["chunked_prefill"], admission=admission, fallback=fallback,
+                            reserve_slots=o["reserve_slots"])  # fmt: skip

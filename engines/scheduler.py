@@ -40,6 +40,7 @@ class ContinuousConfig:
     kv_watermark: float = 0.01  # share of blocks kept free at admission so running work can grow
     admission: AdmissionConfig | None = None  # SLO-aware admission (off: None)
     fallback: FallbackConfig | None = None  # the fallback rule (off: None)
+    reserve_slots: int = 0  # slots only priority-0 requests may take (the most urgent SLO class)
 
 
 class ContinuousScheduler:
@@ -143,6 +144,8 @@ class ContinuousScheduler:
             reason = None
             if len(self.running) >= self.max_running:
                 reason = "no_slot"
+            elif seq.request.priority > 0 and len(self.running) >= self.max_running - self.config.reserve_slots:
+                reason = "reserved_slot"  # kept for the most urgent class; with a priority order none waits
             elif budget <= 0 or (num < uncomputed and not self.config.chunked_prefill):
                 reason = "token_budget"
             elif not blocks.can_allocate(need + blocks.reactivated(hit) + (self._watermark if self.running else 0)):

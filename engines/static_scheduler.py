@@ -1,6 +1,6 @@
 """Static batching: form a batch, run it until its LAST sequence finishes, only then take new work.
 
-Batch formation waits until `max_batch_size` requests are queued or the oldest has waited
+Batch formation waits until `max_batch` requests are queued or the oldest has waited
 `batch_timeout_s`. Every member gets KV blocks for its prompt plus max_tokens up front (a static batch
 cannot grow). Prompts are right-padded to the longest one, and a member that finishes early keeps its
 slot: it computes a pad row every step until the batch ends. Those pad rows are real compute thrown
@@ -15,7 +15,9 @@ measures batching, not a cache one side lacks; `prefix_caching=off` gives the cl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from engines.block_manager import BlockManager
 from engines.contract import abort_sequence, apply_step
@@ -27,10 +29,16 @@ from engines.stages import Stage
 
 @dataclass(frozen=True)
 class StaticConfig:
-    """The limits of static batching; the command-line defaults live in `engines/options.py`."""
+    """The limits of static batching. These defaults are the option table's too (`engines/options.py` reads
+    them from here), so `--max-batch`, `static:max_batch=` and this field are one name with one default."""
 
-    max_batch_size: int = 32
+    max_batch: int = 32
     batch_timeout_s: float = 0.05
+
+    @classmethod
+    def from_options(cls, o: Mapping[str, Any]) -> StaticConfig:
+        """From checked option values (`max_batch`, `batch_timeout_ms`), as every engine kind builds it."""
+        return cls(max_batch=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3)
 
 
 class StaticScheduler:
@@ -52,7 +60,7 @@ class StaticScheduler:
 
     @property
     def max_slots(self) -> int:
-        return self.config.max_batch_size
+        return self.config.max_batch
 
     def has_work(self) -> bool:
         return bool(self.batch) or len(self.waiting) > 0
@@ -82,11 +90,11 @@ class StaticScheduler:
         head = self.waiting.peek()
         if head is None:
             return plan
-        if len(self.waiting) < self.config.max_batch_size and now < head.enqueue_time + self.config.batch_timeout_s:
+        if len(self.waiting) < self.config.max_batch and now < head.enqueue_time + self.config.batch_timeout_s:
             plan.blocked_reason = "batch_forming"
             return plan
         blocks = self.blocks
-        while (seq := self.waiting.peek()) is not None and len(self.batch) < self.config.max_batch_size:
+        while (seq := self.waiting.peek()) is not None and len(self.batch) < self.config.max_batch:
             hit = blocks.match_prefix(seq)
             need = blocks.blocks_for_tokens(seq.max_total_tokens) - len(seq.block_table) - len(hit)
             if not blocks.can_allocate(need + blocks.reactivated(hit)):

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.metrics import summary_table
+from harness.metrics.prefix_cache import prefix_cache_views
+from harness.metrics.slo_classes import describe_class
+from harness.metrics.stops import describe_stop
 
 COLUMNS = {
     "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
@@ -74,6 +77,9 @@ def format_summary(metrics: dict[str, Any]) -> str:
             )
     lines += _thin_tail_lines(metrics)
     for run in metrics["runs"]:
+        for name, row in ((run.get("summary") or {}).get("slo_classes") or {}).items():
+            lines.append(f"  {run['engine']} trial {run['trial']}: {describe_class(name, row)}")
+    for run in metrics["runs"]:
         machine = run.get("machine") or {}
         if machine.get("busy"):
             lines.append(f"! {run['engine']} trial {run['trial']} {machine['message']}")
@@ -86,8 +92,8 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 )
                 continue
             lines.append(
-                f"! {run['engine']} trial {run['trial']} stopped early: {s['rule']} = {s['value']:.3g} "
-                f"(limit {s['limit']}), {s['not_sent']} requests not sent"
+                f"! {run['engine']} trial {run['trial']} stopped early: {describe_stop(s)}, "
+                f"{s['not_sent']} requests not sent"
             )
     lines += _worker_lines(metrics["runs"])
     nodes: dict[str, list[str]] = {}
@@ -120,43 +126,17 @@ def format_summary(metrics: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _hit_rate_said(summary: dict[str, Any]) -> str:
-    """An engine's own count (in process, simulated: it has a step trace); for a server its scraped counters,
-    which count every admission (a response's cached tokens count its first admission only). A figure nobody
-    gave is n/a with the reason, never 0.0%."""
-    measured, server = summary.get("prefix_cache"), summary.get("server")
-    served = (server or {}).get("prefix_cache")
-    if served is not None:
-        hits, queries = served["hit_tokens"], served["query_tokens"]
-        return f"{served['hit_rate']:.1%} (server counters: {hits:.0f} of {queries:.0f} prompt tokens)"
-    reported = measured is not None and measured["hit_rate"] is not None
-    if summary.get("utilisation") is not None and reported:
-        return f"{measured['hit_rate']:.1%}"
-    why = "the scrape exposed no prefix-cache counters" if server is not None else "no scrape of the server"
-    if reported:
-        why += f"; responses reported {measured['hit_rate']:.1%} cached at first admission"
-    return f"n/a ({why})"
-
-
 def _prefix_cache_lines(metrics: dict[str, Any]) -> list[str]:
     """Measured hit rate per engine beside the workload's predicted one; TTFT p50 by turn for sessions."""
-    predicted = metrics.get("prefix_cache_predicted") or {}
     lines = []
-    for engine, summary in metrics["engines"].items():
-        measured = summary.get("prefix_cache")
-        served = (summary.get("server") or {}).get("prefix_cache")
-        if measured is None and served is None and not predicted:
-            continue
-        line = f"{engine}: prefix cache hit rate {_hit_rate_said(summary)}"
-        if predicted:
-            block = str(next(iter(predicted)))
-            best = predicted.get("16") or predicted[block]
-            line += f" (unbounded cache on this schedule: {best['hit_rate']:.1%} at {best['block_size']}-token blocks)"
+    for view in prefix_cache_views(metrics["engines"], metrics.get("prefix_cache_predicted")):
+        line = f"{view.engine}: prefix cache hit rate {view.measured}"
+        if view.predicted:
+            line += f" (unbounded cache on this schedule: {view.predicted})"
         lines.append(line)
-        turns = (summary.get("sessions") or {}).get("ttft_by_turn")
-        if turns:
-            cells = [f"{t['turn']}: {t['ttft_p50'] * 1e3:.0f} ms" for t in turns[:8] if t["ttft_p50"] is not None]
-            lines.append(f"{engine}: TTFT p50 by turn  " + ", ".join(cells))
+        if view.turns:
+            cells = [f"{t['turn']}: {t['ttft_p50'] * 1e3:.0f} ms" for t in view.turns[:8] if t["ttft_p50"] is not None]
+            lines.append(f"{view.engine}: TTFT p50 by turn  " + ", ".join(cells))
     return lines
 
 

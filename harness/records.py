@@ -60,6 +60,7 @@ class RequestRecord:
     # prefill + (t_kv_arrived - t_prefill_end) transfer + (t_first_token - t_kv_arrived) first decode step
     t_prefill_end: float | None = None
     t_kv_arrived: float | None = None
+    slo_class: str | None = None  # its SLO class (`--slo-class`; harness/loadgen/classes.py); None: unclassed
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

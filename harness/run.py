@@ -19,15 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engines.options import OPTIONS
-from harness.engine_specs import EngineSpec, build_engine
+from harness.engine_specs import ADMISSION_HEADROOM, EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
+from harness.loadgen.classes import apply_classes
 from harness.loadgen.replay import shares_prefixes
 from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.prefix_cache import predicted_hit_rate
+from harness.metrics.slo_classes import SLOClass
 from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
@@ -38,6 +40,8 @@ from harness.side_by_side import replay_side_by_side, side_by_side
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from engines.model.loader import LoadedModel, LoadedTokenizer
 
 
 @dataclass
@@ -60,6 +64,7 @@ class RunSettings:
     warn_live: bool = True  # print a line when an early warning of the step trace first fires
     workers: int = 1  # load-generator workers per http or zero engine run (sharded load generation)
     threads: int | None = None  # torch threads of an in-process engine: what a trial unit asks a cluster for
+    slo_classes: tuple[SLOClass, ...] = ()  # --slo-class: per-class targets (harness/loadgen/classes.py)
 
 
 def _watched(write_step: Any, label: str, trial: int) -> Any:
@@ -135,7 +140,7 @@ async def one_engine_run(
     return outcome, described
 
 
-def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # -> LoadedModel | None
+def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> LoadedModel | None:
     """The model the in-process engines among `specs` run on (None when there is none)."""
     if not any(spec.in_process for spec in specs):
         return None
@@ -149,7 +154,7 @@ def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> Any:  # ->
 _MODELS: dict[tuple[str | None, str], Any] = {}  # a Ray worker process loads each model once for all its units
 
 
-def run_tokenizer(settings: RunSettings, loaded: Any) -> Any:  # -> LoadedTokenizer
+def run_tokenizer(settings: RunSettings, loaded: Any) -> LoadedTokenizer:
     """`--tokenizer`, else the model's tokenizer (already loaded with the model when engines run in process)."""
     from engines.model.loader import LoadedTokenizer, load_tokenizer
 
@@ -206,8 +211,9 @@ def run_benchmark(
     run_settings = {
         "repeat": settings.repeat,
         "slo": settings.slo.to_json(),
+        "slo_classes": {c.name: c.slo.to_json() for c in settings.slo_classes},
         "price_per_hour": settings.price_per_hour,
-        "stop_rules": settings.stop_rules.__dict__,
+        "stop_rules": dataclasses.asdict(settings.stop_rules),
         "open_loop": settings.scenario.kind != "closed",
         "scenario": settings.scenario.__dict__,
         "workers": settings.workers,
@@ -254,13 +260,18 @@ def _prompts(workload: Any, specs: list[EngineSpec], loaded: Any, settings: RunS
     kinds = {spec_prompt_kind(spec, specs) for spec in specs}
     # only simulated engines: no engine reads a token, so no tokenizer is needed (a whole trace of lengths)
     tokenizer = run_tokenizer(settings, loaded) if kinds != {"lengths"} else None
-    return build_prompts(
+    prompts = build_prompts(
         workload,
         kinds,
         tokenizer.tokenizer if tokenizer else None,
         tokenizer.describe() if tokenizer else None,
         settings.seed,
     )
+    if settings.slo_classes:
+        prompts.schedules = {
+            k: apply_classes(v, settings.slo_classes, ADMISSION_HEADROOM) for k, v in prompts.schedules.items()
+        }
+    return prompts
 
 
 def _note(
@@ -501,6 +512,7 @@ def engine_run_summary(
         records,
         steps,
         slo=settings.slo,
+        slo_classes=settings.slo_classes,
         price_per_hour=settings.price_per_hour,
         wall_time_s=wall_time_s,
         seed=settings.seed,

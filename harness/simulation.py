@@ -189,21 +189,21 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
         raise HarnessInputError(f"engine {engine.get('name')!r} is {kind!r}: only in-process engines have twins")
     o = engine.get("options") or {}
     kv = o.get("kv") or {}
-    items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy", "fcfs"),
-             "block_size": kv.get("block_size", 16), "noise": str(noise).lower(), "seed": seed,
+    # an option the manifest lacks is left out, so the option table's default applies (stated there only)
+    items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy"),
+             "block_size": kv.get("block_size"), "noise": str(noise).lower(), "seed": seed,
              "twin": engine.get("name")}  # fmt: skip
     if engine.get("kv_blocks"):
         items["kv_blocks"] = engine["kv_blocks"]
     if kind == "static":
         static = o.get("static") or {}
-        items |= {"max_batch": static.get("max_batch_size", 32),
-                  "batch_timeout_ms": static.get("batch_timeout_s", 0.05) * 1e3}  # fmt: skip
+        # manifests written before the field took the option's name spell it max_batch_size
+        size, timeout = static.get("max_batch", static.get("max_batch_size")), static.get("batch_timeout_s")
+        items |= {"max_batch": size, "batch_timeout_ms": None if timeout is None else timeout * 1e3}
     else:
         cont = o.get("continuous") or {}
-        items |= {"max_running": cont.get("max_running", 32),
-                  "max_batched_tokens": cont.get("max_batched_tokens", 512),
-                  "chunked_prefill": cont.get("chunked_prefill", True)}  # fmt: skip
-    return "sim:" + ",".join(f"{k}={v}" for k, v in items.items())
+        items |= {k: cont.get(k) for k in ("max_running", "max_batched_tokens", "chunked_prefill")}
+    return "sim:" + ",".join(f"{k}={v}" for k, v in items.items() if v is not None)
 
 
 def schedule_from_run(run_dir: Path) -> list[Scheduled]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.metrics.prefix_cache import PrefixCacheView, prefix_cache_views
 from reports.compare import Comparison, compare_runs
 from reports.load import EngineRun, RunData, load_runs
 from reports.style import series_colors
@@ -34,6 +35,17 @@ class Analysis:
         shown = ", ".join(f"{label}: {(fp or 'not recorded')[:12]}" for label, fp in prints.items())
         return (f"These runs replayed different workloads (workload fingerprints {shown}): their differences "
                 "mix the engines with the workloads, so no comparison here isolates the engine.")  # fmt: skip
+
+    @property
+    def prefix_cache(self) -> list[PrefixCacheView]:
+        """Each engine's prefix-cache hit rates and TTFT by turn, as the console says them (first trials)."""
+        return [
+            view
+            for run in self.runs
+            for view in prefix_cache_views(
+                {er.label: er.summary for er in run.primary()}, (run.metrics or {}).get("prefix_cache_predicted")
+            )
+        ]
 
     @property
     def title(self) -> str:

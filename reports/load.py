@@ -73,6 +73,7 @@ class EngineRun:
     trace: StepTrace | None
     summary: dict[str, Any] = field(default_factory=dict)
     stopped_early: bool = False
+    stop: dict[str, Any] | None = None  # metrics.json's stopped_early entry: the rule, its time, its evidence
     machine: dict[str, Any] | None = None  # harness.machine noise of the trial, when the run sampled it
     summary_source: str = "metrics.json"
     label: str = ""
@@ -260,6 +261,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         if entry is not None:
             er.summary = entry["summary"]
             er.stopped_early = bool(entry.get("stopped_early"))
+            er.stop = entry.get("stopped_early") if isinstance(entry.get("stopped_early"), dict) else None
             er.machine = entry.get("machine") if isinstance(entry.get("machine"), dict) else None
         else:
             er.summary_source = "computed by the report (not in metrics.json)"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reports import fmt, simulated
+from reports import fmt, simulated, tables
 from reports.analysis import Analysis, analyse
 from reports.compare import METRIC_NAMES
+from reports.prefix_cache import HIT_HEAD, prefix_cache_text
 
 
 def _cell(text: str) -> str:
@@ -71,6 +72,17 @@ def _metric_rows(a: Analysis) -> list[str]:
     return _table(["metric", *a.labels], rows)
 
 
+def _prefix_cache(a: Analysis) -> list[str]:
+    """The console's prefix-cache and TTFT-by-turn lines, as two tables (none: nothing to say)."""
+    if not a.prefix_cache:
+        return []
+    hits, turn_head, turn_rows = prefix_cache_text(a.prefix_cache)
+    lines = ["### Prefix cache and turns", "", *_table(list(HIT_HEAD), hits), ""]
+    if turn_rows:
+        lines += ["TTFT by turn (p50; p99 and counts after it):", "", *_table(turn_head, turn_rows), ""]
+    return lines
+
+
 def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str] | None = None) -> str:
     """Markdown summary of a run directory (or several, or an `Analysis` already made)."""
     a = run_dir if isinstance(run_dir, Analysis) else analyse(run_dir, labels=labels)
@@ -87,6 +99,9 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
         lines += [f"Fidelity of {sim} against the measured {real}:", ""]
         lines += [*_table(["metric", f"{real} (measured)", f"{sim} (simulated)", "error"], cells), ""]
     lines += [*_headlines(a), ""]
+    classes = tables.class_rows(a.series)
+    if classes:
+        lines += ["**Per SLO class**", "", *(f"- `{label}` {line}" for label, line in classes), ""]
     lines.append(
         "Intervals are 95%: bootstrap for percentiles, batch means for throughput and goodput, Wilson for "
         "attainment; a win needs non-overlapping intervals."
@@ -128,5 +143,6 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
             rows,
         )
         lines += ["", f"_{c.reason}._", ""]
+    lines += _prefix_cache(a)
     lines += ["<details><summary>Metric table</summary>", "", *_metric_rows(a), "", "</details>", ""]
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from reports.figures_workload import workload_figure, workload_frame, workload_s
 from reports.fmt import esc
 from reports.html import Section, page
 from reports.load import EngineRun, RunData
+from reports.prefix_cache import HOW, prefix_cache_html
 
 
 def _version() -> str:
@@ -50,6 +51,8 @@ def _latency_sections(series: list[EngineRun], colors: dict[str, str]) -> list[S
         "SLO.",
     )
     slo.figure(fl.slo_curves(series, colors))
+    if tables.class_rows(series):
+        slo.table(tables.class_table(series), "Per SLO class (each against its own targets)")
     return [lat, slo]
 
 
@@ -196,6 +199,8 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
     repeat = tables.repeat_table(a.runs)
     if repeat:
         metrics.table(repeat, "Across trials")
+    prefix = Section("prefix-cache", "Prefix cache and turns", HOW)
+    prefix.table(prefix_cache_html(a.prefix_cache))
     tenants = Section(
         "tenants",
         "Tenants and fairness",
@@ -242,6 +247,7 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         head,
         *([_simulation_section(a.runs)] if notices else []),
         metrics,
+        *([prefix] if a.prefix_cache else []),
         *_latency_sections(drawn, colors),
         *_engine_sections(drawn, colors),
         tenants,

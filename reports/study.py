@@ -227,19 +227,22 @@ def build_study_report(study_dir: Path) -> str:
         "Picked on the tuning slice, confirmed (or not) on the held-out slice, "
         "as the plan written before the run says. The plan's SHA-256 is in the manifest.",
     )
-    head.table(
+    head.table(  # kv_table escapes: plain text in, so nothing shows as `&quot;` or `<code>`
         tables.kv_table(
             {
-                "decision": esc(plan["decision"]),
-                "plan": esc(plan["path"]),
-                "sha256": f"<code>{plan['sha256'] if 'sha256' in plan else data['plan_sha256']}</code>",
-                "outcome": esc(verdict.get("outcome", "incomplete")),
-                "workload": esc(plan["workload"]),
+                "decision": plan["decision"],
+                "plan": plan["path"],
+                "sha256": plan.get("sha256") or data["plan_sha256"],
+                "outcome": verdict.get("outcome", "incomplete"),
+                "workload": plan["workload"],
                 "trials": str(plan["trials"]),
-                "slices": esc(json.dumps(plan["slices"])),
+                "slices": ", ".join(f"{name} {a:g}-{b:g} s" for name, (a, b) in plan["slices"].items()),
             }
         )
     )
+    flags = verdict.get("flags") or []
+    if flags:
+        head.html("".join(f'<p class="warn">flag: {esc(f)}</p>' for f in flags))
     labels = [m["metric"] for m in plan["metrics"]]
     extra = ["throughput", "ttft.p99", "tpot.p99", "worst_slowdown", "jain", "vtc_gap", "failed"]
     shown = list(dict.fromkeys([*labels, *extra]))
@@ -295,7 +298,7 @@ def build_study_report(study_dir: Path) -> str:
             ],
         )
     )
-    lines = verdict.get("lines") or ["the study has not finished"]
+    lines = [*(verdict.get("lines") or ["the study has not finished"]), *(f"flag: {f}" for f in flags)]
     return page(
         f"batchmark study: {plan['decision']}",
         f"{len(arm_names)} arms · {len(units)} runs",

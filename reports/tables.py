@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from harness.metrics.slo_classes import describe_class
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
 from reports.load import EngineRun, RunData
@@ -155,6 +156,20 @@ def flags_table(flags: list[dict[str, str]]) -> str:
         return '<p class="ok">Every validity check passed for every engine run.</p>'
     rows = [[fmt.esc(f["series"]), f"<code>{fmt.esc(f['name'])}</code>", fmt.esc(f["message"])] for f in flags]
     return _table(["engine run", "flag", "what it means"], rows, "flags-table")
+
+
+def class_rows(series: list[EngineRun]) -> list[list[str]]:
+    """Per engine run and SLO class (`--slo-class`): one line each, as the console prints it (plain text)."""
+    return [
+        [er.label, describe_class(name, row)]
+        for er in series
+        for name, row in (er.summary.get("slo_classes") or {}).items()
+    ]
+
+
+def class_table(series: list[EngineRun]) -> str:
+    rows = [[fmt.esc(label), fmt.esc(line)] for label, line in class_rows(series)]
+    return _table(["engine run", "class: targets, attainment [95% Wilson], goodput [95% Poisson], binding limit"], rows)
 
 
 def tenant_table(series: list[EngineRun]) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats as sps
 
 from harness.metrics.slo import SLO, slo_table
+from harness.metrics.stops import describe_stop
 from harness.metrics.throughput import events_problem, rate_problem, steady_window
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
@@ -237,7 +238,8 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
                 {
                     "series": er.label,
                     "name": "stopped_early",
-                    "message": "the run stopped before every request finished",
+                    "message": "the run stopped before every request finished"
+                    + (f": {describe_stop(er.stop)}" if er.stop else ""),
                 }
             )
         failed = (er.summary.get("requests") or {}).get("failed") or 0

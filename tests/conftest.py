@@ -17,3 +17,13 @@ def embedded():
 
     compute_threads.configure(2)
     return load_model()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules holding a `slow` test run first, each module's tests kept together and in order.
+
+    `make test` spreads whole files over two workers (`--dist loadfile --no-loadscope-reorder`): a heavy
+    file handed out last keeps one worker busy while the other idles, so heavy files go out first.
+    """
+    heavy = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: the order within each group is kept

@@ -80,6 +80,7 @@ class HttpEngineConfig:
     return_token_ids: bool = False  # ask for token ids in chunks (vLLM >= 0.10.2, batchmark serve)
     read_bufsize: int = DEFAULT_READ_BUFSIZE
     extra_body: dict[str, Any] = field(default_factory=dict)
+    class_header: str | None = None  # the header that carries a request's SLO class (None: not sent)
 
 
 class _Flight:
@@ -117,6 +118,7 @@ class HttpEngine(Engine):
         return_token_ids: bool = False,
         read_bufsize: int = DEFAULT_READ_BUFSIZE,
         extra_body: dict[str, Any] | None = None,
+        class_header: str | None = None,
         name: str = "http",
     ) -> None:
         self.config = HttpEngineConfig(
@@ -132,6 +134,7 @@ class HttpEngine(Engine):
             return_token_ids,
             read_bufsize,
             dict(extra_body or {}),
+            class_header,
         )
         _validate(self.config)
         self.name = name
@@ -319,7 +322,11 @@ class HttpEngine(Engine):
         flight.awaiting = True
         t_sent = time.perf_counter()
         try:
-            response = await self._session.post(self._target, data=data)
+            header = c.class_header
+            if header and request.slo_class is not None:
+                response = await self._session.post(self._target, data=data, headers={header: request.slo_class})
+            else:
+                response = await self._session.post(self._target, data=data)
         finally:
             flight.awaiting = False
         return response, t_sent

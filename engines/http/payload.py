@@ -68,6 +68,10 @@ def build_body(
         body["ignore_eos"] = True
     if request.stop_token_ids:
         body["stop_token_ids"] = list(request.stop_token_ids)
+    if request.slo_class is not None:
+        # vLLM's priority (lower = sooner; it answers 400 unless started with --scheduling-policy priority),
+        # sent only for a classed request: its class's rank (harness/loadgen/classes.py)
+        body["priority"] = request.priority
     if return_token_ids:
         body["return_token_ids"] = True
     body.update(extra)

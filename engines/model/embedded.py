@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # transformers loads torch: imported when the model is built, not with this module
+    from transformers import LlamaForCausalLM
 
 TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
 
@@ -30,7 +34,7 @@ class EmbeddedModelConfig:
         return asdict(self)
 
 
-def build_embedded_model(cfg: EmbeddedModelConfig):  # -> LlamaForCausalLM
+def build_embedded_model(cfg: EmbeddedModelConfig) -> LlamaForCausalLM:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 

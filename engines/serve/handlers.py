@@ -87,7 +87,14 @@ async def _generate(http: web.Request, api: str) -> web.StreamResponse:
         prompt = await state.prompts.ids(text=params.prompt_text, messages=params.messages)
     max_tokens = params.max_tokens or state.default_max_tokens
     rid = state.new_id("cmpl" if api == "completions" else "chatcmpl")
-    request = Request(rid, prompt, max_tokens, ignore_eos=params.ignore_eos, stop_token_ids=params.stop_token_ids)
+    request = Request(
+        rid,
+        prompt,
+        max_tokens,
+        ignore_eos=params.ignore_eos,
+        stop_token_ids=params.stop_token_ids,
+        priority=params.priority,
+    )
     _check_fits(state, request)
     if state.metrics.waiting >= state.max_waiting:
         raise ApiError(

@@ -28,6 +28,7 @@ class GenerationParams:
     ignore_eos: bool = False
     stop_token_ids: tuple[int, ...] = ()
     return_token_ids: bool = False
+    priority: int = 0  # vLLM's field: lower is sooner (served in that order under --policy priority)
     prompt_ids: list[int] | None = None  # completions with a token-id prompt
     prompt_text: str | None = None  # completions with a text prompt
     messages: list[dict[str, str]] | None = None  # chat
@@ -116,6 +117,9 @@ def _common(body: dict[str, Any], model_name: str, api: Api, max_keys: tuple[str
     stop_ids = body.get("stop_token_ids") or []
     if not isinstance(stop_ids, list) or not all(_is_int(t) and t >= 0 for t in stop_ids):
         raise invalid("stop_token_ids", "must be a list of token ids")
+    priority = body.get("priority", 0)
+    if not _is_int(priority) or abs(priority) > 2**31:
+        raise invalid("priority", "must be an integer (lower is served sooner)")
     for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
         value = body.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -128,6 +132,7 @@ def _common(body: dict[str, Any], model_name: str, api: Api, max_keys: tuple[str
         ignore_eos=_bool(body, "ignore_eos"),
         stop_token_ids=tuple(stop_ids),
         return_token_ids=_bool(body, "return_token_ids"),
+        priority=priority,
     )
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any
 
 from engines.block_manager import blocks_for_budget
 from engines.errors import EngineInputError
 from engines.options import check_options, continuous_config, defaults
+from engines.sim.calibration import load_calibration
 from engines.sim.cluster import ClusterConfig, ClusterEngine
 from engines.sim.disagg import DisaggConfig, DisaggEngine
 from engines.sim.engine import CostModel, SimEngine, SimOptions
@@ -25,12 +27,13 @@ from engines.sim.hardware import accelerator
 from engines.sim.noise import BLOCK, GAP_STREAM, BlockResampler, StepNoise
 from engines.sim.roofline import RooflineCost, RooflineParams
 from engines.sim.shape import load_shape
+from engines.sim.spec_decode import load_histogram
 from engines.static_scheduler import StaticConfig
 
 DEFAULT_MODEL = "llama-3.1-8b"  # `model` has no table default: for an http engine it means the served name
-ROOFLINE_KEYS = tuple(f.name for f in fields(RooflineParams) if f.name not in ("weight_bytes", "kv_bytes"))
+ROOFLINE_KEYS = tuple(f.name for f in fields(RooflineParams))
 # Keys that choose the roofline's inputs; a fitted profile already fixes them.
-ROOFLINE_ONLY = ("model", "hardware", "tp", *ROOFLINE_KEYS)
+ROOFLINE_ONLY = ("model", "hardware", "tp", "calibration", "stack", *ROOFLINE_KEYS)
 
 
 def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
@@ -39,7 +42,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     checked = check_options("sim", given, f"--engine {label}")
     o = {**defaults("sim"), **checked}
     kind = o["scheduler"]
-    static = StaticConfig(max_batch_size=o["max_batch"], batch_timeout_s=o["batch_timeout_ms"] / 1e3)
+    static = StaticConfig.from_options(o)
     continuous = continuous_config(o, f"--engine {label}")
     block_size = o["block_size"]
     cost: CostModel
@@ -58,7 +61,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     else:
         shape = load_shape(o["model"] or DEFAULT_MODEL)
         hw = accelerator(o["hardware"])
-        params = RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS})
+        params, calibrated = _roofline_params(o, checked, label)
         roofline = RooflineCost(shape, hw, o["tp"], params)
         cost = roofline
         bytes_per_token = roofline.kv_bytes_per_token
@@ -66,7 +69,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         capacity = roofline.kv_capacity_bytes(continuous.max_batched_tokens, continuous.max_running)
         default_blocks = blocks_for_budget(capacity, bytes_per_token, block_size)
         gap = dispatch = 0.0
-        source = {"model": shape.name, "hardware": hw.name, "tp": roofline.tp}
+        source = {"model": shape.name, "hardware": hw.name, "tp": roofline.tp, **calibrated}
     if "kv_blocks" in checked:
         num_blocks = int(o["kv_blocks"])
     elif "kv_memory_mb" in checked:  # the table's default is the in-process engines': a sim's is the cost model's
@@ -86,9 +89,14 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         gaps = fitted.noise.get("gap_s")
         gap_noise = BlockResampler(gaps, [seed, GAP_STREAM]) if gaps else None
         source["noise"] = f"measured, replayed in blocks spanning {BLOCK} steps of the measured run (seed {seed})"
+    spec = load_histogram(Path(o["spec_decode"])) if o["spec_decode"] else None
+    if spec is not None and kind != "continuous":
+        raise EngineInputError(f"--engine {label}: spec_decode needs scheduler=continuous")
+    spec_seed = o["seed"] if o["seed"] is not None else zlib.crc32(label.encode())
     options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
                          block_size=block_size, num_blocks=num_blocks, step_gap_s=gap, dispatch_s=dispatch,
-                         slowdown=o["slowdown"], prefix_caching=o["prefix_caching"])  # fmt: skip
+                         slowdown=o["slowdown"], prefix_caching=o["prefix_caching"], spec_decode=spec,
+                         spec_seed=spec_seed)  # fmt: skip
     if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
     description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}
@@ -101,6 +109,18 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         step_noise=step_noise,
         gap_noise=gap_noise,
     )
+
+
+def _roofline_params(o: dict[str, Any], checked: dict[str, Any], label: str) -> tuple[RooflineParams, dict[str, str]]:
+    """The table's values, or a calibration's under its stack with any key given explicitly on top."""
+    if not o["calibration"]:
+        if o["stack"]:
+            raise EngineInputError(f"--engine {label}: stack= picks a calibration's floors; give calibration= too")
+        return RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS}), {}
+    calibration = load_calibration(o["calibration"])
+    stack = o["stack"] or calibration.default_stack
+    params = replace(calibration.params_for(stack), **{k: checked[k] for k in ROOFLINE_KEYS if k in checked})
+    return params, {"calibration": calibration.name, "stack": stack}
 
 
 def build_sim_cluster(values: dict[str, Any], label: str) -> ClusterEngine:

@@ -11,6 +11,7 @@ their step ends, as in the in-process engine; the step trace records the same fi
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
@@ -22,6 +23,7 @@ from engines.engine_core import step_record
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence, SequenceStatus
+from engines.sim.spec_decode import AcceptanceHistogram
 from engines.static_scheduler import StaticConfig, StaticScheduler
 from engines.step_features import StepFeatures, step_features
 
@@ -54,6 +56,10 @@ class SimOptions:
     dispatch_s: float = 0.0
     slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
     prefix_caching: bool = True  # cached prefix tokens are taken, not computed, so they cost no step time
+    # speculative decoding (engines/sim/spec_decode.py): every decode is a verify step of k+1 query tokens that
+    # emits 1 + A tokens, A drawn from this measured histogram with `spec_seed`; None: plain decoding
+    spec_decode: AcceptanceHistogram | None = None
+    spec_seed: int = 0
 
 
 class SimEngine:
@@ -82,6 +88,7 @@ class SimEngine:
         self._seq_no = 0
         self._step = 0
         self.step_sink: StepSink | None = None
+        self._spec_rng = random.Random(options.spec_seed)
 
     # -- the narrow interface the virtual-time load generator uses ----------------------------------------
     async def start(self) -> None:
@@ -136,7 +143,9 @@ class SimEngine:
                 continue
             features = step_features(plan)
             t_start = self.now
-            duration = cost.step_time(features)
+            spec = self.options.spec_decode
+            extra = self._speculate(plan, spec) if spec is not None else {}
+            duration = cost.step_time(features if spec is None else _verify_features(features, plan, spec.k))
             if self._step_noise is not None:
                 duration = self._step_noise(duration)
             if slowdown:
@@ -151,6 +160,8 @@ class SimEngine:
                         admitted.append(seq.request.request_id)
             sampled = [c.seq.request.request_id for c in plan.chunks if c.yields_token]  # each computes >= 1 token
             finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
+            if extra:  # accepted draft tokens exist when the verify step ends, as its own token does
+                sampled += [rid for rid, n in extra.items() for _ in range(n)]
             done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
                                 s.num_output_tokens, t_end, preemptions=s.preemptions,
                                 cached_tokens=s.num_cached_tokens) for s in finished]  # fmt: skip
@@ -162,6 +173,32 @@ class SimEngine:
             self.now = t_end + (gap if self._gap_noise is None else self._gap_noise())
             if on_step(t_start, t_end, admitted, sampled, done):
                 return
+
+    def _speculate(self, plan: Any, spec: AcceptanceHistogram) -> dict[str, int]:
+        """Accepted draft tokens per decoding sequence of `plan` (request id -> A >= 1), drawn from the measured
+        histogram, never past `max_tokens`, and only as far as free KV blocks hold them; each sequence is advanced
+        by them here, so the step's own token then lands after them and the normal retirement finishes it."""
+        out: dict[str, int] = {}
+        blocks = self.blocks
+        for chunk in plan.chunks:
+            seq = chunk.seq
+            if not _decoding(chunk):
+                continue
+            room = seq.request.max_tokens - seq.num_output_tokens - 1  # the step's own token comes after these
+            accepted = min(spec.draw_emitted(self._spec_rng) - 1, room)
+            if accepted <= 0:
+                continue
+            total = seq.num_computed_tokens + chunk.num_tokens + accepted
+            need = blocks.blocks_for_tokens(total) - len(seq.block_table)
+            if need > 0:
+                if not blocks.can_allocate(need):
+                    continue  # no KV room for the drafts: this step keeps its one token
+                blocks.allocate(seq, need)
+            seq.num_computed_tokens += accepted
+            seq.token_ids.extend([SIM_TOKEN] * accepted)
+            seq.num_output_tokens += accepted
+            out[seq.request.request_id] = accepted
+        return out
 
     @property
     def in_flight(self) -> int:
@@ -200,5 +237,22 @@ class SimEngine:
             },
             "kv_blocks": self.blocks.num_blocks,
             "cost_model": self.cost.describe(),
+            **({"spec_decode": self.options.spec_decode.describe()} if self.options.spec_decode else {}),
             **self._description,
         }
+
+
+def _decoding(chunk: Any) -> bool:
+    """A one-token chunk extending a sequence that has output: a decode, which speculation replaces."""
+    return chunk.yields_token and chunk.num_tokens == 1 and chunk.seq.num_output_tokens > 0
+
+
+def _verify_features(f: StepFeatures, plan: Any, k: int) -> StepFeatures:
+    """The step's work with every decode a verify of k+1 query tokens: k more decode rows per decoding sequence,
+    each attending its context plus the drafts before it, and each through the LM head. The drafter's own cost
+    is not modelled (an n-gram or EAGLE-style head is small beside the target; a separate draft model is not)."""
+    contexts = [c.seq.num_computed_tokens + 1 for c in plan.chunks if _decoding(c)]
+    n = len(contexts)
+    attended = k * sum(contexts) + n * k * (k + 1) // 2
+    return f._replace(decode_seqs=f.decode_seqs + k * n, attended_context=f.attended_context + attended,
+                      sampled_rows=f.sampled_rows + k * n)  # fmt: skip

@@ -29,6 +29,20 @@ class AcceptanceHistogram:
         """Tokens one verify step puts through the model per sequence: the last token plus k drafts."""
         return self.k + 1
 
+    def mean_acceptance_length(self) -> float:
+        """vLLM's definition: 1 + accepted / drafts steps, i.e. the mean tokens a verify step emits."""
+        total = sum(self.accepted_counts)
+        return 1 + sum(a * c for a, c in enumerate(self.accepted_counts)) / total
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "histogram": self.source,
+            "k": self.k,
+            "accepted_counts": list(self.accepted_counts),
+            "mean_acceptance_length": self.mean_acceptance_length(),
+            "conditional": "every figure of this engine is conditional on this measured acceptance histogram",
+        }
+
     def draw_emitted(self, rng: random.Random) -> int:
         """Tokens one verify step emits for one sequence: the bonus/corrected token plus A accepted."""
         accepted = rng.choices(range(self.k + 1), weights=self.accepted_counts)[0]

@@ -20,11 +20,18 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines.options import ENGINE_OPTIONS, IN_PROCESS, KINDS, Option
 from harness.errors import HarnessInputError
 from workloads.options import OVERRIDES, parse_columns
+
+if TYPE_CHECKING:  # commands load these late (torch, pandas), so `batchmark --help` starts fast
+    from engines.model.loader import LoadedModel
+    from harness.executor.options import ExecutorChoice
+    from harness.loadgen.scenarios import Scenario
+    from harness.metrics.slo import SLO
+    from harness.run import RunSettings
 
 SCENARIOS = ("open", "closed", "offline", "sessions")
 
@@ -215,24 +222,41 @@ def add_executor_flags(parser: argparse.ArgumentParser, workers: bool = True) ->
             metavar=o.metavar,
             help=(o.help + shown).replace("%", "%%"),
         )
+    if workers:
+        parser.add_argument(
+            "--force",
+            dest="executor_force",
+            action="store_true",
+            help="start --workers past the bounds a slip usually crosses: more than the requests, more than 8 per "
+            "CPU, or more memory than is available",
+        )
 
 
-def executor_choice(args: argparse.Namespace) -> Any:  # -> ExecutorChoice
+def executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     """The executor flags given, over the table's defaults, checked (Ray installed, its head reachable)."""
     from harness.executor import EXECUTOR_OPTIONS, ExecutorChoice, check_choice
 
     given = {o.name: getattr(args, f"executor_{o.name}", None) for o in EXECUTOR_OPTIONS}
     values = {o.name: o.default if given[o.name] is None else given[o.name] for o in EXECUTOR_OPTIONS}
-    choice = ExecutorChoice(kind=values["executor"], address=values["ray_address"], workers=values["workers"])
+    choice = ExecutorChoice(
+        kind=values["executor"],
+        address=values["ray_address"],
+        workers=values["workers"],
+        force=bool(getattr(args, "executor_force", False)),
+    )
     check_choice(choice)
     return choice
 
 
 @contextlib.contextmanager
-def executor_from_args(args: argparse.Namespace, specs: list[Any] | None = None) -> Iterator[Any]:
-    """The executor the flags choose, connected (a Ray cluster now, before any work starts), closed after."""
+def executor_from_args(
+    args: argparse.Namespace, specs: list[Any] | None = None, requests: int | None = None
+) -> Iterator[Any]:
+    """The executor the flags choose, connected (a Ray cluster now, before any work starts), closed after.
+    With `requests` (the schedule's size) the load-generator workers are bounded and their memory said first."""
     from harness.errors import HarnessInputError
     from harness.executor import make_executor
+    from harness.executor.options import check_workers
     from harness.shards import SHARDABLE
 
     choice = executor_choice(args)
@@ -241,6 +265,8 @@ def executor_from_args(args: argparse.Namespace, specs: list[Any] | None = None)
             f"--workers {choice.workers}: sharded load generation drives {' and '.join(SHARDABLE)} engines; "
             f"{', '.join(s.label for s in specs)} run inside their load generator"
         )
+    if requests is not None and (line := check_workers(choice, requests)) is not None:
+        print(line, flush=True)
     executor = make_executor(choice)
     try:
         yield executor
@@ -278,7 +304,7 @@ def check_model_flags(args: argparse.Namespace) -> None:
             raise HarnessInputError(f"--{flag} {value}: no such directory")
 
 
-def load_model_from_args(args: argparse.Namespace) -> Any:  # -> LoadedModel
+def load_model_from_args(args: argparse.Namespace) -> LoadedModel:
     from engines import compute_threads
     from engines.model.loader import load_model
 
@@ -349,7 +375,7 @@ def check_slo_flags(args: argparse.Namespace) -> None:
     check_flags(args, slo_flags())
 
 
-def slo_from_args(args: argparse.Namespace) -> Any:  # -> SLO
+def slo_from_args(args: argparse.Namespace) -> SLO:
     from harness.metrics import SLO
 
     defaults = SLO()
@@ -382,6 +408,21 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     add_executor_flags(parser)
     add_flags(parser, RUN_FLAGS)
     add_slo_flags(parser)
+    parser.add_argument(
+        "--slo-class",
+        action="append",
+        dest="slo_classes",
+        metavar="NAME:ttft_ms=MS,tpot_ms=MS,e2e_ms=MS",
+        help="an SLO class for the requests of tenant NAME, with its own targets (any of the three); repeat for "
+        "more, the first most urgent: per-class attainment and goodput, the class's rank as request priority, "
+        "its TTFT for SLO-aware admission",
+    )
+    parser.add_argument(
+        "--stop-over-saturated",
+        action="store_true",
+        help="end a run when requests in flight and TTFT both grow beyond statistical doubt (a one-sided test on "
+        "their slopes, docs/metrics.md#over-saturation); in a sweep, the climb stops at that rate",
+    )
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
     parser.add_argument(
         "--progress",
@@ -421,9 +462,22 @@ def check_run_flags(args: argparse.Namespace) -> None:
     check_slo_flags(args)
     check_model_flags(args)
     engine_flag_values(args)
+    slo_classes_from_args(args)
 
 
-def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Scenario
+def slo_classes_from_args(args: argparse.Namespace) -> tuple[Any, ...]:  # -> tuple[SLOClass, ...]
+    """The `--slo-class` values, parsed; one line naming the class when one is malformed or given twice."""
+    from harness.metrics.slo_classes import parse_slo_class
+
+    classes = tuple(parse_slo_class(text) for text in getattr(args, "slo_classes", None) or ())
+    names = [c.name for c in classes]
+    for name in names:
+        if names.count(name) > 1:
+            raise HarnessInputError(f"--slo-class {name}: given twice")
+    return classes
+
+
+def scenario_from_args(args: argparse.Namespace, workload: Any) -> Scenario:
     """The scenario is a run setting: `--scenario`, else what the workload suggests."""
     from harness.errors import HarnessInputError
     from harness.loadgen import Scenario
@@ -439,8 +493,9 @@ def scenario_from_args(args: argparse.Namespace, workload: Any) -> Any:  # -> Sc
     return Scenario(kind)
 
 
-def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSettings
+def run_settings(args: argparse.Namespace, workload: Any) -> RunSettings:
     from harness.loadgen import StopRules
+    from harness.loadgen.saturation import OverSaturation
     from harness.progress import default_mode
     from harness.run import RunSettings
 
@@ -452,6 +507,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         max_in_flight=args.stop_in_flight,
         max_ttft_p99_s=args.stop_ttft_p99_ms / 1e3 if args.stop_ttft_p99_ms is not None else None,
         max_run_s=args.stop_run_s,
+        over_saturated=OverSaturation() if getattr(args, "stop_over_saturated", False) else None,
     )
     return RunSettings(
         out_dir=args.out or Path("runs") / f"{stamp}-{slug}",
@@ -468,6 +524,7 @@ def run_settings(args: argparse.Namespace, workload: Any) -> Any:  # -> RunSetti
         report=not args.no_report,
         workers=getattr(args, "executor_workers", None) or 1,
         threads=args.threads,
+        slo_classes=slo_classes_from_args(args),
     )
 
 

@@ -47,13 +47,15 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     offered = workload.describe()["mean_rate_rps"]
     closed = settings.scenario.kind == "closed"
     load = "closed loop" if closed else (f"offered {offered:.3f} req/s" if offered else "one burst")
-    with shared.executor_from_args(args, specs) as executor:
+    with shared.executor_from_args(args, specs, len(workload.requests)) as executor:
         print(
             f"workload {workload.name}: {len(workload.requests)} requests, {load}, "
             f"fingerprint {workload.fingerprint()[:16]}"
         )
         for note in workload.notes:
             print(f"  note: {note}")
+        for line in _estimate(args, workload, specs, settings):
+            print(line, flush=True)
         metrics = run_benchmark(workload, specs, settings, sys.argv, executor=executor)
     print_summary(metrics)
     if any(spec.simulated for spec in specs):
@@ -64,6 +66,15 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     if settings.report:
         _write_report(settings.out_dir)
     return settings.out_dir, metrics
+
+
+def _estimate(args: argparse.Namespace, workload: Any, specs: list[Any], settings: Any) -> list[str]:
+    """How long the run will take and which engine it will drown, said before it starts (harness/estimate.py)."""
+    from harness.estimate import estimate_run, load_speed
+
+    speed = load_speed(args.model, args.dtype) if any(s.in_process for s in specs) else None
+    stop = settings.stop_rules.max_run_s
+    return estimate_run(workload, specs, settings.scenario.kind, settings.repeat, stop, speed)
 
 
 def _write_report(out: Path) -> None:
@@ -127,6 +138,7 @@ def _calibrated(args: argparse.Namespace) -> list[str]:
     from engines import compute_threads
     from engines.model.loader import load_model
     from harness import demo
+    from harness.estimate import save_speed
     from harness.machine import measured
     from workloads import load_workload
 
@@ -137,6 +149,7 @@ def _calibrated(args: argparse.Namespace) -> list[str]:
     print("demo: calibrating this machine (a few seconds) ...", flush=True)
     with measured() as noise:
         speed = demo.calibrate(loaded, [r.input_tokens for r in sample.requests], threads=args.threads)
+    save_speed(args.model, args.dtype, speed.prefill_tok_s, speed.decode_tok_s)  # the next run's estimate
     plan = demo.plan(speed, mean_prompt, mean_output, arrivals)
     for name, value in plan.overrides().items():
         setattr(args, name, value)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.cli import args as shared
+
+if TYPE_CHECKING:  # commands load these late (torch), so `batchmark --help` starts fast
+    from engines.engine_parts import EngineOptions
 
 IN_PROCESS = ("static", "continuous")
 
@@ -90,7 +93,7 @@ def check_host(host: str, port: int) -> None:
             raise HarnessInputError(f"--host {host} --port {port}: cannot listen ({exc.strerror or exc})") from None
 
 
-def engine_options(args: argparse.Namespace) -> Any:  # -> EngineOptions
+def engine_options(args: argparse.Namespace) -> EngineOptions:
     from engines.options import in_process_options
 
     return in_process_options(args.engine, shared.engine_flag_values(args, IN_PROCESS), profile="serve")
@@ -110,6 +113,17 @@ def run_serve(args: argparse.Namespace) -> int:
         # each step with the seconds since start: where a slow start goes is on the console (issue 32)
         print(f"batchmark serve: [{time.perf_counter() - started:5.1f} s] {line}", flush=True)
 
+    check_args(args)
+    options = engine_options(args)
+    shared.check_model_flags(args)
+    if options.engine_process:  # the worker loads its copy while this process loads its own, not after it
+        from engines.compute_threads import default_threads
+        from engines.engine_process import prestart
+
+        prestart(args.model, args.dtype, args.threads or default_threads())
+        announce(f"loading the model ({args.model or 'embedded'}) here and in the engine's worker process")
+    else:
+        announce(f"loading the model ({args.model or 'embedded'})")
     import asyncio
 
     from engines.inprocess import InProcessEngine
@@ -117,9 +131,6 @@ def run_serve(args: argparse.Namespace) -> int:
     from engines.serve.runner import serve
     from harness.errors import HarnessInputError
 
-    check_args(args)
-    options = engine_options(args)
-    announce(f"loading the model ({args.model or 'embedded'})")
     loaded = shared.load_model_from_args(args)
     announce("starting the engine (its worker process and warm-up)")
     engine = InProcessEngine(loaded, options, name=args.engine)

@@ -32,6 +32,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
     fid.set_defaults(run=fidelity_command)
+    val = commands.add_parser("validate", help="the roofline's error against public GPU step times, per regime")
+    val.add_argument("--cost", default="roofline", metavar="roofline|CALIBRATION",
+                     help="the plain roofline's defaults, or a calibration (a name under engines/sim/calibrations/ "
+                          "or a JSON path; `batchmark sim calibrate` writes one)")  # fmt: skip
+    val.add_argument("--truth", type=Path, default=None, metavar="DIR",
+                     help="folder of truth CSVs (default: tests/fixtures/gpu_truth, SOURCE.md there)")  # fmt: skip
+    val.add_argument("--json", type=Path, help="also write the table as JSON here")
+    val.set_defaults(run=validate_command)
+    cal = commands.add_parser("calibrate", help="fit the roofline's terms on one accelerator's public GPU times")
+    cal.add_argument("--hardware", default="a100", help="fit on this accelerator's training-half rows (default a100)")
+    cal.add_argument("--truth", type=Path, default=None, metavar="DIR", help="folder of truth CSVs (as validate)")
+    cal.add_argument("-o", "--out", type=Path, required=True, help="calibration JSON to write")
+    cal.set_defaults(run=calibrate_command)
 
 
 def fit_command(args: argparse.Namespace) -> int:
@@ -94,6 +107,41 @@ def fidelity_command(args: argparse.Namespace) -> int:
     print(format_fidelity(table, args.real_run, args.profile))
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import writable_dir
+    from harness.errors import HarnessInputError
+    from harness.gpu_truth.validate import validation_table
+
+    if args.json and args.json.is_dir():
+        raise HarnessInputError(f"--json {args.json}: is a directory; name the table's JSON file")
+    if args.json:
+        writable_dir(args.json.parent, "--json")  # checked before any row is read
+    table = validation_table(args.cost, args.truth)
+    print(table.text)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(table.to_json(), indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import writable_dir
+    from harness.errors import HarnessInputError
+    from harness.gpu_truth.fit import fit_calibration
+    from harness.gpu_truth.rows import DEFAULT_DIR
+
+    if args.out.is_dir():
+        raise HarnessInputError(f"-o {args.out}: is a directory; name the calibration's JSON file")
+    writable_dir(args.out.parent, "-o")
+    calibration = fit_calibration(args.hardware.lower(), args.out.stem, args.truth or DEFAULT_DIR)
+    calibration.save(args.out)
+    fit = calibration.fitted_on
+    print(f"fitted {fit['rows']} training rows on {args.hardware}: rms log error {fit['rms_log_error']:.3f}")
+    print(f"calibration: {args.out.resolve()} (check it on the rows it did not see: "
+          f"batchmark sim validate --cost {args.out})")  # fmt: skip
     return 0
 
 

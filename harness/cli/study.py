@@ -41,6 +41,7 @@ def study_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.errors import HarnessInputError
     from harness.manifest import build_manifest
+    from harness.study.guards import study_flags
     from harness.study.plan import MAX_TRIALS, load_plan
     from harness.study.runner import PICTURE, execute, executor_map, plan_units, save_json
     from harness.study.variants import resolve, simulated
@@ -68,6 +69,7 @@ def study_command(args: argparse.Namespace) -> int:
     )
     if units_n > MAX_UNITS and not args.yes:  # a grid of 12,040 units once started with no warning
         raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
+    print(f"estimate: {estimate}", flush=True)
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
     last = max((r.arrival_s for r in workload.requests), default=0.0)
     for window in plan.slices:  # an empty slice has no metrics to compare: every verdict would be n/a
@@ -116,12 +118,15 @@ def study_command(args: argparse.Namespace) -> int:
         save_json(out / "manifest.json", manifest)
         results = execute(units, map_fn=executor_map(executor, cpus), on_result=progress)
     verdict = decide(plan, results, metrics)
+    verdict["flags"] = study_flags(plan, arms, workload, results, units[0].slo_ttft_s, units[0].slo_tpot_s)
     save_json(out / "study.json", _document(plan, arms, results, verdict, manifest))
     from harness.study.table import format_study
 
     print(format_study(verdict, metrics))
     for line in verdict["lines"]:
         print(line)
+    for flag in verdict["flags"]:
+        print(f"flag: {flag}")
     if not args.no_report:
         from reports.study import write_study_report
 

@@ -117,7 +117,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     def load(rate: float | None) -> Any:
         return base if rate is None else load_workload(args.workload, **{**overrides, "rate": rate})
 
-    with shared.executor_from_args(args, specs) as executor:
+    with shared.executor_from_args(args, specs, len(base.requests)) as executor:
         here = executor.kind == "local"
         loaded = load_model_for(specs, settings) if here else None  # once, not once per rate
 
@@ -134,9 +134,21 @@ def sweep_command(args: argparse.Namespace) -> int:
         where = "here" if here else f"on Ray, up to {batch} rates at once"
         labels = ", ".join(s.label for s in specs)
         print(f"sweep of {base.name} ({len(base.requests)} requests per rate, {where}): {labels}")
+        print(_estimate(args, plan, specs, settings, load), flush=True)
         data = run_sweep(plan, specs, load, run_one, out, settings.slo, sys.argv, run_many=run_many, batch=batch)
     print(format_table(data))
     for line in capacity_lines(data):
         print(line)
     print(f"sweep directory: {out.resolve()}")
     return 0
+
+
+def _estimate(args: argparse.Namespace, plan: Any, specs: list[Any], settings: Any, load: Any) -> str:
+    """How long the sweep's runs will take (harness/estimate.py); automatic rates are chosen as it goes."""
+    from harness.estimate import estimate_sweep, load_speed
+
+    if not plan.rates:
+        return "estimate: automatic rates are chosen after a saturation run: the sweep's length is not known yet"
+    speed = load_speed(args.model, args.dtype) if any(s.in_process for s in specs) else None
+    workloads = [load(rate) for rate in plan.rates]
+    return estimate_sweep(workloads, specs, settings.repeat, settings.stop_rules.max_run_s, speed)

@@ -120,6 +120,7 @@ class _Run:
             t_sent=sent - self.t0,
             trial=self.trial,
             user=user,
+            slo_class=request.slo_class,
         )
         times = record.token_times
         t0 = self.t0

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from engines.errors import ENGINE_FAILURE
+from harness.loadgen.saturation import OverSaturation, SaturationDetector
 from harness.records import RequestRecord
 
 
@@ -25,11 +26,12 @@ class StopRules:
     max_in_flight: int | None = None  # requests sent but not finished (the engine's queue, seen from outside)
     max_ttft_p99_s: float | None = None  # p99 TTFT (from the scheduled arrival) over the window
     max_run_s: float | None = None  # the run ends this long after t0, whatever is left (a bounded demo or CI job)
+    over_saturated: OverSaturation | None = None  # the slope test of harness/loadgen/saturation.py
     window: int = 50
     min_samples: int = 20  # never judge on fewer finished requests than this
 
     def active(self) -> bool:
-        limits = (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s, self.max_run_s)
+        limits = (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s, self.max_run_s, self.over_saturated)
         return any(v is not None for v in limits)
 
 
@@ -42,6 +44,11 @@ class StopState:
     _errors: deque[bool] = field(default_factory=deque)
     _ttft: deque[float] = field(default_factory=deque)
     _started: float = field(default_factory=time.perf_counter)
+    _saturation: SaturationDetector | None = None
+
+    def __post_init__(self) -> None:
+        if self.rules.over_saturated is not None:
+            self._saturation = SaturationDetector(self.rules.over_saturated)
 
     def _fire(self, rule: str, value: float, limit: float) -> None:
         if self.reason is None:
@@ -57,6 +64,8 @@ class StopState:
             return
         if not rules.active() or self.reason is not None:
             return
+        if self._saturation is not None:
+            self._saturation.observe(record.t_scheduled, record.t_first_token, record.t_finish)
         self._errors.append(record.error_type is not None)
         if record.t_first_token is not None:
             self._ttft.append(record.t_first_token - record.t_scheduled)
@@ -73,10 +82,20 @@ class StopState:
             if p99 > rules.max_ttft_p99_s:
                 self._fire("max_ttft_p99_s", p99, rules.max_ttft_p99_s)
 
-    def triggered(self, in_flight: int) -> bool:
+    def triggered(self, in_flight: int, now: float | None = None) -> bool:
+        """Whether a rule has fired; `now` is the run's clock (records' time base; default: the wall clock
+        since `start`), given by virtual-time runs, whose clock is the engine's."""
         limit = self.rules.max_in_flight
         if limit is not None and self.reason is None and in_flight > limit:
             self._fire("max_in_flight", in_flight, limit)
+        if self._saturation is not None and self.reason is None:
+            t = time.perf_counter() - self._started if now is None else now
+            self._saturation.sample_in_flight(t, in_flight)
+            evidence = self._saturation.check(t)
+            if evidence is not None:
+                # value: the in-flight growth's lower bound; limit 0: the bound is a test, not a threshold
+                self._fire("over_saturated", evidence["in_flight"]["lower_bound_per_s"], 0.0)
+                self.reason = {**self.reason, "at_s": t, "evidence": evidence}  # type: ignore[dict-item]
         if self.rules.max_run_s is not None and self.reason is None:
             elapsed = time.perf_counter() - self._started
             if elapsed >= self.rules.max_run_s:

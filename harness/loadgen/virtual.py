@@ -68,6 +68,7 @@ class _VirtualRun:
             request_id=request.request_id, engine=self.label, tenant=request.tenant, priority=request.priority,
             max_tokens=request.max_tokens, ignore_eos=request.ignore_eos,
             prompt_tokens=len(request.prompt_token_ids), t_scheduled=at, t_sent=at, trial=self.trial, user=user,
+            slo_class=request.slo_class,
         )  # fmt: skip
         self.records[request.request_id] = record
         self.times[request.request_id] = record.token_times
@@ -113,7 +114,7 @@ class _VirtualRun:
         self.stop.observe(record)
 
     def stopped(self) -> bool:
-        return self.stop.triggered(len(self.records))
+        return self.stop.triggered(len(self.records), self.engine.now)
 
     def outcome(self, wall_started: float) -> LoopOutcome:
         if self.stop.reason is not None:  # what is in flight is aborted and recorded, as in real time

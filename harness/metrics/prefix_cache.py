@@ -16,6 +16,7 @@ computed when the second is admitted), when blocks are evicted, or when an engin
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -64,3 +65,53 @@ def predicted_hit_rate(prompts: Iterable[Sequence[int]], block_size: int) -> dic
         "prompt_tokens": total,
         "block_size": block_size,
     }
+
+
+def hit_rate_said(summary: dict[str, Any]) -> str:
+    """An engine's measured hit rate, in words: its own count (in process, simulated: it has a step trace);
+    for a server its scraped counters, which count every admission (a response's cached tokens count its first
+    admission only). A figure nobody gave is n/a with the reason, never 0.0%."""
+    measured, server = summary.get("prefix_cache"), summary.get("server")
+    served = (server or {}).get("prefix_cache")
+    if served is not None:
+        hits, queries = served["hit_tokens"], served["query_tokens"]
+        return f"{served['hit_rate']:.1%} (server counters: {hits:.0f} of {queries:.0f} prompt tokens)"
+    reported = measured is not None and measured["hit_rate"] is not None
+    if summary.get("utilisation") is not None and reported:
+        return f"{measured['hit_rate']:.1%}"
+    why = "the scrape exposed no prefix-cache counters" if server is not None else "no scrape of the server"
+    if reported:
+        why += f"; responses reported {measured['hit_rate']:.1%} cached at first admission"
+    return f"n/a ({why})"
+
+
+def predicted_said(predicted: dict[str, Any] | None) -> str | None:
+    """metrics.json's `prefix_cache_predicted` in words, at 16-token blocks (vLLM's) when predicted there."""
+    if not predicted:
+        return None
+    best = predicted.get("16") or predicted[str(next(iter(predicted)))]
+    rate = "n/a (no prompt tokens)" if best["hit_rate"] is None else f"{best['hit_rate']:.1%}"
+    return f"{rate} at {best['block_size']}-token blocks"
+
+
+@dataclass(frozen=True)
+class PrefixCacheView:
+    """What a run says about its prefix cache and its turns, per engine: the console prints it, the report and
+    the Markdown summary render it. `turns`: metrics.json's `sessions.ttft_by_turn` (None: no sessions)."""
+
+    engine: str
+    measured: str
+    predicted: str | None
+    turns: list[dict[str, Any]] | None
+
+
+def prefix_cache_views(summaries: dict[str, dict[str, Any]], predicted: dict[str, Any] | None) -> list[PrefixCacheView]:
+    """One view per engine that has anything to say (a measured or predicted hit rate, or turns)."""
+    views = []
+    for engine, summary in summaries.items():
+        served = (summary.get("server") or {}).get("prefix_cache")
+        turns = (summary.get("sessions") or {}).get("ttft_by_turn") or None
+        if summary.get("prefix_cache") is None and served is None and not predicted and not turns:
+            continue
+        views.append(PrefixCacheView(engine, hit_rate_said(summary), predicted_said(predicted), turns))
+    return views

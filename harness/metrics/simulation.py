@@ -112,8 +112,9 @@ def cost_model_text(engine: dict[str, Any]) -> str:
         return (
             f"roofline cost model: {model.get('name')} on {cm.get('tp')} x {hw.get('name')} "
             f"({hw.get('bf16_tflops')} TFLOPS bf16 dense, {hw.get('memory_tb_s')} TB/s, {hw.get('memory_gb')} GB); "
+            f"weights {p.get('precision', 'bf16')}, KV {p.get('kv_precision', 'bf16')}; "
             f"MFU prefill {p.get('mfu_prefill')}, decode {p.get('mfu_decode')}; MBU {p.get('mbu')}; "
-            f"{p.get('overhead_ms')} ms per-step overhead{pool}"
+            f"{p.get('overhead_ms')} ms per-step overhead{_calibrated_terms(engine, p)}{pool}"
         )
     if cm.get("kind") == "fitted":
         fit = cm.get("fit") or {}
@@ -130,8 +131,24 @@ def cost_model_text(engine: dict[str, Any]) -> str:
     return f"cost model {cm.get('kind')!r}{pool}"
 
 
+def _calibrated_terms(engine: dict[str, Any], p: dict[str, Any]) -> str:
+    """The terms beyond the plain roofline, when any is set (a calibration sets them all)."""
+    used = engine.get("simulated_with") or {}
+    terms = [f"{p['layer_floor_us']} us per layer" if p.get("layer_floor_us") else "",
+             f"{p['prefill_rows_half']} GEMM rows to half of MFU" if p.get("prefill_rows_half") else "",
+             f"overlap {p['overlap']}" if p.get("overlap", 1.0) != 1.0 else "",
+             f"all-reduce +{p['allreduce_per_peer_us']} us per peer" if p.get("allreduce_per_peer_us") else "",
+             f"{p['link_efficiency']:.1%} of link bandwidth" if p.get("link_efficiency", 1.0) != 1.0 else "",
+             ]  # fmt: skip
+    text = ", ".join(t for t in terms if t)
+    if used.get("calibration"):
+        text = f"calibration {used['calibration']}, stack {used.get('stack')}" + (f": {text}" if text else "")
+    return f"; {text}" if text else ""
+
+
 def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     """One line per simulated engine of a run: what it is and what it ran on."""
+    from harness.gpu_truth.band import trust_text
     from harness.metrics.cluster import disagg_text, router_text
 
     lines = []
@@ -144,4 +161,12 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
         split = disagg_text(engine)
         if split is not None:
             lines.append(f"P/D: {prefix}{name}: {split}.")
+        trust = trust_text(engine)
+        if trust is not None:
+            lines.append(f"TRUST: {prefix}{name}: {trust}.")
+        spec = engine.get("spec_decode")
+        if spec:
+            lines.append(f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "
+                         f"acceptance histogram {spec['histogram']} (k = {spec['k']}, mean acceptance length "
+                         f"{spec['mean_acceptance_length']:.2f}); the drafter's cost is not modelled.")  # fmt: skip
     return lines

@@ -1,16 +1,23 @@
 """SLO classes: named TTFT/TPOT/E2E targets a request may carry (issue #33, item 3).
 
 Parsed from the CLI form `NAME:ttft_ms=...,tpot_ms=...,e2e_ms=...`; a target left out is not checked.
-Validated before any work: a bad spec is one line naming the class and field.
+Validated before any work: a bad spec is one line naming the class and field. `per_class` measures each
+class against its own targets (attainment and goodput with intervals, the binding constraint).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from scipy import stats
 
 from harness.errors import HarnessInputError
-from harness.metrics.slo import SLO
+from harness.metrics.slo import SLO, goodput
+from harness.metrics.throughput import steady_window
 
 _FIELDS = ("ttft_ms", "tpot_ms", "e2e_ms")
 
@@ -42,3 +49,79 @@ def parse_slo_class(text: str) -> SLOClass:
         targets[key] = number / 1e3
     slo = SLO(ttft_s=targets.get("ttft_ms"), tpot_s=targets.get("tpot_ms"), e2e_s=targets.get("e2e_ms"))
     return SLOClass(name=name.strip(), slo=slo)
+
+
+# -- per-class attainment and goodput -----------------------------------------------------------------
+LIMITS = ("ttft", "tpot", "e2e")
+
+
+def per_class(
+    records: pd.DataFrame, classes: Sequence[SLOClass], *, warmup_fraction: float, confidence: float = 0.95
+) -> dict[str, Any] | None:
+    """Per class: `goodput` of its requests against its own targets, a Wilson interval on the attainment, an
+    exact Poisson interval on the steady goodput (from the count of SLO-meeting finishes in its window), and
+    the binding constraint (the limit most of its successful requests missed; None when none was missed).
+    None without classes. The windows are those of the class's own requests."""
+    if not classes:
+        return None
+    column = records["slo_class"] if "slo_class" in records else pd.Series(None, index=records.index)
+    out: dict[str, Any] = {}
+    for cls in classes:
+        mine = records[column == cls.name]
+        if mine.empty:
+            out[cls.name] = {"slo": cls.slo.to_json(), "requests": 0, "reason": "no request of this class ran"}
+            continue
+        result = goodput(mine, cls.slo, warmup_fraction=warmup_fraction)
+        result["attainment_ci"] = _wilson(result["met"], result["requests"], confidence)
+        result["goodput_rps_steady_ci"] = _goodput_ci(mine, cls.slo, result, warmup_fraction, confidence)
+        missed = {k: result["violations"][k] for k in LIMITS if getattr(cls.slo, f"{k}_s") is not None}
+        worst = max(missed.values(), default=0)
+        result["binding"] = next((k for k, v in missed.items() if v == worst), None) if worst else None
+        out[cls.name] = result
+    return out
+
+
+def _wilson(k: int, n: int, confidence: float) -> list[float] | None:
+    if n == 0:
+        return None
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def _goodput_ci(
+    records: pd.DataFrame, slo: SLO, result: dict[str, Any], warmup_fraction: float, confidence: float
+) -> list[float] | None:
+    rate = result["goodput_rps_steady"]
+    window = steady_window(records, warmup_fraction=warmup_fraction)
+    if rate is None or window is None:
+        return None
+    count = round(rate * window.duration_s)  # the SLO-meeting finishes the rate was counted from
+    alpha = 1 - confidence
+    low = float(stats.chi2.ppf(alpha / 2, 2 * count)) / 2 if count else 0.0
+    high = float(stats.chi2.ppf(1 - alpha / 2, 2 * count + 2)) / 2
+    return [low / window.duration_s, high / window.duration_s]
+
+
+def describe_class(name: str, row: dict[str, Any]) -> str:
+    """One line for a class's figures in `per_class` (console and report): n/a with the reason, never 0."""
+    if not row.get("requests"):
+        return f"class {name}: n/a ({row.get('reason', 'no requests')})"
+    ci = row.get("attainment_ci")
+    share = f"{row['attainment']:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
+    rate = row.get("goodput_rps_steady")
+    gci = row.get("goodput_rps_steady_ci")
+    if rate is None:
+        good = f"n/a ({row.get('goodput_rps_steady_reason')})"
+    else:
+        good = f"{rate:.3g} req/s" + (f" [{gci[0]:.3g}, {gci[1]:.3g}]" if gci else "")
+    targets = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:g} ms" for k, v in row["slo"].items() if v is not None)
+    binding = row.get("binding")
+    limit = f"binding: {binding} ({row['violations'][binding]} missed)" if binding else "no limit missed"
+    failed = row["violations"]["failed"]
+    return (
+        f"class {name} ({targets}): {row['met']}/{row['requests']} met, attainment {share}, goodput {good}; "
+        f"{limit}" + (f", {failed} failed" if failed else "")
+    )

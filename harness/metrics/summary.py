@@ -29,6 +29,7 @@ from harness.metrics.prefix_cache import measured_hit_rate
 from harness.metrics.server_series import as_step_frame, server_summary
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
+from harness.metrics.slo_classes import SLOClass, per_class
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
 from harness.metrics.tenants import tenant_table
 from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, run_window, run_windows, send_rates, throughput
@@ -96,6 +97,7 @@ def summarize(
     warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
     lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S,
     server_rows: list[dict[str, Any]] | None = None,
+    slo_classes: Sequence[SLOClass] = (),
 ) -> dict[str, Any]:
     """Every metric of one engine run (one engine, one trial) as a JSON-serialisable dict.
 
@@ -147,6 +149,7 @@ def summarize(
             for name, window in run_windows(records, warmup_fraction=warmup_fraction).items()
         },
         "slo": slo_result,
+        "slo_classes": per_class(records, slo_classes, warmup_fraction=warmup_fraction, confidence=confidence),
         "tenants": {str(t): row for t, row in tenants.to_dict(orient="index").items()},
         "fairness": fairness(records),
         "utilisation": None if steps is None else utilisation(steps),

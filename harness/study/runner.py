@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.metrics import SLO
+from harness.study.guards import treatment_digest
 from harness.study.metrics import Metric
 from harness.study.plan import Slice, StudyPlan
 from harness.study.variants import Arm
@@ -121,6 +122,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
             "tenants": {},
             "warnings": None,
             "recovery": {},
+            "treatment": None,
         }
     settings = RunSettings(
         out_dir=out,
@@ -144,6 +146,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
         "tenants": tenant_figures(records),
         "warnings": summary.get("warnings"),
         "recovery": recovery_actions(steps),
+        "treatment": treatment_digest(records),
     }
 
 

@@ -41,7 +41,7 @@ class Arm:
         return self.tenants is None or fnmatch.fnmatchcase(tenant, self.tenants)
 
 
-def _split(spec: str) -> tuple[str, dict[str, str]]:
+def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     kind, _, rest = spec.partition(":")
     options = {}
     for item in filter(None, rest.split(",")):
@@ -61,7 +61,7 @@ def _text(value: Any) -> str:
 def change_problem(base_spec: str, change: dict[str, Any]) -> str | None:
     """Why `change` is not one valid assumption to change on `base_spec`, or None."""
     ((key, value),) = change.items()
-    kind, _ = _split(base_spec)
+    kind, _ = split_spec(base_spec)
     if key == "batching":
         return None if value in IN_PROCESS else f"batching = {value!r}: expected static or continuous"
     if key == "load":
@@ -84,7 +84,7 @@ def change_problem(base_spec: str, change: dict[str, Any]) -> str | None:
 
 def resolve(base_spec: str, variants: list[Any]) -> list[Arm]:
     """The baseline and every variant as arms, each variant's changes applied over its base's."""
-    kind, options = _split(base_spec)
+    kind, options = split_spec(base_spec)
     arms = {"baseline": Arm("baseline", _join(kind, {**options, "label": "baseline"}))}
     applied: dict[str, list[tuple[str, Any]]] = {"baseline": []}
     for v in variants:
@@ -113,7 +113,7 @@ def resolve(base_spec: str, variants: list[Any]) -> list[Arm]:
 def simulated(spec: str) -> str:
     """`spec` on the simulator: an in-process kind becomes `sim:scheduler=KIND` (options the simulator
     does not take, such as step_delay_ms, are dropped); other kinds are left as they are."""
-    kind, options = _split(spec)
+    kind, options = split_spec(spec)
     if kind not in IN_PROCESS:
         return spec
     kept = {k: v for k, v in options.items() if k == "label" or (k in OPTIONS and OPTIONS[k].applies_to("sim"))}

@@ -8,12 +8,13 @@
 - Confirmation: on the held-out slice the pick must pass again and still beat the baseline on `pick`.
   Then the pick "held"; otherwise it is "falsified", and the verdict says which threshold broke and what
   the held-out slice would have picked instead.
-- Wins: per metric and slice, the best arm, and whether its paired interval against the baseline
+- Wins: per metric and slice, the best arm (never a reference arm), and whether its paired interval against the baseline
   excludes no change. The Pareto front is over throughput (higher) and p99 TTFT (lower).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -111,13 +112,16 @@ def pareto_front(table: dict[str, dict[str, Any]], x: str = "throughput", y: str
     )
 
 
-def wins(table: dict[str, dict[str, Any]], metrics: list[Metric]) -> list[dict[str, Any]]:
-    """Per metric: the best arm, its change against the baseline with interval, and whether it is clear."""
+def wins(
+    table: dict[str, dict[str, Any]], metrics: list[Metric], reference: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Per metric: the best arm, its change against the baseline with interval, and whether it is clear.
+    A `reference` arm (a tenant's run alone) is measured for comparison and never wins."""
     rows = []
     for metric in metrics:
         label = metric.label
         best = None
-        for arm in table:
+        for arm in (a for a in table if a not in reference):
             if _better(metric, table[arm][label]["mean"], table[best][label]["mean"] if best else None):
                 best = arm
         if best is None:
@@ -146,6 +150,7 @@ def decide(plan: StudyPlan, results: list[dict[str, Any]], metrics: list[Metric]
     tables = aggregate(results, labels)
     tuning, held = (tables.get(s.name, {}) for s in plan.slices)
     variants = [v.name for v in plan.variants if not v.reference]
+    references = [v.name for v in plan.variants if v.reference]
     if "baseline" not in tuning or "baseline" not in held or any(v not in tuning or v not in held for v in variants):
         return {"outcome": "incomplete", "lines": ["the study did not finish every unit: no verdict"], "tables": tables}
     passing = [v for v in variants if _passes(plan, tuning, v)[0]]
@@ -178,6 +183,6 @@ def decide(plan: StudyPlan, results: list[dict[str, Any]], metrics: list[Metric]
         "passing_on_tuning": passing,
         "lines": lines,
         "tables": tables,
-        "wins": {s.name: wins(tables[s.name], metrics) for s in plan.slices},
+        "wins": {s.name: wins(tables[s.name], metrics, references) for s in plan.slices},
         "pareto": {s.name: pareto_front(tables[s.name]) for s in plan.slices},
     }

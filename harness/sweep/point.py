@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,9 @@ class Point:
     jain: float | None = None  # Jain's index over per-tenant service rates
     worst_slowdown: float | None = None  # the worst tenant's p99 slowdown
     vtc_gap: float | None = None  # the VTC service gap between tenants, service units
+    # SLO classes (`--slo-class`): each class's attainment against its own targets, over its records (all
+    # trials; a request a stop rule kept from being sent has no known class and is not counted here)
+    classes: dict[str, float | None] | None = None
 
 
 def measure_point(
@@ -59,6 +63,7 @@ def measure_point(
     goodput = (first.get("slo") or {}).get("goodput_rps_steady")
     fair = first.get("fairness") or {}
     slowdowns = (fair.get("p99_slowdown_by_tenant") or {}).values()
+    classes = _class_attainment(records, lat, first.get("slo_classes"))
     if stopped is not None:
         meets, why = False, f"stop rule {stopped} fired"
     elif attainment is None or attainment < min_attainment:
@@ -85,7 +90,22 @@ def measure_point(
         vtc_gap=(fair.get("vtc_gap") or {}).get("gap"),
         meets=meets,
         why=why,
+        classes=classes,
     )
+
+
+def _class_attainment(
+    records: pd.DataFrame, lat: pd.DataFrame, per_class: dict[str, Any] | None
+) -> dict[str, float | None] | None:
+    if not per_class:
+        return None
+    out: dict[str, float | None] = {}
+    for name, row in per_class.items():
+        mine = (records["slo_class"] == name).to_numpy()
+        slo = SLO(**row["slo"])
+        met = slo_table(lat[mine], slo)["meets_slo"] if mine.any() else None
+        out[name] = float(met.mean()) if met is not None else None
+    return out
 
 
 def _pq(values: pd.Series, percentile: float) -> float | None:

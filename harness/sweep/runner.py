@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.errors import HarnessInputError
 from harness.sweep.point import Point, measure_point
-from harness.sweep.search import Capacity, bisect, capacity, climb, spread
+from harness.sweep.search import Capacity, bisect, capacity, class_capacity, climb, spread
 
 SWEEP_SCHEMA_VERSION = 1
 
@@ -164,8 +164,17 @@ def _document(
             "points": [asdict(p) for p in points],
             "curve": curve,
             "capacity": {e: asdict(c) for e, c in capacities.items()},
+            "capacity_by_class": _class_capacities(plan, engines, points),
         }
     )
+
+
+def _class_capacities(plan: SweepPlan, engines: list[str], points: list[Point]) -> dict[str, Any] | None:
+    names = sorted({name for p in points for name in (p.classes or {})})
+    if not names:
+        return None
+    share = plan.percentile / 100
+    return {e: {n: asdict(class_capacity(points, e, n, share)) for n in names} for e in engines}
 
 
 def _clean(value: Any) -> Any:
@@ -197,6 +206,12 @@ def _fresh(path: Path) -> Path:
 
 def capacity_lines(data: dict[str, Any]) -> list[str]:
     lines = []
+    for engine, by_class in (data.get("capacity_by_class") or {}).items():
+        for name, cap in by_class.items():
+            c = Capacity(**cap)
+            at_least = "at least " if c.bound == "at_least" else ""
+            what = "none: below the lowest rate tried" if c.rate is None else f"{at_least}{c.rate:g} req/s"
+            lines.append(f"capacity {engine} class {name}: {what}")
     for engine, cap in data["capacity"].items():
         c = Capacity(**cap)
         if c.rate is None:

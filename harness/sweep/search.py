@@ -81,15 +81,29 @@ def climb(
     return points
 
 
-def capacity(points: Sequence[Point], engine: str) -> Capacity:
+def capacity(points: Sequence[Point], engine: str, meets: Callable[[Point], bool] | None = None) -> Capacity:
+    """`meets`: whether a point counts as meeting (default: the sweep's own SLO criterion, `Point.meets`)."""
+    ok = meets or (lambda p: p.meets)
     mine = sorted((p for p in points if p.engine == engine and p.phase != "probe"), key=lambda p: p.rate)
-    failing = [p.rate for p in mine if not p.meets]
+    failing = [p.rate for p in mine if not ok(p)]
     first_fail = min(failing) if failing else None
-    meeting = [p.rate for p in mine if p.meets and (first_fail is None or p.rate < first_fail)]
+    meeting = [p.rate for p in mine if ok(p) and (first_fail is None or p.rate < first_fail)]
     if not meeting:
         return Capacity(None, "below", None, first_fail)
     best = max(meeting)
     return Capacity(best, "at_least" if first_fail is None else "bracketed", best, first_fail)
+
+
+def class_capacity(points: Sequence[Point], engine: str, name: str, min_attainment: float) -> Capacity:
+    """Capacity for one SLO class: a rate meets when no stop rule fired and at least `min_attainment` of the
+    class's requests met its own targets. The climb stops at the engine's first rate that breaks the run's
+    SLO, so a class that still meets there has capacity "at_least" that rate."""
+
+    def meets(p: Point) -> bool:
+        share = (p.classes or {}).get(name)
+        return p.stopped is None and share is not None and share >= min_attainment
+
+    return capacity(points, engine, meets)
 
 
 def bisect(engine: str, points: Sequence[Point], measure: Measure, steps: int, tolerance: float) -> list[Point]:

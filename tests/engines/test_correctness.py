@@ -36,7 +36,7 @@ def test_continuous_matches_reference(embedded, requests_and_reference):
 
 def test_static_matches_reference(embedded, requests_and_reference):
     requests, reference = requests_and_reference
-    run = run_engine(embedded, EngineOptions(kind="static", static=StaticConfig(max_batch_size=8)), requests)
+    run = run_engine(embedded, EngineOptions(kind="static", static=StaticConfig(max_batch=8)), requests)
     assert_same_tokens(run, reference)
     assert sum(step["padded_tokens"] for step in run.steps) > 0  # unequal prompts were padded
 

@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from engines import engine_process
 from engines.api import FinishEvent, Request, TokenEvent
 from engines.errors import ModelLoadError
 from engines.inprocess import EngineOptions, InProcessEngine
 from engines.scheduler import ContinuousConfig
 from tests.engines.helpers import mixed_requests, run_engine
+
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 
 @pytest.mark.parametrize("kind", ["continuous", "static"])
@@ -178,3 +181,50 @@ def test_a_loop_that_fails_in_the_child_is_reported_and_its_worker_closed(embedd
     assert pid is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped: no engine process left behind
+
+
+class _Prestarted:
+    """A prestarted worker as `_acquire` sees it: loaded (or failed), its weight hash not yet checked."""
+
+    def __init__(self, source: engine_process.ModelSource, weight_hash: str) -> None:
+        self.source, self.weight_hash, self.closed = source, weight_hash, False
+
+    def expect_ready(self) -> str:
+        return self.weight_hash
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_prestarted_worker_is_taken_once_its_weights_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    # serve starts the worker before it loads the model itself (issue 32: start-up halved); the first engine
+    # for the same model, dtype and threads takes it, and only when its weights hash to the parent's
+    unchecked = engine_process.ModelSource(None, "float32", 0, "", 2)
+    wanted = dataclasses.replace(unchecked, weight_hash="a" * 64)
+    good, other = _Prestarted(unchecked, "a" * 64), _Prestarted(unchecked, "b" * 64)
+    monkeypatch.setattr(engine_process, "_starting", [good])
+    assert engine_process._acquire(wanted) is good and good.source == wanted and not engine_process._starting
+    monkeypatch.setattr(engine_process, "_starting", [other])
+    with pytest.raises(ModelLoadError, match="different weights"):
+        engine_process._acquire(wanted)
+    assert other.closed and not engine_process._starting
+    spawned: list[engine_process.ModelSource] = []
+    monkeypatch.setattr(engine_process, "_Worker", lambda source: spawned.append(source) or "fresh")
+    monkeypatch.setattr(engine_process, "_starting", [_Prestarted(dataclasses.replace(unchecked, threads=1), "")])
+    assert engine_process._acquire(wanted) == "fresh" and spawned == [wanted]  # another thread count: not taken
+
+
+def test_engine_options_are_read_without_torch() -> None:
+    # what lets serve start the worker before its own imports: reading the options must not load torch
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from engines.options import in_process_options; "
+        "in_process_options('continuous', {}, profile='serve'); assert 'torch' not in sys.modules"
+    )
+    root = Path(__file__).resolve().parents[2]
+    assert (
+        subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)}).returncode
+        == 0
+    )

@@ -195,7 +195,7 @@ def shared_and_reference(embedded):
     "options",
     [
         EngineOptions(kind="continuous", kv=KVConfig(blocks=40), continuous=ContinuousConfig(max_running=2)),
-        EngineOptions(kind="static", kv=KVConfig(blocks=60), static=StaticConfig(max_batch_size=3)),
+        EngineOptions(kind="static", kv=KVConfig(blocks=60), static=StaticConfig(max_batch=3)),
     ],
     ids=["continuous", "static"],
 )

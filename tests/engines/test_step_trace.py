@@ -17,7 +17,7 @@ from tests.engines.helpers import mixed_requests, run_engine
 @pytest.fixture(scope="module")
 def traces(embedded):
     requests = mixed_requests(24, seed=3, vocab=embedded.model.config.vocab_size, prompt=(8, 24), output=(2, 40))
-    static = run_engine(embedded, EngineOptions(kind="static", static=StaticConfig(max_batch_size=6)), requests)
+    static = run_engine(embedded, EngineOptions(kind="static", static=StaticConfig(max_batch=6)), requests)
     continuous = run_engine(
         embedded, EngineOptions(kind="continuous", continuous=ContinuousConfig(max_running=6)), requests
     )

@@ -15,6 +15,8 @@ import pytest
 
 from engines import compute_threads
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 
 def test_the_default_count_is_the_cores_this_process_may_use(monkeypatch):
     # a CI runner's cpuset or `taskset` leaves fewer cores than the machine has

@@ -15,6 +15,8 @@ import pytest
 from harness.cli import main
 from tests.executor.zero_server import zero_server
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 ray = pytest.importorskip("ray")
 
 SWEEP = ["sweep", "--workload", "chat-small", "--engine", "sim:scheduler=static", "--engine", "sim",

@@ -9,9 +9,13 @@ import shlex
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from harness.cli import main
 from harness.gate import evaluate, load_rules_file
 from harness.gate.inputs import load_runs
+
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "ci-example.yml"
 TRIALS = 4  # per side (the example uses 18): a t-test on 4 trials at the example's alpha 0.01 needs t > 4.5

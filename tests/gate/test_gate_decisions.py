@@ -10,6 +10,8 @@ from harness.errors import HarnessInputError
 from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
 from tests.fixtures.gate_runs import synthetic_run
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 RULES = ("ttft.p99 <= +10%", "tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s >= -5%", "goodput >= -5%",
          "error_rate <= +1pp")  # fmt: skip
 

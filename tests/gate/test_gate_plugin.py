@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 
 def test_run_and_absolute_rules_on_the_zero_engine(batchmark):
     run = batchmark.run("chat-small", engines=["zero"], requests=16, rate=100.0)

@@ -14,6 +14,8 @@ from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_rec
 from harness.gate.trials import compare_trials, use_trials
 from tests.fixtures.gate_runs import synthetic_run
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 RULES = ("tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s >= -5%", "slo_attainment >= -5pp")
 TRIAL_NOISE = 0.08
 

@@ -33,6 +33,8 @@ def test_a_no_flag_says_it_turns_its_option_off():
     turned_off = [o.flag_name for o in ENGINE_OPTIONS if o.flag and o.type is bool and o.default]
     assert {"--no-prefix-caching", "--no-engine-process"} <= set(turned_off)
     assert all(helps[flag].startswith("turn off (on by default): ") for flag in turned_off)
+    # what follows says what the option does when on, so "turn off" reads right
+    assert "split a prompt" in helps["--no-chunked-prefill"] and "reuse the KV blocks" in helps["--no-prefix-caching"]
 
 
 def test_serve_takes_the_in_process_options_at_its_own_profile():

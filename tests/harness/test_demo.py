@@ -8,6 +8,8 @@ import pytest
 from harness import demo
 from harness.cli import main
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 
 def test_the_plan_offers_a_share_of_the_measured_capacity() -> None:
     speed = demo.Speed(prefill_tok_s=4000.0, decode_tok_s=1000.0, seconds=5.0, threads=1, decode_by_threads={1: 1e3})

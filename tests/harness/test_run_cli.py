@@ -9,6 +9,8 @@ import pytest
 from harness.cli import main
 from harness.metrics import load_records
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def paired_run(tmp_path_factory):
@@ -95,6 +97,8 @@ def test_repeat_gives_confidence_intervals_across_trials(tmp_path, capsys):
     ]
     code = main(argv)
     assert code == 0
+    out = capsys.readouterr().out  # the duration estimate comes before the run (harness/estimate.py)
+    assert out.index("estimate: 1 engine(s) x 3 trial(s)") < out.index("run directory") and "zero: instant" in out
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert len(metrics["runs"]) == 3
     ttft = metrics["repeat"]["zero"]["ttft_p99_s"]

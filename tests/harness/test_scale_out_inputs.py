@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from harness.cli import main
+from harness.errors import HarnessInputError
 from harness.executor import options
 
 
@@ -89,3 +90,27 @@ def test_more_workers_than_the_machine_can_hold_are_refused(capsys: pytest.Captu
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--workers {workers}: at most" in err, err
     assert not out.exists()
+
+
+def test_more_workers_than_requests_are_refused_unless_forced(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    out = tmp_path / "run"
+    argv = ["run", "--workload", "chat-small", "--requests", "3", "--engine", "zero", "--workers", "4"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--workers 4: more workers than the 3 requests" in err, err
+    assert "--force" in err and not out.exists()
+    assert options.check_workers(options.ExecutorChoice(workers=4, force=True), 3) is not None  # forced: allowed
+
+
+def test_the_workers_memory_is_estimated_and_bounded_before_they_start(tmp_path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal: 4000000 kB\nMemAvailable: {int(options.WORKER_RSS_MB * 10 * 1024)} kB\n")
+    line = options.check_workers(options.ExecutorChoice(workers=4), 100, str(meminfo))
+    assert line == f"--workers 4: about {4 * options.WORKER_RSS_MB:,.0f} MiB ({options.WORKER_RSS_MB:g} MiB each) " \
+        f"of {options.WORKER_RSS_MB * 10:,.0f} MiB available"  # fmt: skip
+    with pytest.raises(HarnessInputError) as info:
+        options.check_workers(options.ExecutorChoice(workers=9), 100, str(meminfo))
+    assert "more than 80% of it; --force" in str(info.value)
+    assert options.check_workers(options.ExecutorChoice(workers=9, force=True), 100, str(meminfo)) is not None
+    assert "unknown" in options.check_workers(options.ExecutorChoice(workers=2), 100, str(tmp_path / "none"))
+    assert options.check_workers(options.ExecutorChoice(workers=1), 1) is None

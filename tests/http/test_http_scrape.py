@@ -14,6 +14,8 @@ from engines.serve import make_app
 from engines.serve.background import BackgroundServer
 from harness.cli import main
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 MODEL = "scrape-model"
 
 

@@ -18,6 +18,8 @@ from engines.serve.background import BackgroundServer
 from engines.serve.chat import chat_prompt_ids
 from engines.serve.state import STATE
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 MODEL = "test-model"
 KV = KVConfig(memory_mb=8)  # small: the test pool holds 64 blocks of 16 tokens
 

@@ -32,7 +32,8 @@ def test_the_twins_reproduce_the_recorded_errors(tables: Tables) -> None:
 
 def test_throughput_is_within_20_percent_everywhere(tables: dict) -> None:
     # The output rate follows from the mean step time, which the fit gets right; latency percentiles also
-    # carry the shared machine's noise (docs/simulator.md: two identical real runs differed by up to 2x).
+    # carry the shared machine's noise (docs/measurements/2026-12-01-sim-fidelity-cpu.md: two identical real
+    # runs differed by up to 2x).
     errors = {(run, engine): e["output tok/s"] for run, engines in tables.items() for engine, e in engines.items()}
     assert len(errors) == 8
     assert all(abs(err) <= 0.2 for err in errors.values()), errors

@@ -1,7 +1,8 @@
 """Fidelity on a quiet machine (tests/fixtures/sim_fidelity/quiet): five real runs recorded back to back at load
 average 0.4-1.1, and profiles fitted on three of them; every profile's twins of the runs it was not fitted on.
 
-Twins are seeded, so their errors are deterministic: pinned here, with the bounds docs/simulator.md states.
+Twins are seeded, so their errors are deterministic: pinned here, with the bounds
+docs/measurements/2026-12-01-sim-fidelity-cpu.md states.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.sim.fidelity_tables import Tables, assert_reproduced, twin_errors
+
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 QUIET = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity" / "quiet"
 EXPECTED: dict[str, Tables] = json.loads((QUIET / "expected.json").read_text())

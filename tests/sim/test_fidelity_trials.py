@@ -1,6 +1,6 @@
 """Fidelity against runs of three trials (tests/fixtures/sim_fidelity/trials): three held-out workload/engine
 pairs, each simulated from a profile fitted on another workload, within 10% of the trials' median on all six
-metrics (docs/simulator.md, "Against runs of three trials").
+metrics (docs/measurements/2026-12-01-sim-fidelity-cpu.md, "Against runs of three trials").
 
 Twins are seeded (five, the command's default), so their errors are deterministic: pinned here, and bounded.
 """

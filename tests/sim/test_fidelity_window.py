@@ -1,5 +1,6 @@
 """Fidelity re-measured in one window (tests/fixtures/sim_fidelity/window): a profile fitted on chat-small and
-four held-out runs recorded back to back with it; docs/simulator.md gives the table and what it shows.
+four held-out runs recorded back to back with it; docs/measurements/2026-12-01-sim-fidelity-cpu.md gives the
+table and what it shows.
 
 As in test_fidelity.py, twins are seeded, so their errors are deterministic numbers: pinned here, with the
 bounds the docs state (continuous batching well under saturation is where the simulator is trusted).

@@ -22,3 +22,45 @@ def test_all_accepted_emits_k_plus_one_and_all_rejected_one():
 def test_bad_histogram_is_refused(bad):
     with pytest.raises(EngineInputError):
         histogram_from_json(bad, "t")
+
+
+def _tokens_and_time(tmp_path, counts: list[int] | None) -> tuple[list[int], float, dict]:
+    import json
+
+    from engines.api import Request
+    from harness.engine_specs import build_engine, parse_engine_specs
+    from harness.loadgen import Scheduled
+    from harness.loadgen.virtual import run_virtual_open_loop
+
+    spec = "sim:max_running=4,prefix_caching=false,seed=3"
+    if counts is not None:
+        path = tmp_path / "hist.json"
+        path.write_text(json.dumps({"k": len(counts) - 1, "accepted_counts": counts}))
+        spec += f",spec_decode={path}"
+    engine = build_engine(parse_engine_specs([spec], {})[0], None)
+    schedule = [
+        Scheduled(Request(f"r{i}", range(i << 40, (i << 40) + 128), 64, ignore_eos=True), 0.0) for i in range(4)
+    ]
+    records: list = []
+    run_virtual_open_loop(engine, schedule, records.append, label="sim")
+    return [r.output_tokens for r in records], max(r.t_finish for r in records), engine.describe()
+
+
+def test_the_simulator_emits_accepted_drafts_and_says_what_its_figures_rest_on(tmp_path):
+    plain_tokens, plain_s, _ = _tokens_and_time(tmp_path, None)
+    all_tokens, all_s, described = _tokens_and_time(tmp_path, [0, 0, 0, 1])  # every draft accepted: 4 per step
+    none_tokens, none_s, _ = _tokens_and_time(tmp_path, [1, 0, 0, 0])  # none accepted: verify cost, 1 token
+    assert plain_tokens == all_tokens == none_tokens == [64] * 4  # exactly max_tokens, never past it
+    assert all_s < plain_s < none_s  # 4x fewer steps beats their cost; rejecting every draft only costs
+    assert described["spec_decode"]["mean_acceptance_length"] == 4.0
+    assert "conditional" in described["spec_decode"]["conditional"]
+
+
+def test_a_missing_or_bad_histogram_file_is_one_line(tmp_path):
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    with pytest.raises(EngineInputError, match=r"spec_decode.*no such file"):
+        parse_engine_specs([f"sim:spec_decode={tmp_path / 'missing.json'}"], {})
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(EngineInputError, match="cannot read acceptance histogram"):
+        build_engine(parse_engine_specs([f"sim:spec_decode={tmp_path / 'bad.json'}"], {})[0], None)

@@ -7,12 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from engines.api import Request
 from engines.sim.build import build_sim_engine
 from harness.loadgen.scenarios import Scheduled
 from harness.loadgen.virtual import run_virtual_open_loop
 from harness.metrics import SLO, load_records, load_steps, request_latencies, slo_table
+
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 SLO_2S = SLO(ttft_s=2.0, tpot_s=0.2)
 

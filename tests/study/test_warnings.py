@@ -22,6 +22,8 @@ from harness.metrics.warnings import (
     warning_timeline,
 )
 
+pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
+
 SLO_2S = SLO(ttft_s=2.0, tpot_s=0.2)
 
 

@@ -1,0 +1,89 @@
+"""`batchmark sim calibrate`: fit the roofline's terms on the training half of one accelerator's truth rows.
+
+The split is fixed by the row id (TruthRow.held_out), not chosen here: whatever is fitted, the other half
+and every other accelerator's rows stay unseen. Least squares on log(predicted / measured), so a 1 ms
+all-reduce and a 10 s prefill weigh alike; bounds keep every term physical (an MFU in (0, 1], floors >= 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from engines.sim.calibration import Calibration
+from engines.sim.roofline import RooflineParams
+from harness.errors import HarnessInputError
+from harness.gpu_truth.predict import STACK_OF_SOURCE, predict_ms
+from harness.gpu_truth.rows import DEFAULT_DIR, TruthRow, load_truth
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    start: float
+    low: float
+    high: float
+
+
+# The stack-independent terms, then each stack's floors; starts are the plain roofline's where it has one.
+SHARED = (Term("mfu_prefill", 0.45, 0.05, 1.0), Term("prefill_rows_half", 64.0, 0.0, 8192.0),
+          Term("mfu_decode", 0.30, 0.02, 1.0), Term("mbu", 0.80, 0.2, 1.0), Term("overlap", 0.5, 0.0, 1.0),
+          Term("allreduce_latency_us", 8.0, 0.0, 500.0), Term("allreduce_per_peer_us", 0.0, 0.0, 500.0))  # fmt: skip
+SHARED = (*SHARED, Term("link_efficiency", 0.5, 0.01, 1.0))
+FLOORS = (Term("overhead_ms", 1.0, 0.0, 100.0), Term("layer_floor_us", 10.0, 0.0, 2000.0),
+          Term("allreduce_per_peer_us", 5.0, 0.0, 500.0), Term("link_efficiency", 0.5, 0.01, 1.0))  # fmt: skip
+
+
+def training_rows(rows: list[TruthRow], hardware: str) -> list[TruthRow]:
+    return [r for r in rows if r.hardware == hardware and not r.held_out]
+
+
+def fit_calibration(hardware: str, name: str, directory: Path = DEFAULT_DIR) -> Calibration:
+    from scipy.optimize import least_squares
+
+    train = training_rows(load_truth(directory), hardware)
+    if not train:
+        raise HarnessInputError(f"{directory}: no training rows on {hardware!r}")
+    stacks = sorted({STACK_OF_SOURCE[r.source] for r in train if r.kind == "step"})
+    terms = [*SHARED, *[t for _ in stacks for t in FLOORS]]
+
+    def unpack(x: list[float]) -> tuple[RooflineParams, dict[str, dict[str, float]]]:
+        shared = RooflineParams(**{t.name: float(v) for t, v in zip(SHARED, x, strict=False)}, overhead_ms=0.0,
+                                layer_floor_us=0.0)  # fmt: skip
+        rest = x[len(SHARED) :]
+        floors = {s: {t.name: float(rest[i * len(FLOORS) + j]) for j, t in enumerate(FLOORS)}
+                  for i, s in enumerate(stacks)}  # fmt: skip
+        return shared, floors
+
+    def residuals(x: list[float]) -> list[float]:
+        shared, floors = unpack(x)
+        out = []
+        for row in train:
+            stack = STACK_OF_SOURCE[row.source]
+            params = replace(shared, **floors[stack]) if stack in floors else shared
+            out.append(math.log(predict_ms(row, params, directory) / row.ms))
+        return out
+
+    result = least_squares(residuals, [t.start for t in terms], bounds=([t.low for t in terms],
+                           [t.high for t in terms]), method="trf", x_scale="jac", max_nfev=400)  # fmt: skip
+    shared, floors = unpack(list(result.x))
+    fitted_on = {"hardware": [hardware], "rows": len(train), "truth": str(directory.name),
+                 "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
+                 "rms_log_error": math.sqrt(2 * result.cost / len(train))}  # fmt: skip
+    provenance = (f"least squares on log error over the {len(train)} training-half rows on {hardware} of "
+                  f"{directory.name} (Splitwise, Vidur, DistServe; SOURCE.md there): "
+                  "batchmark sim calibrate")  # fmt: skip
+    stack_terms = {s: {k: _sig(v) for k, v in f.items()} for s, f in floors.items()}
+    return Calibration(name, _rounded(shared), stack_terms, fitted_on, provenance)
+
+
+def _rounded(params: RooflineParams) -> RooflineParams:
+    """Four significant figures: the file reads as a table, and a refit that moves nothing changes no digit."""
+    names = [t.name for t in SHARED]
+    return replace(params, **{n: _sig(getattr(params, n)) for n in names}, overhead_ms=0.0, layer_floor_us=0.0)
+
+
+def _sig(value: float) -> float:
+    """Four significant figures; a term the fit pinned at its bound of 0 reads 0, not 1e-31."""
+    return float(f"{value:.4g}") if abs(value) > 1e-9 else 0.0

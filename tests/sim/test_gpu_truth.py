@@ -1,0 +1,103 @@
+"""The roofline against public GPU step times (issue #30): the truth fixtures, `sim validate`, the calibration's
+held-out errors, and the error band every simulated result prints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engines.sim.build import build_sim_engine
+from harness.cli import main
+from harness.gpu_truth.band import VALIDATION_DIR, trust_text
+from harness.gpu_truth.rows import DEFAULT_DIR, load_truth
+from harness.gpu_truth.validate import validation_table
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, dict]:
+    return {name: validation_table(name).to_json() for name in ("roofline", "public-a100")}
+
+
+def _group(table: dict, section: str, key: str) -> dict:
+    return next(g for g in table["groups"] if g["section"] == section and g["key"] == key)
+
+
+def test_the_split_is_half_the_rows_and_fixed_by_id() -> None:
+    rows = load_truth()
+    held = [r for r in rows if r.held_out]
+    assert len(rows) == 416 and len(held) == 209  # pinned: a changed split rule would silently refit on other rows
+    train = [r for r in rows if r.hardware == "a100" and not r.held_out]
+    assert len(train) == json.loads((VALIDATION_DIR.parent / "public-a100.json").read_text())["fitted_on"]["rows"]
+    assert {r.source for r in rows} == {"splitwise", "vidur", "distserve"}
+    assert all(r.origin == "fit" for r in rows if r.source == "distserve")
+
+
+def test_the_committed_validation_tables_are_what_validate_computes(tables: dict[str, dict]) -> None:
+    # the band a run prints is read from these files: they must not drift from the fixtures and the model
+    for name, table in tables.items():
+        committed = json.loads((VALIDATION_DIR / f"{name}.json").read_text())
+        assert committed == json.loads(json.dumps(table)), name
+
+
+def test_the_calibration_holds_its_reached_errors_on_rows_it_never_saw(tables: dict[str, dict]) -> None:
+    """Reached on held-out rows (fitted on A100's training half only); the test fails if any grows. The
+    issue's targets are 10% overall and 15% for decode, prefill and H100: overall is 1 point short."""
+    cal, plain = tables["public-a100"], tables["roofline"]
+    reached = {("total", "all rows"): 0.11, ("phase", "decode"): 0.14, ("phase", "prefill"): 0.12,
+               ("accelerator", "h100"): 0.15, ("accelerator", "a100"): 0.07}  # fmt: skip
+    for (section, key), bound in reached.items():
+        group = _group(cal, section, key)
+        assert group["held_n"] >= 80, (section, key)
+        assert group["held_median_abs"] <= bound + 0.005, (section, key, group["held_median_abs"])
+        assert _group(plain, section, key)["held_median_abs"] > group["held_median_abs"] + 0.05, (section, key)
+    assert _group(cal, "accelerator", "h100")["held_n"] == _group(cal, "accelerator", "h100")["n"]  # never fitted
+
+
+def test_validate_prints_every_regime(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "validate"]) == 0
+    out = capsys.readouterr().out
+    for regime in ("prefill short", "prefill mid", "prefill long", "decode batch 1", "decode batch 17-64",
+                   "decode ctx >4k", "tp 8", "all-reduce", "layer GEMMs", "<=10%"):  # fmt: skip
+        assert regime in out, regime
+
+
+@pytest.mark.parametrize("damage", ["drop_column", "drop_regime", "bad_value"])
+def test_a_bad_truth_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    truth = tmp_path / "truth"
+    shutil.copytree(DEFAULT_DIR, truth, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    steps = (truth / "steps.csv").read_text().splitlines()
+    if damage == "drop_column":
+        kept = [",".join(line.split(",")[:-1]) for line in steps]  # no `ms`
+    elif damage == "drop_regime":
+        kept = [line for line in steps if not (",decode," in line and 2 <= int(line.split(",")[6]) <= 16)]
+    else:
+        kept = [steps[0], steps[1].rsplit(",", 1)[0] + ",fast", *steps[2:]]
+    (truth / "steps.csv").write_text("\n".join(kept) + "\n")
+    assert main(["sim", "validate", "--truth", str(truth)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert {"drop_column": "missing column 'ms'", "drop_regime": "'decode batch 2-16' has no rows",
+            "bad_value": "steps.csv:2: field 'ms'"}[damage] in err, err  # fmt: skip
+
+
+def test_an_unknown_calibration_or_stack_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "validate", "--cost", "no-such-calibration"]) == 2
+    assert "unknown calibration" in capsys.readouterr().err
+    with pytest.raises(Exception, match="has no stack 'trt'"):
+        build_sim_engine({"hardware": "a100", "calibration": "public-a100", "stack": "trt"}, "x")
+
+
+def test_a_simulated_engine_prints_the_tables_error_for_its_accelerator(tables: dict[str, dict]) -> None:
+    plain = trust_text(build_sim_engine({"hardware": "h100"}, "x").describe())
+    decode = _group(tables["roofline"], "accelerator / phase", "h100 decode")
+    assert plain is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']} held-out" in plain
+    calibrated = trust_text(build_sim_engine({"hardware": "a100", "calibration": "public-a100"}, "x").describe())
+    decode = _group(tables["public-a100"], "accelerator / phase", "a100 decode")
+    assert calibrated is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']}" in calibrated
+    assert "unmeasured" in (trust_text(build_sim_engine({"hardware": "h200"}, "x").describe()) or "")
+    assert "set by hand" in (trust_text(build_sim_engine({"hardware": "h100", "mbu": 0.5}, "x").describe()) or "")
+    overridden = build_sim_engine({"hardware": "a100", "calibration": "public-a100", "precision": "int8"}, "x")
+    assert "set by hand" in (trust_text(overridden.describe()) or "")
