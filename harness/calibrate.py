@@ -93,7 +93,7 @@ def run_pair(
         }
         for r in verdict.results
     ]
-    return PairResult(kind, index, seed, not verdict.passed, time.perf_counter() - started, os.getloadavg()[0], rules)
+    return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0], rules)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,21 @@ def _cell(column: str, value: Any, at_least: bool = False) -> str:
     return str(value)
 
 
+def _thin_tail_lines(metrics: dict[str, Any]) -> list[str]:
+    """The p99 columns of a run too small to resolve them (the judge's bound): said, not shown as resolved."""
+    from harness.judge.verdict import tail_is_resolved, values_to_resolve
+
+    out = []
+    for engine, summary in metrics["engines"].items():
+        counts = {m: ((summary.get("latency") or {}).get(m) or {}).get("count") for m in ("ttft", "tpot", "e2e")}
+        thin = {m: n for m, n in counts.items() if n and not tail_is_resolved(int(n), 0.99)}
+        if thin:
+            said = ", ".join(f"{m.upper()} of {n}" for m, n in thin.items())
+            out.append(f"! {engine}: p99 here is about the largest value ({said} requests), not a resolved "
+                       f"percentile: p99 needs {values_to_resolve(0.99)} requests")  # fmt: skip
+    return out
+
+
 def format_summary(metrics: dict[str, Any]) -> str:
     table = summary_table(metrics["engines"]).reset_index()
     rows = [[_cell(c, row.get(c), bool(row.get(f"{c}_at_least"))) for c in COLUMNS]
@@ -60,6 +75,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"! {row['engine']}: {row['ttft_censored']} requests were cut off before their first token; they "
                 "count at their wait so far, so a TTFT marked ≥ is a lower bound"
             )
+    lines += _thin_tail_lines(metrics)
     for run in metrics["runs"]:
         for name, row in ((run.get("summary") or {}).get("slo_classes") or {}).items():
             lines.append(f"  {run['engine']} trial {run['trial']}: {describe_class(name, row)}")
@@ -92,12 +108,12 @@ def format_summary(metrics: dict[str, Any]) -> str:
     for other, pair in (metrics.get("comparison") or {}).get("pairs", {}).items():
         base = metrics["comparison"]["baseline"]
         ttft = pair["deltas"].get("ttft", {})
-        if ttft.get("median_delta") is not None:
-            p = pair["wilcoxon_p"].get("ttft")
+        if ttft.get("median_delta") is not None and ttft.get("share_b_lower") is not None:
+            p = ttft.get("p_holm")
             lines.append(
                 f"paired ({pair['paired_requests']} requests): {other} - {base} median TTFT delta "
                 f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
-                + (f", Wilcoxon p={p:.2g}" if p is not None else "")
+                + (f", {ttft['test']} p={p:.2g} (Holm-adjusted)" if p is not None else "")
             )
     lines += _prefix_cache_lines(metrics)
     for engine, repeat in (metrics.get("repeat") or {}).items():

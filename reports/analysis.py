@@ -27,6 +27,16 @@ class Analysis:
         return [er.label for er in self.series]
 
     @property
+    def banner(self) -> str | None:
+        """Runs that replayed different workloads compared side by side: said first, wherever shown."""
+        prints = {run.label: run.fingerprint for run in self.runs}
+        if len(set(prints.values())) < 2:
+            return None
+        shown = ", ".join(f"{label}: {(fp or 'not recorded')[:12]}" for label, fp in prints.items())
+        return (f"These runs replayed different workloads (workload fingerprints {shown}): their differences "
+                "mix the engines with the workloads, so no comparison here isolates the engine.")  # fmt: skip
+
+    @property
     def prefix_cache(self) -> list[PrefixCacheView]:
         """Each engine's prefix-cache hit rates and TTFT by turn, as the console says them (first trials)."""
         return [

@@ -66,6 +66,19 @@ def pvalue(p: Any) -> str:
     return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
 
 
+def unresolved(count: Any, label: str) -> str | None:
+    """Why percentile `label` ("p99") of `count` values is no resolved percentile (the judge's bound), or None:
+    a p99 of 64 values is about their maximum, and its bootstrap interval would look tight."""
+    if missing(count) or not label.startswith("p"):
+        return None
+    from harness.judge.verdict import tail_is_resolved, values_to_resolve
+
+    q = float(label[1:]) / 100.0
+    if int(count) == 0 or tail_is_resolved(int(count), q):
+        return None
+    return f"≈ the extreme of {int(count)} values: unresolved, {label} needs {values_to_resolve(q)}"
+
+
 def ci(low: Any, high: Any, fmt=seconds) -> str:
     if missing(low) or missing(high):
         return ""

@@ -49,8 +49,10 @@ def _headlines(a: Analysis) -> list[str]:
 
 def _metric_rows(a: Analysis) -> list[str]:
     def pct(s: dict, metric: str, label: str) -> str:
-        p = (((s.get("latency") or {}).get(metric) or {}).get("percentiles") or {}).get(label) or {}
-        return fmt.seconds(p.get("value"))
+        m = (s.get("latency") or {}).get(metric) or {}
+        p = (m.get("percentiles") or {}).get(label) or {}
+        thin = fmt.unresolved(m.get("count"), label)
+        return fmt.seconds(p.get("value")) + (f" ({thin})" if thin else "")
 
     rows: list[list[str]] = []
     for metric, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "E2E")):
@@ -85,6 +87,7 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
     """Markdown summary of a run directory (or several, or an `Analysis` already made)."""
     a = run_dir if isinstance(run_dir, Analysis) else analyse(run_dir, labels=labels)
     lines = [f"## {a.title.removeprefix('batchmark report: ')}: {', '.join(a.labels)}", ""]
+    lines += [f"> ⚠️ **{a.banner}**", ""] if a.banner else []
     lead, *rest = a.verdict.lines or [""]
     lines += [f"**{lead}**", "", *(f"- {line}" for line in rest), ""]
     notices = simulated.notices(a.runs)

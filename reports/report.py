@@ -183,6 +183,9 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         "intervals do not overlap. Validity flags say when numbers should not be trusted as they "
         "stand.",
     )
+    if a.banner:
+        style = "border:2px solid #c60;padding:.5em"
+        head.html(f'<p class="banner" style="{style}"><strong>⚠️ {esc(a.banner)}</strong></p>')
     head.table(tables.headline_table(v.headlines, a.labels))
     head.table(tables.flags_table(v.flags), "Run validity")
     metrics = Section(

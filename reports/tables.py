@@ -41,6 +41,15 @@ def _get(d: Any, *keys: str) -> Any:
     return d
 
 
+def _percentile(metric: dict[str, Any] | None, label: str, f: Callable[[Any], str]) -> str:
+    """A latency percentile with its interval, or without one, saying so, when the sample cannot resolve it."""
+    p = _get(metric, "percentiles", label)
+    thin = fmt.unresolved(_get(metric, "count"), label)
+    if thin and p and not p.get("lower_bound"):
+        return f'{f(p.get("value"))} <span class="ci">({fmt.esc(thin)})</span>'
+    return _with_ci(p, f)
+
+
 def _with_ci(p: dict[str, Any] | None, f: Callable[[Any], str]) -> str:
     if not p:
         return "–"
@@ -74,9 +83,7 @@ def metric_table(series: list[EngineRun]) -> str:
         for label in ("p50", "p90", "p99", "p99.9"):
             if key in ("ttft_sent", "slowdown", "normalized_latency", "queue_delay") and label in ("p90", "p99.9"):
                 continue
-            add(
-                f"{name} {label}", lambda s, k=key, lb=label, f=f: _with_ci(_get(s, "latency", k, "percentiles", lb), f)
-            )
+            add(f"{name} {label}", lambda s, k=key, lb=label, f=f: _percentile(_get(s, "latency", k), lb, f))
         add(f"{name} mean", lambda s, k=key, f=f: f(_get(s, "latency", k, "mean")))
     add("offered rate (req/s, from the schedule)", lambda s: fmt.number(_get(s, "load", "offered_rate_rps")))
     add("send rate (req/s, achieved)", lambda s: fmt.number(_get(s, "load", "send_rate_rps")))

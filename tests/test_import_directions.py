@@ -93,7 +93,8 @@ def test_the_lower_packages_import_nothing_above_them(source, forbidden):
 
 
 def test_reports_read_records_and_metrics_only():
-    allowed = ("reports", "harness.metrics", "harness.records")
+    # and the judge's comparisons: reports render its numbers, they compute no statistics of their own
+    allowed = ("reports", "harness.metrics", "harness.records", "harness.judge")
     bad = [(m, t) for m, t in _edges("reports") if not any(_in(t, a) for a in allowed)]
     assert not bad, bad
 
@@ -146,3 +147,9 @@ def test_the_checker_sees_what_it_forbids():
     assert "harness.metrics.columns" in GRAPH["reports.load"]
     assert "workloads" in GRAPH["harness.loadgen.replay"]  # an import inside a function counts
     assert "workloads.model" not in GRAPH["workloads.fingerprint"]  # a TYPE_CHECKING import does not
+
+
+def test_the_judge_stands_below_the_gate_and_the_study():
+    allowed = ("harness.judge", "harness.metrics", "harness.records", "harness.errors")
+    bad = [(m, t) for m, t in _edges("harness.judge") if not any(_in(t, a) for a in allowed)]
+    assert not bad, bad

@@ -325,9 +325,12 @@ def add_gate_flags(parser: argparse.ArgumentParser) -> None:
     for f in fields(GateConfig):
         if "help" not in f.metadata:
             continue
+        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+        if hints[f.name] is bool:  # a switch: absent leaves the rules file's setting
+            parser.add_argument(flag, dest=f"gate_{f.name}", action="store_true", default=None, help=f.metadata["help"])
+            continue
         choices = typing.get_args(hints[f.name]) or None
         kind = None if choices else hints[f.name]
-        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
         text = f"{f.metadata['help']} (default {f.default})".replace("%", "%%")
         metavar = None if choices else f.name.rsplit("_", 1)[-1].upper()
         parser.add_argument(flag, dest=f"gate_{f.name}", type=kind, choices=choices, metavar=metavar, help=text)

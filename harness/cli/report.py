@@ -77,6 +77,8 @@ def run_report(args: argparse.Namespace) -> int:
             with args.markdown.open("a" if args.markdown.exists() and args.markdown.is_file() else "w") as f:
                 f.write(text)
             print(f"wrote {args.markdown}")
+    if analysis.banner:
+        print(f"! {analysis.banner}")
     for line in analysis.verdict.lines[:1]:
         print(line)
     return 0

@@ -1,9 +1,10 @@
 """The CI regression gate: noise-aware rules comparing a candidate run with a baseline (docs/gate.md).
 
 Pure judging: rules and their settings (`rules.py`, `config.py`, what a rule may name in `catalog.py`),
-pairing, significance tests and trial statistics, the verdict, and the calibration statistics
-(`calibration.py`). It never runs an engine (`harness/calibrate.py` does, for calibration). Imports:
-`harness.metrics` and the harness's errors only.
+trial statistics, the verdict, and the calibration statistics (`calibration.py`), on top of the judge
+(`harness.judge`: pairing, the tests, and the three-outcome decision). It never runs an engine
+(`harness/calibrate.py` does, for calibration). Imports: `harness.judge`, `harness.metrics` and the
+harness's errors only.
 
 ```python
 from harness.gate import GateConfig, evaluate, load_run, rules_from_texts

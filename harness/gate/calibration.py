@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from harness.judge.verdict import samples_needed
+
 KINDS = ("aa", "slowdown")
 
 
@@ -45,22 +47,14 @@ class PairResult:
 def trials_needed(
     effect: float, threshold: float, trial_sd: float, alpha: float, power: float = 0.95, most: int = 1000
 ) -> int | None:
-    """Fewest trials per side for a paired trial gate to fail on a change of `effect` with probability `power`.
-
-    The gate fails when the mean change is past `threshold` and its one-sided t-test has p < alpha: the
-    first is normal, the second a noncentral t; both hold at least as often as the sum of their misses
-    allows. All on the tested scale (log ratios for relative rules). None when no n up to `most` clears
-    it (the effect is within the threshold, or too small for the noise).
-    """
-    if not (np.isfinite(trial_sd) and trial_sd > 0) or effect <= threshold:
+    """Fewest trials per side (at least 3, auto's default) for a paired trial gate to fail on a change of
+    `effect` with probability `power`: the gate fails when the lower end of the change's t-interval is past
+    `threshold` (harness.judge.verdict). On the tested scale (log ratios for relative rules). None when no n
+    up to `most` clears it (the effect is within the threshold, or too small for the noise)."""
+    if effect <= threshold:
         return None
-    for n in range(3, most + 1):
-        se = trial_sd / np.sqrt(n)
-        past = stats.norm.sf((threshold - effect) / se)  # P(mean change past the threshold)
-        significant = stats.nct.sf(stats.t.ppf(1.0 - alpha, n - 1), n - 1, effect / se)  # P(t-test p < alpha)
-        if 1.0 - (1.0 - past) - (1.0 - significant) >= power:  # both at once, at least (Bonferroni)
-            return n
-    return None
+    n = samples_needed(trial_sd, effect - threshold, alpha, small=True, power=power)
+    return None if n is None or n > most else max(n, 3)
 
 
 def noise(results: list[PairResult], alpha: float) -> list[dict[str, Any]]:

@@ -39,6 +39,9 @@ class GateConfig:
     buckets: int = 10  # a rate's steady window is cut into this many slices to see its noise
     unit: Unit = field(default="auto", metadata={"help": UNIT_HELP})
     min_trials: int = field(default=3, metadata={"help": "trials per side for auto to judge trials"})
+    allow_inconclusive: bool = field(
+        default=False, metadata={"help": "pass rules the data cannot decide (recorded in the verdict)"}
+    )
     baseline_engine: str | None = None
     candidate_engine: str | None = None
     slo_ttft_ms: float | None = None  # SLO for goodput and slo_attainment; default: the baseline run's
@@ -53,8 +56,8 @@ def _setting_types() -> dict[str, tuple[type, ...]]:
     for name, hint in typing.get_type_hints(GateConfig).items():
         if name == "rules":
             continue
-        kinds = {float: (float, int), int: (int,)}
-        base = next((t for t in (float, int) if hint is t or t in typing.get_args(hint)), str)
+        kinds = {bool: (bool,), float: (float, int), int: (int,)}
+        base = next((t for t in (bool, float, int) if hint is t or t in typing.get_args(hint)), str)
         out[name] = kinds.get(base, (str,))
     return {**out, "engine": (str,)}  # one engine label for both sides
 
@@ -131,7 +134,7 @@ def load_rules_file(path: Path) -> GateConfig:
         kinds = _SETTING_TYPES.get(key)
         if kinds is None:
             raise fail(_find_key(lines, key), f"gate.{key}", f"unknown setting (known: {', '.join(_SETTING_TYPES)})")
-        if isinstance(value, bool) or not isinstance(value, kinds):
+        if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds):
             raise fail(_find_key(lines, key), f"gate.{key}", f"expected a {kinds[0].__name__}, got {value!r}")
         values[key] = float(value) if float in kinds else value
     engine = values.pop("engine", None)

@@ -1,28 +1,33 @@
 """Evaluate gate rules on a baseline and a candidate sample (pure: same inputs and seed, same verdict).
 
 Per rule: the point estimate (relative change, delta or the candidate's own value), an interval from
-the bootstrap, and a one-sided p-value from the test that fits the metric (harness.gate.significance).
+the bootstrap, and a one-sided p-value from the test that fits the metric (harness.judge.tests).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from harness.errors import HarnessInputError
-from harness.gate import significance as sig
 from harness.gate.catalog import LATENCY_METRICS, is_central, quantile_of
 from harness.gate.config import GateConfig
 from harness.gate.inputs import RunSample
-from harness.gate.pairing import Pairing, decide_pairing, paired_frame
 from harness.gate.prepare import Prepared, Rates, prepare
 from harness.gate.rules import Rule
 from harness.gate.trials import compare_trials, use_trials
 from harness.gate.verdict import RuleResult, Verdict
+from harness.judge import tests as sig
+from harness.judge.pairing import Pairing, decide_pairing, paired_frame
+from harness.judge.verdict import decide, samples_needed, tail_is_resolved, values_to_resolve
 from harness.metrics import SLO
+
+_STATUS = {"holds": "pass", "fails": "fail", "cannot_tell": "inconclusive"}
 
 
 @dataclass
@@ -34,6 +39,7 @@ class _Context:
     joined: pd.DataFrame | None  # both sides' per-request columns matched on the pairing key
     trials: tuple[list[int], list[int]] | None = None  # judged trial by trial (harness.gate.trials)
     trial_paired: bool = False  # trial k replayed the same schedule on both sides
+    few_trials: str | None = None  # unit auto, too few trials to see run-to-run noise: why a change is undecidable
 
 
 def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> Verdict:
@@ -41,6 +47,7 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
     relative = [r.text for r in config.rules if r.needs_baseline]
     if baseline is None and relative:
         raise HarnessInputError(f"rule {relative[0]!r} compares against a baseline; give --baseline RUN")
+    _check_metrics(config, baseline, candidate)
     slo, notes = _slo(config, baseline, candidate)
     cand = prepare(candidate, slo, config.buckets)
     base = prepare(baseline, slo, config.buckets) if baseline is not None else None
@@ -60,6 +67,13 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
     if baseline is not None and use_trials(config.unit, baseline.trials, candidate.trials, config.min_trials):
         ctx.trials = (baseline.trials, candidate.trials)
         ctx.trial_paired = pairing.paired and baseline.trials == candidate.trials
+    elif baseline is not None and config.unit == "auto":
+        fewest = min(len(baseline.trials), len(candidate.trials))
+        ctx.few_trials = (
+            f"{fewest} trial(s) on a side show no run-to-run noise (every request of a run moves with it): "
+            f"give at least {config.min_trials} trials per side (batchmark run --repeat N), or --unit request "
+            "to take requests as independent"
+        )
     # each rule draws from its own stream, so adding a rule never changes another rule's result
     results = [evaluate_rule(rule, ctx, np.random.default_rng([config.seed, i])) for i, rule in enumerate(config.rules)]
     settings = {
@@ -72,8 +86,10 @@ def evaluate(config: GateConfig, baseline: RunSample | None, candidate: RunSampl
         "slo": slo.to_json(),
         "unit": "trial" if ctx.trials else "request",
         "min_trials": config.min_trials,
+        "allow_inconclusive": config.allow_inconclusive,
     }
-    return Verdict(results, pairing.to_json(), _describe(baseline), _describe(candidate) or {}, settings, notes)
+    described = (_describe(baseline), _describe(candidate) or {})
+    return Verdict(results, pairing.to_json(), *described, settings, notes, config.allow_inconclusive)
 
 
 def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleResult:
@@ -99,10 +115,10 @@ def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleRe
         ("rate", False): _rate_change,
     }
     handlers[(kind, absolute)](rule, ctx, rng, result)
-    return _decide(rule, result)
+    return _decide(rule, result, ctx)
 
 
-def _decide(rule: Rule, r: RuleResult) -> RuleResult:
+def _decide(rule: Rule, r: RuleResult, ctx: _Context) -> RuleResult:
     if r.change is None or r.p_value is None or np.isnan(r.change):
         r.status = "no_data"
         r.note = r.note or "no value to judge on one side"
@@ -116,8 +132,39 @@ def _decide(rule: Rule, r: RuleResult) -> RuleResult:
     limit = rule.threshold.value
     r.past_threshold = bool(r.change > limit if rule.higher_is_worse else r.change < limit)
     r.significant = bool(r.p_value <= r.alpha)
-    r.status = "fail" if r.past_threshold and r.significant else "inconclusive" if r.past_threshold else "pass"
+    if rule.needs_baseline and ctx.few_trials is not None:
+        r.undecidable, r.note = True, ctx.few_trials
+        r.needed, r.needed_unit = ctx.config.min_trials, "trials"
+    if r.undecidable:
+        r.status = "inconclusive"
+        return r
+    low, high = (float("nan") if x is None else x for x in (r.ci_low, r.ci_high))
+    r.status = _STATUS[decide(low, high, limit, higher_is_worse=rule.higher_is_worse)]
+    if r.status == "inconclusive" and (np.isnan(low) or np.isnan(high)):
+        r.note = "the change has no interval (its ratio is undefined on the resamples: zero on a side)"
+    elif r.status == "inconclusive":
+        r.needed, r.needed_unit = _needed(rule, r, ctx, low, high)
+        more = f"about {r.needed} {r.needed_unit} per side" if r.needed else "more data than is practical"
+        r.note = (f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
+                  "at the observed change and noise")  # fmt: skip
     return r
+
+
+def _needed(rule: Rule, r: RuleResult, ctx: _Context, low: float, high: float) -> tuple[int | None, str]:
+    """Samples a side that would decide the rule if the change and its noise stay as observed."""
+    assert r.change is not None
+    limit, change = rule.threshold.value, r.change
+    q = quantile_of(rule.stat or "mean")
+    if q is not None and rule.threshold.kind == "absolute" and np.isinf([low, high]).any():
+        # an open end of the order-statistic interval: the fewest values that bound the quantile at all
+        return math.ceil(np.log(r.alpha) / np.log(max(q, 1.0 - q))), "requests"
+    if r.trial_sd is not None:  # judged by trials: the t-test's own scale (log ratios for relative rules)
+        log = rule.threshold.kind == "relative" and change > -1 and limit > -1
+        gap = float(np.log1p(limit) - np.log1p(change)) if log else limit - change
+        return samples_needed(r.trial_sd, gap, r.alpha, small=True), "trials"
+    n = min(r.n_baseline, r.n_candidate) if r.n_baseline else r.n_candidate
+    se = (high - low) / 2.0 / float(stats.norm.ppf(1.0 - r.alpha))  # each end a one-sided bound
+    return samples_needed(se * np.sqrt(max(n, 1)), limit - change, r.alpha, small=False), "requests"
 
 
 def _cut_off(rule: Rule, r: RuleResult, sides: list[tuple[str, Prepared]]) -> bool:
@@ -198,9 +245,10 @@ def _latency_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleR
     q = quantile_of(stat)
     if q is None:
         test = sig.limit_test_mean(b, rule.threshold.value, _worse(rule), n_boot=n_boot, rng=rng)
-    else:
+        r.ci_low, r.ci_high = sig.interval(sig.bootstrap_one(b, stat, n_boot, rng), r.alpha)
+    else:  # exact, so a tail the sample cannot resolve shows as an open end, not a tight interval
         test = sig.limit_test_quantile(b, q, rule.threshold.value, _worse(rule))
-    r.ci_low, r.ci_high = sig.interval(sig.bootstrap_one(b, stat, n_boot, rng), r.alpha)
+        r.ci_low, r.ci_high = sig.quantile_bounds(b, q, r.alpha)
     r.p_value, r.test = test.p_value, test.test
 
 
@@ -224,18 +272,29 @@ def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: Rule
     relative = rule.threshold.kind == "relative"
     r.baseline, r.candidate = sig.stat_value(a, stat), sig.stat_value(b, stat)
     r.change = sig.change(r.baseline, r.candidate, relative)
+    q = quantile_of(stat)
     if _judge_trials(rule, ctx, r, lambda p, t: sig.stat_value(p.latency_values(metric, t), stat), f"{rule.name}"):
         return
     sa, sb = sig.bootstrap_stat(a, b, stat, paired=paired, n_boot=ctx.config.n_boot, rng=rng)
     r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
-    q = quantile_of(stat)
     if is_central(stat):
         test = sig.rank_test(a, b, paired=paired, worse=_worse(rule))
-    elif q is not None and not sig.tail_is_resolved(min(a.size, b.size), q):
+    elif _unresolved(rule, r, q, min(a.size, b.size)):
         test = sig.quantile_test(a, b, q, paired=paired, worse=_worse(rule))
     else:
         test = sig.TestResult("bootstrap" + (" (paired)" if paired else ""), sig.bootstrap_p(sb - sa, _worse(rule)))
     r.p_value, r.test = test.p_value, test.test
+
+
+def _unresolved(rule: Rule, r: RuleResult, q: float | None, n: int) -> bool:
+    """True (undecidable, the reason in `r.note`) when n values per side cannot resolve quantile q: the
+    percentile is (nearly) the sample's extreme and its interval would look tighter than it is."""
+    if q is None or is_central(rule.stat or "mean") or tail_is_resolved(n, q):
+        return False
+    need = values_to_resolve(q)
+    r.undecidable, r.needed, r.needed_unit = True, need, "requests"
+    r.note = f"{rule.stat} of {n} values is about their extreme, not a resolved percentile: it needs {need} per side"
+    return True
 
 
 def _column(rule: Rule) -> str:
@@ -252,8 +311,7 @@ def _share_limit(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
         return
     r.candidate = r.change = float(x.mean())
     test = sig.limit_test_share(int(x.sum()), x.size, rule.threshold.value, _worse(rule))
-    boot = sig.bootstrap_one(x.astype(np.float64), "mean", ctx.config.n_boot, rng)
-    r.ci_low, r.ci_high = sig.interval(boot, r.alpha)
+    r.ci_low, r.ci_high = sig.share_bounds(int(x.sum()), x.size, r.alpha)  # exact: 0 of 16 is not "0%"
     r.p_value, r.test = test.p_value, test.test
 
 
@@ -331,6 +389,26 @@ def _rate_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: RuleRes
 def _trial_rate(p: Prepared, metric: str, trial: int) -> float:
     rates = p.rates(metric)
     return rates.per_trial.get(trial, float("nan")) if rates is not None else float("nan")
+
+
+# the record field a metric is measured from, where some runs never record it
+_SOURCE_FIELD = {"_sent": ("t_sent", "a send time"), "queue_delay": ("t_admitted", "an admission time")}
+
+
+def _check_metrics(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> None:
+    """Invalid input (before any work): a rule on a metric a run does not record at all, e.g. queue_delay of
+    an HTTP run, which never sees admission. Some values missing is a different matter (no_data)."""
+    for rule in config.rules:
+        for side, sample in (("baseline", baseline if rule.needs_baseline else None), ("candidate", candidate)):
+            for part, (column, what) in _SOURCE_FIELD.items():
+                if sample is None or part not in rule.metric:
+                    continue
+                if column not in sample.records or not sample.records[column].notna().any():
+                    where = f"line {rule.line}: " if rule.line else ""
+                    raise HarnessInputError(
+                        f"{where}rule {rule.text!r}: the {side} run ({sample.source}) records no {column} "
+                        f"({what}), so it has no {rule.metric}"
+                    )
 
 
 def _slo(config: GateConfig, baseline: RunSample | None, candidate: RunSample) -> tuple[SLO, list[str]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from harness.gate.verdict import EXIT_NO_DATA, RuleResult, Verdict
+from harness.gate.verdict import RuleResult, Verdict
 
-MARKS = {"pass": "✅ pass", "inconclusive": "⚠️ not significant", "fail": "❌ regression", "no_data": "❌ no data"}
+MARKS = {"pass": "✅ pass", "inconclusive": "⚠️ cannot tell", "fail": "❌ regression", "no_data": "❌ no data"}
 
 
 def fmt_value(value: float | None, unit: str, signed: bool = False) -> str:
@@ -31,12 +31,16 @@ def fmt_change(r: RuleResult, value: float | None) -> str:
 
 
 def to_markdown(verdict: Verdict) -> str:
+    n, word = len(verdict.results), verdict.word
     if verdict.passed:
-        head = "✅ pass"
-    elif verdict.exit_code == EXIT_NO_DATA:
-        head = f"❌ no data: {len(verdict.failed)} of {len(verdict.results)} rules could not be judged"
+        allowed = sum(r.status == "inconclusive" for r in verdict.results)
+        head = "✅ pass" + (f" ({allowed} of {n} rules cannot tell, allowed by allow_inconclusive)" if allowed else "")
+    elif word == "no_data":
+        head = f"❌ no data: {sum(r.status == 'no_data' for r in verdict.results)} of {n} rules could not be judged"
+    elif word == "cannot_tell":
+        head = f"⚠️ cannot tell: {len(verdict.failed)} of {n} rules are not decided by the data"
     else:
-        head = f"❌ {len(verdict.failed)} of {len(verdict.results)} rules failed"
+        head = f"❌ {sum(r.status == 'fail' for r in verdict.results)} of {n} rules failed"
     lines = [f"## batchmark gate: {head}", ""]
     cand = verdict.candidate
     if verdict.baseline is not None:
@@ -68,9 +72,11 @@ def to_markdown(verdict: Verdict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines += [f"- `{r.rule}`: **no data**: {r.note}" for r in verdict.results if r.status == "no_data"]
+    lines += [f"- `{r.rule}`: **cannot tell**: {r.note}" for r in verdict.results if r.status == "inconclusive"]
     lines.append("")
-    lines.append("A rule fails only when the change is past its threshold and significant (p <= alpha, one-sided); "
-                 "each interval end is a one-sided (1 - alpha) bound. A rule with no data fails the gate.")  # fmt: skip
+    lines.append("Each interval end is a one-sided (1 - alpha) bound. A rule passes when the interval's worse end is "
+                 "inside its threshold, fails when its better end is outside, and otherwise cannot tell, which "
+                 "fails the gate (exit 3) unless allow_inconclusive; so does a rule with no data.")  # fmt: skip
     lines += [f"- note: {note}" for note in verdict.notes]
     return "\n".join(lines) + "\n"
 
@@ -85,12 +91,17 @@ def _test(r: RuleResult) -> str:
 def one_line(verdict: Verdict) -> str:
     """For the console: the verdict and the failing rules."""
     if verdict.passed:
-        return f"gate: pass ({len(verdict.results)} rules)"
+        allowed = sum(r.status == "inconclusive" for r in verdict.results)
+        return f"gate: pass ({len(verdict.results)} rules" + (f", {allowed} cannot tell, allowed)" if allowed else ")")
     failed = "; ".join(_failure(r) for r in verdict.failed)
-    return f"gate: {'NO DATA' if verdict.exit_code == EXIT_NO_DATA else 'REGRESSION'}: {failed}"
+    head = {"fail": "REGRESSION", "no_data": "NO DATA", "cannot_tell": "CANNOT TELL"}[verdict.word]
+    return f"gate: {head}: {failed}"
 
 
 def _failure(r: RuleResult) -> str:
     if r.status == "no_data":
         return f"{r.rule} (no data: {r.note})"
-    return f"{r.rule} ({r.status}: {fmt_change(r, r.change)}, p={r.p_value:.2g})"
+    interval = "" if r.ci_low is None else f" [{fmt_change(r, r.ci_low)} … {fmt_change(r, r.ci_high)}]"
+    if r.status == "inconclusive":
+        return f"{r.rule} (cannot tell: {fmt_change(r, r.change)}{interval}; {r.note})"
+    return f"{r.rule} (fail: {fmt_change(r, r.change)}{interval}, p={r.p_value:.2g})"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from harness.gate.significance import Side
+from harness.judge.tests import Side
 
 
 @dataclass(frozen=True)

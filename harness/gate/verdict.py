@@ -1,7 +1,10 @@
 """The gate's answer: one result per rule, and the verdict over all of them.
 
-A rule fails only when its regression is past the threshold *and* significant; past the threshold
-without significance is `inconclusive` (it passes: the data do not show a regression). A rule that
+Each rule ends in one of three outcomes, decided on the interval of its change (harness.judge.verdict):
+`pass` when the interval's worse end is inside the threshold, `fail` when its better end is outside, and
+otherwise `inconclusive` ("cannot tell"), with the trials or requests that would decide it. Cannot tell
+does not pass (exit 3) unless the gate was told to allow it (`allow_inconclusive`, recorded in the
+verdict): a gate that passes whatever it cannot resolve cannot fail. A rule that
 cannot be evaluated (`no_data`: an empty or degenerate steady window, zero on both sides of a
 more-is-better metric, fewer values than `min_samples`) fails the gate too, with its reason in `note`
 and its own exit code: a candidate that produced nothing to measure must not pass, and a CI log should
@@ -16,14 +19,13 @@ from typing import Any, Literal
 from harness.metrics import jsonable
 
 Status = Literal["pass", "inconclusive", "fail", "no_data"]
-FAILING: tuple[str, ...] = ("fail", "no_data")
 VERDICT_SCHEMA_VERSION = 1
 EXIT_PASS, EXIT_REGRESSION, EXIT_NO_DATA = 0, 1, 3  # 2 is invalid input (harness.cli)
 
 
 @dataclass
 class RuleResult:
-    """One rule's outcome: pass, fail or no_data, with the numbers behind it."""
+    """One rule's outcome: pass, fail, inconclusive (cannot tell) or no_data, with the numbers behind it."""
 
     rule: str
     name: str  # metric or metric.stat
@@ -46,7 +48,10 @@ class RuleResult:
     past_threshold: bool = False
     significant: bool = False
     line: int | None = None
-    note: str = ""  # for no_data: why the rule could not be judged
+    note: str = ""  # for no_data and inconclusive: why the rule could not be judged or decided
+    needed: int | None = None  # inconclusive: samples per side that would decide it at the observed change
+    needed_unit: str = ""  # "trials" or "requests"
+    undecidable: bool = False  # the data cannot carry a decision whatever the interval (reason in `note`)
 
 
 @dataclass
@@ -59,27 +64,44 @@ class Verdict:
     candidate: dict[str, Any]
     settings: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    allow_inconclusive: bool = False  # the team chose to pass rules the data cannot decide
+
+    @property
+    def failing(self) -> tuple[str, ...]:
+        return ("fail", "no_data") if self.allow_inconclusive else ("fail", "no_data", "inconclusive")
 
     @property
     def passed(self) -> bool:
-        return not any(r.status in FAILING for r in self.results)
+        return not any(r.status in self.failing for r in self.results)
+
+    @property
+    def regressed(self) -> bool:
+        """A rule found a regression (what calibration counts as the gate's alarm)."""
+        return any(r.status == "fail" for r in self.results)
 
     @property
     def exit_code(self) -> int:
-        """0 pass; 1 a regression (whatever else); 3 no regression, but a rule had no data."""
-        statuses = {r.status for r in self.results}
-        return EXIT_REGRESSION if "fail" in statuses else EXIT_NO_DATA if "no_data" in statuses else EXIT_PASS
+        """0 pass; 1 a regression (whatever else); 3 no regression, but a rule had no data or cannot tell."""
+        return EXIT_REGRESSION if self.regressed else EXIT_PASS if self.passed else EXIT_NO_DATA
 
     @property
     def failed(self) -> list[RuleResult]:
-        return [r for r in self.results if r.status in FAILING]
+        return [r for r in self.results if r.status in self.failing]
+
+    @property
+    def word(self) -> str:
+        """pass, fail, cannot_tell or no_data."""
+        if self.passed or self.regressed:
+            return "pass" if self.passed else "fail"
+        return "no_data" if any(r.status == "no_data" for r in self.results) else "cannot_tell"
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(
             {
                 "schema_version": VERDICT_SCHEMA_VERSION,
-                "verdict": "pass" if self.passed else "fail" if self.exit_code == EXIT_REGRESSION else "no_data",
+                "verdict": self.word,
                 "exit_code": self.exit_code,
+                "allow_inconclusive": self.allow_inconclusive,
                 "rules": [asdict(r) for r in self.results],
                 "pairing": self.pairing,
                 "baseline": self.baseline,

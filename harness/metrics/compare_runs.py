@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.metrics.compare import paired_deltas, paired_summary
+from harness.metrics.latency import request_latencies
 from harness.metrics.summary import jsonable
 
 # (name, path into a summary) for the headline numbers compared across repeated trials; every one is a
@@ -82,30 +82,44 @@ def repeat_summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def compare_engines(
     records: pd.DataFrame, engines: list[str], *, seed: int = 0, on_schedule: bool = True
 ) -> dict[str, Any]:
-    """The first engine is the baseline; every other one is compared with it request by request
-    (trial 0): median deltas with CIs and a Wilcoxon signed-rank test. `on_schedule`: the engines saw every
-    request at the same scheduled time, which is checked; in a closed loop each engine's users set their
-    own pace, so the same request is scheduled at different times and only the request itself pairs."""
+    """The first engine is the baseline; every other one is compared with it on trial 0 by the judge
+    (harness.judge.comparison: the table `compare` and the report show too). `on_schedule`: the engines saw
+    every request at the same scheduled time, which is checked; in a closed loop each engine's users set
+    their own pace, so the same request is scheduled at different times and only the request itself pairs."""
+    from harness.judge.comparison import ALPHA, compare_latencies
+
     if len(engines) < 2:
         return {}
     trial0 = records[records["trial"] == 0]
     base = trial0[trial0["engine"] == engines[0]]
-    out: dict[str, Any] = {"baseline": engines[0], "test": "wilcoxon signed-rank on per-request deltas", "pairs": {}}
+    out: dict[str, Any] = {"baseline": engines[0], "alpha": ALPHA, "pairs": {}}
     for other in engines[1:]:
-        deltas = paired_deltas(base, trial0[trial0["engine"] == other], check_schedule=on_schedule)
-        table = paired_summary(deltas, seed=seed)
-        tests = {}
-        for metric in ("ttft", "e2e", "tpot"):
-            d = deltas[f"{metric}_delta"].to_numpy(dtype=float)
-            d = d[np.isfinite(d)]
-            if d.size >= 10 and np.any(d != 0):
-                tests[metric] = float(stats.wilcoxon(d).pvalue)
+        cand = trial0[trial0["engine"] == other]
+        judged = compare_latencies(
+            base, cand, request_latencies(base), request_latencies(cand), seed=seed, check_schedule=on_schedule
+        )
+        table = judged.table
         out["pairs"][other] = {
-            "paired_requests": len(deltas),
-            "paired_on": deltas.attrs.get("paired_on", ["request_id"]),
-            "only_in_baseline": len(deltas.attrs.get("only_in_a", [])),
-            "only_in_candidate": len(deltas.attrs.get("only_in_b", [])),
-            "deltas": {m: row for m, row in table.to_dict(orient="index").items()},
-            "wilcoxon_p": tests,
+            "kind": judged.kind,
+            "reason": judged.reason,
+            "paired_requests": judged.paired_requests,
+            "paired_on": judged.paired_on,
+            "only_in_baseline": judged.only_in_a,
+            "only_in_candidate": judged.only_in_b,
+            "deltas": {
+                m: {
+                    "median_a": row["median_a"],
+                    "median_b": row["median_b"],
+                    "median_delta": row["delta"],
+                    "ci_low": row["ci_low"],
+                    "ci_high": row["ci_high"],
+                    "share_b_lower": row["effect"] if judged.kind == "paired" else None,
+                    "test": row["test"],
+                    "p_value": row["p_value"],
+                    "p_holm": row["p_holm"],
+                    "verdict": row["verdict"],
+                }
+                for m, row in table.iterrows()
+            },
         }
     return jsonable(out)

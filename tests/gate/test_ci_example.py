@@ -56,4 +56,7 @@ def test_the_ci_example_catches_a_slowdown_on_its_own_workload(tmp_path: Path) -
     # not be significant on its own, which the example's 18 trials are for
     throughput = next(r for r in verdict.results if r.rule == "output_tok_s >= -5%")
     assert throughput.past_threshold and throughput.change < -0.05, throughput
-    assert status["error_rate <= 1%"] == "pass"
+    # no error in these 4 x 32 requests bounds the error rate by 3.5% (exact, alpha 0.01): cannot tell yet;
+    # the example's 18 trials (576 requests) bound it by 0.8%, inside the limit
+    errors = next(r for r in verdict.results if r.rule == "error_rate <= 1%")
+    assert errors.status == "inconclusive" and errors.candidate == 0 and errors.ci_high > 0.01, errors

@@ -17,8 +17,14 @@ RULES = ("ttft.p99 <= +10%", "tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s
 
 
 def gate(base, cand, rules=RULES, **settings):
+    settings.setdefault("unit", "request")  # synthetic requests are drawn independently: no run-to-run noise
     config = GateConfig(rules=rules_from_texts(list(rules)), slo_ttft_ms=150, slo_tpot_ms=25, **settings)
-    return evaluate(config, sample_from_records(base), sample_from_records(cand))
+    return evaluate(config, _sample(base), _sample(cand))
+
+
+def _sample(run):
+    """Records, or a sample made from them once (the loops below judge each pair more than once)."""
+    return sample_from_records(run) if isinstance(run, list) else run
 
 
 def statuses(verdict):
@@ -26,10 +32,10 @@ def statuses(verdict):
 
 
 def test_identical_runs_pass():
-    run = synthetic_run(1)
+    run = synthetic_run(1, n=200)  # p99 is resolved from 200 values a side (harness.judge.verdict)
     verdict = gate(run, run)
     assert verdict.passed and verdict.exit_code == 0
-    assert verdict.pairing["paired"] and verdict.pairing["shared_requests"] == 120
+    assert verdict.pairing["paired"] and verdict.pairing["shared_requests"] == 200
     assert all(r.change == 0 and not r.significant for r in verdict.results)
 
 
@@ -50,13 +56,25 @@ def test_a_regression_below_its_threshold_passes_although_significant():
     assert tpot.status == "pass" and verdict.passed
 
 
-def test_past_the_threshold_but_not_significant_is_inconclusive_and_passes():
-    # p99 of 60 requests is their maximum: no test can pin a p99 regression on it, only report it
+def test_a_p99_the_sample_cannot_resolve_cannot_tell_and_fails_unless_allowed():
+    # p99 of 60 requests is their maximum: its interval would look tight, so the rule says what it lacks
     verdict = gate(synthetic_run(1, n=60), synthetic_run(2, n=60, speed=1.3), rules=["ttft.p99 <= +5%"])
     (ttft,) = verdict.results
-    assert ttft.test.startswith("quantile")
-    assert ttft.past_threshold and not ttft.significant
-    assert ttft.status == "inconclusive" and verdict.passed
+    assert ttft.test.startswith("quantile") and ttft.past_threshold
+    assert ttft.status == "inconclusive" and ttft.needed == 200 and ttft.needed_unit == "requests"
+    assert "extreme" in ttft.note and not verdict.passed and verdict.exit_code == 3
+    assert verdict.to_json()["verdict"] == "cannot_tell"
+    allowed = gate(synthetic_run(1, n=60), synthetic_run(2, n=60, speed=1.3), rules=["ttft.p99 <= +5%"],
+                   allow_inconclusive=True)  # fmt: skip
+    assert allowed.passed and allowed.exit_code == 0 and allowed.to_json()["allow_inconclusive"] is True
+
+
+def test_an_interval_across_the_threshold_cannot_tell_and_says_how_many_requests_would():
+    cand = synthetic_run(2, n=40, speed=1.05, schedule_seed=5)  # unpaired: each request's own noise stays in
+    verdict = gate(synthetic_run(1, n=40), cand, rules=["tpot.p50 <= +5%"])
+    (tpot,) = verdict.results
+    assert tpot.ci_low < 0.05 < tpot.ci_high and tpot.status == "inconclusive" and verdict.exit_code == 3
+    assert tpot.needed_unit == "requests" and tpot.needed > 40
 
 
 def test_a_saturated_slower_engine_fails_throughput():
@@ -92,7 +110,7 @@ def test_noise_alone_fails_no_more_often_than_alpha(paired, pairs):
         verdict = gate(base, cand, alpha=alpha, n_boot=200, seed=i)
         assert verdict.pairing["paired"] == paired
         failures += [r.status == "fail" for r in verdict.results]
-        verdicts += not verdict.passed
+        verdicts += verdict.regressed  # noise may leave a rule undecided; it must not fail one
     assert failures.max() <= alpha * pairs, dict(zip(RULES, failures, strict=True))
     assert verdicts <= alpha * pairs
 
@@ -107,9 +125,12 @@ def test_unpaired_comparison_uses_mann_whitney_and_the_bootstrap():
 
 def test_absolute_limits_need_no_baseline():
     config = GateConfig(rules=rules_from_texts(["ttft.p50 <= 1s", "ttft.p99 <= 10ms", "error_rate <= 1%"]))
-    verdict = evaluate(config, None, sample_from_records(synthetic_run(1)))
+    # 300 error-free requests bound the error rate by 0.99% (exact, one-sided 95%); 120 only by 2.5%
+    verdict = evaluate(config, None, sample_from_records(synthetic_run(1, n=300)))
     s = statuses(verdict)
     assert s == {"ttft.p50 <= 1s": "pass", "ttft.p99 <= 10ms": "fail", "error_rate <= 1%": "pass"}
+    few = evaluate(config, None, sample_from_records(synthetic_run(1)))
+    assert statuses(few)["error_rate <= 1%"] == "inconclusive" and few.results[2].ci_high > 0.01
     with pytest.raises(HarnessInputError, match="baseline"):
         evaluate(GateConfig(rules=rules_from_texts(["ttft.p99 <= +10%"])), None, sample_from_records(synthetic_run(1)))
 

@@ -27,7 +27,8 @@ def test_the_gate_names_busy_trials(tmp_path, capsys):
     base = write_run(tmp_path / "base", synthetic_run(1), QUIET)
     cand = write_run(tmp_path / "cand", synthetic_run(2), BUSY)
     again = write_run(tmp_path / "again", synthetic_run(3), QUIET)
-    code = main(["gate", "--baseline", str(base), "--candidate", str(cand), str(again), "--rule", "tpot.p50 <= +50%",
+    code = main(["gate", "--baseline", str(base), "--candidate", str(cand), str(again), "--unit", "request",
+                 "--rule", "tpot.p50 <= +50%",
                  "--json", str(tmp_path / "v.json")])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0  # flagged, not failed: the rule still decides

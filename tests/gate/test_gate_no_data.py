@@ -18,6 +18,7 @@ OLD_EXAMPLE = ["tpot.p50 <= +5%", "ttft.p90 <= +10%", "output_tok_s >= -5%", "er
 
 
 def gate(base, cand, rules, **settings):
+    settings.setdefault("unit", "request")  # synthetic requests are drawn independently: no run-to-run noise
     config = GateConfig(rules=rules_from_texts(list(rules)), **settings)
     return evaluate(config, sample_from_records(base), sample_from_records(cand))
 
@@ -88,7 +89,7 @@ def _write(path, records):
                                                      (OLD_EXAMPLE, 1, "REGRESSION")])  # fmt: skip
 def test_the_command_exits_3_for_no_data_and_says_why(tmp_path, capsys, rules, code, word):
     base, cand = _write(tmp_path / "base", burst(1)), _write(tmp_path / "cand", burst(2, speed=3.0))
-    argv = ["gate", "--baseline", str(base), "--candidate", str(cand)]
+    argv = ["gate", "--baseline", str(base), "--candidate", str(cand), "--unit", "request"]
     for rule in rules:
         argv += ["--rule", rule]
     assert main(argv) == code

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 def test_run_and_absolute_rules_on_the_zero_engine(batchmark):
     run = batchmark.run("chat-small", engines=["zero"], requests=16, rate=100.0)
     assert (run / "records.jsonl").is_file() and (run / "metrics.json").is_file()
-    verdict = batchmark.assert_rules(run, ["ttft.p50 <= 1s", "error_rate <= 1%"])
+    # no error in 16 requests bounds the error rate by 17% (exact, one-sided 95%), not by 0%
+    verdict = batchmark.assert_rules(run, ["ttft.p50 <= 1s", "error_rate <= 20%"])
     assert verdict.passed and verdict.candidate["requests"] == 16
     with pytest.raises(AssertionError, match=r"batchmark gate failed[\s\S]*ttft.p50 <= 1us"):
         batchmark.assert_rules(run, ["ttft.p50 <= 1us"])
@@ -29,6 +30,7 @@ def test_compare_catches_an_injected_slowdown(batchmark):
         rules=["tpot.p50 <= +5%", "error_rate <= +1pp"],
         requests=16,
         rate=1000.0,
+        gate_settings={"unit": "request"},  # one trial: a 4x slowdown is far past any run-to-run noise
     )
     assert verdict.pairing["paired"] and verdict.pairing["shared_requests"] == 16
     statuses = {r.rule: r.status for r in verdict.results}
@@ -42,7 +44,7 @@ def test_any_project_gets_the_fixture_from_the_installed_plugin(tmp_path):
         textwrap.dedent("""
         def test_budget(batchmark):
             run = batchmark.run("chat-small", engines=["zero"], requests=16, rate=200.0)
-            batchmark.assert_rules(run, ["e2e.p90 <= 5s"])
+            batchmark.assert_rules(run, ["e2e.p50 <= 5s"])
     """)
     )
     keep = tmp_path / "kept"

@@ -20,12 +20,14 @@ RULES = ("tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s >= -5%", "slo_attai
 TRIAL_NOISE = 0.08
 
 
-def trials_run(seed: int, trials: int, *, speed: float = 1.0, engine: str = "e") -> list[dict]:
+def trials_run(
+    seed: int, trials: int, *, speed: float = 1.0, engine: str = "e", trial_noise: float = TRIAL_NOISE
+) -> list[dict]:
     """`trials` trials, trial k replaying schedule k, each slowed or sped up as a whole by run noise."""
     noise = np.random.default_rng([seed, 99])
     records = []
     for k in range(trials):
-        factor = float(noise.lognormal(0.0, TRIAL_NOISE))
+        factor = float(noise.lognormal(0.0, trial_noise))
         for rec in synthetic_run(seed * 1000 + k, n=40, speed=speed * factor, schedule_seed=k, engine=engine):
             records.append({**rec, "trial": k})
     return records
@@ -33,7 +35,12 @@ def trials_run(seed: int, trials: int, *, speed: float = 1.0, engine: str = "e")
 
 def gate(base, cand, rules=RULES, **settings):
     config = GateConfig(rules=rules_from_texts(list(rules)), slo_ttft_ms=150, slo_tpot_ms=25, **settings)
-    return evaluate(config, sample_from_records(base), sample_from_records(cand))
+    return evaluate(config, _sample(base), _sample(cand))
+
+
+def _sample(run):
+    """Records, or a sample made from them once (the loops below judge each pair more than once)."""
+    return sample_from_records(run) if isinstance(run, list) else run
 
 
 def test_auto_judges_trials_once_both_runs_hold_enough():
@@ -44,6 +51,9 @@ def test_auto_judges_trials_once_both_runs_hold_enough():
         assert r.n_baseline == r.n_candidate == 5
     few = gate(trials_run(1, 2), trials_run(2, 2))
     assert few.settings["unit"] == "request" and few.results[0].test == "wilcoxon"
+    # requests cannot show the run-to-run noise: the change is shown, and the gate cannot tell
+    assert {r.status for r in few.results} == {"inconclusive"} and few.exit_code == 3
+    assert few.results[0].needed == 3 and few.results[0].needed_unit == "trials" and "--repeat" in few.results[0].note
     forced = gate(trials_run(1, 2), trials_run(2, 2), unit="trial")
     assert forced.settings["unit"] == "trial" and "2 trials" in forced.results[0].test
     assert gate(trials_run(1, 5), trials_run(2, 5), unit="request").settings["unit"] == "request"
@@ -51,9 +61,9 @@ def test_auto_judges_trials_once_both_runs_hold_enough():
 
 def test_run_noise_alone_fails_no_more_often_than_alpha_by_trials_but_often_by_requests():
     pairs = 100
-    runs = [(trials_run(2 * i, 5), trials_run(2 * i + 1, 5)) for i in range(pairs)]
-    by_trial = sum(not gate(a, b, rules=RULES[:1], n_boot=100).passed for a, b in runs)
-    by_request = sum(not gate(a, b, rules=RULES[:1], n_boot=100, unit="request").passed for a, b in runs)
+    runs = [(_sample(trials_run(2 * i, 5)), _sample(trials_run(2 * i + 1, 5))) for i in range(pairs)]
+    by_trial = sum(gate(a, b, rules=RULES[:1], n_boot=100).regressed for a, b in runs)
+    by_request = sum(gate(a, b, rules=RULES[:1], n_boot=100, unit="request").regressed for a, b in runs)
     print(f"A/A false alarms in {pairs} pairs: {by_trial} judged by trials, {by_request} by requests")
     # alpha 0.05, and the rule needs the change past +5% as well: the binomial 99.9% bound of 100 draws at 5% is 13
     assert by_trial <= 13
@@ -62,7 +72,7 @@ def test_run_noise_alone_fails_no_more_often_than_alpha_by_trials_but_often_by_r
 
 def test_a_real_regression_fails_by_trials():
     detected = sum(
-        not gate(trials_run(2 * i, 6), trials_run(2 * i + 1, 6, speed=1.25), rules=RULES[:1], n_boot=100).passed
+        gate(trials_run(2 * i, 6), trials_run(2 * i + 1, 6, speed=1.25), rules=RULES[:1], n_boot=100).regressed
         for i in range(40)
     )
     assert detected >= 36

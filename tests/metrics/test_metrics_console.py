@@ -28,3 +28,9 @@ def test_a_trial_on_a_busy_machine_is_said_on_the_console() -> None:
     busy = "ran on a busy machine: other processes used 55% of the machine's CPU (1-min load average 2.9)"
     metrics["runs"][0]["machine"] = {"busy": True, "message": busy}
     assert f"! e trial 0 {busy}" in format_summary(metrics)
+
+
+def test_a_p99_of_a_small_run_is_said_to_be_its_largest_value() -> None:
+    text = format_summary(_metrics([make_record(f"r{i}", t_scheduled=0.5 * i, gaps=[0.05] * 3) for i in range(40)]))
+    assert "! e: p99 here is about the largest value (TTFT of 40, TPOT of 40, E2E of 40 requests)" in text
+    assert "p99 needs 200 requests" in text

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from harness.judge.tests import holm
 from reports import fmt
 from reports.analysis import analyse
-from reports.compare import compare, holm, plan
+from reports.compare import compare, plan
 from reports.load import load_runs
 from reports.verdict import Estimate, Headline, batch_means, wilson
 

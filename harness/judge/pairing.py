@@ -9,11 +9,20 @@ pair automatically: their arrival times follow each run's own pace.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import pandas as pd
 
 from harness.errors import HarnessInputError
-from harness.gate.inputs import RunSample
+
+
+class RunSample(Protocol):
+    """What pairing reads of a side (harness.gate.inputs.RunSample has it)."""
+
+    trials: list[int]
+    records: pd.DataFrame
+    closed_loop: bool
+
 
 SCHEDULE_ATOL_S = 1e-6
 
@@ -71,3 +80,30 @@ def paired_frame(a: pd.DataFrame, b: pd.DataFrame, key: tuple[str, ...], columns
     left = a[[*key, *columns]].drop_duplicates(list(key))
     right = b[[*key, *columns]].drop_duplicates(list(key))
     return left.merge(right, on=list(key), suffixes=("_a", "_b"), how="inner")
+
+
+MIN_PAIRED_SHARE = 0.5  # fewer request ids in common than this share of the larger run: not one schedule
+
+
+def pair_requests(
+    a: pd.DataFrame, b: pd.DataFrame, metrics: tuple[str, ...], *, check_schedule: bool = True
+) -> tuple[pd.DataFrame | None, str]:
+    """Per-request deltas of two engine runs' records (harness.metrics.paired_deltas) when they replayed one
+    schedule, else None; with the reason either way. The comparison table's pairing rule."""
+    from harness.metrics import paired_deltas
+    from harness.records import RecordError
+
+    ids_a = set(a["request_id"].astype(str))
+    ids_b = set(b["request_id"].astype(str))
+    common = len(ids_a & ids_b)
+    if common < MIN_PAIRED_SHARE * max(len(ids_a), len(ids_b)) or common < 2:
+        return None, f"only {common} request ids in common: not the same schedule"
+    if a["request_id"].duplicated().any() or b["request_id"].duplicated().any():
+        return None, "duplicate request ids"
+    try:
+        deltas = paired_deltas(a, b, metrics=metrics, check_schedule=check_schedule)
+    except RecordError as exc:
+        return None, f"not the same schedule ({exc})"
+    extra = len(deltas.attrs["only_in_a"]) + len(deltas.attrs["only_in_b"])
+    why = f"same schedule: {len(deltas):,} requests paired by request id and scheduled time"
+    return deltas, why + (f" ({extra} unmatched left out)" if extra else "")

@@ -1,4 +1,7 @@
-"""Pure statistics for the gate: is the candidate worse than the baseline, beyond chance?
+"""The statistics of every comparison: the gate's one-sided tests, the comparison table's two-sided ones
+(harness.judge.comparison), and the one multiplicity correction (Holm).
+
+For the gate: is the candidate worse than the baseline, beyond chance?
 
 `worse` names the direction of a regression: "greater" when a higher candidate value is worse (latency,
 error rate), "less" when a lower one is (throughput, goodput). Every p-value here is one-sided: it is
@@ -16,6 +19,7 @@ the chance of evidence at least this strong for a regression if there were none.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,7 +30,6 @@ from harness.metrics.stats import bootstrap_quantiles
 
 Side = Literal["greater", "less"]
 MAX_CHUNK_ELEMENTS = 4_000_000  # bounds the memory of a joint bootstrap of large runs
-MIN_TAIL_VALUES = 2.0  # see tail_is_resolved
 EXACT_SIGNED_RANK_MAX_N = 16  # 2**16 sign patterns: exact and still a few milliseconds
 
 
@@ -36,6 +39,33 @@ class TestResult:
 
     test: str
     p_value: float
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN): the one multiplicity correction, for the several
+    metrics of one comparison."""
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    if ok.size == 0:
+        return out
+    order = ok[np.argsort(p[ok])]
+    m = ok.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def two_sided_signed_rank(d: np.ndarray) -> tuple[float, float]:
+    """Wilcoxon signed-rank statistic and two-sided p-value of per-request differences (NaN when empty)."""
+    if d.size == 0:
+        return np.nan, np.nan
+    if not np.any(d):
+        return 0.0, 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.wilcoxon(d)
+    return float(res.statistic), float(res.pvalue)
 
 
 def stat_value(x: np.ndarray, stat: str) -> float:
@@ -106,16 +136,6 @@ def bootstrap_one(x: np.ndarray, stat: str, n_boot: int, rng: np.random.Generato
     return out
 
 
-def tail_is_resolved(n: int, q: float) -> bool:
-    """Whether n values hold enough of the tail beyond quantile q for a bootstrap test to keep its level.
-
-    Below about one value beyond the quantile, the percentile is the sample maximum (or minimum), its
-    bootstrap distribution is a handful of atoms, and A/A tests reject far too often (measured: 12% at
-    alpha 0.05 for p99 of 60 paired values, 9% for p99.9 of 500); at two or more it stays within alpha.
-    """
-    return n * min(q, 1.0 - q) >= MIN_TAIL_VALUES
-
-
 def quantile_test(a: np.ndarray, b: np.ndarray, q: float, *, paired: bool, worse: Side) -> TestResult:
     """Mood's quantile test: do more of b's values than a's lie beyond the pooled q-quantile (in the worse
     direction)? Exact (McNemar or Fisher on the indicators) and conservative; used where the tail is too
@@ -179,6 +199,25 @@ def limit_test_quantile(x: np.ndarray, q: float, limit: float, worse: Side) -> T
     else:
         k, share = int(np.sum(x < limit)), q
     return TestResult("binomial", float(stats.binomtest(k, x.size, share, alternative="greater").pvalue))
+
+
+def quantile_bounds(x: np.ndarray, q: float, alpha: float) -> tuple[float, float]:
+    """Distribution-free one-sided (1 - alpha) bounds of the q-quantile from order statistics: X_(j) lies
+    below it with probability P(Binomial(n, q) >= j). An end the sample cannot bound is infinite (the
+    upper bound of p99 from fewer than about 300 values)."""
+    xs, n = np.sort(x), x.size
+    j = int(stats.binom.ppf(alpha, n, q))  # P(Bin <= j - 1) < alpha
+    u = int(stats.binom.ppf(1.0 - alpha, n, q)) + 1  # P(Bin <= u - 1) >= 1 - alpha
+    low = float(xs[j - 1]) if j >= 1 else float("-inf")
+    high = float(xs[u - 1]) if u <= n else float("inf")
+    return low, high
+
+
+def share_bounds(k: int, n: int, alpha: float) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) one-sided (1 - alpha) bounds of a share from k events in n: no errors in 16
+    requests bounds the error rate by 17%, not 0%."""
+    ci = stats.binomtest(k, n).proportion_ci(1.0 - 2.0 * alpha, method="exact")
+    return float(ci.low), float(ci.high)
 
 
 def limit_test_mean(x: np.ndarray, limit: float, worse: Side, *, n_boot: int, rng: np.random.Generator) -> TestResult:

@@ -1,0 +1,10 @@
+"""One judge for every comparison of two runs: `metrics.json`, `compare`, the report, `gate` and `study`.
+
+- `pairing.py`: whether two samples are compared request by request (one rule, used by all);
+- `tests.py`: the paired and unpaired tests, bootstrap intervals and the one multiplicity correction (Holm);
+- `verdict.py`: three outcomes (holds / fails / cannot tell) from an interval against a tolerance, and the
+  bound below which a percentile is not resolved.
+
+Callers keep only their own rules on top (the gate's thresholds, a study's acceptance plan); `reports/`
+only renders what this decided. Imports: numpy, scipy and pandas only.
+"""

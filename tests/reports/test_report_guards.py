@@ -1,0 +1,28 @@
+"""Guards that name what is missing: runs of different workloads compared only under a banner (compare's
+console output, the Markdown summary, the HTML report), and a percentile the sample cannot resolve shown
+as such rather than with a tight interval."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reports import fmt, tables
+from reports.analysis import analyse
+from reports.markdown import markdown_summary
+from reports.report import build_report
+
+
+def test_runs_of_different_workloads_are_compared_under_a_banner(run_dir, other_schedule_dir):
+    a = analyse([run_dir, other_schedule_dir])
+    assert a.banner is not None and "replayed different workloads" in a.banner
+    assert f"> ⚠️ **{a.banner}**" in markdown_summary(a)  # what `batchmark compare` prints, and summary.md
+    html = build_report(a)
+    assert 'class="banner"' in html and "replayed different workloads" in html
+    assert replace(a, runs=a.runs[:1]).banner is None  # engines of one run share its workload
+
+
+def test_a_percentile_the_sample_cannot_resolve_says_so(run_dir):
+    assert fmt.unresolved(64, "p99") == "≈ the extreme of 64 values: unresolved, p99 needs 200"
+    assert fmt.unresolved(600, "p99") is None and fmt.unresolved(4, "p50") is None
+    table = tables.metric_table(analyse(run_dir).series)  # 600 requests: p99 is resolved, p99.9 is not
+    assert "unresolved, p99.9 needs 2000" in table and "unresolved, p99 needs" not in table
