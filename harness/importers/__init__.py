@@ -35,6 +35,11 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = f"byte {exc.start} is {exc.object[exc.start]:#04x}"
+        raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
+    if not text.strip():
+        raise fail(path, "file", "empty: a result file holds a JSON document or JSON lines")
     lines = _jsonl(path, text)
     if lines and (len(lines) > 1 or aiperf.looks_like_jsonl(lines[0][1])):
         if fmt not in ("auto", "aiperf") or not aiperf.looks_like_jsonl(lines[0][1]):
@@ -45,10 +50,7 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
                 "(records with metadata and metrics)",
             )
         return aiperf.parse_jsonl(path, lines, label)
-    try:
-        data: Any = json.loads(text)
-    except ValueError as exc:
-        raise fail(path, f"line {getattr(exc, 'lineno', '?')}", f"not valid JSON ({exc})") from None
+    data: Any = _json(path, text, "line {}")
     if not isinstance(data, dict):
         raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
     for name, looks, parse in (
@@ -88,15 +90,23 @@ def _jsonl(path: Path, text: str) -> list[tuple[int, dict[str, Any]]] | None:
         return None
     try:
         first = json.loads(rows[0][1])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None  # a pretty-printed JSON document: its first line is not a whole object
     out = [(rows[0][0], first)]
     for n, line in rows[1:]:
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise fail(path, f"line {n}", f"not a JSON object ({exc})") from None
+        obj = _json(path, line, f"line {n}")
         if not isinstance(obj, dict):
             raise fail(path, f"line {n}", "not a JSON object")
         out.append((n, obj))
     return out if isinstance(first, dict) else None
+
+
+def _json(path: Path, text: str, where: str) -> Any:
+    """`text` parsed, or the one-line error: `where` names the line ("line {}": the parser's own line)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", "?")
+        raise fail(path, where.format(line), f"not valid JSON, truncated? ({exc})") from None
+    except RecursionError:  # json recurses per nesting level
+        raise fail(path, where.format(1), "JSON nested too deeply to be a result file") from None

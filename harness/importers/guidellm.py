@@ -24,6 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.importers.common import Imported, ImportedRun, Mapping, Reported, fail, number, record, spread_evenly
+from harness.importers.schema import (
+    Clock,
+    Count,
+    Doc,
+    OutputTokens,
+    Positive,
+    PromptTokens,
+    Seconds,
+    check_total_tokens,
+    validated,
+)
 
 SCHEMA = "GuideLLM GenerativeBenchmarksReport (benchmarks.json, 0.4-0.5 series and 2026 main)"
 STATUSES = (("successful", None), ("incomplete", "aborted"), ("errored", "error"))
@@ -59,11 +70,112 @@ RATES = (
 )
 
 
+class Summary(Doc):
+    """One status of a `StatusDistributionSummary` (ms, s or per second, as the metric says)."""
+
+    mean: Seconds | None = None
+    median: Seconds | None = None
+    count: Count | None = None
+    percentiles: dict[str, Seconds | None] | None = None
+
+
+class StatusSummary(Doc):
+    successful: Summary | None = None
+    total: Summary | None = None
+
+
+class Totals(Doc):
+    total: Count | None = None
+
+
+class Metrics(Doc):
+    """The metrics the importer reads; GuideLLM writes more."""
+
+    request_totals: Totals | None = None
+    time_to_first_token_ms: StatusSummary | None = None
+    inter_token_latency_ms: StatusSummary | None = None
+    time_per_output_token_ms: StatusSummary | None = None
+    request_latency: StatusSummary | None = None
+    requests_per_second: StatusSummary | None = None
+    output_tokens_per_second: StatusSummary | None = None
+    tokens_per_second: StatusSummary | None = None
+
+
+class Strategy(Doc):
+    type_: str | None = None
+    rate: Positive | None = None
+    streams: Count | None = None
+    max_concurrency: Count | None = None
+
+
+class Config(Doc):
+    strategy: Strategy | None = None
+
+
+class Timings(Doc):
+    """Unix times of one request's life (GuideLLM's `RequestTimings`), and its stream's iterations."""
+
+    targeted_start: Clock | None = None
+    request_start: Clock | None = None
+    first_token_iteration: Clock | None = None
+    last_token_iteration: Clock | None = None
+    token_iterations: Count | None = None
+    request_end: Clock | None = None
+    resolve_end: Clock | None = None
+
+
+class Info(Doc):
+    timings: Timings | None = None
+    error: str | None = None
+
+
+class PromptTotals(Doc):
+    total_tokens: PromptTokens | None = None
+
+
+class OutputTotals(Doc):
+    total_tokens: OutputTokens | None = None
+
+
+class Request(Doc):
+    request_id: str | None = None
+    prompt_tokens: PromptTokens | None = None
+    output_tokens: OutputTokens | None = None
+    info: Info
+    input_metrics: PromptTotals | None = None
+    output_metrics: OutputTotals | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.output_tokens or (self.output_metrics.total_tokens if self.output_metrics else None) or 0
+
+
+class Requests(Doc):
+    successful: list[Request] | None = None
+    incomplete: list[Request] | None = None
+    errored: list[Request] | None = None
+
+
+class Benchmark(Doc):
+    config: Config | None = None
+    metrics: Metrics | None = None
+    requests: Requests | None = None
+
+
+class Report(Doc):
+    """GuideLLM's `GenerativeBenchmarksReport`, the parts the importer reads."""
+
+    benchmarks: list[Benchmark]
+
+
 def looks_like(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("benchmarks"), list)
 
 
 def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    report = validated(Report, data, path)
+    lists = [getattr(b.requests, status) or [] for b in report.benchmarks if b.requests for status, _ in STATUSES]
+    check_total_tokens(path, "field benchmarks", sum(r.tokens for requests in lists for r in requests))
     benchmarks = data["benchmarks"]
     if not benchmarks:
         raise fail(path, "field benchmarks", "the report holds no benchmark")

@@ -17,8 +17,11 @@ arrival) includes it. vLLM's ITL is per chunk; the records spread a chunk's toke
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, RootModel
 
 from harness.importers.common import (
     PERCENTILES,
@@ -31,6 +34,17 @@ from harness.importers.common import (
     failed,
     number,
     streamed,
+)
+from harness.importers.schema import (
+    Clock,
+    Count,
+    Doc,
+    OutputTokens,
+    Positive,
+    PromptTokens,
+    Seconds,
+    check_total_tokens,
+    validated,
 )
 
 SCHEMA = "vllm bench serve result JSON (vllm/benchmarks/serve.py, vLLM 0.10-0.11 and 2026 main)"
@@ -67,6 +81,35 @@ RATES = (
 )
 
 
+class VllmResult(Doc):
+    """The result JSON as `vllm bench serve` writes it (vllm/benchmarks/serve.py, `result_json` in `main_async`,
+    vLLM commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): the per-request lists with --save-detailed, and
+    `mean_/median_/std_/pNN_<metric>_ms` statistics (checked by `_check_statistics`, their names vary)."""
+
+    duration: Seconds | None = None
+    completed: Count | None = None
+    failed: Count | None = None
+    num_prompts: Count | None = None
+    request_rate: Positive | Literal["inf"] | None = None  # vLLM writes an unlimited rate as the string "inf"
+    burstiness: Positive | None = None
+    max_concurrency: Annotated[int, Field(strict=True, ge=1)] | None = None
+    request_throughput: Seconds | None = None
+    request_goodput: Seconds | None = None
+    output_throughput: Seconds | None = None
+    total_token_throughput: Seconds | None = None
+    ttfts: list[Seconds] | None = None
+    itls: list[list[Seconds]] | None = None
+    start_times: list[Clock] | None = None  # the client's perf_counter at each send
+    latencies: list[Seconds] | None = None
+    queue_times: list[Seconds] | None = None
+    input_lens: list[PromptTokens] | None = None
+    output_lens: list[OutputTokens] | None = None
+    errors: list[str | None] | None = None
+
+
+STATISTIC = re.compile(r"(mean|median|std|p\d+(\.\d+)?)_[a-z0-9_]+_ms")
+
+
 def looks_like(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
@@ -74,6 +117,9 @@ def looks_like(data: Any) -> bool:
 
 
 def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    validated(VllmResult, data, path)
+    _check_statistics(data, path)
+    check_total_tokens(path, "field output_lens", sum(data.get("output_lens") or []))
     label = label or "vllm-bench"
     run = ImportedRun(label, None, settings=_settings(data))
     run.reported = _reported(data)
@@ -86,6 +132,15 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
             "--save-detailed for them); only vLLM's own aggregates are shown"
         )
     return Imported("vllm-bench-serve", SCHEMA, path, [run])
+
+
+def _check_statistics(data: dict[str, Any], path: Path) -> None:
+    """Every `mean_ttft_ms`, `p99_e2el_ms`, ... a non-negative number of ms (or null: a metric not measured)."""
+    validated(_Statistics, {k: v for k, v in data.items() if STATISTIC.fullmatch(k)}, path)
+
+
+class _Statistics(RootModel[dict[str, Seconds | None]]):
+    pass
 
 
 def _settings(data: dict[str, Any]) -> dict[str, Any]:

@@ -168,7 +168,7 @@ def test_the_report_shows_an_imported_run_beside_a_batchmark_run(tmp_path: Path,
                 "input_lens": [3],
                 "output_lens": [3],
             },
-            "field itls[0][1]: expected a number, got 'x'",
+            'field itls[0][1]: expected a number, got "x"',
         ),
         ("g.json", {"benchmarks": []}, "field benchmarks: the report holds no benchmark"),
         ("x.json", {"hello": 1}, "top level: not a known tool's result"),
@@ -190,7 +190,8 @@ def test_a_bad_aiperf_line_names_its_line(tmp_path: Path, capsys) -> None:
     path = tmp_path / "profile_export.jsonl"
     path.write_text("\n".join([*lines[:3], json.dumps(broken), *lines[4:]]) + "\n")
     assert main(["import", str(path), "--out", str(tmp_path / "out")]) == 2
-    assert "line 4: field metrics.time_to_first_token.unit: unknown time unit 'fortnights'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "line 4: field metrics.time_to_first_token.unit: expected 'ns', 'us', 'ms', 's' or 'sec'" in err
 
 
 def test_the_docs_dictionary_names_every_mapping() -> None:
@@ -202,3 +203,99 @@ def test_the_docs_dictionary_names_every_mapping() -> None:
     names += [theirs for tool in (vllm, guidellm, aiperf) for _, theirs, _, _ in tool.RATES]
     missing = [n for n in names if f"`{n}" not in section]
     assert not missing, f"docs/metrics.md lacks {missing}"
+
+
+def _mutated(fixture: str, change) -> bytes:
+    """The fixture with one value changed (`change` edits the parsed document, or the JSONL's lines, in place)."""
+    text = (FIXTURES / fixture).read_text()
+    if fixture.endswith(".jsonl"):
+        lines = [json.loads(line) for line in text.splitlines()]
+        change(lines)
+        return "\n".join(json.dumps(line) for line in lines).encode()
+    data = json.loads(text)
+    change(data)
+    return json.dumps(data).encode()  # NaN stays NaN, as Python's json writes it
+
+
+def _set(*keys, value):
+    def change(node) -> None:
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+
+    return change
+
+
+VLLM, GUIDELLM, AIPERF, AIPERF_JSON = (
+    "vllm-bench-serve-detailed.json",
+    "guidellm-benchmarks.json",
+    "profile_export.jsonl",
+    "profile_export_aiperf.json",
+)
+G_REQ = ("benchmarks", 0, "requests", "successful", 0)
+# fmt: off
+BAD = [
+    (VLLM, _set("ttfts", value=5), "field ttfts: expected a list"),
+    (VLLM, _set("mean_ttft_ms", value="abc"), 'field mean_ttft_ms: expected a number, got "abc"'),
+    (VLLM, _set("mean_ttft_ms", value=float("nan")), "field mean_ttft_ms: expected a finite number"),
+    (VLLM, _set("p99_ttft_ms", value=True), "field p99_ttft_ms: expected a number, got true"),
+    (VLLM, _set("output_lens", 0, value=10**12), "field output_lens[0]: expected less than or equal to"),
+    (VLLM, _set("output_lens", 0, value=-5), "field output_lens[0]: expected greater than or equal to 0"),
+    (VLLM, _set("output_lens", 0, value=3.5), "field output_lens[0]: expected an integer"),
+    (VLLM, _set("output_lens", 0, value=True), "field output_lens[0]: expected an integer"),
+    (VLLM, _set("latencies", 1, value=-0.5), "field latencies[1]: expected greater than or equal to 0"),
+    (VLLM, _set("request_rate", value="fast"), "field request_rate: expected a number or 'inf'"),
+    (GUIDELLM, _set("benchmarks", 0, "config", value="x"), "field benchmarks[0].config: expected a dictionary"),
+    (GUIDELLM, _set("benchmarks", 0, "metrics", "time_to_first_token_ms", "successful", "mean", value="abc"),
+     "field benchmarks[0].metrics.time_to_first_token_ms.successful.mean"),
+    (GUIDELLM, _set("benchmarks", 0, "metrics", "request_latency", "successful", "percentiles", "p99", value=True),
+     "field benchmarks[0].metrics.request_latency.successful.percentiles.p99: expected a number"),
+    (GUIDELLM, _set(*G_REQ, "output_tokens", value=10**12), "requests.successful[0].output_tokens: expected less"),
+    (GUIDELLM, _set(*G_REQ, "output_tokens", value=-5), "requests.successful[0].output_tokens: expected greater"),
+    (GUIDELLM, _set(*G_REQ, "prompt_tokens", value=54.5), "requests.successful[0].prompt_tokens: expected an integer"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "request_start", value=float("nan")),
+     "requests.successful[0].info.timings.request_start: expected a finite number"),
+    (AIPERF, _set(1, "metadata", value=3), "line 2: field metadata: expected a dictionary"),
+    (AIPERF, _set(1, "metadata", "request_start_ns", value=1.5), "line 2: field metadata.request_start_ns"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=float("nan")),
+     "line 2: field metrics.time_to_first_token.value: expected a finite number"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=True), "time_to_first_token.value: expected a"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "unit", value="fortnights"), "time_to_first_token.unit"),
+    (AIPERF, _set(1, "metrics", "output_token_count", "value", value=10**12), "field metrics.output_token_count"),
+    (AIPERF, _set(1, "metrics", "inter_chunk_latency", "value", 0, value=-1), "inter_chunk_latency.value[0]"),
+    (AIPERF_JSON, _set("time_to_first_token", "p99", value=True), "field time_to_first_token.p99: expected a number"),
+    (AIPERF_JSON, _set("time_to_first_token", "unit", value="parsecs"), "field time_to_first_token.unit: expected"),
+    (AIPERF_JSON, _set("request_latency", "avg", value="abc"), 'request_latency.avg: expected a number, got "abc"'),
+]
+# fmt: on
+WHOLE_FILE = [
+    (name, kind) for name in (VLLM, GUIDELLM, AIPERF, AIPERF_JSON) for kind in ("binary", "truncated", "empty")
+]  # fmt: skip
+
+
+def _import_fails(tmp_path: Path, capsys, name: str, content: bytes) -> str:
+    """Import `content` as a file called `name`: exit 2, one line naming the file, no traceback, nothing written."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    assert main(["import", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"batchmark: error: {path}: "), err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.parametrize(("fixture", "change", "message"), BAD, ids=[f"{f}:{m[:40]}" for f, _, m in BAD])
+def test_a_wrong_value_names_its_field(tmp_path: Path, capsys, fixture, change, message) -> None:
+    err = _import_fails(tmp_path, capsys, fixture, _mutated(fixture, change))
+    assert message in err, err
+
+
+@pytest.mark.parametrize(("fixture", "kind"), WHOLE_FILE)
+def test_a_binary_truncated_or_empty_file_is_one_line(tmp_path: Path, capsys, fixture, kind) -> None:
+    text = (FIXTURES / fixture).read_bytes()
+    content = {"binary": b"\x89PNG\r\n\x1a\n\xff\xfe" + text[:64], "truncated": text[: len(text) // 2], "empty": b""}
+    err = _import_fails(tmp_path, capsys, fixture, content[kind])
+    expected = {"binary": "file: not UTF-8 text", "truncated": "not valid JSON", "empty": "file: empty"}[kind]
+    assert expected in err, err
