@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def import_command(args: argparse.Namespace) -> int:
     from harness.importers import read
-    from harness.importers.rundir import reported_table, write_run_dir
+    from harness.importers.rundir import LACKS, reported_table, write_run_dir
     from harness.metrics import SLO
 
     defaults = SLO()
@@ -48,9 +48,11 @@ def import_command(args: argparse.Namespace) -> int:
     print(f"imported {imported.tool}: {imported.schema}")
     for run in imported.runs:
         what = f"{len(run.records)} request records" if run.records is not None else "aggregates only"
-        print(f"  {run.label}: {what}")
+        kind = {"closed": f"closed loop of {run.scenario.users} users", "open": "open loop"}.get(run.scenario.kind)
+        print(f"  {run.label}: {what}, {kind or run.scenario.kind}")
         for note in run.notes:
             print(f"    note: {note}")
+    print(f"n/a (not in the tool's file): {', '.join(LACKS)}")
     print("the tool's own aggregates, under batchmark's names:")
     print("\n".join(reported_table({r.label: r.reported for r in imported.runs})))
     print(f"run directory: {out.resolve()}")

@@ -35,6 +35,7 @@ from harness.importers.schema import (
     check_total_tokens,
     validated,
 )
+from harness.loadgen.scenarios import Scenario
 
 SCHEMA = "GuideLLM GenerativeBenchmarksReport (benchmarks.json, 0.4-0.5 series and 2026 main)"
 STATUSES = (("successful", None), ("incomplete", "aborted"), ("errored", "error"))
@@ -185,11 +186,18 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
             raise fail(path, f"field benchmarks[{b}]", f"expected an object, got {type(bench).__name__}")
         name = _name(bench, b)
         run_label = f"{label or 'guidellm'}-{name}" if len(benchmarks) > 1 or not label else label
-        run = ImportedRun(run_label, None, settings={"strategy": (bench.get("config") or {}).get("strategy")})
+        strategy = report.benchmarks[b].config.strategy if report.benchmarks[b].config else None
+        run = ImportedRun(run_label, None, settings={"strategy": (bench.get("config") or {}).get("strategy")},
+                          scenario=scenario_of(strategy))  # fmt: skip
+        if run.scenario.kind != "open" and strategy is not None:
+            run.notes.append(
+                f"GuideLLM's {strategy.type_} strategy: imported as batchmark's {run.scenario.kind} scenario "
+                "(a closed loop's arrival is its send: a wait for a free stream is not lag)"
+            )
         run.reported = _reported(bench.get("metrics") or {})
         requests = bench.get("requests")
         if isinstance(requests, dict) and any(requests.get(s) for s, _ in STATUSES):
-            run.records = _records(requests, path, f"benchmarks[{b}].requests", run_label)
+            run.records = _records(requests, path, f"benchmarks[{b}].requests", run_label, run.scenario)
             measured = ((bench.get("metrics") or {}).get("request_totals") or {}).get("total")
             if isinstance(measured, int) and measured > len(run.records):
                 run.notes.append(
@@ -232,7 +240,21 @@ def _reported(metrics: dict[str, Any]) -> dict[str, Reported]:
     return out
 
 
-def _records(requests: dict[str, Any], path: Path, where: str, label: str) -> list[Any]:
+def scenario_of(strategy: Strategy | None) -> Scenario:
+    """GuideLLM's scheduling strategy as batchmark's scenario: `synchronous` is one user, `concurrent` a closed
+    loop of `streams` users, `throughput` every request at once (offline); `constant`, `poisson` and the rest
+    send on a schedule (open)."""
+    kind = strategy.type_ if strategy else None
+    if kind == "synchronous":
+        return Scenario("closed", users=1)
+    if kind == "concurrent" and strategy and strategy.streams:
+        return Scenario("closed", users=strategy.streams)
+    if kind == "throughput":
+        return Scenario("offline")
+    return Scenario("open")
+
+
+def _records(requests: dict[str, Any], path: Path, where: str, label: str, scenario: Scenario) -> list[Any]:
     rows: list[tuple[str | None, str, dict[str, Any]]] = []
     for status, failure in STATUSES:
         for i, req in enumerate(requests.get(status) or []):
@@ -253,6 +275,8 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str) -> li
         sent_abs = number(t.get("request_start", start), path, f"field {at}.info.timings.request_start", optional=True)
         sent = (sent_abs if sent_abs is not None else t0) - t0
         scheduled = (start if start is not None else t0) - t0
+        if scenario.kind == "closed":  # its users send when they are free: the arrival is the send
+            scheduled = sent
         end = number(
             t.get("request_end", t.get("resolve_end")), path, f"field {at}.info.timings.request_end", optional=True
         )

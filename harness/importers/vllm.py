@@ -17,6 +17,7 @@ arrival) includes it. vLLM's ITL is per chunk; the records spread a chunk's toke
 
 from __future__ import annotations
 
+import heapq
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -32,7 +33,6 @@ from harness.importers.common import (
     chunk_note,
     fail,
     failed,
-    number,
     streamed,
 )
 from harness.importers.schema import (
@@ -46,6 +46,7 @@ from harness.importers.schema import (
     check_total_tokens,
     validated,
 )
+from harness.loadgen.scenarios import Scenario
 
 SCHEMA = "vllm bench serve result JSON (vllm/benchmarks/serve.py, vLLM 0.10-0.11 and 2026 main)"
 DETAILED = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens")
@@ -121,10 +122,12 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
     _check_statistics(data, path)
     check_total_tokens(path, "field output_lens", sum(data.get("output_lens") or []))
     label = label or "vllm-bench"
-    run = ImportedRun(label, None, settings=_settings(data))
+    scenario, why = scenario_of(data)
+    run = ImportedRun(label, None, settings=_settings(data), scenario=scenario)
+    run.notes += [why] if why else []
     run.reported = _reported(data)
     if all(key in data for key in DETAILED):
-        run.records = _records(data, path, label, run.notes)
+        run.records = _records(data, path, label, run.notes, scenario)
     else:
         missing = [k for k in DETAILED if k not in data]
         run.notes.append(
@@ -132,6 +135,36 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
             "--save-detailed for them); only vLLM's own aggregates are shown"
         )
     return Imported("vllm-bench-serve", SCHEMA, path, [run])
+
+
+def scenario_of(data: dict[str, Any]) -> tuple[Scenario, str]:
+    """How vLLM offered its requests, as batchmark's scenario (harness.loadgen.scenarios), and why.
+
+    `--max-concurrency N` with `--request-rate inf` is a closed loop of N users: every request "arrives" at
+    the start and waits for a free slot of the client's semaphore by design, so that wait (vLLM's
+    `client_queue_time`) is not schedule lag; the arrival is the send, as in batchmark's own closed loop.
+    `--request-rate inf` without a cap offers every request at once: batchmark's offline scenario. A finite
+    rate is an open loop on vLLM's schedule, capped or not: there a wait for a slot did delay a request past
+    its scheduled arrival (vLLM's own `e2el_including_client_queue` counts it), and is lag.
+    """
+    cap, rate = data.get("max_concurrency"), data.get("request_rate")
+    if rate == "inf" and cap:
+        return Scenario("closed", users=int(cap)), (
+            f"--max-concurrency {cap} --request-rate inf: imported as a closed loop of {cap} users; a request's "
+            "wait for a free slot (vLLM's client_queue_time) is by design, not schedule lag: its arrival is its "
+            "send, and the steady window runs over the sends, as for batchmark's own closed loop"
+        )
+    if rate == "inf":
+        return Scenario("offline"), (
+            "--request-rate inf: imported as batchmark's offline scenario (every request due at the start): "
+            "no steady window, the whole-run rate is the throughput"
+        )
+    if cap:
+        return Scenario("open"), (
+            f"--max-concurrency {cap} at {rate:g} req/s: an open loop on vLLM's schedule; a request that waited "
+            "for a free slot was sent after its arrival, and that wait (vLLM's client_queue_time) counts as lag"
+        )
+    return Scenario("open"), ""
 
 
 def _check_statistics(data: dict[str, Any], path: Path) -> None:
@@ -167,7 +200,7 @@ def _reported(data: dict[str, Any]) -> dict[str, Reported]:
     return out
 
 
-def _records(data: dict[str, Any], path: Path, label: str, notes: list[str]) -> list[Any]:
+def _records(data: dict[str, Any], path: Path, label: str, notes: list[str], scenario: Scenario) -> list[Any]:
     n = len(data["ttfts"])
     lists = {k: data[k] for k in (*DETAILED, "errors", "queue_times") if k in data}
     for key, values in lists.items():
@@ -175,33 +208,42 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str]) -> 
             size = len(values) if isinstance(values, list) else type(values).__name__
             raise fail(path, f"field {key}", f"expected a list of {n} entries (one per request, as ttfts), got {size}")
     errors = lists.get("errors") or [""] * n
-    queue = [
-        number(q, path, f"field queue_times[{i}]", optional=True) or 0.0
-        for i, q in enumerate(lists.get("queue_times") or [0.0] * n)
-    ]
-    starts = [number(s, path, f"field start_times[{i}]") for i, s in enumerate(data["start_times"])]
-    t0 = min((s - q for s, q in zip(starts, queue, strict=True)), default=0.0)  # type: ignore[operator]
+    queue = list(lists.get("queue_times") or [0.0] * n)
+    starts = list(data["start_times"])
+    t0 = min((s - q for s, q in zip(starts, queue, strict=True)), default=0.0)
+    sends = [s - t0 for s in starts]
+    if scenario.kind == "closed":  # the arrival is the send: the slot's wait is the loop's, not lag
+        arrivals = sends
+    elif scenario.kind == "offline":  # every request due at the start
+        arrivals = [0.0] * n
+    else:
+        arrivals = [s - q for s, q in zip(sends, queue, strict=True)]
+    users = _slots(sends, data["latencies"], scenario.users) if scenario.kind == "closed" else [None] * n
     records, multi = [], 0
     for i in range(n):
-        sent = starts[i] - t0  # type: ignore[operator]
-        scheduled = sent - queue[i]
-        prompt = int(number(data["input_lens"][i], path, f"field input_lens[{i}]") or 0)
-        rid = f"vllm-{i:06d}"
+        rid, prompt = f"vllm-{i:06d}", data["input_lens"][i]
         if errors[i]:
-            records.append(failed(label, rid, scheduled=scheduled, sent=sent, prompt_tokens=prompt,
-                                  error=str(errors[i])))  # fmt: skip
-            continue
-        gaps = data["itls"][i]
-        if not isinstance(gaps, list):
-            raise fail(path, f"field itls[{i}]", f"expected a list of chunk gaps in seconds, got {gaps!r}")
-        rec, many = streamed(label, rid, scheduled=scheduled, sent=sent, prompt_tokens=prompt,
-                             ttft=number(data["ttfts"][i], path, f"field ttfts[{i}]"),  # type: ignore[arg-type]
-                             gaps=[number(g, path, f"field itls[{i}][{j}]") for j, g in enumerate(gaps)],  # type: ignore[misc]
-                             tokens=int(number(data["output_lens"][i], path, f"field output_lens[{i}]") or 0),
-                             finish=sent + number(data["latencies"][i], path, f"field latencies[{i}]"))  # type: ignore[operator]  # fmt: skip
+            rec = failed(label, rid, scheduled=arrivals[i], sent=sends[i], prompt_tokens=prompt, error=str(errors[i]))
+        else:
+            rec, many = streamed(label, rid, scheduled=arrivals[i], sent=sends[i], prompt_tokens=prompt,
+                                 ttft=data["ttfts"][i], gaps=data["itls"][i], tokens=data["output_lens"][i],
+                                 finish=sends[i] + data["latencies"][i])  # fmt: skip
+            multi += many
+        rec.user = users[i]
         records.append(rec)
-        multi += many
     notes += chunk_note(multi, n)
-    if "queue_times" not in data:
+    if "queue_times" not in data and scenario.kind == "open":
         notes.append("no queue_times: each request's arrival is taken to be its send (TTFT = ttft_sent)")
     return records
+
+
+def _slots(sends: list[float], latencies: list[float], users: int) -> list[int | None]:
+    """The closed loop's user (slot) of each request: in send order, the slot that came free first. vLLM does
+    not record it; a slot frees when its request ends, so this is the assignment its semaphore allowed."""
+    free = [(float("-inf"), u) for u in range(users)]
+    out: list[int | None] = [None] * len(sends)
+    for i in sorted(range(len(sends)), key=sends.__getitem__):
+        _, user = heapq.heappop(free)
+        out[i] = user
+        heapq.heappush(free, (sends[i] + latencies[i], user))
+    return out

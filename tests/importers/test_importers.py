@@ -56,7 +56,7 @@ def test_vllm_detailed_result_rebuilds_every_request(tmp_path: Path) -> None:
 def test_vllm_result_without_save_detailed_is_aggregates_only(tmp_path: Path) -> None:
     run = import_file(FIXTURES / "vllm-bench-serve.json", tmp_path / "agg")
     block = metrics_of(run)["imported"]["vllm-bench"]
-    assert block["per_request"] is False and "--save-detailed" in block["notes"][0]
+    assert block["per_request"] is False and any("--save-detailed" in note for note in block["notes"])
     summary = metrics_of(run)["engines"]["vllm-bench"]
     assert summary["aggregates_only"] and summary["latency"]["ttft_sent"]["percentiles"]["p99"]["ci_low"] is None
     assert summary["throughput"]["steady"]["output_token_rate"] is None and summary["throughput"]["steady"]["reason"]
@@ -299,3 +299,56 @@ def test_a_binary_truncated_or_empty_file_is_one_line(tmp_path: Path, capsys, fi
     err = _import_fails(tmp_path, capsys, fixture, content[kind])
     expected = {"binary": "file: not UTF-8 text", "truncated": "not valid JSON", "empty": "file: empty"}[kind]
     assert expected in err, err
+
+
+@pytest.fixture(scope="module")
+def concurrency16(tmp_path_factory) -> Path:
+    """`vllm bench serve --max-concurrency 16 --request-rate inf --save-detailed`, imported once."""
+    return import_file(FIXTURES / "vllm-bench-serve-concurrency16.json", tmp_path_factory.mktemp("c16") / "run")
+
+
+def test_a_concurrency_limited_vllm_run_is_a_closed_loop_not_lag(concurrency16: Path) -> None:
+    source = json.loads((FIXTURES / "vllm-bench-serve-concurrency16.json").read_text())
+    assert max(source["queue_times"]) > 1.0  # the slot waits that once read as "schedule lag p99 3,868 ms"
+    summary = metrics_of(concurrency16)["engines"]["vllm-bench"]
+    assert [f["name"] for f in summary["validity"]["flags"]] == []
+    assert summary["schedule_lag"]["percentiles"]["p99"]["value"] == 0.0  # the arrival is the send
+    manifest = json.loads((concurrency16 / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    assert manifest["settings"]["open_loop"] is False and manifest["workload"]["closed_loop_users"] == 16
+    # throughput as batchmark computes it for a closed loop (steady window over the sends), and the whole-run
+    # rate, both against vLLM's own output_throughput (output tokens / duration): within 3%
+    for window in ("steady", "whole_run"):
+        ours = summary["throughput"][window]["output_token_rate"]
+        assert ours == pytest.approx(source["output_throughput"], rel=0.03), window
+    # each user (a slot of vLLM's semaphore) runs one request at a time
+    records = load_records(concurrency16 / "records.jsonl")
+    assert set(records["user"]) == set(range(16))
+    for _, mine in records.sort_values("t_sent").groupby("user"):
+        assert (mine["t_sent"].to_numpy()[1:] >= mine["t_finish"].to_numpy()[:-1]).all()
+    block = metrics_of(concurrency16)["imported"]["vllm-bench"]
+    assert summary["requests"]["preemptions"] is None and "unknown" in block["lacks"]["preemptions"]
+
+
+def test_an_unlimited_rate_without_a_cap_is_offline(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "vllm-bench-serve-concurrency16.json").read_text())
+    data["max_concurrency"] = None
+    path = tmp_path / "inf.json"
+    path.write_text(json.dumps(data))
+    run = import_file(path, tmp_path / "run")
+    assert json.loads((run / "manifest.json").read_text())["settings"]["scenario"]["kind"] == "offline"
+    assert set(load_records(run / "records.jsonl")["t_scheduled"]) == {0.0}  # every request due at the start
+    throughput = metrics_of(run)["engines"]["vllm-bench"]["throughput"]
+    assert throughput["steady"]["output_token_rate"] is None and "burst" in throughput["steady"]["reason"]
+    assert throughput["whole_run"]["output_token_rate"] == pytest.approx(data["output_throughput"], rel=0.03)
+
+
+def test_guidellm_concurrent_strategy_is_a_closed_loop(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "guidellm-benchmarks.json").read_text())
+    data["benchmarks"][0]["config"]["strategy"] = {"type_": "concurrent", "streams": 4}
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(data))
+    imported = read(path)
+    assert imported.runs[0].scenario.kind == "closed" and imported.runs[0].scenario.users == 4
+    ok = [r for r in imported.runs[0].records or [] if r.error_type is None]
+    assert ok and all(r.t_scheduled == r.t_sent for r in ok)  # a wait for a free stream is not lag
