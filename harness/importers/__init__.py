@@ -1,7 +1,7 @@
 """Results of other benchmark tools as batchmark run directories, so buyers can put the numbers they
 already have beside batchmark's: `vllm bench serve` result JSON (with `--save-detailed` per-request data
-when present), GuideLLM's benchmarks JSON and AIPerf's profile export (JSONL per request, or the JSON
-aggregates).
+when present), GuideLLM's benchmarks JSON, AIPerf's profile export (JSONL per request, or the JSON
+aggregates) and llm-d's Benchmark Report v0.2 (inference-perf's and llm-d-benchmark's result schema).
 
 Each importer maps the tool's metrics to batchmark's dictionary (docs/metrics.md, "Results from other
 tools") and says where definitions differ: GuideLLM's TPOT includes the first token; vLLM's and
@@ -19,12 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.importers import aiperf, guidellm, vllm
+from harness.importers import aiperf, guidellm, llmd, vllm
 from harness.importers.common import Imported, fail
 from harness.importers.rundir import write_run_dir
 from harness.metrics import SLO
 
-FORMATS = ("auto", "vllm", "guidellm", "aiperf")
+FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br")
 
 
 def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
@@ -54,6 +54,7 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
     if not isinstance(data, dict):
         raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
     for name, looks, parse in (
+        ("llm-d-br", llmd.looks_like, llmd.parse),
         ("guidellm", guidellm.looks_like, guidellm.parse),
         ("vllm", vllm.looks_like, vllm.parse),
         ("aiperf", aiperf.looks_like_json, aiperf.parse_json),
@@ -65,7 +66,8 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
         path,
         "top level",
         f"not {wanted}: expected GuideLLM's benchmarks list, vLLM's ttfts / mean_ttft_ms, "
-        "or AIPerf's metric blocks (time_to_first_token: {unit, avg, ...})",
+        "AIPerf's metric blocks (time_to_first_token: {unit, avg, ...}) or an llm-d Benchmark Report "
+        '(version "0.2", run, results)',
     )
 
 

@@ -195,12 +195,13 @@ def test_a_bad_aiperf_line_names_its_line(tmp_path: Path, capsys) -> None:
 
 
 def test_the_docs_dictionary_names_every_mapping() -> None:
-    from harness.importers import aiperf, guidellm, vllm
+    from harness.importers import aiperf, guidellm, llmd, vllm
 
     docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     section = docs[docs.index("## Results from other tools") : docs.index("## Percentiles and confidence")]
-    names = [m.theirs for tool in (vllm, guidellm, aiperf) for m in tool.DISTRIBUTIONS]
-    names += [theirs for tool in (vllm, guidellm, aiperf) for _, theirs, _, _ in tool.RATES]
+    tools = (vllm, guidellm, aiperf, llmd)
+    names = [m.theirs for tool in tools for m in tool.DISTRIBUTIONS]
+    names += [theirs for tool in tools for _, theirs, _, _ in tool.RATES]
     missing = [n for n in names if f"`{n}" not in section]
     assert not missing, f"docs/metrics.md lacks {missing}"
 
@@ -226,12 +227,14 @@ def _set(*keys, value):
     return change
 
 
-VLLM, GUIDELLM, AIPERF, AIPERF_JSON = (
+VLLM, GUIDELLM, AIPERF, AIPERF_JSON, BR = (
     "vllm-bench-serve-detailed.json",
     "guidellm-benchmarks.json",
     "profile_export.jsonl",
     "profile_export_aiperf.json",
+    "llm-d-br-v0.2.json",  # `batchmark export --format llm-d-br` of the concurrency-16 import
 )
+BR_AGG = ("results", "request_performance", "aggregate")
 G_REQ = ("benchmarks", 0, "requests", "successful", 0)
 # fmt: off
 BAD = [
@@ -266,10 +269,16 @@ BAD = [
     (AIPERF_JSON, _set("time_to_first_token", "p99", value=True), "field time_to_first_token.p99: expected a number"),
     (AIPERF_JSON, _set("time_to_first_token", "unit", value="parsecs"), "field time_to_first_token.unit: expected"),
     (AIPERF_JSON, _set("request_latency", "avg", value="abc"), 'request_latency.avg: expected a number, got "abc"'),
+    (BR, _set(*BR_AGG, "latency", "time_to_first_token", "units", value="fortnights"),
+     "field results.request_performance.aggregate.latency.time_to_first_token.units: expected 'ms' or 's'"),
+    (BR, _set(*BR_AGG, "latency", "request_latency", "mean", value=float("nan")), "request_latency.mean: expected a"),
+    (BR, _set(*BR_AGG, "latency", "inter_token_latency", "p99", value=True), "inter_token_latency.p99: expected a"),
+    (BR, _set(*BR_AGG, "requests", "total", value=-5), "aggregate.requests.total: expected greater than or equal"),
+    (BR, _set(*BR_AGG, "throughput", value=3), "aggregate.throughput: expected a dictionary, got 3"),
 ]
 # fmt: on
 WHOLE_FILE = [
-    (name, kind) for name in (VLLM, GUIDELLM, AIPERF, AIPERF_JSON) for kind in ("binary", "truncated", "empty")
+    (name, kind) for name in (VLLM, GUIDELLM, AIPERF, AIPERF_JSON, BR) for kind in ("binary", "truncated", "empty")
 ]  # fmt: skip
 
 
@@ -352,3 +361,30 @@ def test_guidellm_concurrent_strategy_is_a_closed_loop(tmp_path: Path) -> None:
     assert imported.runs[0].scenario.kind == "closed" and imported.runs[0].scenario.users == 4
     ok = [r for r in imported.runs[0].records or [] if r.error_type is None]
     assert ok and all(r.t_scheduled == r.t_sent for r in ok)  # a wait for a free stream is not lag
+
+
+def test_llm_d_benchmark_report_round_trips(concurrency16: Path, tmp_path: Path, capsys) -> None:
+    """A batchmark run directory (here the imported closed loop, summarised by batchmark) out as llm-d's
+    Benchmark Report v0.2 and back in: every figure the schema carries comes back unchanged."""
+    assert main(["export", str(concurrency16), "--format", "llm-d-br", "--out", str(tmp_path / "br")]) == 0
+    path = tmp_path / "br" / "vllm-bench-trial0.json"
+    report = json.loads(path.read_text())
+    assert report["version"] == "0.2" and report["scenario"]["load"]["standardized"]["concurrency"] == 16
+    back = import_file(path, tmp_path / "back")
+    summary = metrics_of(concurrency16)["engines"]["vllm-bench"]
+    reported = metrics_of(back)["imported"]["batchmark"]["reported"]
+    for name in ("ttft_sent", "tpot", "itl", "e2e_sent"):
+        assert reported[name]["mean"] == pytest.approx(summary["latency"][name]["mean"], rel=1e-12)
+        for label, row in summary["latency"][name]["percentiles"].items():
+            assert reported[name]["percentiles"][label] == pytest.approx(row["value"], rel=1e-12), (name, label)
+    for name in ("request_rate", "output_token_rate", "total_token_rate"):
+        assert reported[name]["mean"] == pytest.approx(summary["throughput"]["whole_run"][name], rel=1e-12)
+    records = load_records(concurrency16 / "records.jsonl")
+    assert reported["prompt_tokens"]["mean"] == pytest.approx(records["prompt_tokens"].mean())
+    assert reported["output_tokens"]["mean"] == pytest.approx(records["output_tokens"].mean())
+    assert reported["requests"]["mean"] == summary["requests"]["total"] and reported["failed"]["mean"] == 0
+    manifest = json.loads((back / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    # what the schema cannot carry is n/a in the imported run, never 0
+    steady = metrics_of(back)["engines"]["batchmark"]["throughput"]["steady"]
+    assert steady["output_token_rate"] is None and steady["reason"]
