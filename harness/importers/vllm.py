@@ -1,7 +1,7 @@
 """`vllm bench serve --save-result` JSON: aggregates always, per-request data with `--save-detailed`.
 
 Schema read: vLLM's `vllm/benchmarks/serve.py` (the `vllm bench serve` of vLLM 0.10 to 0.11 and main in
-2026): top-level `duration`, `completed`, `failed`, `request_throughput`, `output_throughput`,
+2026; checked against commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): top-level `duration`, `completed`, `failed`, `request_throughput`, `output_throughput`,
 `total_token_throughput`, `request_goodput`, `mean_/median_/std_/pNN_{ttft,tpot,itl,e2el}_ms`, and
 `request_rate`, `burstiness`, `max_concurrency`, `model_id`, `date`. With `--save-detailed`, one list
 entry per request: `start_times` (the client's perf_counter at the send, s), `ttfts` (s), `itls` (every
