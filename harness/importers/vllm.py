@@ -1,13 +1,14 @@
 """`vllm bench serve --save-result` JSON: aggregates always, per-request data with `--save-detailed`.
 
 Schema read: vLLM's `vllm/benchmarks/serve.py` (the `vllm bench serve` of vLLM 0.10 to 0.11 and main in
-2026; checked against commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1): top-level `duration`, `completed`, `failed`, `request_throughput`, `output_throughput`,
+2026; checked against commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1, `result_json` in `main_async`):
+top-level `duration`, `completed`, `failed`, `request_throughput`, `output_throughput`,
 `total_token_throughput`, `request_goodput`, `mean_/median_/std_/pNN_{ttft,tpot,itl,e2el}_ms`, and
-`request_rate`, `burstiness`, `max_concurrency`, `model_id`, `date`. With `--save-detailed`, one list
-entry per request: `start_times` (the client's perf_counter at the send, s), `ttfts` (s), `itls` (every
-gap between streamed chunks, s), `latencies` (s), `input_lens`, `output_lens`, `errors` ("" when it
-succeeded) and, where concurrency was capped, `queue_times` (s the request waited for the client's
-semaphore before its send).
+`request_rate` (a number, or "inf"), `burstiness`, `max_concurrency`, `model_id`, `date`. With
+`--save-detailed`, one list entry per request: `start_times` (the client's perf_counter at the send, s),
+`ttfts` (s), `itls` (every gap between streamed chunks, s), `latencies` (s), `input_lens`, `output_lens`,
+`errors` ("" when it succeeded) and `queue_times` (s from the request's arrival to its send: the wait for
+the client's semaphore where concurrency was capped).
 
 vLLM times TTFT and E2E from the send, so they are batchmark's `ttft_sent` and `e2e_sent`; with
 `queue_times` the scheduled arrival is the send minus that wait, and batchmark's `ttft` (from the
@@ -91,7 +92,8 @@ class VllmResult(Doc):
     completed: Count | None = None
     failed: Count | None = None
     num_prompts: Count | None = None
-    request_rate: Positive | Literal["inf"] | None = None  # vLLM writes an unlimited rate as the string "inf"
+    # vLLM writes an unlimited rate as the string "inf" (an older writer's Infinity reads as float inf)
+    request_rate: Annotated[float, Field(strict=True, gt=0)] | Literal["inf"] | None = None
     burstiness: Positive | None = None
     max_concurrency: Annotated[int, Field(strict=True, ge=1)] | None = None
     request_throughput: Seconds | None = None
@@ -148,6 +150,7 @@ def scenario_of(data: dict[str, Any]) -> tuple[Scenario, str]:
     its scheduled arrival (vLLM's own `e2el_including_client_queue` counts it), and is lag.
     """
     cap, rate = data.get("max_concurrency"), data.get("request_rate")
+    rate = "inf" if rate == float("inf") else rate
     if rate == "inf" and cap:
         return Scenario("closed", users=int(cap)), (
             f"--max-concurrency {cap} --request-rate inf: imported as a closed loop of {cap} users; a request's "
