@@ -44,6 +44,7 @@ from harness.importers.schema import (
     check_total_tokens,
     validated,
 )
+from harness.loadgen.scenarios import Scenario
 
 SCHEMA = "AIPerf profile export (profile_export.jsonl / profile_export_aiperf.json, AIPerf 0.7-0.14)"
 DISTRIBUTIONS = (
@@ -191,7 +192,9 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
     run.notes += chunk_note(multi, len(records))
     summary = path.with_name(path.name.replace(".jsonl", "_aiperf.json"))
     if summary != path and summary.is_file():
-        run.reported = _reported(_read_json(summary))
+        aggregates = _read_json(summary)
+        run.reported = _reported(aggregates)
+        run.scenario = scenario_of(aggregates)
         run.notes.append(f"AIPerf's own aggregates read from {summary.name}")
     return Imported("aiperf", SCHEMA, path, [run])
 
@@ -200,8 +203,23 @@ def parse_json(data: dict[str, Any], path: Path, label: str | None = None) -> Im
     validated(Aggregates, data, path)
     run = ImportedRun(label or "aiperf", None, settings={"aiperf_version": data.get("aiperf_version")})
     run.reported = _reported(data)
+    run.scenario = scenario_of(data)
     run.notes.append("aggregates only: profile_export.jsonl beside it holds the per-request records")
     return Imported("aiperf", SCHEMA + f", schema_version {data.get('schema_version', '?')}", path, [run])
+
+
+def scenario_of(aggregates: dict[str, Any]) -> Scenario:
+    """AIPerf's profiling phase as batchmark's scenario: `concurrency` N without a request rate is a closed loop
+    of N users (`input_config.phases`, AIPerf 0.13); anything else, or an export without it, an open loop (AIPerf
+    records no scheduled arrival, so its arrivals are its sends either way)."""
+    config = aggregates.get("input_config")
+    phases = config.get("phases") if isinstance(config, dict) else None
+    for phase in phases if isinstance(phases, list) else []:
+        if isinstance(phase, dict) and phase.get("kind") == "profiling" and phase.get("type") == "concurrency":
+            users = phase.get("concurrency")
+            if isinstance(users, int) and not isinstance(users, bool) and users >= 1:
+                return Scenario("closed", users=users)
+    return Scenario("open")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

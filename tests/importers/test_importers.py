@@ -388,3 +388,23 @@ def test_llm_d_benchmark_report_round_trips(concurrency16: Path, tmp_path: Path,
     # what the schema cannot carry is n/a in the imported run, never 0
     steady = metrics_of(back)["engines"]["batchmark"]["throughput"]["steady"]
     assert steady["output_token_rate"] is None and steady["reason"]
+
+
+def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path) -> None:
+    """AIPerf 0.13.0's own files (fixtures/aiperf-0.13.0/README.md): every request, its concurrency as a closed
+    loop, and the mapping reproducing AIPerf's own TTFT, TPOT and latency means."""
+    folder = FIXTURES / "aiperf-0.13.0"
+    run = import_file(folder / "profile_export.jsonl", tmp_path / "run")
+    records = load_records(run / "records.jsonl")
+    assert len(records) == 64 and records["error_type"].isna().all()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    block = metrics_of(run)["imported"]["aiperf"]
+    checks = {c["metric"]: c for c in block["checks"]}
+    assert checks["ttft_sent"]["agrees"] and checks["tpot"]["agrees"] and checks["e2e_sent"]["agrees"]
+    summary = metrics_of(run)["engines"]["aiperf"]
+    assert [f["name"] for f in summary["validity"]["flags"]] == []
+    aggregates = json.loads((folder / "profile_export_aiperf.json").read_text())
+    assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
+        aggregates["output_token_throughput"]["avg"], rel=0.03
+    )
