@@ -32,7 +32,7 @@ def ours(summary: dict, path: tuple[str, ...]) -> float | None:
 
 
 def main(out: Path) -> None:
-    rounds = sorted(p for p in out.iterdir() if p.name.startswith("round"))
+    rounds = sorted(p for p in out.iterdir() if p.is_dir() and p.name.startswith("round"))
     ratios: dict[str, list[float]] = {row[0]: [] for row in ROWS}
     print("| round | metric | AIPerf 0.13.0 | batchmark http | AIPerf / batchmark |")
     print("|---|---|---|---|---|")
