@@ -43,16 +43,21 @@ def export_run(run_dir: Path, out: Path) -> list[Path]:
     if not runs:
         raise HarnessInputError(f"{run_dir / 'metrics.json'}: field runs: no engine run with a summary to export")
     records = load_records(run_dir / "records.jsonl") if (run_dir / "records.jsonl").is_file() else None
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for run in runs:
+    reports = {}  # every report built before any is written: a bad summary leaves nothing behind
+    for i, run in enumerate(runs):
         mine = None
         if records is not None and not records.empty:
-            mine = records[(records["engine"] == run["engine"]) & (records["trial"] == run.get("trial", 0))]
-        path = out / f"{run['engine']}-trial{run.get('trial', 0)}.json"
-        path.write_text(json.dumps(report(run, manifest, mine, run_dir.name), indent=2) + "\n")
-        paths.append(path)
-    return paths
+            mine = records[(records["engine"] == run.get("engine")) & (records["trial"] == run.get("trial", 0))]
+        try:
+            name = f"{run['engine']}-trial{run.get('trial', 0)}.json"
+            reports[name] = report(run, manifest, mine, run_dir.name)
+        except (KeyError, TypeError, AttributeError) as exc:  # a summary of another shape than summarize writes
+            where = f"{run_dir / 'metrics.json'}: field runs[{i}]"
+            raise HarnessInputError(f"{where}: not a batchmark run ({exc!r})") from None
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in reports.items():
+        (out / name).write_text(json.dumps(data, indent=2) + "\n")
+    return [out / name for name in reports]
 
 
 def report(run: dict[str, Any], manifest: dict[str, Any], records: Any, name: str) -> dict[str, Any]:

@@ -408,3 +408,14 @@ def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path) -> 
     assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
         aggregates["output_token_throughput"]["avg"], rel=0.03
     )
+
+
+def test_export_of_a_non_run_is_one_line_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    (tmp_path / "metrics.json").write_text(json.dumps({"runs": [{"engine": "x", "summary": {"requests": {}}}]}))
+    (tmp_path / "manifest.json").write_text("{}")
+    assert main(["export", str(tmp_path), "--out", str(tmp_path / "br")]) == 2
+    err = capsys.readouterr().err
+    assert "metrics.json: field runs[0]: not a batchmark run" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "br").exists()
+    assert main(["export", str(tmp_path / "nowhere")]) == 2
+    assert "not a run directory (no metrics.json)" in capsys.readouterr().err
