@@ -19,8 +19,8 @@ from harness.errors import printable, user_errors
 
 # module names; `import_` is the `import` command (a keyword cannot name a module)
 COMMANDS = (
-    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "gate", "sweep", "calibrate", "sim",
-    "study",
+    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "export", "gate", "sweep",
+    "calibrate", "sim", "study",
 )  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""`batchmark import FILE`: another tool's result as a run directory (`vllm bench serve`, GuideLLM, AIPerf)."""
+"""`batchmark import FILE`: another tool's result as a run directory (vLLM bench, GuideLLM, AIPerf, llm-d BR)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     imp = sub.add_parser(
         "import",
-        help="another tool's results (vllm bench serve, GuideLLM, AIPerf) as a run directory",
+        help="another tool's results (vllm bench serve, GuideLLM, AIPerf, llm-d Benchmark Report) as a run directory",
         description="Read a `vllm bench serve` result JSON (per-request data with --save-detailed), a GuideLLM "
-        "benchmarks.json or an AIPerf profile export (profile_export.jsonl, or profile_export_aiperf.json for "
+        "benchmarks.json, an AIPerf profile export (profile_export.jsonl, or profile_export_aiperf.json for "
+        "aggregates) or an llm-d Benchmark Report v0.2 (inference-perf, llm-d-benchmark, `batchmark export`; "
         "aggregates) and write a run directory that `batchmark report`, `compare` and `gate` read. Metrics are "
         "mapped to batchmark's names; where definitions differ the run says how (docs/metrics.md).",
     )
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument(
         "--format",
         default="auto",
-        choices=("auto", "vllm", "guidellm", "aiperf"),
+        choices=("auto", "vllm", "guidellm", "aiperf", "llm-d-br"),
         help="which tool wrote FILE (default: told from its shape)",
     )
     imp.add_argument("--out", type=Path, help="run directory (default runs/<time>-import-<file name>)")
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def import_command(args: argparse.Namespace) -> int:
     from harness.importers import read
-    from harness.importers.rundir import reported_table, write_run_dir
+    from harness.importers.rundir import LACKS, reported_table, write_run_dir
     from harness.metrics import SLO
 
     defaults = SLO()
@@ -48,9 +49,11 @@ def import_command(args: argparse.Namespace) -> int:
     print(f"imported {imported.tool}: {imported.schema}")
     for run in imported.runs:
         what = f"{len(run.records)} request records" if run.records is not None else "aggregates only"
-        print(f"  {run.label}: {what}")
+        kind = {"closed": f"closed loop of {run.scenario.users} users", "open": "open loop"}.get(run.scenario.kind)
+        print(f"  {run.label}: {what}, {kind or run.scenario.kind}")
         for note in run.notes:
             print(f"    note: {note}")
+    print(f"n/a (not in the tool's file): {', '.join(LACKS)}")
     print("the tool's own aggregates, under batchmark's names:")
     print("\n".join(reported_table({r.label: r.reported for r in imported.runs})))
     print(f"run directory: {out.resolve()}")

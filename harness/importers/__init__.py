@@ -1,7 +1,7 @@
 """Results of other benchmark tools as batchmark run directories, so buyers can put the numbers they
 already have beside batchmark's: `vllm bench serve` result JSON (with `--save-detailed` per-request data
-when present), GuideLLM's benchmarks JSON and AIPerf's profile export (JSONL per request, or the JSON
-aggregates).
+when present), GuideLLM's benchmarks JSON, AIPerf's profile export (JSONL per request, or the JSON
+aggregates) and llm-d's Benchmark Report v0.2 (inference-perf's and llm-d-benchmark's result schema).
 
 Each importer maps the tool's metrics to batchmark's dictionary (docs/metrics.md, "Results from other
 tools") and says where definitions differ: GuideLLM's TPOT includes the first token; vLLM's and
@@ -19,12 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.importers import aiperf, guidellm, vllm
+from harness.importers import aiperf, guidellm, llmd, vllm
 from harness.importers.common import Imported, fail
 from harness.importers.rundir import write_run_dir
 from harness.metrics import SLO
 
-FORMATS = ("auto", "vllm", "guidellm", "aiperf")
+FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br")
 
 
 def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
@@ -35,6 +35,11 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = f"byte {exc.start} is {exc.object[exc.start]:#04x}"
+        raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
+    if not text.strip():
+        raise fail(path, "file", "empty: a result file holds a JSON document or JSON lines")
     lines = _jsonl(path, text)
     if lines and (len(lines) > 1 or aiperf.looks_like_jsonl(lines[0][1])):
         if fmt not in ("auto", "aiperf") or not aiperf.looks_like_jsonl(lines[0][1]):
@@ -45,13 +50,11 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
                 "(records with metadata and metrics)",
             )
         return aiperf.parse_jsonl(path, lines, label)
-    try:
-        data: Any = json.loads(text)
-    except ValueError as exc:
-        raise fail(path, f"line {getattr(exc, 'lineno', '?')}", f"not valid JSON ({exc})") from None
+    data: Any = _json(path, text, "line {}")
     if not isinstance(data, dict):
         raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
     for name, looks, parse in (
+        ("llm-d-br", llmd.looks_like, llmd.parse),
         ("guidellm", guidellm.looks_like, guidellm.parse),
         ("vllm", vllm.looks_like, vllm.parse),
         ("aiperf", aiperf.looks_like_json, aiperf.parse_json),
@@ -63,7 +66,8 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
         path,
         "top level",
         f"not {wanted}: expected GuideLLM's benchmarks list, vLLM's ttfts / mean_ttft_ms, "
-        "or AIPerf's metric blocks (time_to_first_token: {unit, avg, ...})",
+        "AIPerf's metric blocks (time_to_first_token: {unit, avg, ...}) or an llm-d Benchmark Report "
+        '(version "0.2", run, results)',
     )
 
 
@@ -88,15 +92,23 @@ def _jsonl(path: Path, text: str) -> list[tuple[int, dict[str, Any]]] | None:
         return None
     try:
         first = json.loads(rows[0][1])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None  # a pretty-printed JSON document: its first line is not a whole object
     out = [(rows[0][0], first)]
     for n, line in rows[1:]:
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise fail(path, f"line {n}", f"not a JSON object ({exc})") from None
+        obj = _json(path, line, f"line {n}")
         if not isinstance(obj, dict):
             raise fail(path, f"line {n}", "not a JSON object")
         out.append((n, obj))
     return out if isinstance(first, dict) else None
+
+
+def _json(path: Path, text: str, where: str) -> Any:
+    """`text` parsed, or the one-line error: `where` names the line ("line {}": the parser's own line)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", "?")
+        raise fail(path, where.format(line), f"not valid JSON, truncated? ({exc})") from None
+    except RecursionError:  # json recurses per nesting level
+        raise fail(path, where.format(1), "JSON nested too deeply to be a result file") from None

@@ -33,6 +33,18 @@ from harness.importers.common import (
     number,
     streamed,
 )
+from harness.importers.schema import (
+    Count,
+    Doc,
+    Nanoseconds,
+    OutputTokens,
+    PromptTokens,
+    Seconds,
+    TimeUnit,
+    check_total_tokens,
+    validated,
+)
+from harness.loadgen.scenarios import Scenario
 
 SCHEMA = "AIPerf profile export (profile_export.jsonl / profile_export_aiperf.json, AIPerf 0.7-0.14)"
 DISTRIBUTIONS = (
@@ -52,6 +64,85 @@ RATES = (
 AIPERF_PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
 
 
+class Time(Doc):
+    value: Seconds
+    unit: TimeUnit = "ms"
+
+
+class Gaps(Doc):
+    value: list[Seconds]
+    unit: TimeUnit = "ms"
+
+
+class Prompt(Doc):
+    value: PromptTokens
+
+
+class Output(Doc):
+    value: OutputTokens
+
+
+class LineMetrics(Doc):
+    """The tags the importer reads from a record's `metrics`; AIPerf writes more."""
+
+    time_to_first_token: Time | None = None
+    request_latency: Time | None = None
+    inter_chunk_latency: Gaps | None = None
+    input_sequence_length: Prompt | None = None
+    output_sequence_length: Output | None = None
+    output_token_count: Output | None = None
+
+
+class LineMeta(Doc):
+    x_request_id: str | None = None
+    request_start_ns: Nanoseconds
+    request_end_ns: Nanoseconds | None = None
+    benchmark_phase: str | None = None
+    was_cancelled: bool | None = None
+
+
+class LineError(Doc):
+    type: str | None = None
+    message: str | None = None
+
+
+class Line(Doc):
+    """One request of `profile_export.jsonl`."""
+
+    metadata: LineMeta
+    metrics: LineMetrics
+    error: LineError | None = None
+
+
+class Block(Doc):
+    """One metric's aggregate in `profile_export_aiperf.json`."""
+
+    unit: str = "ms"
+    avg: Seconds | None = None
+    p50: Seconds | None = None
+    p90: Seconds | None = None
+    p95: Seconds | None = None
+    p99: Seconds | None = None
+    count: Count | None = None
+
+
+class TimeBlock(Block):
+    unit: TimeUnit = "ms"
+
+
+class Blocks(Doc):
+    time_to_first_token: TimeBlock | None = None
+    inter_token_latency: TimeBlock | None = None
+    inter_chunk_latency: TimeBlock | None = None
+    request_latency: TimeBlock | None = None
+    request_throughput: Block | None = None
+    output_token_throughput: Block | None = None
+
+
+class Aggregates(Blocks):
+    records: Blocks | None = None  # early exports nested the metric blocks here
+
+
 def looks_like_jsonl(first: Any) -> bool:
     return isinstance(first, dict) and "metadata" in first and "metrics" in first
 
@@ -65,6 +156,9 @@ def looks_like_json(data: Any) -> bool:
 
 def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str | None = None) -> Imported:
     label = label or "aiperf"
+    checked = [(n, validated(Line, obj, path, f"line {n}: ")) for n, obj in lines]
+    output = [line.metrics.output_sequence_length or line.metrics.output_token_count for _, line in checked]
+    check_total_tokens(path, "every line", sum(o.value for o in output if o is not None))
     rows = [(n, obj) for n, obj in lines if (obj.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]
     if not rows:
         raise fail(path, "every line", "no profiling-phase record (only warm-up, or an empty file)")
@@ -98,24 +192,43 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
     run.notes += chunk_note(multi, len(records))
     summary = path.with_name(path.name.replace(".jsonl", "_aiperf.json"))
     if summary != path and summary.is_file():
-        run.reported = _reported(_read_json(summary))
+        aggregates = _read_json(summary)
+        run.reported = _reported(aggregates)
+        run.scenario = scenario_of(aggregates)
         run.notes.append(f"AIPerf's own aggregates read from {summary.name}")
     return Imported("aiperf", SCHEMA, path, [run])
 
 
 def parse_json(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    validated(Aggregates, data, path)
     run = ImportedRun(label or "aiperf", None, settings={"aiperf_version": data.get("aiperf_version")})
     run.reported = _reported(data)
+    run.scenario = scenario_of(data)
     run.notes.append("aggregates only: profile_export.jsonl beside it holds the per-request records")
     return Imported("aiperf", SCHEMA + f", schema_version {data.get('schema_version', '?')}", path, [run])
+
+
+def scenario_of(aggregates: dict[str, Any]) -> Scenario:
+    """AIPerf's profiling phase as batchmark's scenario: `concurrency` N without a request rate is a closed loop
+    of N users (`input_config.phases`, AIPerf 0.13); anything else, or an export without it, an open loop (AIPerf
+    records no scheduled arrival, so its arrivals are its sends either way)."""
+    config = aggregates.get("input_config")
+    phases = config.get("phases") if isinstance(config, dict) else None
+    for phase in phases if isinstance(phases, list) else []:
+        if isinstance(phase, dict) and phase.get("kind") == "profiling" and phase.get("type") == "concurrency":
+            users = phase.get("concurrency")
+            if isinstance(users, int) and not isinstance(users, bool) and users >= 1:
+                return Scenario("closed", users=users)
+    return Scenario("open")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise fail(path, "file", f"not readable JSON ({exc})") from None
-    return data if isinstance(data, dict) else {}
+    validated(Aggregates, data, path)
+    return data
 
 
 def _reported(data: dict[str, Any]) -> dict[str, Reported]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
+from harness.loadgen.scenarios import Scenario
 from harness.records import RequestRecord
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
@@ -60,6 +61,7 @@ class ImportedRun:
     reported: dict[str, Reported] = field(default_factory=dict)  # keyed by our name
     settings: dict[str, Any] = field(default_factory=dict)  # what the tool says it offered (rate, concurrency)
     notes: list[str] = field(default_factory=list)
+    scenario: Scenario = field(default_factory=Scenario)  # how the tool offered the load, in batchmark's terms
 
 
 @dataclass

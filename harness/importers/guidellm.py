@@ -24,6 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.importers.common import Imported, ImportedRun, Mapping, Reported, fail, number, record, spread_evenly
+from harness.importers.schema import (
+    Clock,
+    Count,
+    Doc,
+    OutputTokens,
+    Positive,
+    PromptTokens,
+    Seconds,
+    check_total_tokens,
+    validated,
+)
+from harness.loadgen.scenarios import Scenario
 
 SCHEMA = "GuideLLM GenerativeBenchmarksReport (benchmarks.json, 0.4-0.5 series and 2026 main)"
 STATUSES = (("successful", None), ("incomplete", "aborted"), ("errored", "error"))
@@ -59,11 +71,112 @@ RATES = (
 )
 
 
+class Summary(Doc):
+    """One status of a `StatusDistributionSummary` (ms, s or per second, as the metric says)."""
+
+    mean: Seconds | None = None
+    median: Seconds | None = None
+    count: Count | None = None
+    percentiles: dict[str, Seconds | None] | None = None
+
+
+class StatusSummary(Doc):
+    successful: Summary | None = None
+    total: Summary | None = None
+
+
+class Totals(Doc):
+    total: Count | None = None
+
+
+class Metrics(Doc):
+    """The metrics the importer reads; GuideLLM writes more."""
+
+    request_totals: Totals | None = None
+    time_to_first_token_ms: StatusSummary | None = None
+    inter_token_latency_ms: StatusSummary | None = None
+    time_per_output_token_ms: StatusSummary | None = None
+    request_latency: StatusSummary | None = None
+    requests_per_second: StatusSummary | None = None
+    output_tokens_per_second: StatusSummary | None = None
+    tokens_per_second: StatusSummary | None = None
+
+
+class Strategy(Doc):
+    type_: str | None = None
+    rate: Positive | None = None
+    streams: Count | None = None
+    max_concurrency: Count | None = None
+
+
+class Config(Doc):
+    strategy: Strategy | None = None
+
+
+class Timings(Doc):
+    """Unix times of one request's life (GuideLLM's `RequestTimings`), and its stream's iterations."""
+
+    targeted_start: Clock | None = None
+    request_start: Clock | None = None
+    first_token_iteration: Clock | None = None
+    last_token_iteration: Clock | None = None
+    token_iterations: Count | None = None
+    request_end: Clock | None = None
+    resolve_end: Clock | None = None
+
+
+class Info(Doc):
+    timings: Timings | None = None
+    error: str | None = None
+
+
+class PromptTotals(Doc):
+    total_tokens: PromptTokens | None = None
+
+
+class OutputTotals(Doc):
+    total_tokens: OutputTokens | None = None
+
+
+class Request(Doc):
+    request_id: str | None = None
+    prompt_tokens: PromptTokens | None = None
+    output_tokens: OutputTokens | None = None
+    info: Info
+    input_metrics: PromptTotals | None = None
+    output_metrics: OutputTotals | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.output_tokens or (self.output_metrics.total_tokens if self.output_metrics else None) or 0
+
+
+class Requests(Doc):
+    successful: list[Request] | None = None
+    incomplete: list[Request] | None = None
+    errored: list[Request] | None = None
+
+
+class Benchmark(Doc):
+    config: Config | None = None
+    metrics: Metrics | None = None
+    requests: Requests | None = None
+
+
+class Report(Doc):
+    """GuideLLM's `GenerativeBenchmarksReport`, the parts the importer reads."""
+
+    benchmarks: list[Benchmark]
+
+
 def looks_like(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("benchmarks"), list)
 
 
 def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
+    report = validated(Report, data, path)
+    lists = [getattr(b.requests, status) or [] for b in report.benchmarks if b.requests for status, _ in STATUSES]
+    check_total_tokens(path, "field benchmarks", sum(r.tokens for requests in lists for r in requests))
     benchmarks = data["benchmarks"]
     if not benchmarks:
         raise fail(path, "field benchmarks", "the report holds no benchmark")
@@ -73,11 +186,18 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
             raise fail(path, f"field benchmarks[{b}]", f"expected an object, got {type(bench).__name__}")
         name = _name(bench, b)
         run_label = f"{label or 'guidellm'}-{name}" if len(benchmarks) > 1 or not label else label
-        run = ImportedRun(run_label, None, settings={"strategy": (bench.get("config") or {}).get("strategy")})
+        strategy = report.benchmarks[b].config.strategy if report.benchmarks[b].config else None
+        run = ImportedRun(run_label, None, settings={"strategy": (bench.get("config") or {}).get("strategy")},
+                          scenario=scenario_of(strategy))  # fmt: skip
+        if run.scenario.kind != "open" and strategy is not None:
+            run.notes.append(
+                f"GuideLLM's {strategy.type_} strategy: imported as batchmark's {run.scenario.kind} scenario "
+                "(a closed loop's arrival is its send: a wait for a free stream is not lag)"
+            )
         run.reported = _reported(bench.get("metrics") or {})
         requests = bench.get("requests")
         if isinstance(requests, dict) and any(requests.get(s) for s, _ in STATUSES):
-            run.records = _records(requests, path, f"benchmarks[{b}].requests", run_label)
+            run.records = _records(requests, path, f"benchmarks[{b}].requests", run_label, run.scenario)
             measured = ((bench.get("metrics") or {}).get("request_totals") or {}).get("total")
             if isinstance(measured, int) and measured > len(run.records):
                 run.notes.append(
@@ -120,7 +240,21 @@ def _reported(metrics: dict[str, Any]) -> dict[str, Reported]:
     return out
 
 
-def _records(requests: dict[str, Any], path: Path, where: str, label: str) -> list[Any]:
+def scenario_of(strategy: Strategy | None) -> Scenario:
+    """GuideLLM's scheduling strategy as batchmark's scenario: `synchronous` is one user, `concurrent` a closed
+    loop of `streams` users, `throughput` every request at once (offline); `constant`, `poisson` and the rest
+    send on a schedule (open)."""
+    kind = strategy.type_ if strategy else None
+    if kind == "synchronous":
+        return Scenario("closed", users=1)
+    if kind == "concurrent" and strategy and strategy.streams:
+        return Scenario("closed", users=strategy.streams)
+    if kind == "throughput":
+        return Scenario("offline")
+    return Scenario("open")
+
+
+def _records(requests: dict[str, Any], path: Path, where: str, label: str, scenario: Scenario) -> list[Any]:
     rows: list[tuple[str | None, str, dict[str, Any]]] = []
     for status, failure in STATUSES:
         for i, req in enumerate(requests.get(status) or []):
@@ -141,6 +275,8 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str) -> li
         sent_abs = number(t.get("request_start", start), path, f"field {at}.info.timings.request_start", optional=True)
         sent = (sent_abs if sent_abs is not None else t0) - t0
         scheduled = (start if start is not None else t0) - t0
+        if scenario.kind == "closed":  # its users send when they are free: the arrival is the send
+            scheduled = sent
         end = number(
             t.get("request_end", t.get("resolve_end")), path, f"field {at}.info.timings.request_end", optional=True
         )

@@ -27,6 +27,14 @@ from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 
 LATENCIES = ("ttft", "ttft_sent", "tpot", "itl", "e2e", "e2e_sent")
 AGREE = 0.02  # a recomputed mean within 2% of the tool's own: the mapping reproduces the tool
+# What batchmark measures that no other tool's result file carries: n/a in an imported summary, with why.
+LACKS = {
+    "preemptions": "the tool's file holds no engine events, so preemptions are unknown (not 0)",
+    "t_admitted": "the tool's file holds no engine events, so queueing inside the engine is unknown",
+    "cached_tokens": "the tool's file holds no engine counts, so prefix-cache hits are unknown",
+    "server": "the tool's file holds no scraped server series",
+    "utilisation": "the tool's file holds no engine step trace",
+}
 
 
 def write_run_dir(imported: Imported, out: Path, *, slo: SLO, argv: list[str]) -> Path:
@@ -52,6 +60,7 @@ def write_run_dir(imported: Imported, out: Path, *, slo: SLO, argv: list[str]) -
     imported_block: dict[str, Any] = {}
     for run in imported.runs:
         summary = _summary(run, slo)
+        summary["requests"]["preemptions"] = None  # LACKS says why
         checks = _checks(run, summary) if run.records else []
         run.notes += [c["message"] for c in checks if not c["agrees"]]
         runs.append(
@@ -71,6 +80,8 @@ def write_run_dir(imported: Imported, out: Path, *, slo: SLO, argv: list[str]) -
             "settings": run.settings,
             "notes": run.notes,
             "per_request": run.records is not None,
+            "scenario": vars(run.scenario),
+            "lacks": LACKS,
         }
     metrics = {
         "schema_version": 1,
@@ -88,6 +99,8 @@ def write_run_dir(imported: Imported, out: Path, *, slo: SLO, argv: list[str]) -
 def _manifest(imported: Imported, slo: SLO, argv: list[str]) -> dict[str, Any]:
     digest = hashlib.sha256(imported.source.read_bytes()).hexdigest()
     name = f"{imported.tool}: {imported.source.name}"
+    scenarios = {r.scenario for r in imported.runs}
+    scenario = next(iter(scenarios)) if len(scenarios) == 1 else None
     return {
         "manifest_version": 1,
         "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -98,11 +111,26 @@ def _manifest(imported: Imported, slo: SLO, argv: list[str]) -> dict[str, Any]:
             "source": str(imported.source.resolve()),
             "sha256": digest,
             "notes": imported.notes,
-            "runs": {r.label: {"notes": r.notes, "settings": r.settings} for r in imported.runs},
+            "runs": {
+                r.label: {"notes": r.notes, "settings": r.settings, "scenario": vars(r.scenario)} for r in imported.runs
+            },
         },
-        "workload": {"name": name, "fingerprint": None, "requests": sum(len(r.records or []) for r in imported.runs)},
-        "engines": [{"label": r.label, "kind": imported.tool, "settings": r.settings} for r in imported.runs],
-        "settings": {"slo": slo.to_json(), "open_loop": True},
+        "workload": {
+            "name": name,
+            "fingerprint": None,
+            "requests": sum(len(r.records or []) for r in imported.runs),
+            "closed_loop_users": scenario.users if scenario and scenario.kind == "closed" else None,
+        },
+        "engines": [
+            {"label": r.label, "kind": imported.tool, "settings": r.settings, "scenario": vars(r.scenario)}
+            for r in imported.runs
+        ],
+        # as batchmark's own runs write them; several benchmarks offered differently have no one scenario
+        "settings": {
+            "slo": slo.to_json(),
+            "open_loop": all(r.scenario.kind != "closed" for r in imported.runs),
+            "scenario": vars(scenario) if scenario else None,
+        },
         "outcomes": [{"engine": r.label, "trial": 0} for r in imported.runs],
     }
 
@@ -153,9 +181,9 @@ def summary_from_reported(run: ImportedRun) -> dict[str, Any]:
                 "failed": 0,
                 "failures_by_type": {},
                 "finish_reasons": {},
-                "output_tokens": 0,
-                "prompt_tokens": 0,
-                "preemptions": 0,
+                "output_tokens": None,  # aggregates: no per-request counts (the reason above)
+                "prompt_tokens": None,
+                "preemptions": None,
             },
             "latency": {m: dist(m) for m in LATENCIES},
             "schedule_lag": dist("schedule_lag"),

@@ -56,7 +56,7 @@ def test_vllm_detailed_result_rebuilds_every_request(tmp_path: Path) -> None:
 def test_vllm_result_without_save_detailed_is_aggregates_only(tmp_path: Path) -> None:
     run = import_file(FIXTURES / "vllm-bench-serve.json", tmp_path / "agg")
     block = metrics_of(run)["imported"]["vllm-bench"]
-    assert block["per_request"] is False and "--save-detailed" in block["notes"][0]
+    assert block["per_request"] is False and any("--save-detailed" in note for note in block["notes"])
     summary = metrics_of(run)["engines"]["vllm-bench"]
     assert summary["aggregates_only"] and summary["latency"]["ttft_sent"]["percentiles"]["p99"]["ci_low"] is None
     assert summary["throughput"]["steady"]["output_token_rate"] is None and summary["throughput"]["steady"]["reason"]
@@ -168,7 +168,7 @@ def test_the_report_shows_an_imported_run_beside_a_batchmark_run(tmp_path: Path,
                 "input_lens": [3],
                 "output_lens": [3],
             },
-            "field itls[0][1]: expected a number, got 'x'",
+            'field itls[0][1]: expected a number, got "x"',
         ),
         ("g.json", {"benchmarks": []}, "field benchmarks: the report holds no benchmark"),
         ("x.json", {"hello": 1}, "top level: not a known tool's result"),
@@ -190,15 +190,232 @@ def test_a_bad_aiperf_line_names_its_line(tmp_path: Path, capsys) -> None:
     path = tmp_path / "profile_export.jsonl"
     path.write_text("\n".join([*lines[:3], json.dumps(broken), *lines[4:]]) + "\n")
     assert main(["import", str(path), "--out", str(tmp_path / "out")]) == 2
-    assert "line 4: field metrics.time_to_first_token.unit: unknown time unit 'fortnights'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "line 4: field metrics.time_to_first_token.unit: expected 'ns', 'us', 'ms', 's' or 'sec'" in err
 
 
 def test_the_docs_dictionary_names_every_mapping() -> None:
-    from harness.importers import aiperf, guidellm, vllm
+    from harness.importers import aiperf, guidellm, llmd, vllm
 
     docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     section = docs[docs.index("## Results from other tools") : docs.index("## Percentiles and confidence")]
-    names = [m.theirs for tool in (vllm, guidellm, aiperf) for m in tool.DISTRIBUTIONS]
-    names += [theirs for tool in (vllm, guidellm, aiperf) for _, theirs, _, _ in tool.RATES]
+    tools = (vllm, guidellm, aiperf, llmd)
+    names = [m.theirs for tool in tools for m in tool.DISTRIBUTIONS]
+    names += [theirs for tool in tools for _, theirs, _, _ in tool.RATES]
     missing = [n for n in names if f"`{n}" not in section]
     assert not missing, f"docs/metrics.md lacks {missing}"
+
+
+def _mutated(fixture: str, change) -> bytes:
+    """The fixture with one value changed (`change` edits the parsed document, or the JSONL's lines, in place)."""
+    text = (FIXTURES / fixture).read_text()
+    if fixture.endswith(".jsonl"):
+        lines = [json.loads(line) for line in text.splitlines()]
+        change(lines)
+        return "\n".join(json.dumps(line) for line in lines).encode()
+    data = json.loads(text)
+    change(data)
+    return json.dumps(data).encode()  # NaN stays NaN, as Python's json writes it
+
+
+def _set(*keys, value):
+    def change(node) -> None:
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+
+    return change
+
+
+VLLM, GUIDELLM, AIPERF, AIPERF_JSON, BR = (
+    "vllm-bench-serve-detailed.json",
+    "guidellm-benchmarks.json",
+    "profile_export.jsonl",
+    "profile_export_aiperf.json",
+    "llm-d-br-v0.2.json",  # `batchmark export --format llm-d-br` of the concurrency-16 import
+)
+BR_AGG = ("results", "request_performance", "aggregate")
+G_REQ = ("benchmarks", 0, "requests", "successful", 0)
+# fmt: off
+BAD = [
+    (VLLM, _set("ttfts", value=5), "field ttfts: expected a list"),
+    (VLLM, _set("mean_ttft_ms", value="abc"), 'field mean_ttft_ms: expected a number, got "abc"'),
+    (VLLM, _set("mean_ttft_ms", value=float("nan")), "field mean_ttft_ms: expected a finite number"),
+    (VLLM, _set("p99_ttft_ms", value=True), "field p99_ttft_ms: expected a number, got true"),
+    (VLLM, _set("output_lens", 0, value=10**12), "field output_lens[0]: expected less than or equal to"),
+    (VLLM, _set("output_lens", 0, value=-5), "field output_lens[0]: expected greater than or equal to 0"),
+    (VLLM, _set("output_lens", 0, value=3.5), "field output_lens[0]: expected an integer"),
+    (VLLM, _set("output_lens", 0, value=True), "field output_lens[0]: expected an integer"),
+    (VLLM, _set("latencies", 1, value=-0.5), "field latencies[1]: expected greater than or equal to 0"),
+    (VLLM, _set("request_rate", value="fast"), "field request_rate: expected a number or 'inf'"),
+    (GUIDELLM, _set("benchmarks", 0, "config", value="x"), "field benchmarks[0].config: expected a dictionary"),
+    (GUIDELLM, _set("benchmarks", 0, "metrics", "time_to_first_token_ms", "successful", "mean", value="abc"),
+     "field benchmarks[0].metrics.time_to_first_token_ms.successful.mean"),
+    (GUIDELLM, _set("benchmarks", 0, "metrics", "request_latency", "successful", "percentiles", "p99", value=True),
+     "field benchmarks[0].metrics.request_latency.successful.percentiles.p99: expected a number"),
+    (GUIDELLM, _set(*G_REQ, "output_tokens", value=10**12), "requests.successful[0].output_tokens: expected less"),
+    (GUIDELLM, _set(*G_REQ, "output_tokens", value=-5), "requests.successful[0].output_tokens: expected greater"),
+    (GUIDELLM, _set(*G_REQ, "prompt_tokens", value=54.5), "requests.successful[0].prompt_tokens: expected an integer"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "request_start", value=float("nan")),
+     "requests.successful[0].info.timings.request_start: expected a finite number"),
+    (AIPERF, _set(1, "metadata", value=3), "line 2: field metadata: expected a dictionary"),
+    (AIPERF, _set(1, "metadata", "request_start_ns", value=1.5), "line 2: field metadata.request_start_ns"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=float("nan")),
+     "line 2: field metrics.time_to_first_token.value: expected a finite number"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=True), "time_to_first_token.value: expected a"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "unit", value="fortnights"), "time_to_first_token.unit"),
+    (AIPERF, _set(1, "metrics", "output_token_count", "value", value=10**12), "field metrics.output_token_count"),
+    (AIPERF, _set(1, "metrics", "inter_chunk_latency", "value", 0, value=-1), "inter_chunk_latency.value[0]"),
+    (AIPERF_JSON, _set("time_to_first_token", "p99", value=True), "field time_to_first_token.p99: expected a number"),
+    (AIPERF_JSON, _set("time_to_first_token", "unit", value="parsecs"), "field time_to_first_token.unit: expected"),
+    (AIPERF_JSON, _set("request_latency", "avg", value="abc"), 'request_latency.avg: expected a number, got "abc"'),
+    (BR, _set(*BR_AGG, "latency", "time_to_first_token", "units", value="fortnights"),
+     "field results.request_performance.aggregate.latency.time_to_first_token.units: expected 'ms' or 's'"),
+    (BR, _set(*BR_AGG, "latency", "request_latency", "mean", value=float("nan")), "request_latency.mean: expected a"),
+    (BR, _set(*BR_AGG, "latency", "inter_token_latency", "p99", value=True), "inter_token_latency.p99: expected a"),
+    (BR, _set(*BR_AGG, "requests", "total", value=-5), "aggregate.requests.total: expected greater than or equal"),
+    (BR, _set(*BR_AGG, "throughput", value=3), "aggregate.throughput: expected a dictionary, got 3"),
+]
+# fmt: on
+WHOLE_FILE = [
+    (name, kind) for name in (VLLM, GUIDELLM, AIPERF, AIPERF_JSON, BR) for kind in ("binary", "truncated", "empty")
+]  # fmt: skip
+
+
+def _import_fails(tmp_path: Path, capsys, name: str, content: bytes) -> str:
+    """Import `content` as a file called `name`: exit 2, one line naming the file, no traceback, nothing written."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    out = tmp_path / "out"
+    assert main(["import", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"batchmark: error: {path}: "), err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.parametrize(("fixture", "change", "message"), BAD, ids=[f"{f}:{m[:40]}" for f, _, m in BAD])
+def test_a_wrong_value_names_its_field(tmp_path: Path, capsys, fixture, change, message) -> None:
+    err = _import_fails(tmp_path, capsys, fixture, _mutated(fixture, change))
+    assert message in err, err
+
+
+@pytest.mark.parametrize(("fixture", "kind"), WHOLE_FILE)
+def test_a_binary_truncated_or_empty_file_is_one_line(tmp_path: Path, capsys, fixture, kind) -> None:
+    text = (FIXTURES / fixture).read_bytes()
+    content = {"binary": b"\x89PNG\r\n\x1a\n\xff\xfe" + text[:64], "truncated": text[: len(text) // 2], "empty": b""}
+    err = _import_fails(tmp_path, capsys, fixture, content[kind])
+    expected = {"binary": "file: not UTF-8 text", "truncated": "not valid JSON", "empty": "file: empty"}[kind]
+    assert expected in err, err
+
+
+@pytest.fixture(scope="module")
+def concurrency16(tmp_path_factory) -> Path:
+    """`vllm bench serve --max-concurrency 16 --request-rate inf --save-detailed`, imported once."""
+    return import_file(FIXTURES / "vllm-bench-serve-concurrency16.json", tmp_path_factory.mktemp("c16") / "run")
+
+
+def test_a_concurrency_limited_vllm_run_is_a_closed_loop_not_lag(concurrency16: Path) -> None:
+    source = json.loads((FIXTURES / "vllm-bench-serve-concurrency16.json").read_text())
+    assert max(source["queue_times"]) > 1.0  # the slot waits that once read as "schedule lag p99 3,868 ms"
+    summary = metrics_of(concurrency16)["engines"]["vllm-bench"]
+    assert [f["name"] for f in summary["validity"]["flags"]] == []
+    assert summary["schedule_lag"]["percentiles"]["p99"]["value"] == 0.0  # the arrival is the send
+    manifest = json.loads((concurrency16 / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    assert manifest["settings"]["open_loop"] is False and manifest["workload"]["closed_loop_users"] == 16
+    # throughput as batchmark computes it for a closed loop (steady window over the sends), and the whole-run
+    # rate, both against vLLM's own output_throughput (output tokens / duration): within 3%
+    for window in ("steady", "whole_run"):
+        ours = summary["throughput"][window]["output_token_rate"]
+        assert ours == pytest.approx(source["output_throughput"], rel=0.03), window
+    # each user (a slot of vLLM's semaphore) runs one request at a time
+    records = load_records(concurrency16 / "records.jsonl")
+    assert set(records["user"]) == set(range(16))
+    for _, mine in records.sort_values("t_sent").groupby("user"):
+        assert (mine["t_sent"].to_numpy()[1:] >= mine["t_finish"].to_numpy()[:-1]).all()
+    block = metrics_of(concurrency16)["imported"]["vllm-bench"]
+    assert summary["requests"]["preemptions"] is None and "unknown" in block["lacks"]["preemptions"]
+
+
+def test_an_unlimited_rate_without_a_cap_is_offline(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "vllm-bench-serve-concurrency16.json").read_text())
+    data["max_concurrency"] = None
+    path = tmp_path / "inf.json"
+    path.write_text(json.dumps(data))
+    run = import_file(path, tmp_path / "run")
+    assert json.loads((run / "manifest.json").read_text())["settings"]["scenario"]["kind"] == "offline"
+    assert set(load_records(run / "records.jsonl")["t_scheduled"]) == {0.0}  # every request due at the start
+    throughput = metrics_of(run)["engines"]["vllm-bench"]["throughput"]
+    assert throughput["steady"]["output_token_rate"] is None and "burst" in throughput["steady"]["reason"]
+    assert throughput["whole_run"]["output_token_rate"] == pytest.approx(data["output_throughput"], rel=0.03)
+
+
+def test_guidellm_concurrent_strategy_is_a_closed_loop(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "guidellm-benchmarks.json").read_text())
+    data["benchmarks"][0]["config"]["strategy"] = {"type_": "concurrent", "streams": 4}
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(data))
+    imported = read(path)
+    assert imported.runs[0].scenario.kind == "closed" and imported.runs[0].scenario.users == 4
+    ok = [r for r in imported.runs[0].records or [] if r.error_type is None]
+    assert ok and all(r.t_scheduled == r.t_sent for r in ok)  # a wait for a free stream is not lag
+
+
+def test_llm_d_benchmark_report_round_trips(concurrency16: Path, tmp_path: Path, capsys) -> None:
+    """A batchmark run directory (here the imported closed loop, summarised by batchmark) out as llm-d's
+    Benchmark Report v0.2 and back in: every figure the schema carries comes back unchanged."""
+    assert main(["export", str(concurrency16), "--format", "llm-d-br", "--out", str(tmp_path / "br")]) == 0
+    path = tmp_path / "br" / "vllm-bench-trial0.json"
+    report = json.loads(path.read_text())
+    assert report["version"] == "0.2" and report["scenario"]["load"]["standardized"]["concurrency"] == 16
+    back = import_file(path, tmp_path / "back")
+    summary = metrics_of(concurrency16)["engines"]["vllm-bench"]
+    reported = metrics_of(back)["imported"]["batchmark"]["reported"]
+    for name in ("ttft_sent", "tpot", "itl", "e2e_sent"):
+        assert reported[name]["mean"] == pytest.approx(summary["latency"][name]["mean"], rel=1e-12)
+        for label, row in summary["latency"][name]["percentiles"].items():
+            assert reported[name]["percentiles"][label] == pytest.approx(row["value"], rel=1e-12), (name, label)
+    for name in ("request_rate", "output_token_rate", "total_token_rate"):
+        assert reported[name]["mean"] == pytest.approx(summary["throughput"]["whole_run"][name], rel=1e-12)
+    records = load_records(concurrency16 / "records.jsonl")
+    assert reported["prompt_tokens"]["mean"] == pytest.approx(records["prompt_tokens"].mean())
+    assert reported["output_tokens"]["mean"] == pytest.approx(records["output_tokens"].mean())
+    assert reported["requests"]["mean"] == summary["requests"]["total"] and reported["failed"]["mean"] == 0
+    manifest = json.loads((back / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    # what the schema cannot carry is n/a in the imported run, never 0
+    steady = metrics_of(back)["engines"]["batchmark"]["throughput"]["steady"]
+    assert steady["output_token_rate"] is None and steady["reason"]
+
+
+def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path) -> None:
+    """AIPerf 0.13.0's own files (fixtures/aiperf-0.13.0/README.md): every request, its concurrency as a closed
+    loop, and the mapping reproducing AIPerf's own TTFT, TPOT and latency means."""
+    folder = FIXTURES / "aiperf-0.13.0"
+    run = import_file(folder / "profile_export.jsonl", tmp_path / "run")
+    records = load_records(run / "records.jsonl")
+    assert len(records) == 64 and records["error_type"].isna().all()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    block = metrics_of(run)["imported"]["aiperf"]
+    checks = {c["metric"]: c for c in block["checks"]}
+    assert checks["ttft_sent"]["agrees"] and checks["tpot"]["agrees"] and checks["e2e_sent"]["agrees"]
+    summary = metrics_of(run)["engines"]["aiperf"]
+    assert [f["name"] for f in summary["validity"]["flags"]] == []
+    aggregates = json.loads((folder / "profile_export_aiperf.json").read_text())
+    assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
+        aggregates["output_token_throughput"]["avg"], rel=0.03
+    )
+
+
+def test_export_of_a_non_run_is_one_line_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    (tmp_path / "metrics.json").write_text(json.dumps({"runs": [{"engine": "x", "summary": {"requests": {}}}]}))
+    (tmp_path / "manifest.json").write_text("{}")
+    assert main(["export", str(tmp_path), "--out", str(tmp_path / "br")]) == 2
+    err = capsys.readouterr().err
+    assert "metrics.json: field runs[0]: not a batchmark run" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "br").exists()
+    assert main(["export", str(tmp_path / "nowhere")]) == 2
+    assert "not a run directory (no metrics.json)" in capsys.readouterr().err

@@ -90,6 +90,7 @@ def test_bundled_bytes_match_source_md_checksums(name: str) -> None:
     [
         ("azure_llm_2023", "CC BY 4.0", "Splitwise"),
         ("mooncake", "Apache License, Version 2.0", "FAST 25"),
+        ("splitwise_sim", "MIT License", "Splitwise"),
     ],
 )
 def test_each_trace_folder_ships_source_licence_and_citation(folder: str, licence: str, citation: str) -> None:
@@ -103,3 +104,22 @@ def test_each_trace_folder_ships_source_licence_and_citation(folder: str, licenc
         assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in (path / "LICENSE-APACHE").read_text(
             encoding="utf-8"
         )
+
+
+def test_splitwise_sim_trace_matches_source_md(capsys: pytest.CaptureFixture[str]) -> None:
+    d = describe_json(capsys, "splitwise-sim-test")
+    assert d["requests"] == 3 and d["span_s"] == pytest.approx(3.0)  # arrivals 1, 3, 4 s
+    assert (d["input_tokens"]["max"], d["input_tokens"]["min"]) == (4096, 2048)
+    assert (d["output_tokens"]["max"], d["output_tokens"]["min"]) == (32, 8)
+
+
+def test_a_generated_splitwise_trace_is_recognised(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What splitwise-sim's generate_trace.py writes (traces/rr_conv_<rate>.csv): Poisson arrivals in seconds."""
+    rows = ["request_id,request_type,application_id,arrival_timestamp,batch_size,prompt_size,token_size"]
+    rows += [f"{i},2,0,{0.02 + 0.37 * i:.6f},1,{100 + 7 * i},{20 + i}" for i in range(5)]
+    path = tmp_path / "rr_conv_50.csv"
+    path.write_text("\n".join(rows) + "\n")
+    d = describe_json(capsys, str(path))
+    assert d["requests"] == 5 and d["span_s"] == pytest.approx(4 * 0.37)
+    assert (d["input_tokens"]["max"], d["output_tokens"]["max"]) == (128, 24)
+    assert load_workload(str(path)).spec["source"]["format"] == "splitwise"

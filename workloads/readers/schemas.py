@@ -1,7 +1,7 @@
 """Column layouts of the trace formats batchmark reads, and how a file's header picks one.
 
 Every reader is the same reader with a different `ColumnMap`: Azure (2023 and the 2024 week-long files share
-the columns), BurstGPT, Mooncake, batchmark's own canonical layout, or a mapping the user gives.
+the columns), BurstGPT, Mooncake, SplitwiseSim, batchmark's own canonical layout, or a mapping the user gives.
 """
 
 from __future__ import annotations
@@ -91,6 +91,16 @@ MOONCAKE = ColumnMap(
     prefix_hash_ids="hash_ids",
     extras_optional=True,
 )
+# SplitwiseSim's request traces (github.com/Mutinifni/splitwise-sim, README "Request Traces"): arrival in seconds;
+# request_id, request_type and batch_size are not read.
+SPLITWISE = ColumnMap(
+    "arrival_timestamp",
+    "prompt_size",
+    "token_size",
+    time_unit="s",
+    tenant=("application_id",),
+    extras_optional=True,
+)
 CANONICAL = ColumnMap(
     "arrival_s",
     "input_tokens",
@@ -108,6 +118,7 @@ KNOWN_FORMATS: dict[str, tuple[ColumnMap, str]] = {
     "azure": (AZURE, "csv"),
     "burstgpt": (BURSTGPT, "csv"),
     "mooncake": (MOONCAKE, "jsonl"),
+    "splitwise": (SPLITWISE, "csv"),
     "canonical-csv": (CANONICAL, "csv"),
     "canonical-jsonl": (CANONICAL, "jsonl"),
 }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Peers against one `batchmark serve`, interleaved with batchmark's own HTTP client, ROUNDS times (not CI:
+# it installs AIPerf into a throwaway virtualenv from the package index and takes minutes).
+#   docs/peers/run.sh OUT_DIR [ROUNDS]     (from the repository root, with batchmark importable)
+# Writes OUT_DIR/roundN/{aiperf,batchmark}, then prints docs/peers/table.py's table.
+# Load: docs/peers/concurrency16.toml (16 users, 64 requests, 64-token prompts, 64 forced output tokens).
+# Only AIPerf 0.13.0 runs here: inference-perf 0.7.0 needs Python >= 3.12 (this machine has 3.11), and
+# GuideLLM 0.8.1 and vLLM's bench were not installed in the time (issue 34).
+set -euo pipefail
+OUT=${1:?OUT_DIR}; ROUNDS=${2:-3}; PORT=${PORT:-18734}; PY=${PY:-.venv/bin/python}
+mkdir -p "$OUT"
+VENV="$OUT/venv-aiperf"
+[ -x "$VENV/bin/aiperf" ] || { "$PY" -m venv "$VENV" && "$VENV/bin/pip" install -q aiperf==0.13.0; }
+"$PY" -m harness.cli serve --engine continuous --port "$PORT" --threads 1 > "$OUT/serve.log" 2>&1 &
+SERVE=$!
+trap 'kill $SERVE' EXIT
+until curl -sf "http://127.0.0.1:$PORT/health" > /dev/null; do sleep 2; done
+for i in $(seq 1 "$ROUNDS"); do
+  R="$OUT/round$i"
+  # AIPerf reads the local tokenizer directory only outside HF offline mode (it snapshot_downloads in it)
+  env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE "$VENV/bin/aiperf" profile --model batchmark \
+    --url "http://127.0.0.1:$PORT" --endpoint-type completions --streaming --concurrency 16 --request-count 64 \
+    --prompt-input-tokens-mean 64 --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean 64 \
+    --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --use-legacy-max-tokens \
+    --tokenizer "$PWD/engines/model/tokenizer" --random-seed 0 --output-artifact-dir "$R/aiperf" --no-auto-plot \
+    > "$R.aiperf.log" 2>&1
+  "$PY" -m harness.cli run --workload docs/peers/concurrency16.toml --engine http --url "http://127.0.0.1:$PORT" \
+    --no-report --no-progress --out "$R/batchmark" > "$R.batchmark.log" 2>&1
+  "$PY" -m harness.cli import "$R/aiperf/profile_export.jsonl" --out "$R/aiperf-imported" > "$R.import.log"
+done
+"$PY" docs/peers/table.py "$OUT"
