@@ -31,6 +31,9 @@ class Request:
     priority: int = 0  # lower value = more urgent, as in vLLM
     arrival_time: float | None = None  # scheduled arrival on the caller's clock; policies may use it
     prompt_text: str | None = None  # for engines that take text (HTTP targets)
+    # Synthetic reasoning: an engine that cannot reason (zero, simulated, in-process, `batchmark serve`) emits
+    # its first `reasoning_tokens` output tokens as reasoning; they count against max_tokens, as in vLLM.
+    reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,12 @@ class TokenEvent:
     token_id: int
     index: int  # 0-based position in the output
     time: float
+    reasoning: bool = False  # on the reasoning channel (`reasoning_content`, `<think>`), not the answer
+
+
+def is_reasoning(request: Request, index: int) -> bool:
+    """Whether output token `index` of `request` is reasoning, for engines that emit it synthetically."""
+    return index < request.reasoning_tokens
 
 
 @dataclass(frozen=True)
