@@ -301,6 +301,16 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
     Option(
+        "think_tags",
+        str,
+        "off",
+        "http: read <think>...</think> in the content as reasoning tokens: on, or open (the output starts inside "
+        "a think block the chat template opened, as DeepSeek-R1's and Qwen3's do); reasoning_content and "
+        "reasoning deltas are read either way",
+        _HTTP,
+        choices=("off", "on", "open"),  # engines.http.think.THINK_TAGS_MODES: importing it would load aiohttp
+    ),
+    Option(
         "scrape",
         str,
         None,

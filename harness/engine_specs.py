@@ -152,6 +152,7 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
             timeout_s=o["timeout_s"],
             read_timeout_s=o["read_timeout_s"],
             connections=o["connections"],
+            think_tags=o["think_tags"],
         )
     if spec.kind in SIMULATED:
         from engines.sim.build import build_sim_engine
