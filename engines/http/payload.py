@@ -146,10 +146,12 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
         # chat: the delta holds content and reasoning; completions: the choice does (batchmark serve's extension)
         holder = choice.get("delta") if chat else choice
         text = holder.get("content" if chat else "text") if isinstance(holder, dict) else None
-        thought = next((holder[k] for k in REASONING_KEYS if holder.get(k)), None) if isinstance(holder, dict) else None
+        # a reasoning key with a string, even "" (a token whose bytes end a character later), and no content text
+        thought = next((v for k in REASONING_KEYS if isinstance(v := holder.get(k), str)), None) if isinstance(
+            holder, dict) else None  # fmt: skip
         if isinstance(text, str):
             info.content = text
-        info.reasoning = bool(thought) and not text  # a chunk with both is content: the answer has begun
+        info.reasoning = thought is not None and not text  # a chunk with both is content: the answer has begun
         if ids is None and (text or thought):  # one chunk = one token unless the server says how many
             info.tokens = 1
         reason = choice.get("finish_reason")

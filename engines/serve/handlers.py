@@ -258,7 +258,8 @@ class _Chunks:
         # reasoning text goes under vLLM's `reasoning_content`, in the delta (chat) or the choice (completions)
         if self.chat:
             key = "reasoning_content" if reasoning else "content"
-            delta: dict[str, str] = {key: text} if text or self._first else {}
+            # a reasoning token always names its channel, even with no text yet (its bytes end a character later)
+            delta: dict[str, str] = {key: text} if text or reasoning or self._first else {}
             if self._first:
                 delta = {"role": "assistant", **delta}
                 self._first = False

@@ -35,6 +35,8 @@ def _chat(delta: dict) -> bytes:
         (_chat({"content": "Hi", "reasoning_content": None}), True, 1, False),
         (_chat({"content": "Hi", "reasoning_content": "so"}), True, 1, False),  # both: the answer has begun
         (_chat({"role": "assistant", "content": ""}), True, 0, False),
+        (json.dumps({"choices": [{"delta": {"reasoning_content": ""}, "token_ids": [7], "finish_reason": None}]})
+         .encode(), True, 1, True),  # a token whose text ends a character later: its channel is still named
         (json.dumps({"choices": [{"text": "", "reasoning_content": "x", "finish_reason": None}]}).encode(), False, 1,
          True),  # batchmark serve's completions
     ],
@@ -110,8 +112,11 @@ def test_ttfo_minus_ttft_is_the_reasoning_tokens_time_within_one_step(zero_runs,
     answered = frame[frame["max_tokens"] == 8]
     assert answered["token_channels"].tolist() == ["rrrccccc"] * 3
     gap = ttfo(answered) - request_latencies(answered)["ttft"]
-    # the first content token comes REASONING steps after the first (reasoning) token
-    assert ((gap - REASONING * STEP_S).abs() <= STEP_S).all(), gap.tolist()
+    # the first content token comes REASONING steps after the first (reasoning) token. The server's sleeps are
+    # never short, so no gap is below that; a stall of this shared machine can only lengthen one, so the best of
+    # the three requests is held to within one step
+    assert (gap >= REASONING * STEP_S * 0.95).all(), gap.tolist()
+    assert gap.min() <= (REASONING + 1) * STEP_S, gap.tolist()
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
