@@ -2,8 +2,8 @@
 
 A reasoning model streams its thinking first (vLLM's `delta.reasoning_content`, newer `delta.reasoning`, or
 text inside `<think>...</think>`) and its answer after. The first token is then not the first thing a user
-reads: TTFT times the first reasoning token, TTFO (time to first output, the first *content* token) the answer.
-GuideLLM marked TTFT wrong for exactly this (guidellm#737); AIPerf and vLLM's bench discuss the same split.
+reads: TTFT times the first reasoning token, TTFO (time to first output, the first *content* token) the answer
+(guidellm#737, aiperf#359 and vllm#42548 ask for the split; docs/metrics.md).
 
 Per request, r = reasoning tokens ("r" in `token_channels`), c = content tokens (the rest of `output_tokens`;
 an empty `token_channels` means every token is content, so old runs read as r = 0). Latencies are over
