@@ -197,6 +197,15 @@ def test_reasoning_tokens_come_as_reasoning_content_and_take_their_decode_steps(
                                                     "ignore_eos": True, "reasoning_tokens": 1})  # fmt: skip
     choices = [e["choices"][0] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"] is None]
     assert ["reasoning_content" in c for c in choices] == [True, False]
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "ignore_eos": True,
+            "reasoning_tokens": 1, "return_token_ids": True}  # fmt: skip
+    status, _, whole = call(server.url, "POST", "/v1/chat/completions", body)
+    message = whole["choices"][0]["message"]
+    assert status == 200 and set(message) == {"role", "content", "reasoning_content"}, whole
+    ids = whole["choices"][0]["token_ids"]
+    decode = server.app[STATE].tokenizer.decode
+    assert message["reasoning_content"] == decode(ids[:1], skip_special_tokens=True)  # the answer apart from it
+    assert message["content"] == decode(ids[1:], skip_special_tokens=True)
 
 
 def test_metrics_exposition(server):
