@@ -18,9 +18,9 @@ import pandas as pd
 
 from harness.gate.inputs import RunSample
 from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
-from harness.metrics.reasoning import ttfo
 from harness.metrics.frame import flatten_token_times
 from harness.metrics.latency import CENSORED_METRICS, succeeded
+from harness.metrics.reasoning import ttfo
 from harness.metrics.stats import censored_reaches
 from harness.metrics.throughput import EVENTS, Window, finished_in, rate_problem
 
