@@ -301,6 +301,14 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
     Option(
+        "return_token_ids",
+        bool,
+        False,
+        "http: ask for each chunk's token ids (vLLM >= 0.10.2, batchmark serve; strict servers refuse the field): "
+        "exact token counts and channels where tokens end mid-character and their chunks carry no text",
+        _HTTP,
+    ),
+    Option(
         "think_tags",
         str,
         "off",
