@@ -252,6 +252,8 @@ def test_metrics_exposition(server):
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stream": "yes"}, "stream"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "n": 2}, "n"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stop": ["\n"]}, "stop"),
+        ("/v1/completions", {"model": MODEL, "prompt": "a", "reasoning_tokens": -1}, "reasoning_tokens"),
+        ("/v1/completions", {"model": MODEL, "prompt": "a", "reasoning_tokens": 1.5}, "reasoning_tokens"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stream_options": {"include_usage": 1}},
          "stream_options.include_usage"),
         ("/v1/completions", {"prompt": "a"}, "model"),
