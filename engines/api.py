@@ -33,6 +33,9 @@ class Request:
     prompt_text: str | None = None  # for engines that take text (HTTP targets)
     slo_class: str | None = None  # the request's SLO class: HTTP targets get it as a header (engines know no targets)
     admission_slo_s: float | None = None  # SLO-aware admission aims at this TTFT for it (None: the engine's own)
+    # Synthetic reasoning: an engine that cannot reason (zero, simulated, in-process, `batchmark serve`) emits
+    # its first `reasoning_tokens` output tokens as reasoning; they count against max_tokens, as in vLLM.
+    reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,12 @@ class TokenEvent:
     token_id: int
     index: int  # 0-based position in the output
     time: float
+    reasoning: bool = False  # on the reasoning channel (`reasoning_content`, `<think>`), not the answer
+
+
+def is_reasoning(request: Request, index: int) -> bool:
+    """Whether output token `index` of `request` is reasoning, for engines that emit it synthetically."""
+    return index < request.reasoning_tokens
 
 
 @dataclass(frozen=True)

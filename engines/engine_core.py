@@ -157,7 +157,9 @@ class EngineCore:
                 seq.admit_time = t_start
                 admitted.append(AdmitEvent(seq.request_id, t_start))
             if chunk.yields_token and chunk.num_tokens:
-                tokens.append(TokenEvent(seq.request_id, seq.token_ids[-1], seq.num_output_tokens - 1, t_end))
+                index = seq.num_output_tokens - 1
+                reasoning = index < seq.request.reasoning_tokens  # `is_reasoning`, inline: once per token
+                tokens.append(TokenEvent(seq.request_id, seq.token_ids[-1], index, t_end, reasoning))
         events += admitted  # every admission before any token: a request's admit precedes its first token
         events += tokens
         events.extend(self._finish_event(seq, t_end) for seq in finished)

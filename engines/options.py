@@ -325,6 +325,24 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("connections", int, 256, "http: connection pool size", _HTTP, low=1, metavar="N"),
     Option(
+        "return_token_ids",
+        bool,
+        False,
+        "http: ask for each chunk's token ids (vLLM >= 0.10.2, batchmark serve; strict servers refuse the field): "
+        "exact token counts and channels where tokens end mid-character and their chunks carry no text",
+        _HTTP,
+    ),
+    Option(
+        "think_tags",
+        str,
+        "off",
+        "http: read <think>...</think> in the content as reasoning tokens: on, or open (the output starts inside "
+        "a think block the chat template opened, as DeepSeek-R1's and Qwen3's do); reasoning_content and "
+        "reasoning deltas are read either way",
+        _HTTP,
+        choices=("off", "on", "open"),  # engines.http.think.THINK_TAGS_MODES: importing it would load aiohttp
+    ),
+    Option(
         "scrape",
         str,
         None,

@@ -1,6 +1,7 @@
 """A zero-latency engine: every token exists the instant it is asked for.
 
-It lets the harness measure itself (schedule lag, record overhead) with nothing else in the way.
+It lets the harness measure itself (schedule lag, record overhead) with nothing else in the way. A request's
+first `reasoning_tokens` tokens are emitted as reasoning, so the reasoning metrics can be checked without a model.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, TokenEvent
+from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, TokenEvent, is_reasoning
 
 
 class ZeroLatencyEngine(Engine):
@@ -39,8 +40,9 @@ class ZeroLatencyEngine(Engine):
             return
         now = time.perf_counter()
         yield AdmitEvent(request.request_id, now)
+        rid = request.request_id
         for index in range(request.max_tokens):
-            yield TokenEvent(request.request_id, 3 + index % 100, index, time.perf_counter())
+            yield TokenEvent(rid, 3 + index % 100, index, time.perf_counter(), is_reasoning(request, index))
         n = len(request.prompt_token_ids)
         yield FinishEvent(request.request_id, "length", n, request.max_tokens, time.perf_counter())
 

@@ -116,6 +116,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 + (f", {ttft['test']} p={p:.2g} (Holm-adjusted)" if p is not None else "")
             )
     lines += _prefix_cache_lines(metrics)
+    lines += _reasoning_lines(metrics)
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:
@@ -137,6 +138,32 @@ def _prefix_cache_lines(metrics: dict[str, Any]) -> list[str]:
         if view.turns:
             cells = [f"{t['turn']}: {t['ttft_p50'] * 1e3:.0f} ms" for t in view.turns[:8] if t["ttft_p50"] is not None]
             lines.append(f"{view.engine}: TTFT p50 by turn  " + ", ".join(cells))
+    return lines
+
+
+def _ms(block: dict[str, Any], label: str = "p50") -> str:
+    value = block["percentiles"].get(label, {}).get("value")
+    return "n/a" if value is None else f"{value * 1e3:.0f} ms"
+
+
+def _reasoning_lines(metrics: dict[str, Any]) -> list[str]:
+    """Per engine with reasoning tokens: the two channels, TTFO beside TTFT, and requests that never answered."""
+    lines = []
+    for engine, summary in metrics["engines"].items():
+        r = summary.get("reasoning")
+        if r is None:
+            continue
+        total = r["reasoning_tokens"] + r["content_tokens"]
+        lines.append(
+            f"{engine}: reasoning {r['reasoning_tokens']} of {total} output tokens in {r['requests_with_reasoning']} "
+            f"requests; TTFO p50 {_ms(r['ttfo'])} (TTFT p50 {_ms(summary['latency']['ttft'])}), TPOT p50 "
+            f"reasoning {_ms(r['tpot_reasoning'])}, content {_ms(r['tpot_content'])}"
+        )
+        if r["exhausted"]:
+            lines.append(
+                f"! {engine}: {r['exhausted']} requests spent all of max_tokens reasoning and gave no answer "
+                f"({', '.join(r['exhausted_ids'][:3])}{', ...' if r['exhausted'] > 3 else ''})"
+            )
     return lines
 
 

@@ -153,6 +153,8 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
             read_timeout_s=o["read_timeout_s"],
             connections=o["connections"],
             class_header=o["class_header"],
+            think_tags=o["think_tags"],
+            return_token_ids=o["return_token_ids"],
         )
     if spec.kind in SIMULATED:
         from engines.sim.build import build_sim_engine

@@ -42,6 +42,9 @@ class RequestRecord:
     t_first_token: float | None = None
     t_finish: float | None = None
     token_times: list[float] = field(default_factory=list)  # one entry per output token
+    # The channel of each token time, one letter per token: "r" reasoning, "c" content (the answer). Empty when
+    # every token is content: runs before reasoning was recorded, and engines whose output has no reasoning.
+    token_channels: str = ""
     output_tokens: int = 0  # counted by the harness: number of token events received
     engine_prompt_tokens: int | None = None  # as reported by the engine in its finish event
     engine_output_tokens: int | None = None
@@ -64,3 +67,14 @@ class RequestRecord:
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time
+
+
+def token_channels(count: int, reasoning_at: list[int] | range) -> str:
+    """`RequestRecord.token_channels` for `count` tokens of which those at positions `reasoning_at` are
+    reasoning: "" when none are (every token content), else one letter per token."""
+    if not reasoning_at:
+        return ""
+    letters = ["c"] * count
+    for index in reasoning_at:
+        letters[index] = "r"
+    return "".join(letters)

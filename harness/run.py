@@ -205,6 +205,7 @@ def run_benchmark(
                     "output_tokens": r.output_tokens,
                     "tenant": r.tenant,
                     "priority": r.priority,
+                    **({"reasoning_tokens": r.reasoning_tokens} if r.reasoning_tokens else {}),
                     **({"session": r.session, "turn": r.turn, "think_s": r.think_s} if r.session is not None else {}),
                 }
             )

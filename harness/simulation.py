@@ -213,7 +213,8 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
         return [
             Scheduled(Request(str(r["request_id"]), distinct_prompt(i, int(r["input_tokens"])), int(r["output_tokens"]),
                               ignore_eos=True, tenant=str(r.get("tenant", "default")),
-                              priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"])),
+                              priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"]),
+                              reasoning_tokens=int(r.get("reasoning_tokens", 0))),
                       float(r["arrival_s"]))
             for i, r in enumerate(rows)
         ]  # fmt: skip

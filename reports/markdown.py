@@ -49,15 +49,20 @@ def _headlines(a: Analysis) -> list[str]:
 
 def _metric_rows(a: Analysis) -> list[str]:
     def pct(s: dict, metric: str, label: str) -> str:
-        m = (s.get("latency") or {}).get(metric) or {}
-        p = (m.get("percentiles") or {}).get(label) or {}
-        thin = fmt.unresolved(m.get("count"), label)
+        block = (s.get("latency") or {}).get(metric) or s.get(metric) or {}  # `reasoning` holds ttfo at its top
+        p = (block.get("percentiles") or {}).get(label) or {}
+        thin = fmt.unresolved(block.get("count"), label)
         return fmt.seconds(p.get("value")) + (f" ({thin})" if thin else "")
 
     rows: list[list[str]] = []
     for metric, name in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "E2E")):
         for label in ("p50", "p90", "p99", "p99.9"):
             rows.append([f"{name} {label}", *(pct(er.summary, metric, label) for er in a.series)])
+    thinking = [er.summary.get("reasoning") for er in a.series]
+    if any(thinking):  # a reasoning workload: the answer's first token beside TTFT, and requests with no answer
+        for label in ("p50", "p99"):
+            rows.append([f"TTFO {label}", *(pct(r or {}, "ttfo", label) for r in thinking)])
+        rows.append(["spent max_tokens reasoning", *(fmt.number((r or {}).get("exhausted")) for r in thinking)])
     for key, name in (("request_rate", "requests/s (steady)"), ("output_token_rate", "output tok/s (steady)")):
         steady = [((er.summary.get("throughput") or {}).get("steady") or {}) for er in a.series]
         rows.append([name, *(fmt.rate(w.get(key), (w.get("reasons") or {}).get(key, w.get("reason"))) for w in steady)])

@@ -32,7 +32,10 @@ def canonical_document(workload: Workload) -> dict[str, Any]:
         ]
         for r in workload.requests
     ]
+    reasoning = [r.reasoning_tokens for r in workload.requests]
+    extra = {"reasoning_tokens": reasoning} if any(reasoning) else {}  # absent: older fingerprints stay valid
     return {
+        **extra,
         "version": 1,
         "spec": spec,
         "closed_loop_users": workload.closed_loop_users,

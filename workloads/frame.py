@@ -1,7 +1,8 @@
 """The table form of a workload: every reader, generator and transform works on one DataFrame layout.
 
 Columns: arrival_s (float), input_tokens and output_tokens (int64), tenant (str), priority (int64),
-prompt_text (object: str or None) and prefix_hash_ids (object: tuple of ints). Object dtype for the last two
+prompt_text (object: str or None), prefix_hash_ids (object: tuple of ints) and reasoning_tokens (int64: of
+the output tokens, how many lead as reasoning; 0 for none). Object dtype for the last two
 keeps None and tuples intact, which pandas' string dtype would turn into NaN.
 """
 
@@ -14,7 +15,8 @@ import pandas as pd
 
 from workloads.model import WorkloadRequest
 
-COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids")
+COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids",
+           "reasoning_tokens")  # fmt: skip
 
 
 def make_frame(
@@ -25,6 +27,7 @@ def make_frame(
     priority: np.ndarray | Sequence[int] | int = 0,
     prompt_text: Sequence[str | None] | None = None,
     prefix_hash_ids: Sequence[tuple[int, ...]] | None = None,
+    reasoning_tokens: np.ndarray | Sequence[int] | int = 0,
 ) -> pd.DataFrame:
     n = len(arrival_s)
     frame = pd.DataFrame(
@@ -36,6 +39,7 @@ def make_frame(
             "priority": np.broadcast_to(np.asarray(priority, dtype=np.int64), (n,)).copy(),
         }
     )
+    frame["reasoning_tokens"] = np.broadcast_to(np.asarray(reasoning_tokens, dtype=np.int64), (n,)).copy()
     frame["prompt_text"] = pd.Series([None] * n if prompt_text is None else list(prompt_text), dtype=object)
     frame["prefix_hash_ids"] = pd.Series(
         [()] * n if prefix_hash_ids is None else [tuple(h) for h in prefix_hash_ids], dtype=object
@@ -51,6 +55,8 @@ def sort_by_arrival(frame: pd.DataFrame) -> pd.DataFrame:
 def to_requests(frame: pd.DataFrame) -> list[WorkloadRequest]:
     """Requests in arrival order, with ids numbered in that order."""
     frame = sort_by_arrival(frame)
+    if "reasoning_tokens" not in frame:  # a frame built without make_frame: no request reasons
+        frame = frame.assign(reasoning_tokens=0)
     width = max(6, len(str(len(frame))))
     columns = [frame[c].tolist() for c in COLUMNS]
     return [
@@ -63,8 +69,9 @@ def to_requests(frame: pd.DataFrame) -> list[WorkloadRequest]:
             priority=int(prio),
             prompt_text=text if isinstance(text, str) else None,
             prefix_hash_ids=hashes if isinstance(hashes, tuple) else tuple(hashes),
+            reasoning_tokens=int(reasoning),
         )
-        for i, (arrival, n_in, n_out, tenant, prio, text, hashes) in enumerate(zip(*columns, strict=True))
+        for i, (arrival, n_in, n_out, tenant, prio, text, hashes, reasoning) in enumerate(zip(*columns, strict=True))
     ]
 
 
@@ -77,4 +84,5 @@ def from_requests(requests: Sequence[WorkloadRequest]) -> pd.DataFrame:
         priority=[r.priority for r in requests],
         prompt_text=[r.prompt_text for r in requests],
         prefix_hash_ids=[r.prefix_hash_ids for r in requests],
+        reasoning_tokens=[r.reasoning_tokens for r in requests],
     )

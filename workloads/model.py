@@ -18,6 +18,7 @@ class WorkloadRequest:
     priority: int = 0
     prompt_text: str | None = None
     prefix_hash_ids: tuple[int, ...] = ()  # Mooncake prefix blocks (512 tokens each), if any
+    reasoning_tokens: int = 0  # the first this many of its output tokens are reasoning (`Request.reasoning_tokens`)
     # Multi-turn (workloads/sessions.py): the conversation, this request's turn (0 opens it), and the think
     # time after the previous turn's answer. A later turn's prompt is the previous turn's prompt, its answer
     # and `input_tokens` minus both of new user text; `arrival_s` of a later turn is only a lower bound.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,8 @@ SESSION_KEYS = {
 }
 SESSION_TRANSFORMS = {"seed", "max_context", "time_scale"}  # a session's turns depend on each other: no sampling
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
-TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests"}
+TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests",
+               "reasoning_tokens"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,9 @@ class SpecText:
                 start = hits[skip]
             else:
                 keys.append(name)
-        # Prefer a line naming every key ("output = { ..., high = 1 }"), then one naming the last key.
-        for wanted in (keys, keys[-1:]):
+        # Prefer a line naming every key ("output = { ..., high = 1 }"), then one naming the last key, then its
+        # parent's ("output = -3" is reported as output.value)
+        for wanted in (keys, keys[-1:], keys[-2:-1]):
             patterns = [re.compile(rf"(^|[\s{{,]){re.escape(k)}\s*=") for k in wanted]
             for i in range(start, len(self.lines)):
                 if wanted and all(p.search(self.lines[i]) for p in patterns):
@@ -183,12 +185,12 @@ def _tenants(entries: Any) -> tuple[TenantSpec, ...]:
             priority=_priority(t.get("priority", 0), where),
             start_s=_opt("start_s", t.get("start_s", 0.0), f"{where}.start_s"),
             requests=_opt("requests", t["requests"], f"{where}.requests") if "requests" in t else None,
+            reasoning=parse_length(t["reasoning_tokens"], f"{where}.reasoning_tokens")
+            if "reasoning_tokens" in t
+            else None,
         )
         names = [base.name] if count == 1 else [f"{base.name}-{k + 1}" for k in range(count)]
-        out += [
-            TenantSpec(n, base.rate, base.input, base.output, base.arrival, base.priority, base.start_s, base.requests)
-            for n in names
-        ]
+        out += [replace(base, name=n) for n in names]
     return tuple(out)
 
 

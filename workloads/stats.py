@@ -77,6 +77,16 @@ def tenant_summary(workload: Workload) -> dict[str, dict[str, int]]:
     return dict(sorted(tenants.items()))
 
 
+def reasoning_summary(workload: Workload) -> dict[str, Any]:
+    """`reasoning_tokens` (their lengths) and `reasoning_exhausts` (requests whose output is all reasoning), for a
+    workload with reasoning tokens; nothing for one without, so its description is as it was."""
+    r = np.fromiter((q.reasoning_tokens for q in workload.requests), dtype=np.int64, count=len(workload.requests))
+    if not r.any():
+        return {}
+    out = np.fromiter((q.output_tokens for q in workload.requests), dtype=np.int64, count=len(workload.requests))
+    return {"reasoning_tokens": length_summary(r), "reasoning_exhausts": int((r >= out).sum())}
+
+
 def describe(workload: Workload) -> dict[str, Any]:
     requests = workload.requests
     arrivals = np.fromiter((r.arrival_s for r in requests), dtype=np.float64, count=len(requests))
@@ -89,6 +99,7 @@ def describe(workload: Workload) -> dict[str, Any]:
         **arrival_summary(np.array([]) if closed else arrivals),
         "input_tokens": length_summary(inputs),
         "output_tokens": length_summary(outputs),
+        **reasoning_summary(workload),
         "tenants": tenant_summary(workload),
         "closed_loop_users": workload.closed_loop_users,
         "think_time_s": workload.think_time_s if closed else None,

@@ -34,6 +34,7 @@ class TenantSpec:
     priority: int = 0
     start_s: float = 0.0
     requests: int | None = None  # this tenant stops after that many
+    reasoning: LengthDist | None = None  # spec key `reasoning_tokens`: the leading reasoning tokens of each output
 
     def to_spec(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,8 @@ class TenantSpec:
             "requests": self.requests,
             "input": self.input.to_spec(),
             "output": self.output.to_spec(),
+            # only when set, so the specs (and fingerprints) of workloads without reasoning stay as they were
+            **({"reasoning_tokens": self.reasoning.to_spec()} if self.reasoning is not None else {}),
         }
 
 
@@ -56,7 +59,10 @@ def scale_rates(tenants: Sequence[TenantSpec], total_rate: float) -> tuple[Tenan
 
 def _tenant_frame(t: TenantSpec, times: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
     n = len(times)
-    return make_frame(times, t.input.sample(rng, n), t.output.sample(rng, n), tenant=t.name, priority=t.priority)
+    frame = make_frame(times, t.input.sample(rng, n), t.output.sample(rng, n), tenant=t.name, priority=t.priority)
+    if t.reasoning is not None:  # drawn after the lengths, so a tenant's other draws do not change
+        frame["reasoning_tokens"] = t.reasoning.sample(rng, n)
+    return frame
 
 
 def phases(tenants: Sequence[TenantSpec], seed: int) -> list[float]:

@@ -16,6 +16,10 @@ contexts). Per request:
   stays in the finish event, where run validity flags it.
   `token_id` is the server's id when it sends ids (`return_token_ids`), else -1: text is never
   re-tokenized to guess ids.
+- Reasoning: a chunk whose delta (chat; the choice for completions) carries `reasoning_content` or
+  `reasoning` text and no content gives reasoning tokens (`TokenEvent.reasoning`); with `think_tags`,
+  content inside `<think>...</think>` does too (`engines.http.think`). A request's `reasoning_tokens` is
+  sent as a body field of that name, which `batchmark serve` obeys and other servers ignore.
 - `FinishEvent`: reason from the server's `finish_reason`; token counts from its usage when present.
   Every failure is typed (see `engines.http.errors`) and ends only its own request.
 """
@@ -58,6 +62,7 @@ from engines.http.payload import (
     read_chunk,
 )
 from engines.http.sse import SSEDecoder, SSEError
+from engines.http.think import THINK_TAGS_MODES, ThinkTags, ThinkTagsMode
 from engines.options import url_problem
 
 DEFAULT_READ_BUFSIZE = 4 * 2**20  # >= 2 MiB: a 50K-token context's chunks never wait on the buffer
@@ -81,6 +86,7 @@ class HttpEngineConfig:
     read_bufsize: int = DEFAULT_READ_BUFSIZE
     extra_body: dict[str, Any] = field(default_factory=dict)
     class_header: str | None = None  # the header that carries a request's SLO class (None: not sent)
+    think_tags: ThinkTagsMode = "off"  # split <think>...</think> in the content as reasoning (engines/http/think.py)
 
 
 class _Flight:
@@ -119,6 +125,7 @@ class HttpEngine(Engine):
         read_bufsize: int = DEFAULT_READ_BUFSIZE,
         extra_body: dict[str, Any] | None = None,
         class_header: str | None = None,
+        think_tags: ThinkTagsMode = "off",
         name: str = "http",
     ) -> None:
         self.config = HttpEngineConfig(
@@ -135,6 +142,7 @@ class HttpEngine(Engine):
             read_bufsize,
             dict(extra_body or {}),
             class_header,
+            think_tags,
         )
         _validate(self.config)
         self.name = name
@@ -203,7 +211,9 @@ class HttpEngine(Engine):
         rid = request.request_id
         flight = _Flight(asyncio.current_task())
         self._flights[rid] = flight
-        stream = _Stream(request)
+        think_tags = self.config.think_tags
+        stream = _Stream(request, think=None if think_tags == "off" else ThinkTags(think_tags))
+        fast = stream.think is None  # the fast path skips the text that think tags must read
         response: aiohttp.ClientResponse | None = None
         finish: FinishEvent | None = None
         chat = self._chat
@@ -232,7 +242,7 @@ class HttpEngine(Engine):
                 now = perf_counter()
                 for event in decoder.feed(chunk) if chunk else decoder.close():
                     data = event.data
-                    if is_plain_token_chunk(data, chat):
+                    if fast and is_plain_token_chunk(data, chat):
                         stream.last_token_time = now
                         stream.count += 1
                         yield TokenEvent(rid, -1, stream.count - 1, now)
@@ -365,6 +375,8 @@ class _Stream:
     usage_completion: int | None = None
     usage_cached: int | None = None
     last_token_time: float | None = None
+    think: ThinkTags | None = None
+    last_reasoning: bool = False  # the channel of the last token: tokens usage adds later are on it
 
     @property
     def request_id(self) -> str:
@@ -383,16 +395,20 @@ class _Stream:
             self.usage_cached = info.usage_cached
         if info.finish_reason is not None:
             self.finish_reason = info.finish_reason
+        reasoning = info.reasoning
+        if self.think is not None and info.content and not reasoning:
+            reasoning = self.think.feed(info.content)
         if not n:
             return []
         ids = info.token_ids
         base = self.count
         self.count = base + n
         self.last_token_time = now
+        self.last_reasoning = reasoning
         rid = self.request.request_id
         if ids is not None and len(ids) == n:
-            return [TokenEvent(rid, int(ids[k]), base + k, now) for k in range(n)]
-        return [TokenEvent(rid, -1, base + k, now) for k in range(n)]
+            return [TokenEvent(rid, int(ids[k]), base + k, now, reasoning) for k in range(n)]
+        return [TokenEvent(rid, -1, base + k, now, reasoning) for k in range(n)]
 
     def reconcile(self) -> list[TokenEvent]:
         """Tokens the usage numbers say were sent but no chunk counted (several tokens in one chunk)."""
@@ -400,7 +416,7 @@ class _Stream:
         if missing <= 0:
             return []
         at = self.last_token_time if self.last_token_time is not None else time.perf_counter()
-        events = [TokenEvent(self.request_id, -1, self.count + k, at) for k in range(missing)]
+        events = [TokenEvent(self.request_id, -1, self.count + k, at, self.last_reasoning) for k in range(missing)]
         self.count += missing
         return events
 
@@ -484,6 +500,8 @@ def _validate(c: HttpEngineConfig) -> None:
         raise EngineInputError(f"--api {c.api!r}: expected one of {', '.join(PATHS)}")
     if c.prompt_format not in ("auto", "ids", "text"):
         raise EngineInputError(f"prompt_format {c.prompt_format!r}: expected auto, ids or text")
+    if c.think_tags not in THINK_TAGS_MODES:
+        raise EngineInputError(f"think_tags {c.think_tags!r}: expected {', '.join(THINK_TAGS_MODES)}")
     if not c.model:
         raise EngineInputError("--model: the HTTP engine needs the served model name")
     for name in ("timeout_s", "connect_timeout_s"):

@@ -74,6 +74,8 @@ def build_body(
         body["priority"] = request.priority
     if return_token_ids:
         body["return_token_ids"] = True
+    if request.reasoning_tokens:  # batchmark serve emits that many reasoning tokens first; others ignore it
+        body["reasoning_tokens"] = request.reasoning_tokens
     body.update(extra)
     return body
 
@@ -98,6 +100,8 @@ class ChunkInfo:
     usage_completion: int | None = None
     usage_cached: int | None = None  # usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM)
     cumulative: bool = False  # usage arrived with choices: a running total (vLLM continuous_usage_stats)
+    reasoning: bool = False  # the tokens are reasoning: reasoning text (REASONING_KEYS) and no content text
+    content: str | None = None  # the content text, for `think.ThinkTags` to split
 
 
 def is_plain_token_chunk(data: bytes, chat: bool) -> bool:
@@ -143,14 +147,17 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
                 raise RequestFailure(MALFORMED_EVENT, f"chunk 'token_ids' is not a list of ids: {data[:120]!r}")
             info.token_ids = ids
             info.tokens = len(ids)
-        else:
-            if chat:
-                delta = choice.get("delta")
-                text = delta.get("content") if isinstance(delta, dict) else None
-            else:
-                text = choice.get("text")
-            if text:  # one content chunk = one token unless the server says how many
-                info.tokens = 1
+        # chat: the delta holds content and reasoning; completions: the choice does (batchmark serve's extension)
+        holder = choice.get("delta") if chat else choice
+        text = holder.get("content" if chat else "text") if isinstance(holder, dict) else None
+        # a reasoning key with a string, even "" (a token whose bytes end a character later), and no content text
+        thought = next((v for k in REASONING_KEYS if isinstance(v := holder.get(k), str)), None) if isinstance(
+            holder, dict) else None  # fmt: skip
+        if isinstance(text, str):
+            info.content = text
+        info.reasoning = thought is not None and not text  # a chunk with both is content: the answer has begun
+        if ids is None and (text or thought):  # one chunk = one token unless the server says how many
+            info.tokens = 1
         reason = choice.get("finish_reason")
         if reason is not None and not isinstance(reason, str):
             raise RequestFailure(MALFORMED_EVENT, f"chunk 'finish_reason' is not a string: {data[:120]!r}")
@@ -168,6 +175,11 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
     elif usage is not None:
         raise RequestFailure(MALFORMED_EVENT, f"chunk 'usage' is not an object: {data[:120]!r}")
     return info
+
+
+# Where servers put reasoning text: vLLM's and SGLang's `reasoning_content`, vLLM's newer `reasoning` (and
+# OpenRouter's); DeepSeek's API uses `reasoning_content` too.
+REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
 def _is_count(value: Any) -> bool:

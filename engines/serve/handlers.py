@@ -94,6 +94,7 @@ async def _generate(http: web.Request, api: str) -> web.StreamResponse:
         ignore_eos=params.ignore_eos,
         stop_token_ids=params.stop_token_ids,
         priority=params.priority,
+        reasoning_tokens=params.reasoning_tokens,
     )
     _check_fits(state, request)
     if state.metrics.waiting >= state.max_waiting:
@@ -138,7 +139,7 @@ async def _send_events(
     detok = IncrementalDetokenizer(state.tokenizer)
     async for event in events:
         if type(event) is TokenEvent:
-            await response.write(chunks.token(detok.step(event.token_id), event.token_id))
+            await response.write(chunks.token(detok.step(event.token_id), event.token_id, event.reasoning))
         elif type(event) is FinishEvent:
             if event.reason == "error":
                 tail = chunks.error(event)
@@ -153,11 +154,13 @@ async def _complete(
     state: ServerState, request: Request, chunks: _Chunks, t_arrival: float, place: Place
 ) -> web.Response:
     ids: list[int] = []
+    thought = 0  # reasoning tokens: a request's first ones (`Request.reasoning_tokens`)
     finish: FinishEvent | None = None
     async with aclosing(submit(state, request, t_arrival, place)) as events:
         async for event in events:
             if type(event) is TokenEvent:
                 ids.append(event.token_id)
+                thought += event.reasoning
             elif type(event) is FinishEvent:
                 finish = event
     assert finish is not None  # the engine contract: the last event is always a finish
@@ -166,8 +169,10 @@ async def _complete(
     if finish.reason == "error":
         status = 400 if finish.error_type == "invalid_request" else 500
         raise ApiError(status, finish.error_message or "generation failed", code=finish.error_type)
-    text = state.tokenizer.decode(ids, skip_special_tokens=True)
-    return web.json_response(chunks.complete(text, ids, finish))
+    decode = state.tokenizer.decode
+    text = decode(ids[thought:], skip_special_tokens=True)
+    reasoning = decode(ids[:thought], skip_special_tokens=True) if thought else None
+    return web.json_response(chunks.complete(text, ids, finish, reasoning))
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -255,13 +260,19 @@ class _Chunks:
         self.ids = params.return_token_ids
         self._first = True
 
-    def _choice(self, text: str, token_ids: list[int] | None, finish_reason: str | None) -> dict[str, Any]:
+    def _choice(self, text: str, token_ids: list[int] | None, finish_reason: str | None,
+                reasoning: bool = False) -> dict[str, Any]:  # fmt: skip
+        # reasoning text goes under vLLM's `reasoning_content`, in the delta (chat) or the choice (completions)
         if self.chat:
-            delta: dict[str, str] = {"content": text} if text or self._first else {}
+            key = "reasoning_content" if reasoning else "content"
+            # a reasoning token always names its channel, even with no text yet (its bytes end a character later)
+            delta: dict[str, str] = {key: text} if text or reasoning or self._first else {}
             if self._first:
                 delta = {"role": "assistant", **delta}
                 self._first = False
             choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        elif reasoning:
+            choice = {"index": 0, "text": "", "reasoning_content": text, "logprobs": None, "finish_reason": None}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
         if self.ids and token_ids is not None:
@@ -283,8 +294,8 @@ class _Chunks:
             }
         )
 
-    def token(self, text: str, token_id: int) -> bytes:
-        return self._chunk([self._choice(text, [token_id], None)])
+    def token(self, text: str, token_id: int, reasoning: bool = False) -> bytes:
+        return self._chunk([self._choice(text, [token_id], None, reasoning)])
 
     def finish(self, text: str, reason: str) -> bytes:
         return self._chunk([self._choice(text, [], reason)])
@@ -297,16 +308,17 @@ class _Chunks:
         error = ApiError(status, event.error_message or "generation failed", code=event.error_type)
         return self._event(error.body())
 
-    def complete(self, text: str, ids: list[int], finish: FinishEvent) -> dict[str, Any]:
+    def complete(self, text: str, ids: list[int], finish: FinishEvent, reasoning: str | None = None) -> dict[str, Any]:
+        extra = {} if reasoning is None else {"reasoning_content": reasoning}
         if self.chat:
             choice: dict[str, Any] = {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
+                "message": {"role": "assistant", "content": text, **extra},
                 "logprobs": None,
                 "finish_reason": finish.reason,
             }
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish.reason}
+            choice = {"index": 0, "text": text, **extra, "logprobs": None, "finish_reason": finish.reason}
         if self.ids:
             choice["token_ids"] = ids
         return {

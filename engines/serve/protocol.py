@@ -3,7 +3,10 @@
 Every rejection is a 400 naming the field. Accepted but ignored (the engines decode greedily, one
 sequence per request): `temperature`, `top_p`, `seed`, `user`, `presence_penalty`,
 `frequency_penalty`. Refused because batchmark cannot honour them: `n`/`best_of` above 1, stop
-strings, `logprobs`, `echo`, several prompts in one request.
+strings, `logprobs`, `echo`, several prompts in one request. batchmark's own field `reasoning_tokens` (an
+integer >= 0): the first that many output tokens are streamed as reasoning (chat: `delta.reasoning_content`,
+vLLM's field; completions: the choice's `reasoning_content`, its text empty), so a client's reasoning path can
+be tested without a reasoning model. They count against max_tokens, as a reasoning model's do.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class GenerationParams:
     stop_token_ids: tuple[int, ...] = ()
     return_token_ids: bool = False
     priority: int = 0  # vLLM's field: lower is sooner (served in that order under --policy priority)
+    reasoning_tokens: int = 0
     prompt_ids: list[int] | None = None  # completions with a token-id prompt
     prompt_text: str | None = None  # completions with a text prompt
     messages: list[dict[str, str]] | None = None  # chat
@@ -120,6 +124,9 @@ def _common(body: dict[str, Any], model_name: str, api: Api, max_keys: tuple[str
     priority = body.get("priority", 0)
     if not _is_int(priority) or abs(priority) > 2**31:
         raise invalid("priority", "must be an integer (lower is served sooner)")
+    reasoning = body.get("reasoning_tokens", 0)
+    if not _is_int(reasoning) or reasoning < 0:
+        raise invalid("reasoning_tokens", "must be an integer >= 0")
     for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
         value = body.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -133,6 +140,7 @@ def _common(body: dict[str, Any], model_name: str, api: Api, max_keys: tuple[str
         stop_token_ids=tuple(stop_ids),
         return_token_ids=_bool(body, "return_token_ids"),
         priority=priority,
+        reasoning_tokens=reasoning,
     )
 
 

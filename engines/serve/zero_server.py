@@ -4,7 +4,8 @@ It measures the client side (the HTTP engine, the load generator) with nothing e
 its own cost per request must be tiny: a bare asyncio protocol, no framework. With zero delay the
 whole SSE stream of a request is one write; with `--token-delay-ms` the tokens are streamed as
 chunked events that far apart. Responses honour `max_tokens` (default 16), `stream`,
-`stream_options.include_usage` and `return_token_ids`; token i has id 3 + i % 100 and text " t".
+`stream_options.include_usage`, `return_token_ids` and `reasoning_tokens` (the first r tokens as reasoning, as
+`batchmark serve` streams them); token i has id 3 + i % 100 and text " t".
 It exits on SIGTERM/SIGINT, or when the process that started it exits.
 
     python -m engines.serve.zero_server --port 0     # prints "listening on http://127.0.0.1:PORT"
@@ -30,9 +31,12 @@ def _token_ids(n: int) -> list[int]:
     return [3 + i % 100 for i in range(n)]
 
 
-def _chunk(chat: bool, text: str, ids: list[int] | None, finish: str | None) -> bytes:
+def _chunk(chat: bool, text: str, ids: list[int] | None, finish: str | None, reasoning: bool = False) -> bytes:
+    key = "reasoning_content" if reasoning else "content"
     if chat:
-        choice: dict = {"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}
+        choice: dict = {"index": 0, "delta": {key: text} if text else {}, "finish_reason": finish}
+    elif reasoning:
+        choice = {"index": 0, "text": "", "reasoning_content": text, "finish_reason": finish}
     else:
         choice = {"index": 0, "text": text, "finish_reason": finish}
     if ids is not None:
@@ -54,8 +58,8 @@ def _usage(prompt: int, n: int) -> bytes:
 
 
 @lru_cache(maxsize=4096)
-def _events(n: int, chat: bool, ids: bool, usage_prompt: int | None) -> tuple[bytes, ...]:
-    events = [_chunk(chat, " t", [t] if ids else None, None) for t in _token_ids(n)]
+def _events(n: int, chat: bool, ids: bool, usage_prompt: int | None, reasoning: int = 0) -> tuple[bytes, ...]:
+    events = [_chunk(chat, " t", [t] if ids else None, None, i < reasoning) for i, t in enumerate(_token_ids(n))]
     events.append(_chunk(chat, "", [] if ids else None, "length"))
     if usage_prompt is not None:
         events.append(_usage(usage_prompt, n))
@@ -147,6 +151,7 @@ class ZeroProtocol(asyncio.Protocol):
         try:
             req = json.loads(body)
             n = int(req.get("max_tokens") or req.get("max_completion_tokens") or DEFAULT_MAX_TOKENS)
+            reasoning = int(req.get("reasoning_tokens") or 0)
         except (ValueError, TypeError, AttributeError):
             self._send(_error("400 Bad Request", "body: invalid JSON or max_tokens"), close)
             return
@@ -154,7 +159,8 @@ class ZeroProtocol(asyncio.Protocol):
         prompt = req.get("prompt")
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt or req.get("messages", "")).split())
         want_usage = bool((req.get("stream_options") or {}).get("include_usage"))
-        events = _events(max(n, 0), chat, bool(req.get("return_token_ids")), prompt_tokens if want_usage else None)
+        ids = bool(req.get("return_token_ids"))
+        events = _events(max(n, 0), chat, ids, prompt_tokens if want_usage else None, max(reasoning, 0))
         if not req.get("stream"):
             text = " t" * n
             choice = {"index": 0, "finish_reason": "length"}

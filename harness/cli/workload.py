@@ -51,6 +51,9 @@ def format_text(d: dict[str, Any]) -> str:
         ("output tokens", lengths(d["output_tokens"])),
         ("tenants", ", ".join(f"{k} ({v['requests']}, priority {v['priority']})" for k, v in d["tenants"].items())),
     ]
+    if "reasoning_tokens" in d:
+        exhausts = f"; {num(d['reasoning_exhausts'])} requests all reasoning (no room for an answer)"
+        rows.insert(8, ("reasoning tokens", lengths(d["reasoning_tokens"]) + exhausts))
     if d["closed_loop_users"] is not None:
         rows.append(("closed loop", f"{d['closed_loop_users']} users, think time {num(d['think_time_s'], ' s')}"))
     if d["prefix_blocks"]:

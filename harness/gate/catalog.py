@@ -26,8 +26,9 @@ class MetricInfo:
     per_request: bool = True  # False: pooled per token gap, so it cannot be paired by request
 
 
+# ttfo: the first content token (harness.metrics.reasoning); TTFT itself for a request without reasoning
 LATENCY_METRICS = ("ttft", "ttft_sent", "tpot", "e2e", "e2e_sent", "queue_delay", "queue_delay_sent",
-                   "normalized_latency")  # fmt: skip
+                   "normalized_latency", "ttfo")  # fmt: skip
 
 METRICS: dict[str, MetricInfo] = {
     **{m: MetricInfo(m, "latency", "s", f"per-request {m} (docs/metrics.md)") for m in LATENCY_METRICS},

@@ -20,6 +20,7 @@ from harness.gate.inputs import RunSample
 from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
 from harness.metrics.frame import flatten_token_times
 from harness.metrics.latency import CENSORED_METRICS, succeeded
+from harness.metrics.reasoning import ttfo
 from harness.metrics.stats import censored_reaches
 from harness.metrics.throughput import EVENTS, Window, finished_in, rate_problem
 
@@ -92,6 +93,7 @@ class Prepared:
 
 def prepare(sample: RunSample, slo: SLO, buckets: int) -> Prepared:
     lat = request_latencies(sample.records)
+    lat["ttfo"] = ttfo(sample.records)  # TTFT itself for a request without reasoning
     lat["meets_slo"] = slo_table(lat, slo)["meets_slo"].to_numpy(dtype=bool)
     lat["failed"] = ~lat["succeeded"].to_numpy(dtype=bool)
     return Prepared(sample, lat, buckets)

@@ -71,6 +71,7 @@ def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | Non
                 priority=r.priority,
                 arrival_time=r.arrival_s,
                 prompt_text=texts.get(r.request_id, r.prompt_text),
+                reasoning_tokens=r.reasoning_tokens,
             ),
             r.arrival_s,
             r.session,

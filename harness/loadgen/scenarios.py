@@ -27,7 +27,7 @@ from typing import Any, Literal
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
 from harness.collector import collector_paused
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord
+from harness.records import RequestRecord, token_channels
 
 # asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
 # until this long before a request is due and yields in a tight loop for the rest.
@@ -123,10 +123,13 @@ class _Run:
             slo_class=request.slo_class,
         )
         times = record.token_times
+        reasoning_at: list[int] = []  # positions of reasoning tokens: most requests have none
         t0 = self.t0
         try:
             async for event in self.engine.generate(request):
                 if isinstance(event, TokenEvent):
+                    if event.reasoning:
+                        reasoning_at.append(len(times))
                     times.append(event.time - t0)
                 elif isinstance(event, AdmitEvent):
                     record.t_admitted = event.time - t0
@@ -148,6 +151,7 @@ class _Run:
             record.t_finish = time.perf_counter() - t0
         record.output_tokens = len(times)
         record.t_first_token = times[0] if times else None
+        record.token_channels = token_channels(len(times), reasoning_at)
         self.done += 1
         self.errors += record.error_type is not None
         self.sink(record)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from engines.api import FinishEvent, Request
 from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord
+from harness.records import RequestRecord, token_channels
 
 PROGRESS_EVERY_S = 0.5
 
@@ -57,6 +57,7 @@ class _VirtualRun:
         self.progress = progress
         self.total = total
         self.records: dict[str, RequestRecord] = {}
+        self.reasoning: dict[str, int] = {}  # request id -> its reasoning tokens, for those that have any
         self.times: dict[str, list[float]] = {}
         self.sent = self.done = self.errors = 0
         self.pausing = False  # closed loop: pause after every step that finished a request
@@ -72,6 +73,8 @@ class _VirtualRun:
         )  # fmt: skip
         self.records[request.request_id] = record
         self.times[request.request_id] = record.token_times
+        if request.reasoning_tokens:  # simulated as ordinary decode: its first tokens are the reasoning
+            self.reasoning[request.request_id] = request.reasoning_tokens
         self.sent += 1
         rejected = self.engine.submit(request, at)
         if rejected is not None:
@@ -106,6 +109,9 @@ class _VirtualRun:
         times = record.token_times
         record.output_tokens = len(times)
         record.t_first_token = times[0] if times else None
+        reasoning = self.reasoning.pop(event.request_id, 0)
+        if reasoning:
+            record.token_channels = token_channels(len(times), range(min(reasoning, len(times))))
         self.done += 1
         self.errors += record.error_type is not None
         if self.pausing:

@@ -26,6 +26,7 @@ from harness.metrics.latency import (
     succeeded,
 )
 from harness.metrics.prefix_cache import measured_hit_rate
+from harness.metrics.reasoning import reasoning_summary
 from harness.metrics.server_series import as_step_frame, server_summary
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
@@ -154,6 +155,7 @@ def summarize(
         "fairness": fairness(records),
         "utilisation": None if steps is None else utilisation(steps),
         "prefix_cache": measured_hit_rate(records),
+        "reasoning": reasoning_summary(records, **stats_kw),
         "sessions": _sessions(records),
         "cost": run_cost,
         "validity": validity(records, lag_threshold_s=lag_threshold_s),

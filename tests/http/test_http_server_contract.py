@@ -10,6 +10,8 @@ import time
 import aiohttp
 import pytest
 
+from engines.api import Request
+from engines.http import HttpEngine
 from engines.http.scrape_names import parse_prometheus, server_fields
 from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
 from engines.scheduler import ContinuousConfig
@@ -17,6 +19,10 @@ from engines.serve import begin_shutdown, make_app
 from engines.serve.background import BackgroundServer
 from engines.serve.chat import chat_prompt_ids
 from engines.serve.state import STATE
+from harness.loadgen import Scheduled, run_open_loop
+from harness.metrics import records_frame
+from harness.metrics.latency import request_latencies
+from harness.metrics.reasoning import ttfo
 
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
@@ -160,6 +166,50 @@ def test_chat_streaming_and_not(server, embedded):
     assert events[-2]["usage"]["completion_tokens"] == 5
 
 
+def test_reasoning_tokens_come_as_reasoning_content_and_take_their_decode_steps(server):
+    """`reasoning_tokens`: the first r tokens stream as vLLM's `delta.reasoning_content`; read by the HTTP engine
+    through the load generator, TTFO - TTFT is the time of those r decode steps (the step trace's) within one step."""
+    state = server.app[STATE]
+    steps: list = []
+    state.engine.set_step_sink(lambda record: (state.metrics.on_step(record), steps.append(record)))
+
+    async def go():
+        engine = HttpEngine(server.url, MODEL, api="chat", return_token_ids=True)  # the tiny model's text lags
+        request = Request("think", [], 4, ignore_eos=True, prompt_text="hi", reasoning_tokens=2)
+        records: list = []
+        await engine.start()
+        try:
+            await run_open_loop(engine, [Scheduled(request, 0.0)], records.append, label="serve")
+        finally:
+            await engine.stop()
+        return records_frame(records)
+
+    try:
+        frame = asyncio.run(go())
+    finally:
+        state.engine.set_step_sink(state.metrics.on_step)
+    assert frame["token_channels"].tolist() == ["rrcc"]
+    observed = (ttfo(frame) - request_latencies(frame)["ttft"]).iloc[0]
+    first = next(i for i, step in enumerate(steps) if step.phase != "decode")  # the prefill yields token 0
+    thinking = steps[first + 1 : first + 3]  # the decode steps of tokens 1 and 2: token 2 is the first content token
+    assert [step.phase for step in thinking] == ["decode"] * 2
+    expected = thinking[-1].t_end - steps[first].t_end
+    assert abs(observed - expected) <= max(step.t_end - step.t_start for step in thinking), (observed, expected)
+    events = stream(server.url, "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 2, "stream": True,
+                                                    "ignore_eos": True, "reasoning_tokens": 1})  # fmt: skip
+    choices = [e["choices"][0] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"] is None]
+    assert ["reasoning_content" in c for c in choices] == [True, False]
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "ignore_eos": True,
+            "reasoning_tokens": 1, "return_token_ids": True}  # fmt: skip
+    status, _, whole = call(server.url, "POST", "/v1/chat/completions", body)
+    message = whole["choices"][0]["message"]
+    assert status == 200 and set(message) == {"role", "content", "reasoning_content"}, whole
+    ids = whole["choices"][0]["token_ids"]
+    decode = server.app[STATE].tokenizer.decode
+    assert message["reasoning_content"] == decode(ids[:1], skip_special_tokens=True)  # the answer apart from it
+    assert message["content"] == decode(ids[1:], skip_special_tokens=True)
+
+
 def test_metrics_exposition(server):
     body = {"model": MODEL, "prompt": "a b c", "max_tokens": 4, "ignore_eos": True}
     call(server.url, "POST", "/v1/completions", body)
@@ -204,6 +254,8 @@ def test_metrics_exposition(server):
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stream": "yes"}, "stream"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "n": 2}, "n"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stop": ["\n"]}, "stop"),
+        ("/v1/completions", {"model": MODEL, "prompt": "a", "reasoning_tokens": -1}, "reasoning_tokens"),
+        ("/v1/completions", {"model": MODEL, "prompt": "a", "reasoning_tokens": 1.5}, "reasoning_tokens"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stream_options": {"include_usage": 1}},
          "stream_options.include_usage"),
         ("/v1/completions", {"prompt": "a"}, "model"),

@@ -139,6 +139,6 @@ def test_generic_trace_flags_and_closed_loop(
 def test_list_names_every_preset_with_its_description(capsys: pytest.CaptureFixture[str]) -> None:
     out = run(capsys, "list")
     names = [line.split()[0] for line in out.splitlines()]
-    assert "azure-conv" in names and "agentic" in names and "multi-turn-chat" in names
+    assert {"azure-conv", "agentic", "multi-turn-chat", "reasoning-chat"} <= set(names)
     assert names == list_presets()  # every preset, each once
     assert all(len(line.split(None, 1)) == 2 for line in out.splitlines())

@@ -19,6 +19,7 @@ SYNTHETIC = [
     "kv-pressure",
     "noisy-neighbour",
     "prefill-storm",
+    "reasoning-chat",
     "step-profile",
 ]
 

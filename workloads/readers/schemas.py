@@ -14,7 +14,9 @@ from workloads.errors import WorkloadError
 
 # Seconds per unit of the arrival column; "datetime" means ISO-8601 date-time strings.
 TIME_UNITS: dict[str, float | None] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "datetime": None}
-MAPPING_KEYS = ("arrival", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids")
+MAPPING_KEYS = ("arrival", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids",
+                "reasoning_tokens")  # fmt: skip
+OPTIONAL_KEYS = ("priority", "prompt_text", "prefix_hash_ids", "reasoning_tokens")  # one column each, if any
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class ColumnMap:
     priority: str | None = None
     prompt_text: str | None = None
     prefix_hash_ids: str | None = None
+    reasoning_tokens: str | None = None  # of the output tokens, how many lead as reasoning
     # Built-in layouts name optional columns that a given file may lack; a user's mapping means every name.
     extras_optional: bool = False
     # Why a row with 0 output tokens exists in this format, for the note that reports dropping it.
@@ -37,7 +40,7 @@ class ColumnMap:
     def required(self) -> list[str]:
         names = [self.arrival, self.input_tokens, self.output_tokens]
         if not self.extras_optional:
-            names += [*self.tenant, *(c for c in (self.priority, self.prompt_text, self.prefix_hash_ids) if c)]
+            names += [*self.tenant, *(c for c in (getattr(self, k) for k in OPTIONAL_KEYS) if c)]
         return names
 
     def present(self, header: Iterable[str]) -> ColumnMap:
@@ -52,9 +55,7 @@ class ColumnMap:
             self.output_tokens,
             self.time_unit,
             tenant=keep if len(keep) == len(self.tenant) else (),
-            priority=self.priority if self.priority in have else None,
-            prompt_text=self.prompt_text if self.prompt_text in have else None,
-            prefix_hash_ids=self.prefix_hash_ids if self.prefix_hash_ids in have else None,
+            **{k: getattr(self, k) if getattr(self, k) in have else None for k in OPTIONAL_KEYS},
             extras_optional=True,
             zero_output_reason=self.zero_output_reason,
         )
@@ -67,7 +68,7 @@ class ColumnMap:
         }
         if self.tenant:
             mapping["tenant"] = list(self.tenant)
-        for key in ("priority", "prompt_text", "prefix_hash_ids"):
+        for key in OPTIONAL_KEYS:
             if getattr(self, key):
                 mapping[key] = getattr(self, key)
         return {"columns": mapping, "time_unit": self.time_unit}
@@ -110,6 +111,7 @@ CANONICAL = ColumnMap(
     priority="priority",
     prompt_text="prompt_text",
     prefix_hash_ids="prefix_hash_ids",
+    reasoning_tokens="reasoning_tokens",
     extras_optional=True,
 )
 
@@ -159,7 +161,5 @@ def user_column_map(columns: Mapping[str, Any], time_unit: str | None, where: st
         columns["output_tokens"],
         time_unit=unit,
         tenant=tenant,
-        priority=columns.get("priority"),
-        prompt_text=columns.get("prompt_text"),
-        prefix_hash_ids=columns.get("prefix_hash_ids"),
+        **{k: columns.get(k) for k in OPTIONAL_KEYS},
     )

@@ -140,6 +140,7 @@ def build_frame(raw: RawTable, cmap: ColumnMap, display: str) -> tuple[pd.DataFr
         priority=check.counts(cmap.priority, allow_negative=True) if cmap.priority else 0,
         prompt_text=check.texts(cmap.prompt_text) if cmap.prompt_text else None,
         prefix_hash_ids=check.hash_ids(cmap.prefix_hash_ids) if cmap.prefix_hash_ids else None,
+        reasoning_tokens=check.counts(cmap.reasoning_tokens) if cmap.reasoning_tokens else 0,
     )
     notes: list[str] = []
     out_of_order = int((np.diff(arrival) < 0).sum())
