@@ -1,0 +1,155 @@
+"""Decode runs: a stretch of pure decode steps of continuous batching, run without planning each step.
+
+Between two events that change the batch (an arrival, a finish), continuous batching repeats one step:
+every running sequence computes one token. What the scheduler would decide in each such step is known
+before it runs: nothing waits, so nothing is admitted or deferred; no sequence reaches its length, so
+nothing finishes; the pool holds every block the sequences cross into, so nothing is preempted. Planning
+each of those steps (a plan, a chunk per sequence, its features, applying its tokens: a few microseconds
+per sequence) was most of a simulated hour's cost. Here the stretch runs as one loop over steps:
+
+- the block manager is called exactly as the scheduler would call it, in the same order (stage 3: a block
+  for each sequence crossing into a new one, in running order; stage 4: the full blocks each one completed
+  offered to the prefix cache), so its state, evictions and counts are the step-by-step loop's;
+- the cost model prices each step from the counts the plan would have had (n decode sequences whose
+  contexts all grow by one a step), the noise draws are taken in the same order, and the clock advances
+  by the same additions, so every time is the same float;
+- each step's record is the one `engines.engine_core.step_record` writes for such a plan.
+
+Records, step traces and metrics come out byte for byte as without it (tests/sim/test_decode_run.py).
+Runs only where that is guaranteed (`decode_run_steps`); everything else takes the step-by-step loop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engines.scheduler import ContinuousScheduler
+from engines.sequence import SequenceStatus
+from engines.step_features import StepFeatures
+from engines.step_record import StepRecord
+
+if TYPE_CHECKING:
+    from engines.sim.engine import SimEngine
+
+SIM_TOKEN = 0  # every simulated token: no model chooses tokens, and requests end at max_tokens
+
+
+def decode_run_steps(engine: SimEngine) -> int:
+    """How many pure decode steps `engine` can run from now with every decision known in advance (0: none).
+    The step in which a sequence reaches its length is left to the step-by-step loop (it finishes)."""
+    scheduler = engine.scheduler
+    if not isinstance(scheduler, ContinuousScheduler) or scheduler.fallback is not None:
+        return 0
+    if scheduler.admission is not None or engine.options.aging_s is not None or len(scheduler.waiting):
+        return 0
+    running = scheduler.running
+    n = len(running)
+    if not n or n > scheduler.config.max_batched_tokens or scheduler.waiting.keeps_accounts:
+        return 0
+    steps = 1 << 62
+    status = SequenceStatus.RUNNING
+    for seq in running:
+        request = seq.request
+        # one uncomputed token (its last sampled one) and output already: a decode row, stopping only at its length
+        if seq.status is not status or len(seq.token_ids) - seq.num_computed_tokens != 1:
+            return 0
+        if not seq.num_output_tokens or not request.ignore_eos:
+            return 0
+        left = request.max_tokens - seq.num_output_tokens - 1
+        if left < steps:
+            steps = left
+    return max(steps, 0)
+
+
+def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], list[float]]:
+    """Run up to `steps` decode steps of `engine` that start before `until` (at least one: the caller checked
+    `engine.now < until`); returns the running ids and each step's end, the token time of every one of them."""
+    scheduler, blocks, options = engine.scheduler, engine.blocks, engine.options
+    running = list(scheduler.running)
+    n = len(running)
+    bs = blocks.block_size
+    # Stage 3 and 4 block calls, per step, in running order (the order the scheduler makes them).
+    grows: dict[int, list] = {}
+    commits: dict[int, list] = {}
+    caching = blocks.prefix_caching
+    for seq in running:
+        c = seq.num_computed_tokens
+        for j in range(len(seq.block_table) * bs - c, steps, bs):  # the step whose token starts a new block
+            grows.setdefault(j, []).append(seq)
+        if caching:
+            committed = seq.num_committed_blocks
+            j = max((committed + 1) * bs - c - 1, 0)  # the first step after which a new full block exists
+            while j < steps:
+                commits.setdefault(j, []).append((seq, c + j + 1))
+                j = ((c + j + 1) // bs + 1) * bs - c - 1
+    if grows:  # no preemption: stop before the first step whose blocks the pool could not hand out
+        free, needed = blocks.num_free, 0
+        for j in sorted(grows):
+            needed += len(grows[j])
+            if needed > free:
+                steps = j
+                break
+    if steps <= 0:
+        return [], []
+    extra = [SIM_TOKEN] * steps
+    for seq in running:  # the tokens the commits hash (all SIM_TOKEN); trimmed to the steps run below
+        seq.token_ids.extend(extra)
+    cost = engine.cost.step_time
+    noise, gap_noise = engine._step_noise, engine._gap_noise
+    gap, slowdown = options.step_gap_s, options.slowdown
+    sink = engine.step_sink
+    ids = [seq.request.request_id for seq in running]
+    attended = sum(seq.num_computed_tokens for seq in running)
+    slots = scheduler.max_slots
+    total = blocks.num_blocks
+    template = _record_template(ids, n, slots, total) if sink is not None else None
+    ends: list[float] = []
+    now = engine.now
+    step = engine._step
+    j = 0
+    while j < steps and now < until:
+        kv_read = attended + n * j
+        duration = cost(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n))
+        if noise is not None:
+            duration = noise(duration)
+        if slowdown:
+            duration *= 1.0 + slowdown
+        t_end = now + duration
+        for seq in grows.get(j, ()):
+            blocks.allocate(seq, 1)
+        for seq, computed in commits.get(j, ()):
+            seq.num_computed_tokens = computed
+            blocks.commit(seq)
+        if template is not None:
+            used = blocks.num_used
+            record = StepRecord.__new__(StepRecord)
+            record.__dict__.update(template)
+            record.step, record.t_start, record.t_end = step, now, t_end
+            record.kv_blocks_used, record.kv_blocks_free = used, total - used
+            record.attended_context, record.kv_read_tokens = kv_read + n, kv_read
+            record.prefix_cached_blocks = blocks.num_cached
+            sink(record)  # type: ignore[misc]
+        step += 1
+        ends.append(t_end)
+        now = t_end + (gap if gap_noise is None else gap_noise())
+        j += 1
+    ran = j
+    for seq in running:
+        del seq.token_ids[len(seq.token_ids) - steps + ran :]
+        seq.num_computed_tokens = len(seq.token_ids) - 1
+        seq.num_output_tokens += ran
+    engine.now = now
+    engine._step = step
+    return ids, ends
+
+
+def _record_template(ids: list[str], n: int, slots: int, total: int) -> dict:
+    """The fields every step of a decode run shares, in `StepRecord`'s order (orjson writes that order)."""
+    return {
+        "step": 0, "scheduler": "continuous", "t_start": 0.0, "t_end": 0.0, "phase": "decode", "batch_id": None,
+        "running_ids": ids, "num_running": n, "max_slots": slots, "tokens_computed": n, "padded_tokens": 0,
+        "idle_slots": 0, "empty_slots": max(0, slots - n), "admitted": [], "finished": [], "preempted": [],
+        "waiting": 0, "blocked_reason": None, "kv_blocks_used": 0, "kv_blocks_free": 0, "kv_blocks_total": total,
+        "decisions": [], "prefill_tokens": 0, "prefill_chunks": 0, "decode_seqs": n, "attended_context": 0,
+        "kv_read_tokens": 0, "sampled_rows": n, "prefix_cached_tokens": 0, "prefix_cached_blocks": 0,
+    }  # fmt: skip
