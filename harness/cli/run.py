@@ -39,8 +39,9 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     from harness.run import run_benchmark
 
     shared.check_run_flags(args)  # every flag, before any work
-    compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
+    if any(spec.in_process for spec in specs):  # torch only for engines that compute on it: importing it takes seconds
+        compute_threads.configure(args.threads)
     shared.executor_choice(args)  # Ray missing or its head unreachable: one line before the workload loads
     workload, _ = shared.load_run_workload(args, specs)
     settings = shared.run_settings(args, workload)
