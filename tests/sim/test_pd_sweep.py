@@ -44,7 +44,8 @@ def test_a_split_without_a_measured_goodput_is_not_ranked_and_none_is_cannot_tel
         (["--gpus", "2", "--disagg", "bandwidth_gbps=0"], "bandwidth_gbps"),
     ],
 )
-def test_bad_sweeps_are_one_line(argv: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_sweeps_are_one_line(argv: list[str], needle: str, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     assert main(["sim", "pd-sweep", *argv, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
