@@ -21,10 +21,15 @@ Runs only where that is guaranteed (`decode_run_steps`); everything else takes t
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from engines.block_manager import BlockManager
 from engines.scheduler import ContinuousScheduler
-from engines.sequence import SequenceStatus
+from engines.sequence import Sequence, SequenceStatus
 from engines.step_features import StepFeatures
 from engines.step_record import StepRecord
 
@@ -64,7 +69,7 @@ def decode_run_steps(engine: SimEngine) -> int:
 def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], list[float]]:
     """Run up to `steps` decode steps of `engine` that start before `until` (at least one: the caller checked
     `engine.now < until`); returns the running ids and each step's end, the token time of every one of them."""
-    scheduler, blocks, options = engine.scheduler, engine.blocks, engine.options
+    scheduler, blocks = engine.scheduler, engine.blocks
     running = list(scheduler.running)
     n = len(running)
     bs = blocks.block_size
@@ -94,53 +99,79 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
     extra = [SIM_TOKEN] * steps
     for seq in running:  # the tokens the commits hash (all SIM_TOKEN); trimmed to the steps run below
         seq.token_ids.extend(extra)
-    cost = engine.cost.step_time
-    noise, gap_noise = engine._step_noise, engine._gap_noise
-    gap, slowdown = options.step_gap_s, options.slowdown
-    sink = engine.step_sink
     ids = [seq.request.request_id for seq in running]
     attended = sum(seq.num_computed_tokens for seq in running)
-    slots = scheduler.max_slots
-    total = blocks.num_blocks
-    template = _record_template(ids, n, slots, total) if sink is not None else None
-    ends: list[float] = []
+    starts, ends = _clock(engine, n, attended, steps, until)
+    ran = len(ends)
+    sink = engine.step_sink
+    if sink is None:  # only the block calls: in the steps that make them
+        for j in sorted(j for j in grows.keys() | commits.keys() if j < ran):
+            _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
+    else:
+        total = blocks.num_blocks
+        template = _record_template(ids, n, scheduler.max_slots, total)
+        step = engine._step
+        for j in range(ran):
+            _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
+            used, kv_read = blocks.num_used, attended + n * j
+            record = StepRecord.__new__(StepRecord)
+            record.__dict__.update(template)
+            record.step, record.t_start, record.t_end = step + j, starts[j], ends[j]
+            record.kv_blocks_used, record.kv_blocks_free = used, total - used
+            record.attended_context, record.kv_read_tokens = kv_read + n, kv_read
+            record.prefix_cached_blocks = blocks.num_cached
+            sink(record)  # type: ignore[misc]
+    for seq in running:
+        del seq.token_ids[len(seq.token_ids) - steps + ran :]
+        seq.num_computed_tokens = len(seq.token_ids) - 1
+        seq.num_output_tokens += ran
+    engine.now = starts[ran]  # the next step's start: the last end plus its gap
+    engine._step += ran
+    return ids, ends
+
+
+def _block_calls(blocks: BlockManager, grows: Iterable[Sequence], commits: Iterable[tuple[Sequence, int]]) -> None:
+    """One step's block calls: stage 3's new blocks (in running order), then stage 4's commits."""
+    for seq in grows:
+        blocks.allocate(seq, 1)
+    for seq, computed in commits:
+        seq.num_computed_tokens = computed
+        blocks.commit(seq)
+
+
+def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -> tuple[list[float], list[float]]:
+    """Each step's start and end, for the steps of at most `steps` that start before `until` (starts has one
+    more: where the step after the last would start). The step-by-step loop's arithmetic in its order: duration
+    from the cost model (then noise, then slowdown), end = start + duration, next start = end + gap. A cost
+    model that prices decode steps on arrays (the roofline), with no noise to draw, does it in numpy: the same
+    IEEE operations in the same order (a cumulative sum adds one term at a time), so the same floats."""
+    cost, options = engine.cost, engine.options
+    noise, gap_noise, gap, slowdown = engine._step_noise, engine._gap_noise, options.step_gap_s, options.slowdown
+    on_arrays = getattr(cost, "decode_step_times", None)
     now = engine.now
-    step = engine._step
-    j = 0
-    while j < steps and now < until:
-        kv_read = attended + n * j
-        duration = cost(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n))
+    if on_arrays is not None and noise is None and gap_noise is None:
+        durations = on_arrays(n, attended + n * np.arange(steps, dtype=np.int64))
+        if slowdown:
+            durations = durations * (1.0 + slowdown)
+        terms = np.empty(2 * steps + 1)
+        terms[0], terms[1::2], terms[2::2] = now, durations, gap
+        clock = np.cumsum(terms).tolist()
+        starts = clock[0::2]
+        ran = bisect_left(starts, until, 0, steps)  # steps that start before `until`
+        return starts[: ran + 1], clock[1 : 2 * ran : 2]
+    starts, ends = [now], []
+    while len(ends) < steps and now < until:
+        kv_read = attended + n * len(ends)
+        duration = cost.step_time(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n))
         if noise is not None:
             duration = noise(duration)
         if slowdown:
             duration *= 1.0 + slowdown
         t_end = now + duration
-        for seq in grows.get(j, ()):
-            blocks.allocate(seq, 1)
-        for seq, computed in commits.get(j, ()):
-            seq.num_computed_tokens = computed
-            blocks.commit(seq)
-        if template is not None:
-            used = blocks.num_used
-            record = StepRecord.__new__(StepRecord)
-            record.__dict__.update(template)
-            record.step, record.t_start, record.t_end = step, now, t_end
-            record.kv_blocks_used, record.kv_blocks_free = used, total - used
-            record.attended_context, record.kv_read_tokens = kv_read + n, kv_read
-            record.prefix_cached_blocks = blocks.num_cached
-            sink(record)  # type: ignore[misc]
-        step += 1
         ends.append(t_end)
         now = t_end + (gap if gap_noise is None else gap_noise())
-        j += 1
-    ran = j
-    for seq in running:
-        del seq.token_ids[len(seq.token_ids) - steps + ran :]
-        seq.num_computed_tokens = len(seq.token_ids) - 1
-        seq.num_output_tokens += ran
-    engine.now = now
-    engine._step = step
-    return ids, ends
+        starts.append(now)
+    return starts, ends
 
 
 def _record_template(ids: list[str], n: int, slots: int, total: int) -> dict:

@@ -4,6 +4,8 @@ and evictions, and behind a cluster's router."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
@@ -46,6 +48,8 @@ def simulate(spec: str, decode_runs: bool, monkeypatch: pytest.MonkeyPatch) -> t
         "sim:model=llama-3.1-8b,hardware=h100,kv_blocks=60",  # a pool so small that sequences are preempted
         "sim:model=llama-3.1-8b,hardware=h100,kv_blocks=200,max_running=8",  # prefix hits, evictions, a queue
         "cluster:replicas=3,router=cache_aware,replica=sim:model=llama-3.1-8b,hardware=h100,kv_blocks=200",
+        # a fitted profile with its measured noise: the clock of a decode run drawn step by step
+        f"sim:profile={Path(__file__).parent.parent / 'fixtures' / 'sim_fidelity' / 'profile.json'},seed=7",
     ],
 )
 def test_decode_runs_write_what_the_step_by_step_loop_writes(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
