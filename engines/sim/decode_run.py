@@ -73,36 +73,33 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
     running = list(scheduler.running)
     n = len(running)
     bs = blocks.block_size
-    # Stage 3 and 4 block calls, per step, in running order (the order the scheduler makes them).
+    # the step at which each sequence's token first starts a new block (then every block_size steps)
+    first_grow = [len(seq.block_table) * bs - seq.num_computed_tokens for seq in running]
+    free = blocks.num_free
+    if sum(max(0, -(-(steps - j0) // bs)) for j0 in first_grow) > free:  # no preemption: stop before the first
+        grows_at = sorted(j for j0 in first_grow for j in range(j0, steps, bs))  # step the pool could not grow
+        steps = grows_at[free]
+        if steps <= 0:
+            return [], []
+    ids = [seq.request.request_id for seq in running]
+    attended = sum(seq.num_computed_tokens for seq in running)
+    starts, ends = _clock(engine, n, attended, steps, until)  # before the block calls: it decides how many run
+    ran = len(ends)
+    # Stage 3 and 4 block calls of the steps that run, per step, in running order (the scheduler's order).
     grows: dict[int, list] = {}
     commits: dict[int, list] = {}
     caching = blocks.prefix_caching
-    for seq in running:
-        c = seq.num_computed_tokens
-        for j in range(len(seq.block_table) * bs - c, steps, bs):  # the step whose token starts a new block
+    extra = [SIM_TOKEN] * ran
+    for seq, j0 in zip(running, first_grow, strict=True):
+        seq.token_ids.extend(extra)  # the tokens the commits hash (all SIM_TOKEN)
+        for j in range(j0, ran, bs):
             grows.setdefault(j, []).append(seq)
         if caching:
-            committed = seq.num_committed_blocks
-            j = max((committed + 1) * bs - c - 1, 0)  # the first step after which a new full block exists
-            while j < steps:
+            c = seq.num_computed_tokens
+            j = max((seq.num_committed_blocks + 1) * bs - c - 1, 0)  # the first step completing a new full block
+            while j < ran:
                 commits.setdefault(j, []).append((seq, c + j + 1))
                 j = ((c + j + 1) // bs + 1) * bs - c - 1
-    if grows:  # no preemption: stop before the first step whose blocks the pool could not hand out
-        free, needed = blocks.num_free, 0
-        for j in sorted(grows):
-            needed += len(grows[j])
-            if needed > free:
-                steps = j
-                break
-    if steps <= 0:
-        return [], []
-    extra = [SIM_TOKEN] * steps
-    for seq in running:  # the tokens the commits hash (all SIM_TOKEN); trimmed to the steps run below
-        seq.token_ids.extend(extra)
-    ids = [seq.request.request_id for seq in running]
-    attended = sum(seq.num_computed_tokens for seq in running)
-    starts, ends = _clock(engine, n, attended, steps, until)
-    ran = len(ends)
     sink = engine.step_sink
     if sink is None:  # only the block calls: in the steps that make them
         for j in sorted(j for j in grows.keys() | commits.keys() if j < ran):
@@ -122,7 +119,6 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
             record.prefix_cached_blocks = blocks.num_cached
             sink(record)  # type: ignore[misc]
     for seq in running:
-        del seq.token_ids[len(seq.token_ids) - steps + ran :]
         seq.num_computed_tokens = len(seq.token_ids) - 1
         seq.num_output_tokens += ran
     engine.now = starts[ran]  # the next step's start: the last end plus its gap
@@ -150,15 +146,23 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
     on_arrays = getattr(cost, "decode_step_times", None)
     now = engine.now
     if on_arrays is not None and noise is None and gap_noise is None:
-        durations = on_arrays(n, attended + n * np.arange(steps, dtype=np.int64))
-        if slowdown:
-            durations = durations * (1.0 + slowdown)
-        terms = np.empty(2 * steps + 1)
-        terms[0], terms[1::2], terms[2::2] = now, durations, gap
-        clock = np.cumsum(terms).tolist()
-        starts = clock[0::2]
-        ran = bisect_left(starts, until, 0, steps)  # steps that start before `until`
-        return starts[: ran + 1], clock[1 : 2 * ran : 2]
+        starts, ends, done, chunk = [now], [], 0, 32  # in growing chunks: most runs end at the next arrival
+        while done < steps:
+            k = min(chunk, steps - done)
+            durations = on_arrays(n, attended + n * np.arange(done, done + k, dtype=np.int64))
+            if slowdown:
+                durations = durations * (1.0 + slowdown)
+            terms = np.empty(2 * k + 1)
+            terms[0], terms[1::2], terms[2::2] = starts[-1], durations, gap
+            clock = np.cumsum(terms).tolist()
+            ran = bisect_left(clock[0 : 2 * k : 2], until)  # the chunk's steps that start before `until`
+            starts += clock[2 : 2 * ran + 1 : 2]
+            ends += clock[1 : 2 * ran : 2]
+            done += ran
+            if ran < k:
+                break
+            chunk *= 2
+        return starts, ends
     starts, ends = [now], []
     while len(ends) < steps and now < until:
         kv_read = attended + n * len(ends)
