@@ -1,6 +1,5 @@
-"""`batchmark sim fit` (a step-time profile from a run's trace), `batchmark sim fidelity` (how far
-simulated twins of a run's engines land from what the run measured) and `batchmark sim pd-sweep` (every
-prefill:decode split of N simulated GPUs, ranked by goodput under the SLO)."""
+"""`batchmark sim fit` (a step-time profile from a run's trace) and `batchmark sim fidelity` (how far
+simulated twins of a run's engines land from what the run measured)."""
 
 from __future__ import annotations
 
@@ -33,23 +32,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
     fid.set_defaults(run=fidelity_command)
-    pd = commands.add_parser("pd-sweep", help="every P:D split of N simulated GPUs on one schedule; the one with the "
-                             "most goodput under the SLO")  # fmt: skip
-    from harness.cli import args as shared
-
-    shared.add_run_flags(pd)
-    pd.add_argument("--gpus", type=_positive_int, required=True, help="GPUs to split between prefill and decode")
-    pd.add_argument("--replica", default="sim:model=llama-3.1-8b,hardware=h100",
-                    help="one replica, a sim: spec (default %(default)s); its tp is its GPUs")  # fmt: skip
-    pd.add_argument(
-        "--disagg",
-        default="",
-        metavar="KEY=VALUE,...",
-        help="options of every split (link, bandwidth_gbps, latency_us, decode_hardware; docs/cluster.md)",
-    )
-    pd.add_argument("--no-colocated", dest="colocated", action="store_false",
-                    help="leave out the colocated cluster of the same GPUs (run by default, to compare)")  # fmt: skip
-    pd.set_defaults(run=pd_sweep_command, workload="azure-conv")
 
 
 def fit_command(args: argparse.Namespace) -> int:
@@ -185,28 +167,6 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
-
-
-def pd_sweep_command(args: argparse.Namespace) -> int:
-    from harness.cli.args import slo_from_args
-    from harness.cli.run import execute
-    from harness.errors import HarnessInputError
-    from harness.pd_sweep import format_sweep, rank_splits, sweep_specs
-
-    if args.engines:
-        raise HarnessInputError("sim pd-sweep: --engine is not taken: the sweep makes its engines from --replica")
-    splits = sweep_specs(args.gpus, args.replica, args.disagg, args.colocated)
-    args.engines = [spec for _, spec in splits]
-    out, metrics = execute(args)
-    slo = slo_from_args(args)
-    result = rank_splits([split for split, _ in splits], metrics["engines"])
-    (out / "pd_sweep.json").write_text(json.dumps({"gpus": args.gpus, "replica": args.replica, "disagg": args.disagg,
-                                                   "slo": slo.to_json(), **result}, indent=2) + "\n")  # fmt: skip
-    limits = ", ".join(f"{k} {v * 1e3:g} ms" for k, v in slo.to_json().items() if v is not None)
-    for line in format_sweep(result, limits.replace("_s ", " ")):
-        print(line)
-    print(f"run directory: {out.resolve()}")
-    return 0
 
 
 def _positive_int(text: str) -> int:

@@ -1,4 +1,4 @@
-"""`batchmark sim pd-sweep`: every P:D split of N simulated GPUs on one schedule, the best by goodput under the SLO
+"""`batchmark pd-sweep`: every P:D split of N simulated GPUs on one schedule, the best by goodput under the SLO
 (harness/pd_sweep.py); bad input is one line and exit 2."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from harness.pd_sweep import Split, rank_splits, sweep_specs
 
 
 def test_a_tiny_sweep_runs_every_split_and_names_the_best(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["sim", "pd-sweep", "--gpus", "3", "--workload", "chat-small", "--requests", "24", "--rate", "30",
+    argv = ["pd-sweep", "--gpus", "3", "--workload", "chat-small", "--requests", "24", "--rate", "30",
             "--no-report", "--no-progress", "--out", str(tmp_path / "pd")]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -46,7 +46,7 @@ def test_a_split_without_a_measured_goodput_is_not_ranked_and_none_is_cannot_tel
 )
 def test_bad_sweeps_are_one_line(argv: list[str], needle: str, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    assert main(["sim", "pd-sweep", *argv, "--out", str(tmp_path / "x")]) == 2
+    assert main(["pd-sweep", *argv, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "x").exists()
