@@ -136,3 +136,20 @@ def test_a_simulated_cluster_grid_on_ray_equals_local(cluster, tmp_path):
 
 def _outcomes(path):
     return json.loads((path / "manifest.json").read_text())["outcomes"]
+
+
+def test_a_fleet_study_runs_its_variants_as_ray_units(cluster, tmp_path):
+    """Router policy x replica count as a study's variants (tests/study/fleet.toml): every arm on every slice is a
+    unit; each comes back from its Ray node with its records, each record naming the replica that served it."""
+    study_dir = Path(__file__).parent.parent / "study"
+    for name in ("fleet.toml", "fleet-load.toml"):
+        shutil.copy(study_dir / name, tmp_path / name)
+    argv = ["study", str(tmp_path / "fleet.toml"), "--no-report", "--executor", "ray", "--out", str(tmp_path / "ray")]
+    assert main(argv) == 0
+    units = json.loads((tmp_path / "ray" / "study.json").read_text())["units"]
+    assert sorted({u["arm"] for u in units}) == ["baseline", "least-2", "least-3", "rr-3"] and len(units) == 8
+    assert all("ray node" in u["node"] for u in units)
+    for unit in units:
+        lines = Path(unit["run_dir"], "records.jsonl").read_text().splitlines()
+        served = {json.loads(line)["replica"] for line in lines}
+        assert served <= set(range(3 if unit["arm"].endswith("3") else 2)) and served
