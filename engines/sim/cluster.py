@@ -16,7 +16,7 @@ from typing import Any
 
 from engines.api import FinishEvent, Request
 from engines.errors import EngineInputError
-from engines.sim.engine import SimEngine, StepCallback
+from engines.sim.engine import DecodeCallback, SimEngine, StepCallback
 from engines.sim.pooled import PooledEngine
 from engines.sim.router import POLICIES, Router, RouterConfig
 
@@ -98,7 +98,7 @@ class ClusterEngine(PooledEngine):
         event = None if i is None else self.replicas[i].abort(request_id)
         return None if event is None else self._tag(event)
 
-    def run_until(self, until: float, on_step: StepCallback) -> None:
+    def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None:
         paused = False
 
         def one_step(t_start: float, t_end: float, admitted: list[str], sampled: list[str],
@@ -106,6 +106,14 @@ class ClusterEngine(PooledEngine):
             nonlocal paused
             paused = on_step(t_start, t_end, admitted, sampled, [self._tag(e) for e in finished])
             return True  # back to the cluster after every step: the replica furthest behind goes next
+
+        def decode_run(ids: list[str], ends: list[float]) -> bool:
+            # A decode run admits and finishes nothing, so no other replica can see it: it may run ahead of them.
+            # Back to the cluster afterwards, so every step that admits or finishes keeps its place in time.
+            nonlocal paused
+            assert on_decode is not None
+            paused = on_decode(ids, ends)
+            return True
 
         while not paused:
             busy = [r for r in self.replicas if r.scheduler.has_work()]
@@ -120,7 +128,7 @@ class ClusterEngine(PooledEngine):
                     if not r.scheduler.has_work():
                         r.now = max(r.now, until)
                 return
-            behind.run_until(until, one_step)
+            behind.run_until(until, one_step, decode_run if on_decode is not None else None)
 
     def describe(self) -> dict[str, Any]:
         first = self.replicas[0].describe()

@@ -22,7 +22,7 @@ from typing import Any
 from engines.api import FinishEvent, Request
 from engines.errors import EngineInputError
 from engines.sequence import Sequence
-from engines.sim.engine import SimEngine, StepCallback
+from engines.sim.engine import DecodeCallback, SimEngine, StepCallback
 from engines.sim.pooled import PooledEngine
 
 # Per-direction bandwidth (bytes/s) and latency (s) of the links a KV transfer crosses.
@@ -182,7 +182,8 @@ class DisaggEngine(PooledEngine):
         return replace(event, replica=replica, t_prefill_end=prefill_end, t_kv_arrived=kv_arrived,
                        cached_tokens=cached)  # fmt: skip
 
-    def run_until(self, until: float, on_step: StepCallback) -> None:
+    def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None:
+        # on_decode unused: a decode replica's arrivals are the prefill pool's finishes, so none may run ahead
         paused = False
         prefill_ids = {id(r) for r in self.prefill}
 

@@ -23,11 +23,10 @@ from engines.engine_core import step_record
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence, SequenceStatus
+from engines.sim.decode_run import SIM_TOKEN, decode_run_steps, run_decode
 from engines.sim.spec_decode import AcceptanceHistogram
 from engines.static_scheduler import StaticConfig, StaticScheduler
 from engines.step_features import StepFeatures, step_features
-
-SIM_TOKEN = 0  # every simulated token: no model chooses tokens, and requests end at max_tokens
 
 
 class CostModel(Protocol):
@@ -39,6 +38,8 @@ class CostModel(Protocol):
 
 # (t_start, t_end, admitted ids, ids that got a token at t_end, finish events) -> pause?
 StepCallback = Callable[[float, float, list[str], list[str], list[FinishEvent]], bool]
+# (ids, the end of each step of a decode run: every id got a token at each) -> pause? (engines/sim/decode_run.py)
+DecodeCallback = Callable[[list[str], list[float]], bool]
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class SimEngine:
     """A virtual-time engine (see the module docstring). `describe()` says it is simulated and how."""
 
     virtual_time = True
+    decode_runs = True  # run stretches of pure decode steps at once (engines/sim/decode_run.py); same outcome
 
     def __init__(self, options: SimOptions, cost: CostModel, *, max_context: int, name: str | None = None,
                  description: dict[str, Any] | None = None, step_noise: Callable[[float], float] | None = None,
@@ -125,15 +127,23 @@ class SimEngine:
         return FinishEvent(seq.request_id, "abort", seq.num_prompt_tokens, seq.num_output_tokens, self.now,
                            preemptions=seq.preemptions)  # fmt: skip
 
-    def run_until(self, until: float, on_step: StepCallback) -> None:
+    def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None:
         """Run every step that starts before `until` (math.inf: until no work is left); idle time
-        moves the clock to `until`. Returns early when `on_step` asks to pause."""
+        moves the clock to `until`. Returns early when `on_step` asks to pause. With `on_decode`, stretches of
+        pure decode steps (no admission, finish or preemption) run at once and are reported to it instead:
+        the caller must not need a pause after a step that finished nothing."""
         scheduler, cost, gap, slowdown = self.scheduler, self.cost, self.options.step_gap_s, self.options.slowdown
         while self.now < until:
             if not scheduler.has_work():
                 if until != math.inf:
                     self.now = until
                 return
+            if on_decode is not None and self.decode_runs and (steps := decode_run_steps(self)):
+                ids, ends = run_decode(self, steps, until)
+                if ends:  # none when the pool could not grow every sequence: then the step-by-step loop preempts
+                    if on_decode(ids, ends):
+                        return
+                    continue
             plan = scheduler.schedule(self.now)
             if not plan.chunks:  # a static batch still forming: wait for its timeout or the next arrival
                 wake = scheduler.next_wakeup(self.now)

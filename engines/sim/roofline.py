@@ -29,6 +29,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from engines.errors import EngineInputError
 from engines.options import OPTIONS
 from engines.sim.hardware import Accelerator
@@ -141,6 +143,19 @@ class RooflineCost:
             + self._overhead
             + (self._ar_fixed + self._ar_per_row * rows if rows else 0.0)
         )
+
+    def decode_step_times(self, n: int, kv_read: np.ndarray) -> np.ndarray:
+        """`step_time` of pure decode steps of `n` sequences, one step per total of cached context read in `kv_read`
+        (int64; each sequence attends its context and its new row): `step_time`'s operations in its order on arrays,
+        so each time is the same float (tests/sim/test_roofline.py). For decode runs (engines/sim/decode_run.py)."""
+        prefill_rows, rows = 0, n
+        pair_head = self._pair_flops * (kv_read + n) + self._head_flops * n
+        prefill_share = prefill_rows / rows
+        prefill_flops = self._row_flops * prefill_rows + prefill_share * pair_head
+        decode_flops = self._row_flops * (rows - prefill_rows) + (1.0 - prefill_share) * pair_head
+        compute = prefill_flops / self._prefill_rate + decode_flops / self._decode_rate
+        memory = (self.weight_bytes_device + self.kv_bytes_per_token_device * (kv_read + rows)) / self._bandwidth
+        return np.maximum(compute, memory) + self._overhead + (self._ar_fixed + self._ar_per_row * rows)
 
     def kv_capacity_bytes(self, max_batched_tokens: int, max_running: int) -> int:
         """KV bytes across all tp devices: memory x utilisation - weights - activation reserve, per device.

@@ -1,4 +1,5 @@
-"""`batchmark run` (replay a workload against engines) and `batchmark demo` (the default benchmark)."""
+"""`batchmark run` (replay a workload against engines), `batchmark demo` (the default benchmark) and
+`batchmark pd-sweep` (every prefill:decode split of N simulated GPUs as one run, ranked by goodput under the SLO)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rate (default azure-conv); none skips it",
     )
     demo.set_defaults(run=demo_command, workload="azure-conv")
+    pd = sub.add_parser("pd-sweep", help="every P:D split of N simulated GPUs on one schedule; the one with the "
+                             "most goodput under the SLO")  # fmt: skip
+    shared.add_run_flags(pd)
+    pd.add_argument("--gpus", type=int, required=True, help="GPUs to split between prefill and decode")
+    pd.add_argument("--replica", default="sim:model=llama-3.1-8b,hardware=h100",
+                    help="one replica, a sim: spec (default %(default)s); its tp is its GPUs")  # fmt: skip
+    pd.add_argument(
+        "--disagg",
+        default="",
+        metavar="KEY=VALUE,...",
+        help="options of every split (link, bandwidth_gbps, latency_us, decode_hardware; docs/cluster.md)",
+    )
+    pd.add_argument("--no-colocated", dest="colocated", action="store_false",
+                    help="leave out the colocated cluster of the same GPUs (run by default, to compare)")  # fmt: skip
+    pd.set_defaults(run=pd_sweep_command, workload="azure-conv")
 
 
 def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
@@ -39,8 +55,9 @@ def execute(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     from harness.run import run_benchmark
 
     shared.check_run_flags(args)  # every flag, before any work
-    compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
+    if any(spec.in_process for spec in specs):  # torch only for engines that compute on it: importing it takes seconds
+        compute_threads.configure(args.threads)
     shared.executor_choice(args)  # Ray missing or its head unreachable: one line before the workload loads
     workload, _ = shared.load_run_workload(args, specs)
     settings = shared.run_settings(args, workload)
@@ -84,6 +101,27 @@ def _write_report(out: Path) -> None:
     (out / "summary.md").write_text(markdown_summary(analysis))
     path = write_report(analysis, out / "report.html")
     print(f"report: {path.resolve()}")
+
+
+def pd_sweep_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import slo_from_args
+    from harness.errors import HarnessInputError
+    from harness.pd_sweep import format_sweep, rank_splits, sweep_specs
+
+    if args.engines:
+        raise HarnessInputError("pd-sweep: --engine is not taken: the sweep makes its engines from --replica")
+    splits = sweep_specs(args.gpus, args.replica, args.disagg, args.colocated)
+    args.engines = [spec for _, spec in splits]
+    out, metrics = execute(args)
+    slo = slo_from_args(args)
+    result = rank_splits([split for split, _ in splits], metrics["engines"])
+    (out / "pd_sweep.json").write_text(json.dumps({"gpus": args.gpus, "replica": args.replica, "disagg": args.disagg,
+                                                   "slo": slo.to_json(), **result}, indent=2) + "\n")  # fmt: skip
+    limits = ", ".join(f"{k} {v * 1e3:g} ms" for k, v in slo.to_json().items() if v is not None)
+    for line in format_sweep(result, limits.replace("_s ", " ")):
+        print(line)
+    print(f"run directory: {out.resolve()}")
+    return 0
 
 
 def run_command(args: argparse.Namespace) -> int:

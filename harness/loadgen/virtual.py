@@ -29,6 +29,7 @@ PROGRESS_EVERY_S = 0.5
 
 # (t_start, t_end, admitted ids, ids that got a token at t_end, finish events) -> pause?
 StepCallback = Callable[[float, float, list[str], list[str], list[FinishEvent]], bool]
+DecodeCallback = Callable[[list[str], list[float]], bool]  # (ids, each step's end) -> pause? (engines.sim.engine)
 
 
 class VirtualTimeEngine(Protocol):
@@ -38,7 +39,7 @@ class VirtualTimeEngine(Protocol):
     now: float
 
     def submit(self, request: Request, at: float) -> FinishEvent | None: ...
-    def run_until(self, until: float, on_step: StepCallback) -> None: ...
+    def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None: ...
     def abort(self, request_id: str) -> FinishEvent | None: ...
 
 
@@ -94,6 +95,14 @@ class _VirtualRun:
             self.finish(event)
         return (self.pausing and bool(finished)) or self.stop.reason is not None
 
+    def on_decode(self, ids: list[str], ends: list[float]) -> bool:
+        """Steps that only gave every id in `ids` a token at each time of `ends` (nothing admitted or finished:
+        no stop rule can have fired, so no pause)."""
+        times = self.times
+        for rid in ids:
+            times[rid].extend(ends)
+        return False
+
     def finish(self, event: FinishEvent) -> None:
         record = self.records.pop(event.request_id)
         del self.times[event.request_id]
@@ -146,14 +155,14 @@ def run_virtual_open_loop(engine: VirtualTimeEngine, schedule: list[Scheduled], 
     run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
     if on_start is not None:
         on_start(0.0)
-    on_step = run.on_step
+    on_step, on_decode = run.on_step, run.on_decode  # an open loop never pauses on a step that finished nothing
     for item in schedule:
-        engine.run_until(item.at, on_step)
+        engine.run_until(item.at, on_step, on_decode)
         if run.stopped():
             break
         run.send(item.request, item.at)
     if not run.stopped():
-        engine.run_until(math.inf, on_step)
+        engine.run_until(math.inf, on_step, on_decode)
     return run.outcome(started)
 
 

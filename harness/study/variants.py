@@ -1,7 +1,9 @@
 """A variant changes one assumption of the baseline engine or workload, expressed in the existing tables.
 
-A change is one key: an engine option of the option table (`engines/options.py`: policy, max_running,
-max_batched_tokens, kv_memory_mb, chunked_prefill, admission, aging_s, fallback, ...), checked there, or
+A change is one key: of a simulated fleet (`cluster:` or `disagg:` baseline), one of its own keys (router,
+replicas, load, prefill, decode, link, ...; a P:D ratio is two changes, `base` chaining them), its values
+checked when the arms are built; otherwise an engine option of the option table (`engines/options.py`: policy,
+max_running, max_batched_tokens, kv_memory_mb, chunked_prefill, admission, aging_s, fallback, ...), checked there, or
 one of the study's own assumptions about the run:
 
     batching  "static" or "continuous" (a simulated engine's scheduler, an in-process engine's kind)
@@ -19,6 +21,10 @@ from typing import Any
 
 from engines.errors import EngineInputError
 from engines.options import IN_PROCESS, OPTIONS, SIMULATED
+from engines.sim.cluster import CLUSTER_KEYS
+from engines.sim.disagg import DISAGG_KEYS
+
+POOLED = {"cluster": CLUSTER_KEYS, "disagg": DISAGG_KEYS}  # simulated fleets: their keys, then replica=SPEC
 
 RUN_ASSUMPTIONS = {
     "batching": "static or continuous batching",
@@ -42,15 +48,23 @@ class Arm:
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """(kind, options); a cluster's or P/D pair's `replica=...` (the rest of the spec) is one option, kept last."""
     kind, _, rest = spec.partition(":")
+    replica = None
+    if kind in POOLED and "replica=" in rest:
+        rest, _, replica = rest.partition("replica=")
     options = {}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
         options[key.strip()] = value.strip()
+    if replica is not None:
+        options["replica"] = replica
     return kind, options
 
 
 def _join(kind: str, options: dict[str, str]) -> str:
+    if "replica" in options:  # the rest of the spec: last
+        options = {**{k: v for k, v in options.items() if k != "replica"}, "replica": options["replica"]}
     return kind + (":" + ",".join(f"{k}={v}" for k, v in options.items()) if options else "")
 
 
@@ -69,6 +83,11 @@ def change_problem(base_spec: str, change: dict[str, Any]) -> str | None:
         return None if ok else f"load = {value!r}: expected a multiplier > 0"
     if key == "tenants":
         return None if isinstance(value, str) and value else f"tenants = {value!r}: expected a glob"
+    if kind in POOLED:  # a fleet's own keys (router, replicas, prefill, decode, link, ...), checked by its parser
+        known = [k for k in POOLED[kind] if k != "label"]
+        if key not in known:
+            return f"unknown assumption {key!r} of a {kind} engine (known: {', '.join([*RUN_ASSUMPTIONS, *known])})"
+        return None
     option = OPTIONS.get(key)
     if option is None or key == "label":
         known = [*RUN_ASSUMPTIONS, *(o for o in OPTIONS if o != "label")]

@@ -105,16 +105,53 @@ def test_sharded_load_from_ray_actors_loses_and_duplicates_nothing(cluster, tmp_
 
 
 def test_a_simulated_cluster_grid_on_ray_equals_local(cluster, tmp_path):
-    """Router policy x replica count, 2 x 2, as a run's engines; its trials are the Ray units."""
+    """Router policy x replica count, 2 x 2, as a run's engines; its trials are the Ray units. Locally, each trial
+    runs as the same unit function in this process: its records are those the Ray run's metrics were computed from
+    (a second whole run here would only compute the same eight summaries again)."""
+    from harness.cli import args as shared
+    from harness.cli import build_parser
+    from harness.run import _prompts, replay_trial_unit
+
     replica = "replica=sim:model=llama-3.1-8b,hardware=h100"
     grid = [f"cluster:replicas={n},router={p},label={p}-{n},{replica}" for p in ("round_robin", "least_outstanding")
             for n in (2, 3)]  # fmt: skip
-    args = ["run", "--workload", "chat-small", "--first", "16", "--repeat", "2", "--no-report"]
+    argv = ["run", "--workload", "chat-small", "--first", "8", "--repeat", "2", "--no-report", "--no-progress"]
     for spec in grid:
-        args += ["--engine", spec]
-    assert main([*args, "--out", str(tmp_path / "local")]) == 0
-    assert main([*args, "--executor", "ray", "--out", str(tmp_path / "ray")]) == 0
-    local, remote = _metrics(tmp_path / "local"), _metrics(tmp_path / "ray")
-    assert local == remote and len(local["runs"]) == 8  # 4 engines x 2 trials
-    served = [json.loads(line)["replica"] for line in (tmp_path / "ray" / "records.jsonl").open()]
-    assert set(served) == {0, 1, 2}  # every record names its replica, and the 3-replica engines used all three
+        argv += ["--engine", spec]
+    assert main([*argv, "--executor", "ray", "--out", str(tmp_path / "ray")]) == 0
+    remote = _metrics(tmp_path / "ray")
+    assert len(remote["runs"]) == 8 and {o["node"] for o in _outcomes(tmp_path / "ray")} != {None}  # 4 x 2, on Ray
+    args = build_parser().parse_args([*argv, "--out", str(tmp_path / "local")])
+    specs = shared.engine_specs(args)
+    workload, _ = shared.load_run_workload(args, specs)
+    settings = shared.run_settings(args, workload)
+    prompts = _prompts(workload, specs, None, settings)
+    local = []
+    for trial in (0, 1):
+        (tmp_path / f"t{trial}").mkdir()
+        replay_trial_unit(prompts, specs, settings, trial, out_dir=tmp_path / f"t{trial}")
+        local += (tmp_path / f"t{trial}" / "records.jsonl").read_text().splitlines()
+    served = (tmp_path / "ray" / "records.jsonl").read_text().splitlines()
+    assert sorted(served) == sorted(local) and len(local) == 8 * 8  # records hold virtual times only: byte-equal
+    assert {json.loads(line)["replica"] for line in served} == {0, 1, 2}  # the 3-replica engines used all three
+
+
+def _outcomes(path):
+    return json.loads((path / "manifest.json").read_text())["outcomes"]
+
+
+def test_a_fleet_study_runs_its_variants_as_ray_units(cluster, tmp_path):
+    """Router policy x replica count as a study's variants (tests/study/fleet.toml): every arm on every slice is a
+    unit; each comes back from its Ray node with its records, each record naming the replica that served it."""
+    study_dir = Path(__file__).parent.parent / "study"
+    for name in ("fleet.toml", "fleet-load.toml"):
+        shutil.copy(study_dir / name, tmp_path / name)
+    argv = ["study", str(tmp_path / "fleet.toml"), "--no-report", "--executor", "ray", "--out", str(tmp_path / "ray")]
+    assert main(argv) == 0
+    units = json.loads((tmp_path / "ray" / "study.json").read_text())["units"]
+    assert sorted({u["arm"] for u in units}) == ["baseline", "least-2", "least-3", "rr-3"] and len(units) == 8
+    assert all("ray node" in u["node"] for u in units)
+    for unit in units:
+        lines = Path(unit["run_dir"], "records.jsonl").read_text().splitlines()
+        served = {json.loads(line)["replica"] for line in lines}
+        assert served <= set(range(3 if unit["arm"].endswith("3") else 2)) and served

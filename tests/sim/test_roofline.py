@@ -87,3 +87,15 @@ def test_a_config_missing_a_field_names_file_and_field(tmp_path: Path) -> None:
         cost(tp=3)
     with pytest.raises(EngineInputError, match=r"mbu=1\.5"):
         cost(mbu=1.5)
+
+
+@pytest.mark.parametrize(("model", "tp"), [("llama-3.1-8b", 1), ("llama-3.1-70b", 4)])
+def test_decode_step_times_on_arrays_are_step_time_to_the_bit(model: str, tp: int) -> None:
+    """Decode runs (engines/sim/decode_run.py) price their steps on arrays: each must be the float `step_time` gives."""
+    import numpy as np
+
+    cost = RooflineCost(load_shape(model), accelerator("h100"), tp, RooflineParams())
+    for n in (1, 3, 32):
+        kv_read = np.array([0, 1, 17, 4096, 123_457, 2_000_003], dtype=np.int64)
+        times = cost.decode_step_times(n, kv_read).tolist()
+        assert times == [cost.step_time(StepFeatures(0, 0, n, 0, 0, k + n, k, n)) for k in kv_read.tolist()]
