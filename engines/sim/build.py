@@ -22,6 +22,7 @@ from engines.sim.calibration import load_calibration
 from engines.sim.cluster import ClusterConfig, ClusterEngine
 from engines.sim.disagg import DisaggConfig, DisaggEngine
 from engines.sim.engine import CostModel, SimEngine, SimOptions
+from engines.sim.fit_range import RangeWatch
 from engines.sim.fitted import load_profile
 from engines.sim.hardware import accelerator
 from engines.sim.noise import BLOCK, GAP_STREAM, BlockResampler, StepNoise
@@ -51,7 +52,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         if fixed:
             raise EngineInputError(f"--engine {label}: profile= fixes the cost model; drop {', '.join(fixed)}")
         fitted = load_profile(o["profile"])
-        cost = fitted
+        cost = RangeWatch(fitted)  # prices with the profile, counting the steps beyond its fitted range
         engine = fitted.engine
         bytes_per_token = int(engine.get("kv_bytes_per_token") or 0)
         max_context = int(engine.get("max_context") or 1 << 31)

@@ -109,11 +109,18 @@ def load_profile(path: str | Path) -> FittedCost:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
             raise EngineInputError(f"{path}: field {key!r} must be finite seconds >= 0, got {value!r}")
     dispatch = seconds["dispatch_s"]
+    fit = data.get("fit") or {}
+    if not isinstance(fit, dict):
+        raise EngineInputError(f"{path}: field 'fit' must be an object")
+    try:
+        read_ranges(fit)  # checked here, so a bad range is one line before any step runs
+    except EngineInputError as exc:
+        raise EngineInputError(f"{path}: {exc}") from None
     noise = data.get("noise") or {}
     if not isinstance(noise, dict) or not all(isinstance(v, list) for v in noise.values()):
         raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")
     return FittedCost(float(data["intercept_s"]), {k: float(v) for k, v in coefficients.items()},
-                      float(data["step_gap_s"]), data.get("engine") or {}, data.get("fit") or {}, noise,
+                      float(data["step_gap_s"]), data.get("engine") or {}, fit, noise,
                       dispatch_s=float(dispatch))  # fmt: skip
 
 
@@ -177,11 +184,36 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
         "mean_step_s": float(steps.duration_s.mean()),
         "total_error": float(predicted.sum() / steps.duration_s.sum() - 1.0),
         "back_to_back_gaps": int(steps.gaps_s.size),
+        "ranges": fitted_ranges(regressors(steps.features)),
     }
     noise = step_noise(predicted, steps.duration_s)
     if steps.gaps_s.size:
         noise["gap_s"] = keep_blocks(steps.gaps_s)
     return FittedCost(float(coef[0]), coefficients, gap, {}, fit, noise)
+
+
+def fitted_ranges(columns: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per regressor (columns of `regressors`): its smallest non-zero and its largest value over the fitted steps
+    (0, 0: never seen). Beyond the largest the fit extrapolates (`engines.sim.fit_range` counts such steps)."""
+    ranges = {}
+    for name, values in zip(REGRESSORS, columns.T, strict=True):
+        nonzero = values[values > 0]
+        ranges[name] = {"min": float(nonzero.min()) if nonzero.size else 0.0, "max": float(values.max())}
+    return ranges
+
+
+def read_ranges(fit: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
+    """The (min, max) per regressor a profile's `fit` table records; None: written before ranges were."""
+    ranges = fit.get("ranges")
+    if ranges is None:
+        return None
+    try:
+        out = {name: (float(ranges[name]["min"]), float(ranges[name]["max"])) for name in REGRESSORS}
+    except (KeyError, TypeError, ValueError):
+        raise EngineInputError(f"field 'fit.ranges' must map {', '.join(REGRESSORS)} to {{min, max}}") from None
+    if not all(0 <= low <= high < math.inf for low, high in out.values()):
+        raise EngineInputError("field 'fit.ranges': every range must be 0 <= min <= max, finite")
+    return out
 
 
 def _mean_gap(gaps: np.ndarray) -> float:

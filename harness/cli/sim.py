@@ -79,7 +79,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     from engines.sim.files import read_json_object
     from engines.sim.fitted import load_profile
     from harness.errors import HarnessInputError
-    from harness.metrics.simulation import fidelity_rows
+    from harness.metrics.simulation import fidelity_rows, manifest_notices
     from harness.simulation import profile_mismatch, run_engines
 
     engines = [e for e in run_engines(args.real_run) if e.get("kind") in ("static", "continuous")]
@@ -100,11 +100,17 @@ def fidelity_command(args: argparse.Namespace) -> int:
             print(f"warning: {engine['name']}: {mismatch}; the twin predicts another engine", file=sys.stderr)
     seeds = range(args.seeds if args.noise else 1)
     table = []
+    twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
     for engine in engines:
-        simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s) for s in seeds]
+        simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins)
+                     for s in seeds]  # fmt: skip
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
+    first_seed = {str(d["name"]): d for d in reversed(twins)}  # seeds differ only in noise: one line per engine
+    for line in manifest_notices({"engines": list(first_seed.values())}):
+        if line.startswith("RANGE:"):
+            print(f"warning: {line}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
     return 0
@@ -146,9 +152,15 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def simulate_twin(
-    run_dir: Path, engine: dict[str, Any], profile: Path, noise: bool = True, seed: int = 0
+    run_dir: Path,
+    engine: dict[str, Any],
+    profile: Path,
+    noise: bool = True,
+    seed: int = 0,
+    described: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own."""
+    """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
+    `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range)."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
     from harness.metrics import SLO, records_frame, steps_frame, summarize
@@ -169,6 +181,8 @@ def simulate_twin(
                                           think_time_s=workload.get("think_time_s") or 0.0)  # type: ignore[arg-type]  # fmt: skip
     else:
         outcome = run_virtual_open_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
+    if described is not None:
+        described.append(sim.describe())
     slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
     return summarize(records_frame(records), steps_frame([s.to_json() for s in steps]), slo=slo,
                      price_per_hour=settings.get("price_per_hour", 2.0), wall_time_s=outcome.wall_time_s,

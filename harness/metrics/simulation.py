@@ -150,8 +150,10 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     """One line per simulated engine of a run: what it is and what it ran on."""
     from harness.gpu_truth.band import trust_text
     from harness.metrics.cluster import disagg_text, router_text
+    from harness.metrics.sim_range import range_text, range_unknown
 
     lines = []
+    unknown = []
     for name, engine in simulated_engines(manifest).items():
         lines.append(f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the "
                      f"{cost_model_text(engine)}.")  # fmt: skip
@@ -164,9 +166,17 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
         trust = trust_text(engine)
         if trust is not None:
             lines.append(f"TRUST: {prefix}{name}: {trust}.")
+        extrapolated = range_text(engine)
+        if extrapolated is not None:
+            lines.append(f"RANGE: {prefix}{name}: {extrapolated}.")
+        if range_unknown(engine):
+            unknown.append(f"{prefix}{name}")
         spec = engine.get("spec_decode")
         if spec:
             lines.append(f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "
                          f"acceptance histogram {spec['histogram']} (k = {spec['k']}, mean acceptance length "
                          f"{spec['mean_acceptance_length']:.2f}); the drafter's cost is not modelled.")  # fmt: skip
+    if unknown:  # once, however many engines share the old profile
+        lines.append(f"RANGE: {', '.join(unknown)}: range unknown: the profile records no fitted range (written "
+                     "before ranges were); refit it (`batchmark sim fit`) to see where it extrapolates.")  # fmt: skip
     return lines
