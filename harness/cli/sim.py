@@ -69,6 +69,8 @@ def fit_command(args: argparse.Namespace) -> int:
               f"(median of {arrivals} arrivals)")  # fmt: skip
     else:  # a closed loop at saturation, or a served engine without admit times: nothing to measure it on
         print("  dispatch: not measured (no request found a continuous engine idle); the simulator adds none")
+    spans = ", ".join(f"{k} {r['min']:,.0f}-{r['max']:,.0f}" for k, r in fit["ranges"].items() if r["max"])
+    print(f"  fitted range: {spans}; steps beyond it are extrapolated (run and sim fidelity count them)")
     for name in fit["absent"]:
         print(f"  {name}: always 0 in these traces, priced 0 (its rows cost what the rows of their kind cost)")
     print(f"profile: {args.out.resolve()}")

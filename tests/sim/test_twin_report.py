@@ -45,6 +45,9 @@ def test_a_measured_trace_fits_a_profile(twin_run: Path, tmp_path: Path, capsys:
     profile = load_profile(out)
     assert profile.fit["steps"] > 50 and profile.intercept_s >= 0
     assert profile.engine["kv_blocks"] and profile.engine["fitted_engines"] == ["continuous"]
+    prefill = profile.fit["ranges"]["prefill_tokens"]  # what the fit measured, printed where it extrapolates
+    assert 0 < prefill["min"] <= prefill["max"]
+    assert f"prefill_tokens {prefill['min']:,.0f}-{prefill['max']:,.0f}" in printed
     assert main(["sim", "fit", str(twin_run), "--engine", "nope", "-o", str(out)]) == 2
 
 
