@@ -17,6 +17,7 @@ from typing import Any
 from engines.api import FinishEvent, Request
 from engines.errors import EngineInputError
 from engines.sim.engine import DecodeCallback, SimEngine, StepCallback
+from engines.sim.fit_range import pooled_description
 from engines.sim.pooled import PooledEngine
 from engines.sim.router import POLICIES, Router, RouterConfig
 
@@ -131,7 +132,7 @@ class ClusterEngine(PooledEngine):
             behind.run_until(until, one_step, decode_run if on_decode is not None else None)
 
     def describe(self) -> dict[str, Any]:
-        first = self.replicas[0].describe()
+        first = pooled_description(self.replicas[0].describe(), [r.cost for r in self.replicas])
         return {
             **first,
             "name": self.name,

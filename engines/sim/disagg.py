@@ -23,6 +23,7 @@ from engines.api import FinishEvent, Request
 from engines.errors import EngineInputError
 from engines.sequence import Sequence
 from engines.sim.engine import DecodeCallback, SimEngine, StepCallback
+from engines.sim.fit_range import pooled_description
 from engines.sim.pooled import PooledEngine
 
 # Per-direction bandwidth (bytes/s) and latency (s) of the links a KV transfer crosses.
@@ -255,7 +256,9 @@ class DisaggEngine(PooledEngine):
         return len(self._stage)
 
     def describe(self) -> dict[str, Any]:
-        first = self.prefill[0].describe()
+        # both pools on one profile: their steps pooled (a decode pool on other hardware is a roofline: not counted)
+        engines = [*self.prefill, *self.decode]
+        first = pooled_description(self.prefill[0].describe(), [e.cost for e in engines])
         c = self.config
         return {
             **first,

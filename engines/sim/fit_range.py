@@ -13,6 +13,7 @@ ranges were recorded says so ("range unknown") rather than passing as inside.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from engines.sim.fitted import REGRESSORS, FittedCost, read_ranges
@@ -44,27 +45,51 @@ class RangeWatch:
 
     def step_time(self, f: StepFeatures) -> float:
         self.steps += 1
-        if self._max is not None:
+        top = self._max
+        if top is not None:
             prefill, chunks, decode, pad, held, attended = f[:6]
-            values = (prefill, chunks, decode, attended, pad - held, held)  # REGRESSORS' order
-            for i, (value, top) in enumerate(zip(values, self._max, strict=True)):
-                if value > top:
-                    self._outside[i] += 1
-                    self._largest[i] = max(self._largest[i], value)
+            # unrolled: this runs on every simulated step, and almost every step is inside
+            if (prefill > top[0] or chunks > top[1] or decode > top[2] or attended > top[3]
+                    or pad - held > top[4] or held > top[5]):  # fmt: skip
+                self._count((prefill, chunks, decode, attended, pad - held, held))  # REGRESSORS' order
         return self.profile.step_time(f)
+
+    def _count(self, values: tuple[int, ...]) -> None:
+        for i, (value, high) in enumerate(zip(values, self._max or (), strict=True)):
+            if value > high:
+                self._outside[i] += 1
+                self._largest[i] = max(self._largest[i], value)
 
     def range_check(self) -> dict[str, Any]:
         """What the manifest carries: the steps priced, the fitted ranges (None: unknown), and per regressor
         with any step outside: how many, their share, the largest value and its ratio to the fitted maximum."""
-        outside = {}
-        for i, name in enumerate(REGRESSORS):
-            if self._outside[i]:
-                top = self.ranges[name][1] if self.ranges else 0.0
-                count, largest = self._outside[i], self._largest[i]
-                outside[name] = {"steps": count, "share": count / self.steps, "largest": largest,
-                                 "ratio": largest / top if top else None}  # fmt: skip
-        fitted = None if self.ranges is None else {k: list(v) for k, v in self.ranges.items()}
-        return {"steps": self.steps, "fitted": fitted, "outside": outside}
+        return pooled_check([self])
 
     def describe(self) -> dict[str, Any]:
         return {**self.profile.describe(), "range_check": self.range_check()}
+
+
+def pooled_check(watches: Sequence[RangeWatch]) -> dict[str, Any]:
+    """The range check of several engines on one profile (a cluster's replicas) as one: their steps together."""
+    ranges = watches[0].ranges
+    steps = sum(w.steps for w in watches)
+    outside = {}
+    for i, name in enumerate(REGRESSORS):
+        count = sum(w._outside[i] for w in watches)
+        if count:
+            top = ranges[name][1] if ranges else 0.0
+            largest = max(w._largest[i] for w in watches)
+            outside[name] = {"steps": count, "share": count / steps, "largest": largest,
+                             "ratio": largest / top if top else None}  # fmt: skip
+    fitted = None if ranges is None else {k: list(v) for k, v in ranges.items()}
+    return {"steps": steps, "fitted": fitted, "outside": outside}
+
+
+def pooled_description(first: dict[str, Any], costs: Sequence[object]) -> dict[str, Any]:
+    """`first` (one replica's description) with the range check of every replica on `first`'s profile pooled, so
+    a cluster's warning counts all its steps, not its first replica's."""
+    watches = [c for c in costs if isinstance(c, RangeWatch)]
+    check = (first.get("cost_model") or {}).get("range_check")
+    if check is not None and len(watches) > 1:
+        first["cost_model"] = {**first["cost_model"], "range_check": pooled_check(watches)}
+    return first

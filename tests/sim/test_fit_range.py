@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engines.api import Request
 from engines.sim.fit_range import RangeWatch
 from engines.sim.fitted import REGRESSORS, TraceSteps, fit_steps, load_profile
 from engines.step_features import StepFeatures
 from harness.cli import main
+from harness.loadgen import Scheduled
 from harness.metrics.simulation import manifest_notices
 
 FIDELITY_RUN = Path(__file__).parents[1] / "fixtures" / "sim_fidelity" / "chat-small"
@@ -149,3 +151,17 @@ def test_a_bad_range_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fit.ranges" in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+def test_a_cluster_counts_every_replicas_steps(profiles: dict[str, Path]) -> None:
+    from tests.sim.test_cluster import cluster, run_open
+
+    spec = f"cluster:replicas=2,router=round_robin,label=rr,replica=sim:profile={profiles['small']},noise=false"
+    _, engine = cluster(spec)
+    run_open(engine, [Scheduled(Request(f"r{i}", [7 + i] * 40, 3, ignore_eos=True), i * 0.5) for i in range(4)])
+    check = engine.describe()["cost_model"]["range_check"]
+    per_replica = [r.cost.range_check() for r in engine.replicas]
+    assert all(c["outside"]["prefill_tokens"]["steps"] == 2 for c in per_replica)  # two 40-token prompts each
+    assert check["steps"] == sum(c["steps"] for c in per_replica)
+    assert check["outside"]["prefill_tokens"] == {"steps": 4, "share": 4 / check["steps"], "largest": 40,
+                                                  "ratio": 40 / 15}  # fmt: skip
