@@ -11,7 +11,8 @@ held slot's row as a decode sequence: what the in-process runner computes for th
 says so. A feature that varies
 too little to separate from the others is an error naming it. The time between back-to-back steps
 (publishing events, writing the trace) is measured too and added after every simulated step, and
-what the model leaves unexplained is kept to be replayed (`engines.sim.noise`).
+what the model leaves unexplained is kept to be replayed (`engines.sim.noise`). The span of each regressor over
+the fitted steps is kept too: beyond it the fit extrapolates (`engines.sim.fit_range` counts such steps).
 """
 
 from __future__ import annotations
