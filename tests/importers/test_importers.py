@@ -441,6 +441,31 @@ def test_a_file_guidellm_wrote_against_batchmark_serve_imports(tmp_path: Path) -
     assert all(checks[m]["agrees"] for m in ("ttft_sent", "tpot", "e2e_sent"))
 
 
+@pytest.mark.parametrize(("name", "users"), [("concurrency4.json", 4), ("concurrency16.json", 16)])
+def test_a_file_vllm_bench_wrote_against_batchmark_serve_imports(tmp_path: Path, name: str, users: int) -> None:
+    """`vllm bench serve` 0.32.0's own files (fixtures/vllm-0.32.0-cpu/README.md), `--max-concurrency N` at an
+    unlimited rate: a closed loop of N with no lag flag, every request with vLLM's own TTFT, and batchmark's
+    output tok/s within 3% of vLLM's (issue 34's acceptance; vLLM's duration starts before the first send)."""
+    path = FIXTURES / "vllm-0.32.0-cpu" / name
+    source = json.loads(path.read_text())
+    assert main(["import", str(path), "--out", str(tmp_path / "run")]) == 0
+    run = tmp_path / "run"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": users, "think_time_s": 0.0}
+    records = load_records(run / "records.jsonl")
+    assert len(records) == source["completed"] == source["num_prompts"] and records["error_type"].isna().all()
+    ttft = (records["t_first_token"] - records["t_sent"]).to_numpy()
+    assert ttft == pytest.approx(source["ttfts"], abs=1e-9)
+    summary = metrics_of(run)["engines"]["vllm-bench"]
+    assert summary["validity"]["flags"] == []
+    assert summary["latency"]["ttft_sent"]["mean"] * 1e3 == pytest.approx(source["mean_ttft_ms"], rel=1e-9)
+    assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
+        source["output_throughput"], rel=0.03
+    )
+    checks = {c["metric"]: c for c in metrics_of(run)["imported"]["vllm-bench"]["checks"]}
+    assert all(checks[m]["agrees"] for m in ("ttft_sent", "tpot", "e2e_sent"))
+
+
 def test_export_of_a_non_run_is_one_line_and_writes_nothing(tmp_path: Path, capsys) -> None:
     (tmp_path / "metrics.json").write_text(json.dumps({"runs": [{"engine": "x", "summary": {"requests": {}}}]}))
     (tmp_path / "manifest.json").write_text("{}")
