@@ -5,7 +5,8 @@
 # Writes OUT_DIR/roundN/{aiperf,batchmark}, then prints docs/peers/table.py's table.
 # Load: docs/peers/concurrency16.toml (16 users, 64 requests, 64-token prompts, 64 forced output tokens).
 # Only AIPerf 0.13.0 runs here: inference-perf 0.7.0 needs Python >= 3.12 (this machine has 3.11), and
-# GuideLLM 0.8.1 and vLLM's bench were not installed in the time (issue 34).
+# GuideLLM 0.8.1 and `vllm bench serve` 0.32.0 ran once each, by hand, not in this script: their commands are in
+# tests/importers/fixtures/{guidellm-0.8.1,vllm-0.32.0-cpu}/README.md.
 set -euo pipefail
 OUT=${1:?OUT_DIR}; ROUNDS=${2:-3}; PORT=${PORT:-18734}; PY=${PY:-.venv/bin/python}
 mkdir -p "$OUT"

@@ -1,7 +1,9 @@
-"""GuideLLM's benchmarks report (`benchmarks.json`, `guidellm benchmark --output-path`).
+"""GuideLLM's benchmarks report (`benchmarks.json`: `guidellm benchmark --output-path`, or from 0.8
+`guidellm run --output kind=json,path=...`).
 
 Schema read: GuideLLM's `GenerativeBenchmarksReport` (src/guidellm/benchmark/schemas/generative/*.py,
-the 0.4-0.5 series and 2026 main): `{"args": ..., "benchmarks": [...]}`, each benchmark with `config`
+the 0.4-0.5 series, 0.8.1 (a file it wrote here: tests/importers/fixtures/guidellm-0.8.1)
+and 2026 main): `{"args": ..., "benchmarks": [...]}`, each benchmark with `config`
 (`strategy`: `type_` and its `rate` or `streams`), `metrics` (per metric a `StatusDistributionSummary`:
 `successful` / `incomplete` / `errored` / `total`, each with `mean`, `median`, `count` and
 `percentiles` `p001` ... `p999`) and `requests` (`successful`, `incomplete`, `errored` lists of
@@ -37,7 +39,7 @@ from harness.importers.schema import (
 )
 from harness.loadgen.scenarios import Scenario
 
-SCHEMA = "GuideLLM GenerativeBenchmarksReport (benchmarks.json, 0.4-0.5 series and 2026 main)"
+SCHEMA = "GuideLLM GenerativeBenchmarksReport (benchmarks.json, 0.4-0.5 series, 0.8.1 and 2026 main)"
 STATUSES = (("successful", None), ("incomplete", "aborted"), ("errored", "error"))
 # GuideLLM's percentile names -> batchmark's
 PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9"}

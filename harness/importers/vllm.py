@@ -1,7 +1,8 @@
 """`vllm bench serve --save-result` JSON: aggregates always, per-request data with `--save-detailed`.
 
-Schema read: vLLM's `vllm/benchmarks/serve.py` (the `vllm bench serve` of vLLM 0.10 to 0.11 and main in
-2026; checked against commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1, `result_json` in `main_async`):
+Schema read: vLLM's `vllm/benchmarks/serve.py` (the `vllm bench serve` of vLLM 0.10 to 0.11,
+0.32.0 (files it wrote here: tests/importers/fixtures/vllm-0.32.0-cpu) and main in 2026; checked against
+commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1, `result_json` in `main_async`):
 top-level `duration`, `completed`, `failed`, `request_throughput`, `output_throughput`,
 `total_token_throughput`, `request_goodput`, `mean_/median_/std_/pNN_{ttft,tpot,itl,e2el}_ms`, and
 `request_rate` (a number, or "inf"), `burstiness`, `max_concurrency`, `model_id`, `date`. With
@@ -49,7 +50,7 @@ from harness.importers.schema import (
 )
 from harness.loadgen.scenarios import Scenario
 
-SCHEMA = "vllm bench serve result JSON (vllm/benchmarks/serve.py, vLLM 0.10-0.11 and 2026 main)"
+SCHEMA = "vllm bench serve result JSON (vllm/benchmarks/serve.py, vLLM 0.10-0.11, 0.32.0 and 2026 main)"
 DETAILED = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens")
 
 DISTRIBUTIONS = (

@@ -1,6 +1,7 @@
-"""`batchmark import`: each tool's result file (fixtures written from each tool's documented schema; see
-the importer modules for the versions) becomes a run directory whose numbers reproduce the tool's own,
-under batchmark's names, with the definitions that differ said."""
+"""`batchmark import`: each tool's result file (fixtures written from each tool's documented schema, and
+files the tools themselves wrote against `batchmark serve` in the versioned folders; see their READMEs)
+becomes a run directory whose numbers reproduce the tool's own, under batchmark's names,
+with the definitions that differ said."""
 
 from __future__ import annotations
 
@@ -408,6 +409,61 @@ def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path) -> 
     assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
         aggregates["output_token_throughput"]["avg"], rel=0.03
     )
+
+
+def test_a_file_guidellm_wrote_against_batchmark_serve_imports(tmp_path: Path) -> None:
+    """GuideLLM 0.8.1's own file (fixtures/guidellm-0.8.1/README.md), through `batchmark import`: its concurrent
+    strategy as a closed loop of 4 (no lag flag), every request, and batchmark's figures recomputed from the
+    records reproducing GuideLLM's own: mean TTFT per request and overall within 1e-9 (the same timestamps), the
+    output token rate within 1% (GuideLLM's is over the same first-send-to-last-end window)."""
+    path = FIXTURES / "guidellm-0.8.1" / "benchmarks.json"
+    source = json.loads(path.read_text())["benchmarks"][0]
+    assert main(["import", str(path), "--out", str(tmp_path / "run")]) == 0
+    run = tmp_path / "run"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 4, "think_time_s": 0.0}
+    records = load_records(run / "records.jsonl")
+    assert len(records) == source["metrics"]["request_totals"]["total"] == 16 and records["error_type"].isna().all()
+    requests = source["requests"]["successful"]
+    assert records["output_tokens"].tolist() == [r["output_tokens"] for r in requests]
+    ttft = (records["t_first_token"] - records["t_sent"]).to_numpy() * 1e3
+    assert ttft == pytest.approx([r["time_to_first_token_ms"] for r in requests], abs=1e-6)
+    summary = metrics_of(run)["engines"]["guidellm-concurrent-4"]
+    assert summary["validity"]["flags"] == []
+    theirs = source["metrics"]
+    assert summary["latency"]["ttft_sent"]["mean"] * 1e3 == pytest.approx(
+        theirs["time_to_first_token_ms"]["successful"]["mean"], rel=1e-9
+    )
+    assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
+        theirs["output_tokens_per_second"]["successful"]["mean"], rel=0.01
+    )
+    checks = {c["metric"]: c for c in metrics_of(run)["imported"]["guidellm-concurrent-4"]["checks"]}
+    assert all(checks[m]["agrees"] for m in ("ttft_sent", "tpot", "e2e_sent"))
+
+
+@pytest.mark.parametrize(("name", "users"), [("concurrency4.json", 4), ("concurrency16.json", 16)])
+def test_a_file_vllm_bench_wrote_against_batchmark_serve_imports(tmp_path: Path, name: str, users: int) -> None:
+    """`vllm bench serve` 0.32.0's own files (fixtures/vllm-0.32.0-cpu/README.md), `--max-concurrency N` at an
+    unlimited rate: a closed loop of N with no lag flag, every request with vLLM's own TTFT, and batchmark's
+    output tok/s within 3% of vLLM's (issue 34's acceptance; vLLM's duration starts before the first send)."""
+    path = FIXTURES / "vllm-0.32.0-cpu" / name
+    source = json.loads(path.read_text())
+    assert main(["import", str(path), "--out", str(tmp_path / "run")]) == 0
+    run = tmp_path / "run"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["settings"]["scenario"] == {"kind": "closed", "users": users, "think_time_s": 0.0}
+    records = load_records(run / "records.jsonl")
+    assert len(records) == source["completed"] == source["num_prompts"] and records["error_type"].isna().all()
+    ttft = (records["t_first_token"] - records["t_sent"]).to_numpy()
+    assert ttft == pytest.approx(source["ttfts"], abs=1e-9)
+    summary = metrics_of(run)["engines"]["vllm-bench"]
+    assert summary["validity"]["flags"] == []
+    assert summary["latency"]["ttft_sent"]["mean"] * 1e3 == pytest.approx(source["mean_ttft_ms"], rel=1e-9)
+    assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
+        source["output_throughput"], rel=0.03
+    )
+    checks = {c["metric"]: c for c in metrics_of(run)["imported"]["vllm-bench"]["checks"]}
+    assert all(checks[m]["agrees"] for m in ("ttft_sent", "tpot", "e2e_sent"))
 
 
 def test_export_of_a_non_run_is_one_line_and_writes_nothing(tmp_path: Path, capsys) -> None:
