@@ -112,11 +112,11 @@ def test_ttfo_minus_ttft_is_the_reasoning_tokens_time_within_one_step(zero_runs,
     answered = frame[frame["max_tokens"] == 8]
     assert answered["token_channels"].tolist() == ["rrrccccc"] * 3
     gap = ttfo(answered) - request_latencies(answered)["ttft"]
-    # the first content token comes REASONING steps after the first (reasoning) token. The server's sleeps are
-    # never short, so no gap is below that; a stall of this shared machine can only lengthen one, so the best of
-    # the three requests is held to within one step
-    assert (gap >= REASONING * STEP_S * 0.95).all(), gap.tolist()
-    assert gap.min() <= (REASONING + 1) * STEP_S, gap.tolist()
+    # the first content token comes REASONING steps after the first (reasoning) token. A stall of a loaded
+    # machine can lengthen a gap, or shorten one (the client wakes late for the first token and reads several at
+    # once), so one of the three requests is held to within one step of it
+    low, high = REASONING * STEP_S * 0.95, (REASONING + 1) * STEP_S
+    assert any(low <= g <= high for g in gap), gap.tolist()
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])

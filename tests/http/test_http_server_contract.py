@@ -171,7 +171,6 @@ def test_reasoning_tokens_come_as_reasoning_content_and_take_their_decode_steps(
     through the load generator, TTFO - TTFT is the time of those r decode steps (the step trace's) within one step."""
     state = server.app[STATE]
     steps: list = []
-    state.engine.set_step_sink(lambda record: (state.metrics.on_step(record), steps.append(record)))
 
     async def go():
         engine = HttpEngine(server.url, MODEL, api="chat", return_token_ids=True)  # the tiny model's text lags
@@ -184,17 +183,28 @@ def test_reasoning_tokens_come_as_reasoning_content_and_take_their_decode_steps(
             await engine.stop()
         return records_frame(records)
 
-    try:
-        frame = asyncio.run(go())
-    finally:
-        state.engine.set_step_sink(state.metrics.on_step)
-    assert frame["token_channels"].tolist() == ["rrcc"]
-    observed = (ttfo(frame) - request_latencies(frame)["ttft"]).iloc[0]
-    first = next(i for i, step in enumerate(steps) if step.phase != "decode")  # the prefill yields token 0
-    thinking = steps[first + 1 : first + 3]  # the decode steps of tokens 1 and 2: token 2 is the first content token
-    assert [step.phase for step in thinking] == ["decode"] * 2
-    expected = thinking[-1].t_end - steps[first].t_end
-    assert abs(observed - expected) <= max(step.t_end - step.t_start for step in thinking), (observed, expected)
+    def attempt() -> tuple[float, float, float]:
+        """(observed TTFO - TTFT, the step trace's reasoning time, one decode step) of one request."""
+        steps.clear()
+        state.engine.set_step_sink(lambda record: (state.metrics.on_step(record), steps.append(record)))
+        try:
+            frame = asyncio.run(go())
+        finally:
+            state.engine.set_step_sink(state.metrics.on_step)
+        assert frame["token_channels"].tolist() == ["rrcc"]
+        observed = (ttfo(frame) - request_latencies(frame)["ttft"]).iloc[0]
+        first = next(i for i, step in enumerate(steps) if step.phase != "decode")  # the prefill yields token 0
+        thinking = steps[first + 1 : first + 3]  # the decode steps of tokens 1 and 2: token 2 is the first content
+        assert [step.phase for step in thinking] == ["decode"] * 2
+        return observed, thinking[-1].t_end - steps[first].t_end, max(s.t_end - s.t_start for s in thinking)
+
+    # On a loaded machine the client may read two events in one wake-up and see them at the same instant
+    # (seen on a 2-core CI-like run: 0.2 ms observed against 53 ms stepped): up to three requests, one must match.
+    for _ in range(3):
+        observed, expected, step = attempt()
+        if abs(observed - expected) <= step:
+            break
+    assert abs(observed - expected) <= step, (observed, expected)
     events = stream(server.url, "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 2, "stream": True,
                                                     "ignore_eos": True, "reasoning_tokens": 1})  # fmt: skip
     choices = [e["choices"][0] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"] is None]
