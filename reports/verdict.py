@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.judge.headline import Headline, Unit, headlines
-from harness.metrics.estimate import Estimate
+from harness.metrics.intervals import Estimate
 from harness.metrics.steady_rates import steady_rate_problem
 from harness.metrics.stops import describe_stop
 from reports import fmt

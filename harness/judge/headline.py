@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from harness.metrics.estimate import Estimate, wilson
+from harness.metrics.intervals import Estimate, wilson
 from harness.metrics.steady_rates import EngineRunView, goodput_estimate, throughput_estimate
 
 Unit = Literal["seconds", "rate", "share", "usd"]  # how reports/ formats the numbers (reports.verdict.FORMAT)

@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import HarnessInputError
-from harness.metrics.estimate import wilson
+from harness.metrics.intervals import wilson
 from harness.metrics.slo import SLO, goodput
 from harness.metrics.throughput import steady_window
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from harness.metrics.estimate import Estimate, batch_means
+from harness.metrics.intervals import Estimate, batch_means
 from harness.metrics.slo import SLO, slo_table
 from harness.metrics.throughput import events_problem, rate_problem, steady_window
 

@@ -11,7 +11,7 @@ from scipy import stats
 
 from harness.judge.headline import Headline
 from harness.judge.tests import holm
-from harness.metrics.estimate import Estimate, batch_means, wilson
+from harness.metrics.intervals import Estimate, batch_means, wilson
 from reports import fmt
 from reports.analysis import analyse
 from reports.compare import compare, plan
