@@ -19,7 +19,7 @@ def comparison_figure(comparisons: list[Comparison]) -> go.Figure | None:
     for i, c in enumerate(comparisons):
         t = c.table
         base = t["median_a"].where(t["median_a"] != 0)
-        rel = (t["delta"] / base * 100).to_numpy(dtype=np.float64)
+        rel = (t["rel_change"] * 100).to_numpy(dtype=np.float64)  # the judge's relative change
         lo = (t["ci_low"] / base * 100).to_numpy(dtype=np.float64)
         hi = (t["ci_high"] / base * 100).to_numpy(dtype=np.float64)
         names = [METRIC_NAMES.get(str(m), str(m)) for m in t.index]

@@ -12,6 +12,7 @@ from reports import fmt, simulated, tables
 from reports.analysis import Analysis, analyse
 from reports.compare import METRIC_NAMES
 from reports.prefix_cache import HIT_HEAD, prefix_cache_text
+from reports.verdict import cell, formatter
 
 
 def _cell(text: str) -> str:
@@ -35,7 +36,7 @@ def _headlines(a: Analysis) -> list[str]:
             if e is None or fmt.missing(e.value):
                 cells.append("n/a" if e is not None and e.reason else "–")
                 continue
-            text = e.cell(h.formatter)
+            text = cell(e, formatter(h))
             cells.append(f"**{text}**" if h.winner == label and h.clear else text)
         if h.winner is None:
             cells.append("–")

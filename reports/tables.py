@@ -9,11 +9,12 @@ import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from harness.judge.headline import Headline
 from harness.metrics.slo_classes import describe_class
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
 from reports.load import EngineRun, RunData
-from reports.verdict import Headline
+from reports.verdict import formatter, interval, point
 
 LATENCY_ROWS = (
     ("ttft", "TTFT"),
@@ -135,9 +136,9 @@ def headline_table(heads: list[Headline], labels: list[str]) -> str:
             if e is None or fmt.missing(e.value):
                 cells.append(fmt.rate(None, e.reason, html_title=True) if e is not None and e.reason else "–")
                 continue
-            interval = e.interval(h.formatter)
+            ci = interval(e, formatter(h))
             mark = " win" if h.winner == label and h.clear else (" lead" if h.winner == label else "")
-            cell = e.point(h.formatter) + (f' <span class="ci">{interval}</span>' if interval else "")
+            cell = point(e, formatter(h)) + (f' <span class="ci">{ci}</span>' if ci else "")
             cells.append(f'<span class="val{mark}">{cell}</span>')
         if h.winner is None:
             who = "–"

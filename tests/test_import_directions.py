@@ -99,6 +99,20 @@ def test_reports_read_records_and_metrics_only():
     assert not bad, bad
 
 
+def test_reports_compute_no_statistics():
+    """Tests, intervals and p-values are the judge's (harness.judge) or plain metrics (harness.metrics):
+    computed once in harness and passed to reports as data, so reports/ imports no statistics library."""
+    bad = []
+    for module, path in MODULES.items():
+        if not _in(module, "reports"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [(module, n) for n in names if n.split(".")[0] in ("scipy", "statsmodels")]
+    assert not bad, bad
+
+
 def test_the_cli_sits_on_top():
     into_cli = [
         (m, t) for m, targets in GRAPH.items() for t in targets if _in(t, "harness.cli") and not _in(m, "harness.cli")

@@ -205,6 +205,7 @@ def _calibrated(args: argparse.Namespace) -> list[str]:
 def _closing(out: Path) -> None:
     """What the demo showed, from its report's verdict, and where to look in the report."""
     from reports import analyse
+    from reports.verdict import cell, formatter
 
     analysis = analyse([out])
     heads = {h.key: h for h in analysis.verdict.headlines}
@@ -215,7 +216,7 @@ def _closing(out: Path) -> None:
         h = heads.get(key)
         if h is None:
             continue
-        cells = [f"{label} {e.cell(h.formatter)}" for label, e in h.estimates.items()]
+        cells = [f"{label} {cell(e, formatter(h))}" for label, e in h.estimates.items()]
         values = {e.value for e in h.estimates.values() if e.value is not None}
         if h.winner and len(values) == 1 and len(h.estimates) > 1:
             verdict = "tied"

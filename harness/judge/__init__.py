@@ -4,6 +4,8 @@
 - `tests.py`: the paired and unpaired tests, bootstrap intervals and the one multiplicity correction (Holm);
 - `verdict.py`: three outcomes (holds / fails / cannot tell) from an interval against a tolerance, and the
   bound below which a percentile is not resolved.
+- `headline.py`: the report's headline metrics across engine runs, and which one clearly wins each
+  (intervals that do not overlap).
 
 Callers keep only their own rules on top (the gate's thresholds, a study's acceptance plan); `reports/`
 only renders what this decided. Imports: numpy, scipy and pandas only.

@@ -4,6 +4,20 @@ Pairing is valid only when both runs replayed the identical schedule: the same r
 the same times. Then each request's delta removes everything the two runs share (its prompt and
 output length, the load around it), and far smaller differences are detectable. Closed loops never
 pair automatically: their arrival times follow each run's own pace.
+
+Two entry points remain, and they are not folded into one because they answer different questions and
+folding them would change verdicts users already rely on (tests/reports/test_one_judge.py checks that
+they agree where both apply: one open-loop trial a side on one schedule):
+- `decide_pairing` (the gate): two run directories, any trials (pooled on trial and request id), a
+  user-set mode (auto / paired / unpaired) and an absolute minimum of shared requests; a closed loop
+  never pairs on auto (its check is the scheduled time, which there follows each run's own pace).
+- `pair_requests` (the comparison table: metrics.json, `compare`, the report): the engines of one run
+  on trial 0, which pair when at least half their request ids are shared; a closed loop pairs on
+  request and user (its users send the same requests in the same order to every engine of the run,
+  only their pace differs), so the schedule check is off there.
+Both judge a schedule with one tolerance, `SCHEDULE_ATOL_S`. The one real disagreement is the closed
+loop (the gate: unpaired; the comparison: paired on request and user); making them one rule means
+choosing one of the two for both, a change of verdicts to decide on its own, not in passing.
 """
 
 from __future__ import annotations
@@ -101,7 +115,7 @@ def pair_requests(
     if a["request_id"].duplicated().any() or b["request_id"].duplicated().any():
         return None, "duplicate request ids"
     try:
-        deltas = paired_deltas(a, b, metrics=metrics, check_schedule=check_schedule)
+        deltas = paired_deltas(a, b, metrics=metrics, check_schedule=check_schedule, atol=SCHEDULE_ATOL_S)
     except RecordError as exc:
         return None, f"not the same schedule ({exc})"
     extra = len(deltas.attrs["only_in_a"]) + len(deltas.attrs["only_in_b"])

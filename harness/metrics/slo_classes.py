@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.errors import HarnessInputError
+from harness.metrics.intervals import wilson
 from harness.metrics.slo import SLO, goodput
 from harness.metrics.throughput import steady_window
 
@@ -82,13 +83,8 @@ def per_class(
 
 
 def _wilson(k: int, n: int, confidence: float) -> list[float] | None:
-    if n == 0:
-        return None
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [max(0.0, centre - half), min(1.0, centre + half)]
+    e = wilson(k, n, confidence)
+    return None if e.value is None else [e.low, e.high]  # type: ignore[list-item]
 
 
 def _goodput_ci(

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from harness.judge.headline import Headline
 from harness.judge.tests import holm
+from harness.metrics.intervals import Estimate, batch_means, wilson
 from reports import fmt
 from reports.analysis import analyse
 from reports.compare import compare, plan
 from reports.load import load_runs
-from reports.verdict import Estimate, Headline, batch_means, wilson
+from reports.verdict import cell
 
 
 @pytest.fixture(scope="module")
@@ -94,29 +96,29 @@ def test_wilson_and_batch_means() -> None:
 
 
 def test_headline_decisions() -> None:
-    clear = Headline("x", "x", "lower", str, {"a": Estimate(1.0, 0.9, 1.1), "b": Estimate(2.0, 1.8, 2.2)})
+    clear = Headline("x", "x", "lower", "seconds", {"a": Estimate(1.0, 0.9, 1.1), "b": Estimate(2.0, 1.8, 2.2)})
     clear.decide()
     assert clear.winner == "a" and clear.clear and clear.margin == "2.00x"
-    close = Headline("x", "x", "higher", str, {"a": Estimate(1.0, 0.5, 1.5), "b": Estimate(1.2, 0.9, 1.6)})
+    close = Headline("x", "x", "higher", "rate", {"a": Estimate(1.0, 0.5, 1.5), "b": Estimate(1.2, 0.9, 1.6)})
     close.decide()
     assert close.winner == "b" and not close.clear
-    point = Headline("usd", "usd", "lower", str, {"a": Estimate(3.0), "b": Estimate(2.0)})
+    point = Headline("usd", "usd", "lower", "usd", {"a": Estimate(3.0), "b": Estimate(2.0)})
     point.decide()
     assert point.winner == "b" and point.point_only and not point.clear
 
 
 def test_a_lower_bound_can_lose_clearly_but_never_win_clearly() -> None:
     # static's TTFT p99 is at least 16 s (requests cut off while waiting reach it): its upper end is unknown
-    loses = Headline("p99", "p99", "lower", fmt.seconds,
+    loses = Headline("p99", "p99", "lower", "seconds",
                      {"c": Estimate(5.8, 2.5, 5.9), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
     loses.decide()
     assert loses.winner == "c" and loses.clear and loses.margin == "at least 2.78x"
-    assert loses.estimates["s"].cell(fmt.seconds) == "≥ 16.1 s [12.3 s, unknown]"
-    ahead = Headline("p99", "p99", "lower", fmt.seconds,
+    assert cell(loses.estimates["s"], fmt.seconds) == "≥ 16.1 s [12.3 s, unknown]"
+    ahead = Headline("p99", "p99", "lower", "seconds",
                      {"c": Estimate(20.0, 18.0, 22.0), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
     ahead.decide()
     assert ahead.winner == "s" and not ahead.clear  # its true value may lie anywhere above 16.1 s
-    overlap = Headline("p99", "p99", "lower", fmt.seconds,
+    overlap = Headline("p99", "p99", "lower", "seconds",
                        {"c": Estimate(5.8, 2.5, 13.0), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
     overlap.decide()
     assert overlap.winner == "c" and not overlap.clear
