@@ -157,18 +157,11 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     for name, engine in simulated_engines(manifest).items():
         lines.append(f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the "
                      f"{cost_model_text(engine)}.")  # fmt: skip
-        routed = router_text(engine)
-        if routed is not None:
-            lines.append(f"CLUSTER: {prefix}{name}: {routed}.")
-        split = disagg_text(engine)
-        if split is not None:
-            lines.append(f"P/D: {prefix}{name}: {split}.")
-        trust = trust_text(engine)
-        if trust is not None:
-            lines.append(f"TRUST: {prefix}{name}: {trust}.")
-        extrapolated = range_text(engine)
-        if extrapolated is not None:
-            lines.append(f"RANGE: {prefix}{name}: {extrapolated}.")
+        for label, describe in (("CLUSTER", router_text), ("P/D", disagg_text), ("TRUST", trust_text),
+                                ("RANGE", range_text)):  # fmt: skip
+            text = describe(engine)
+            if text is not None:
+                lines.append(f"{label}: {prefix}{name}: {text}.")
         if range_unknown(engine):
             unknown.append(f"{prefix}{name}")
         spec = engine.get("spec_decode")
