@@ -19,5 +19,9 @@ def describe_stop(stop: dict[str, Any]) -> str:
             f"{evidence['confidence']:.1%} one-sided confidence"
         )
     value, limit = stop.get("value"), stop.get("limit")
-    shown = f"{value:.3g}" if isinstance(value, int | float) else "?"
-    return f"{rule} = {shown} (limit {limit})"
+    return f"{rule} = {_number(value)} (limit {_number(limit)})"
+
+
+def _number(x: Any) -> str:
+    """Four significant digits: a limit computed from a calibration (31.774049312545156) reads as 31.77."""
+    return f"{x:.4g}" if isinstance(x, int | float) and not isinstance(x, bool) else "?"
