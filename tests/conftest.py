@@ -10,6 +10,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _own_speed_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The demo's saved speed (harness/estimate.py) goes to a directory of each test's own: a test never writes
+    to the user's cache, and no run's printed estimate depends on which test calibrated before it."""
+    import harness.estimate
+
+    root = tmp_path_factory.mktemp("cache")
+    monkeypatch.setattr(harness.estimate, "cache_root", lambda: root)
+
+
 @pytest.fixture(scope="session")
 def embedded():
     from engines import compute_threads
