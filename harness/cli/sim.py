@@ -41,10 +41,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     val.add_argument("--json", type=Path, help="also write the table as JSON here")
     val.set_defaults(run=validate_command)
     cal = commands.add_parser("calibrate", help="fit the roofline's terms on one accelerator's public GPU times")
-    cal.add_argument("--hardware", default="a100", help="fit on this accelerator's training-half rows (default a100)")
+    cal.add_argument("--hardware", default="a100",
+                     help="fit on these accelerators' training-half rows, comma-separated (default a100)")  # fmt: skip
     cal.add_argument("--truth", type=Path, default=None, metavar="DIR", help="folder of truth CSVs (as validate)")
     cal.add_argument("-o", "--out", type=Path, required=True, help="calibration JSON to write")
     cal.set_defaults(run=calibrate_command)
+    probe = commands.add_parser("probe", help="measure step times on this machine's GPU: truth rows for validate")
+    add_probe_arguments(probe)
+    probe.set_defaults(run=probe_command)
+
+
+def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.gpu_truth.probe import add_arguments
+
+    add_arguments(parser)
+
+
+def probe_command(args: argparse.Namespace) -> int:
+    from harness.gpu_truth.probe import run
+
+    return run(args)
 
 
 def fit_command(args: argparse.Namespace) -> int:
@@ -144,10 +160,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if args.out.is_dir():
         raise HarnessInputError(f"-o {args.out}: is a directory; name the calibration's JSON file")
     writable_dir(args.out.parent, "-o")
-    calibration = fit_calibration(args.hardware.lower(), args.out.stem, args.truth or DEFAULT_DIR)
+    hardware = [h.strip().lower() for h in args.hardware.split(",") if h.strip()]
+    calibration = fit_calibration(hardware, args.out.stem, args.truth or DEFAULT_DIR)
     calibration.save(args.out)
     fit = calibration.fitted_on
-    print(f"fitted {fit['rows']} training rows on {args.hardware}: rms log error {fit['rms_log_error']:.3f}")
+    print(f"fitted {fit['rows']} training rows on {', '.join(hardware)}: rms log error {fit['rms_log_error']:.3f}")
     print(f"calibration: {args.out.resolve()} (check it on the rows it did not see: "
           f"batchmark sim validate --cost {args.out})")  # fmt: skip
     return 0

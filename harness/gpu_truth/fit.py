@@ -35,16 +35,20 @@ FLOORS = (Term("overhead_ms", 1.0, 0.0, 100.0), Term("layer_floor_us", 10.0, 0.0
           Term("allreduce_per_peer_us", 5.0, 0.0, 500.0), Term("link_efficiency", 0.5, 0.01, 1.0))  # fmt: skip
 
 
-def training_rows(rows: list[TruthRow], hardware: str) -> list[TruthRow]:
-    return [r for r in rows if r.hardware == hardware and not r.held_out]
+def training_rows(rows: list[TruthRow], hardware: list[str]) -> list[TruthRow]:
+    return [r for r in rows if r.hardware in hardware and not r.held_out]
 
 
-def fit_calibration(hardware: str, name: str, directory: Path = DEFAULT_DIR) -> Calibration:
+def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DIR) -> Calibration:
+    """Shared terms over every accelerator in `hardware`, floors per serving stack (STACK_OF_SOURCE)."""
     from scipy.optimize import least_squares
 
-    train = training_rows(load_truth(directory), hardware)
-    if not train:
-        raise HarnessInputError(f"{directory}: no training rows on {hardware!r}")
+    rows = load_truth(directory)
+    for hw in hardware:
+        if not training_rows(rows, [hw]):
+            raise HarnessInputError(f"{directory}: no training rows on {hw!r} (rows on: "
+                                    f"{', '.join(sorted({r.hardware for r in rows}))})")  # fmt: skip
+    train = training_rows(rows, hardware)
     stacks = sorted({STACK_OF_SOURCE[r.source] for r in train if r.kind == "step"})
     terms = [*SHARED, *[t for _ in stacks for t in FLOORS]]
 
@@ -68,12 +72,12 @@ def fit_calibration(hardware: str, name: str, directory: Path = DEFAULT_DIR) -> 
     result = least_squares(residuals, [t.start for t in terms], bounds=([t.low for t in terms],
                            [t.high for t in terms]), method="trf", x_scale="jac", max_nfev=400)  # fmt: skip
     shared, floors = unpack(list(result.x))
-    fitted_on = {"hardware": [hardware], "rows": len(train), "truth": str(directory.name),
+    fitted_on = {"hardware": hardware, "rows": len(train), "truth": str(directory.name),
                  "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
                  "rms_log_error": math.sqrt(2 * result.cost / len(train))}  # fmt: skip
-    provenance = (f"least squares on log error over the {len(train)} training-half rows on {hardware} of "
-                  f"{directory.name} (Splitwise, Vidur, DistServe; SOURCE.md there): "
-                  "batchmark sim calibrate")  # fmt: skip
+    sources = ", ".join(sorted({r.source for r in train}))
+    provenance = (f"least squares on log error over the {len(train)} training-half rows on {', '.join(hardware)} of "
+                  f"{directory.name} ({sources}; SOURCE.md there): batchmark sim calibrate")  # fmt: skip
     stack_terms = {s: {k: _sig(v) for k, v in f.items()} for s, f in floors.items()}
     return Calibration(name, _rounded(shared), stack_terms, fitted_on, provenance)
 

@@ -13,12 +13,18 @@ from engines.step_features import StepFeatures
 from harness.gpu_truth.rows import DEFAULT_DIR, TruthRow, model_shape
 
 # The serving stack each source measured under (SOURCE.md): its per-step floors are the stack's, not the GPU's.
-STACK_OF_SOURCE = {"splitwise": "splitwise", "distserve": "distserve", "vidur": KERNEL}
+# batchmark-graph: CUDA-graph replays of harness/gpu_truth/decoder.py (probe.py): no Python between kernels, but
+# a plain-torch layer's small kernels (norms, rotary, cache writes) around its GEMMs: a stack of its own
+STACK_OF_SOURCE = {"splitwise": "splitwise", "distserve": "distserve", "vidur": KERNEL,
+                   "batchmark-graph": "batchmark-torch"}  # fmt: skip
 PREFILL_BOUNDS = ((512, "prefill short (<=512 tok)"), (4096, "prefill mid (513-4096 tok)"))
 BATCH_BOUNDS = ((1, "decode batch 1"), (16, "decode batch 2-16"), (64, "decode batch 17-64"))
 CONTEXT_BOUNDS = ((1024, "decode ctx <=1k"), (4096, "decode ctx 1k-4k"))
 
 
+UNFITTED_STACK = (
+    "rows of a stack the calibration was not fitted on (a source of other hardware) are priced with kernel-only floors"
+)
 # every regime label in reading order (the table lists them so, not alphabetically)
 ORDER = (*(label for _, label in PREFILL_BOUNDS), "prefill long (>4096 tok)", *(label for _, label in BATCH_BOUNDS),
          "decode batch >64", *(label for _, label in CONTEXT_BOUNDS), "decode ctx >4k", "layer GEMMs <=32 rows",
@@ -68,9 +74,11 @@ class CostChoice:
         return "roofline (default parameters)" if self.calibration is None else f"calibration {self.calibration.name}"
 
     def params_for(self, source: str) -> RooflineParams:
+        """A calibration fitted without the source's stack prices its rows with kernel-only floors (UNFITTED_STACK)."""
         if self.calibration is None:
             return self.params
-        return self.calibration.params_for(STACK_OF_SOURCE.get(source, KERNEL))
+        stack = STACK_OF_SOURCE.get(source, KERNEL)
+        return self.calibration.params_for(stack if stack in self.calibration.stacks else KERNEL)
 
     def saw(self, row: TruthRow) -> bool:
         return self.calibration is not None and self.calibration.saw(row.hardware, row.held_out)

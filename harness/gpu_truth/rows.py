@@ -45,9 +45,11 @@ class TruthRow:
 
 
 # file -> (kind, required columns and their types)
+STEP_COLUMNS = {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int, "phase": str,
+                "batch": int, "tokens": int, "context": int, "ms": float}  # fmt: skip
 FILES: dict[str, tuple[str, dict[str, type]]] = {
-    "steps.csv": ("step", {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int,
-                           "phase": str, "batch": int, "tokens": int, "context": int, "ms": float}),
+    "steps.csv": ("step", STEP_COLUMNS),
+    "batchmark-steps.csv": ("step", STEP_COLUMNS),  # measured here by `python -m harness.gpu_truth.probe`
     "layers.csv": ("layer", {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int,
                              "tokens": int, "ms": float}),
     "allreduce.csv": ("allreduce", {"id": str, "source": str, "origin": str, "hardware": str, "tp": int,

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engines.sim.calibration import load_calibration
+from engines.sim.calibration import KERNEL, load_calibration
 from engines.sim.roofline import RooflineParams
-from harness.gpu_truth.predict import CostChoice
+from harness.gpu_truth.predict import STACK_OF_SOURCE, UNFITTED_STACK, CostChoice
 from harness.gpu_truth.rows import DEFAULT_DIR, load_truth
 from harness.gpu_truth.table import Group, format_table, groups, require_regimes, score
 
@@ -39,4 +39,8 @@ def validation_table(cost: str, truth: Path | None = None) -> Validation:
     scored = score(rows, choice, directory)
     table = groups(scored)
     text = format_table(table, choice.label, any(s.seen for s in scored))
+    if choice.calibration is not None and any(
+        STACK_OF_SOURCE.get(r.source, KERNEL) not in (KERNEL, *choice.calibration.stacks) for r in rows
+    ):
+        text += f"\nstack: {UNFITTED_STACK}"
     return Validation(choice.label, directory.name, table, text)  # a name: the JSON is committed

@@ -18,7 +18,7 @@ from harness.gpu_truth.validate import validation_table
 
 @pytest.fixture(scope="module")
 def tables() -> dict[str, dict]:
-    return {name: validation_table(name).to_json() for name in ("roofline", "public-a100")}
+    return {name: validation_table(name).to_json() for name in ("roofline", "public-a100", "public-a100-h200")}
 
 
 def _group(table: dict, section: str, key: str) -> dict:
@@ -28,10 +28,11 @@ def _group(table: dict, section: str, key: str) -> dict:
 def test_the_split_is_half_the_rows_and_fixed_by_id() -> None:
     rows = load_truth()
     held = [r for r in rows if r.held_out]
-    assert len(rows) == 416 and len(held) == 209  # pinned: a changed split rule would silently refit on other rows
-    train = [r for r in rows if r.hardware == "a100" and not r.held_out]
-    assert len(train) == json.loads((VALIDATION_DIR.parent / "public-a100.json").read_text())["fitted_on"]["rows"]
-    assert {r.source for r in rows} == {"splitwise", "vidur", "distserve"}
+    assert len(rows) == 514 and len(held) == 266  # pinned: a changed split rule would silently refit on other rows
+    for name, hardware in (("public-a100", {"a100"}), ("public-a100-h200", {"a100", "h200"})):
+        train = [r for r in rows if r.hardware in hardware and not r.held_out]
+        assert len(train) == json.loads((VALIDATION_DIR.parent / f"{name}.json").read_text())["fitted_on"]["rows"]
+    assert {r.source for r in rows} == {"splitwise", "vidur", "distserve", "batchmark-graph"}
     assert all(r.origin == "fit" for r in rows if r.source == "distserve")
 
 
@@ -43,17 +44,28 @@ def test_the_committed_validation_tables_are_what_validate_computes(tables: dict
 
 
 def test_the_calibration_holds_its_reached_errors_on_rows_it_never_saw(tables: dict[str, dict]) -> None:
-    """Reached on held-out rows (fitted on A100's training half only); the test fails if any grows. The
-    issue's targets are 10% overall and 15% for decode, prefill and H100: overall is 1 point short."""
-    cal, plain = tables["public-a100"], tables["roofline"]
-    reached = {("total", "all rows"): 0.11, ("phase", "decode"): 0.14, ("phase", "prefill"): 0.12,
-               ("accelerator", "h100"): 0.15, ("accelerator", "a100"): 0.07}  # fmt: skip
-    for (section, key), bound in reached.items():
-        group = _group(cal, section, key)
-        assert group["held_n"] >= 80, (section, key)
-        assert group["held_median_abs"] <= bound + 0.005, (section, key, group["held_median_abs"])
-        assert _group(plain, section, key)["held_median_abs"] > group["held_median_abs"] + 0.05, (section, key)
-    assert _group(cal, "accelerator", "h100")["held_n"] == _group(cal, "accelerator", "h100")["n"]  # never fitted
+    """Reached on held-out rows; the test fails if any grows. public-a100 is fitted on A100's training half only;
+    public-a100-h200 on A100's and the H200 probe's (batchmark's own plain-torch stack, SOURCE.md). The issue's
+    targets are 10% overall and 15% for decode, prefill and H100 (never fitted by either)."""
+    plain = tables["roofline"]
+    reached = {
+        "public-a100": {("accelerator", "a100"): 0.07, ("accelerator", "h100"): 0.15,
+                        ("accelerator / phase", "a100 decode"): 0.05, ("accelerator / phase", "h100 prefill"): 0.12},
+        "public-a100-h200": {("total", "all rows"): 0.12, ("accelerator", "h100"): 0.15,
+                             ("accelerator", "h200"): 0.06, ("accelerator / phase", "h200 decode"): 0.06,
+                             ("accelerator / phase", "h200 prefill"): 0.10},
+    }  # fmt: skip
+    for name, bounds in reached.items():
+        cal = tables[name]
+        for (section, key), bound in bounds.items():
+            group = _group(cal, section, key)
+            assert group["held_n"] >= 15, (name, section, key)
+            assert group["held_median_abs"] <= bound + 0.005, (name, section, key, group["held_median_abs"])
+            assert _group(plain, section, key)["held_median_abs"] > group["held_median_abs"] + 0.05, (section, key)
+        assert _group(cal, "accelerator", "h100")["held_n"] == _group(cal, "accelerator", "h100")["n"]  # never fitted
+    # the A100 fit, priced without the H200 stack's floors, misses it by far more than the fit that saw that stack
+    h200 = [_group(tables[n], "accelerator", "h200")["held_median_abs"] for n in ("public-a100", "public-a100-h200")]
+    assert h200[0] > h200[1] + 0.2, h200
 
 
 def test_validate_prints_every_regime(capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,7 +79,7 @@ def test_validate_prints_every_regime(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.parametrize("damage", ["drop_column", "drop_regime", "bad_value"])
 def test_a_bad_truth_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
     truth = tmp_path / "truth"
-    shutil.copytree(DEFAULT_DIR, truth, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(DEFAULT_DIR, truth, ignore=shutil.ignore_patterns("*.py", "__pycache__", "batchmark-*"))
     steps = (truth / "steps.csv").read_text().splitlines()
     if damage == "drop_column":
         kept = [",".join(line.split(",")[:-1]) for line in steps]  # no `ms`
@@ -97,7 +109,11 @@ def test_a_simulated_engine_prints_the_tables_error_for_its_accelerator(tables: 
     calibrated = trust_text(build_sim_engine({"hardware": "a100", "calibration": "public-a100"}, "x").describe())
     decode = _group(tables["public-a100"], "accelerator / phase", "a100 decode")
     assert calibrated is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']}" in calibrated
-    assert "unmeasured" in (trust_text(build_sim_engine({"hardware": "h200"}, "x").describe()) or "")
+    assert "unmeasured" in (trust_text(build_sim_engine({"hardware": "l40s"}, "x").describe()) or "")
+    h200_spec = {"hardware": "h200", "calibration": "public-a100-h200", "stack": "batchmark-torch"}
+    h200 = trust_text(build_sim_engine(h200_spec, "x").describe())
+    decode = _group(tables["public-a100-h200"], "accelerator / phase", "h200 decode")
+    assert h200 is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']}" in h200
     assert "set by hand" in (trust_text(build_sim_engine({"hardware": "h100", "mbu": 0.5}, "x").describe()) or "")
     overridden = build_sim_engine({"hardware": "a100", "calibration": "public-a100", "precision": "int8"}, "x")
     assert "set by hand" in (trust_text(overridden.describe()) or "")

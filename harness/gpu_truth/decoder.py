@@ -1,0 +1,130 @@
+"""A Llama-shaped decoder in plain torch, built from a config's shape, for timing steps on an accelerator.
+
+It does what a serving engine's model does in one step, at a kernel level a reviewer can read: fused QKV and
+gate/up projections (as vLLM fuses them), rotary embeddings, flash attention through `scaled_dot_product_attention`,
+the KV cache written and read, the LM head on each sequence's last token. Weights are seeded random bf16: a GEMM's
+time does not depend on its values (zeros aside, which draw less power: KINDS.md of the device notes), and no
+checkpoint has to be downloaded. It is not a model that says anything: only its step times are used.
+
+Decode attention reads each sequence's cache once: the query heads that share a KV head are laid out as that
+head's `group` query rows (no copy of the cache per query head), as grouped-query kernels do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from engines.sim.shape import ModelShape
+
+ROPE_THETA = 500_000.0  # Llama 3's; the angle's value does not change the step's time
+
+
+@dataclass
+class Layer:
+    norm_attn: torch.Tensor
+    qkv: torch.Tensor  # (heads + 2 kv_heads) * head_dim x hidden
+    out: torch.Tensor  # hidden x heads * head_dim
+    norm_mlp: torch.Tensor
+    gate_up: torch.Tensor  # 2 intermediate x hidden
+    down: torch.Tensor  # hidden x intermediate
+
+
+class Decoder:
+    """The shape's weights on `device`; `prefill` and `decode` are one step each (see the module docstring)."""
+
+    def __init__(self, shape: ModelShape, device: torch.device, dtype: torch.dtype = torch.bfloat16) -> None:
+        self.shape, self.device, self.dtype = shape, device, dtype
+        gen = torch.Generator(device=device).manual_seed(0)
+        s = shape
+        qkv_rows = (s.heads + 2 * s.kv_heads) * s.head_dim
+
+        def weight(*dims: int) -> torch.Tensor:
+            return (torch.randn(*dims, generator=gen, device=device, dtype=dtype) * 0.02).contiguous()
+
+        def ones(n: int) -> torch.Tensor:
+            return torch.ones(n, device=device, dtype=dtype)
+
+        self.embed = weight(s.vocab, s.hidden)
+        self.lm_head = self.embed if s.tied_embeddings else weight(s.vocab, s.hidden)
+        self.norm = ones(s.hidden)
+        self.layers = [
+            Layer(ones(s.hidden), weight(qkv_rows, s.hidden), weight(s.hidden, s.heads * s.head_dim), ones(s.hidden),
+                  weight(2 * s.intermediate, s.hidden), weight(s.hidden, s.intermediate))
+            for _ in range(s.layers)
+        ]  # fmt: skip
+
+    def kv_cache(self, batch: int, tokens: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, keys and values of `batch` sequences of `tokens` positions (random: a filled cache)."""
+        dims = (batch, self.shape.kv_heads, tokens, self.shape.head_dim)
+
+        def filled() -> torch.Tensor:
+            return torch.randn(dims, device=self.device, dtype=self.dtype)
+
+        return [(filled(), filled()) for _ in self.layers]
+
+    def _rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        half = self.shape.head_dim // 2
+        freqs = ROPE_THETA ** (-torch.arange(half, device=self.device, dtype=torch.float32) / half)
+        angles = positions.to(torch.float32)[:, None] * freqs  # (tokens, half)
+        cos, sin = angles.cos().to(x.dtype)[:, None], angles.sin().to(x.dtype)[:, None]
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+    @staticmethod
+    def _rms(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        x32 = x.to(torch.float32)
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * weight
+
+    def _mlp(self, x: torch.Tensor, layer: Layer) -> torch.Tensor:
+        gate, up = (self._rms(x, layer.norm_mlp) @ layer.gate_up.T).chunk(2, dim=-1)
+        return x + (F.silu(gate) * up) @ layer.down.T
+
+    def _qkv(self, x: torch.Tensor, layer: Layer, positions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        s = self.shape
+        qkv = self._rms(x, layer.norm_attn) @ layer.qkv.T
+        q, k, v = qkv.split((s.heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim), dim=-1)
+        q = self._rope(q.view(-1, s.heads, s.head_dim), positions)
+        k = self._rope(k.view(-1, s.kv_heads, s.head_dim), positions)
+        return q, k, v.view(-1, s.kv_heads, s.head_dim)
+
+    def prefill(self, ids: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """`ids` (batch, n): prompts from scratch; writes positions 0..n-1 of `cache`; the last tokens' logits."""
+        s = self.shape
+        batch, n = ids.shape
+        group = s.heads // s.kv_heads
+        positions = torch.arange(n, device=self.device).repeat(batch)
+        x = self.embed[ids.reshape(-1)]
+        for layer, (k_cache, v_cache) in zip(self.layers, cache, strict=True):
+            q, k, v = self._qkv(x, layer, positions)
+            k = k.view(batch, n, s.kv_heads, s.head_dim).transpose(1, 2)
+            v = v.view(batch, n, s.kv_heads, s.head_dim).transpose(1, 2)
+            k_cache[:, :, :n].copy_(k)
+            v_cache[:, :, :n].copy_(v)
+            k = k.repeat_interleave(group, dim=1)  # causal flash attention wants one key head per query head
+            v = v.repeat_interleave(group, dim=1)
+            q = q.view(batch, n, s.heads, s.head_dim).transpose(1, 2)
+            attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + attn.transpose(1, 2).reshape(batch * n, s.heads * s.head_dim) @ layer.out.T
+            x = self._mlp(x, layer)
+        last = x.view(batch, n, s.hidden)[:, -1]
+        return self._rms(last, self.norm) @ self.lm_head.T
+
+    def decode(self, ids: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """`ids` (batch,): one new token per sequence at the cache's last position, attending all of it."""
+        s = self.shape
+        batch, group = ids.shape[0], s.heads // s.kv_heads
+        position = cache[0][0].shape[2] - 1
+        positions = torch.full((batch,), position, device=self.device)
+        x = self.embed[ids]
+        for layer, (k_cache, v_cache) in zip(self.layers, cache, strict=True):
+            q, k, v = self._qkv(x, layer, positions)
+            k_cache[:, :, position].copy_(k)
+            v_cache[:, :, position].copy_(v)
+            q = q.view(batch, s.kv_heads, group, s.head_dim)  # a KV head's query heads as its query rows
+            attn = F.scaled_dot_product_attention(q, k_cache, v_cache)
+            x = x + attn.reshape(batch, s.heads * s.head_dim) @ layer.out.T
+            x = self._mlp(x, layer)
+        return self._rms(x, self.norm) @ self.lm_head.T

@@ -1,0 +1,236 @@
+"""Measure step times on this machine's accelerator: truth rows for `batchmark sim validate`, made here.
+
+The shapes are fixed before measuring (PLAN, committed): prefills of one prompt of 16 to 8,192 tokens and of
+four prompts, decodes of 1 to 256 sequences at 128 to 16,384 cached tokens, as far as the KV budget allows.
+Each shape runs on `harness.gpu_truth.decoder.Decoder` (plain torch: fused projections, flash attention, a KV
+cache) and is timed two ways:
+
+- `graph`: the step captured once as a CUDA graph and replayed: the kernels alone, with no Python between
+  them, as vLLM's and TensorRT-LLM's graphs run decode. These are the truth rows (source `batchmark-graph`,
+  stack `batchmark-torch` in `harness.gpu_truth.predict`): `-o FILE`.
+- `eager`: the same step launched op by op from Python: the floor a Python serving loop adds, written beside
+  them for the record (`--eager`: FILE's stem + `-eager.csv`), never validated against.
+
+Each time is the median of `repeats` replays timed by CUDA events after three warm-ups; the minimum and maximum
+are kept as the spread. Rows stream to the CSV as they are measured, so a run stopped early keeps its rows.
+On a CPU (`--device cpu`, for tests) steps are timed by the wall clock, without graphs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFILL = (
+    (1, 16),
+    (1, 64),
+    (1, 128),
+    (1, 256),
+    (1, 512),
+    (1, 1024),
+    (1, 2048),
+    (1, 4096),
+    (1, 8192),
+    (4, 512),
+    (4, 2048),
+)  # fmt: skip  (batch, tokens per prompt)
+DECODE_BATCHES = (1, 4, 16, 32, 64, 128, 256)
+DECODE_CONTEXTS = (128, 1024, 4096, 16384)
+MODELS = ("llama-3.1-8b", "qwen2.5-7b", "qwen2.5-32b")
+COLUMNS = ("id", "source", "origin", "hardware", "model", "tp", "batch", "repeats", "phase", "tokens", "context",
+           "ms", "ms_min", "ms_max")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Shape:
+    phase: str  # prefill or decode
+    batch: int
+    tokens: int  # per sequence: the prompt (prefill) or 1 (decode)
+    context: int  # decode: cached tokens per sequence before the step
+
+    @property
+    def cache_tokens(self) -> int:
+        return self.batch * (self.tokens if self.phase == "prefill" else self.context + 1)
+
+
+def plan(kv_bytes_per_token: int, kv_budget_gb: float, quick: bool = False) -> list[Shape]:
+    """Every shape to time, in order; decodes whose cache exceeds the budget are left out (said in SOURCE.md)."""
+    prefill = [Shape("prefill", b, n, 0) for b, n in (PREFILL[:3] if quick else PREFILL)]
+    batches, contexts = (DECODE_BATCHES[:2], DECODE_CONTEXTS[:1]) if quick else (DECODE_BATCHES, DECODE_CONTEXTS)
+    decode = [Shape("decode", b, 1, c) for c in contexts for b in batches]
+    budget = kv_budget_gb * 1e9
+    return [s for s in prefill + decode if s.cache_tokens * kv_bytes_per_token <= budget]
+
+
+def _timer(device, repeats: int) -> Callable[[Callable[[], object], bool], list[float]]:
+    import torch
+
+    def on_cuda(step: Callable[[], object], graph: bool) -> list[float]:
+        t0 = time.perf_counter()
+        step()  # the first call picks kernels (cuBLAS heuristics, flash attention's)
+        torch.cuda.synchronize()
+        # long steps get fewer replays (at least 5): about two seconds of replays per shape
+        n = max(5, min(repeats, int(2.0 / max(time.perf_counter() - t0, 1e-6))))
+        run = step
+        if graph:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                step()
+            torch.cuda.current_stream().wait_stream(side)
+            captured = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(captured):
+                step()
+            run = captured.replay
+        for _ in range(3):
+            run()
+        times = []
+        for _ in range(n):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return times
+
+    def on_cpu(step: Callable[[], object], graph: bool) -> list[float]:
+        step()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return times
+
+    return on_cuda if device.type == "cuda" else on_cpu
+
+
+def measure(model: str, device_name: str, hardware: str, kv_budget_gb: float, repeats: int, eager: bool,
+            quick: bool) -> Iterator[dict[str, object]]:  # fmt: skip
+    """Rows of the CSV (COLUMNS), one per shape and timing, as they are measured."""
+    import torch
+
+    from harness.gpu_truth.decoder import Decoder
+    from harness.gpu_truth.rows import model_shape
+
+    device = torch.device(device_name)
+    shape = model_shape(model)
+    decoder = Decoder(shape, device, torch.bfloat16 if device.type == "cuda" else torch.float32)
+    timer = _timer(device, repeats)
+    modes = ("graph", "eager") if eager and device.type == "cuda" else ("graph" if device.type == "cuda" else "eager",)
+    with torch.inference_mode():
+        for s in plan(shape.kv_bytes_per_token(), kv_budget_gb, quick):
+            cache = decoder.kv_cache(s.batch, s.tokens if s.phase == "prefill" else s.context + 1)
+            if s.phase == "prefill":
+                ids = torch.randint(0, shape.vocab, (s.batch, s.tokens), device=device)
+                step = lambda d=decoder, i=ids, c=cache: d.prefill(i, c)  # noqa: E731
+            else:
+                ids = torch.randint(0, shape.vocab, (s.batch,), device=device)
+                step = lambda d=decoder, i=ids, c=cache: d.decode(i, c)  # noqa: E731
+            for mode in modes:
+                times = timer(step, mode == "graph")
+                yield _row(shape.name, hardware, s, mode, times)
+            del cache, step
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+
+
+def _row(model: str, hardware: str, s: Shape, mode: str, times: list[float]) -> dict[str, object]:
+    ident = f"{hardware}-{model}-{s.phase}-b{s.batch}-n{s.tokens}-c{s.context}"
+    return {"id": f"{ident}-{mode}", "source": f"batchmark-{mode}", "origin": "measured", "hardware": hardware,
+            "model": model, "tp": 1, "batch": s.batch, "repeats": len(times), "phase": s.phase, "tokens": s.tokens,
+            "context": s.context, "ms": round(statistics.median(times), 4), "ms_min": round(min(times), 4),
+            "ms_max": round(max(times), 4)}  # fmt: skip
+
+
+def hardware_name(device_name: str) -> str:
+    """`h200` for an NVIDIA H200, `cpu` on a CPU: the accelerator names of engines/sim/hardware.py."""
+    import torch
+
+    if not device_name.startswith("cuda"):
+        return "cpu"
+    full = torch.cuda.get_device_name(torch.device(device_name)).lower()
+    return next((n for n in ("h200", "h100", "a100", "l40s", "b200") if n in full), full.replace(" ", "-"))
+
+
+def achieved_peaks() -> dict[str, float]:
+    """What this GPU reaches here: an 8192^3 bf16 matrix product (TFLOP/s) and a 4 GiB copy (TB/s, read+write)."""
+    import torch
+
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    src = torch.empty(1 << 31, device="cuda", dtype=torch.int16)
+    dst = torch.empty_like(src)
+    timer = _timer(torch.device("cuda"), 10)
+    matmul_ms = statistics.median(timer(lambda: a @ a, False))
+    copy_ms = statistics.median(timer(lambda: dst.copy_(src), False))
+    return {"bf16_matmul_tflops": round(2 * 8192**3 / matmul_ms / 1e9, 1),
+            "copy_tb_per_s": round(2 * src.numel() * 2 / copy_ms / 1e9, 3)}  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", action="append", dest="models", default=[],
+                        help=f"a config name or path (repeatable; default: {', '.join(MODELS)})")  # fmt: skip
+    parser.add_argument("--device", default="cuda", help="torch device (default cuda; cpu for a quick check)")
+    parser.add_argument("--hardware", default=None, help="accelerator name in the rows (default: from the device)")
+    parser.add_argument("--kv-budget-gb", type=float, default=40.0, help="largest KV cache a shape may use")
+    parser.add_argument("--repeats", type=int, default=20, help="timed replays per shape (median kept)")
+    parser.add_argument("--eager", action="store_true", help="also time each step launched op by op")
+    parser.add_argument("--quick", action="store_true", help="three prefills and two decodes (a smoke check)")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="CSV to write (COLUMNS; rows stream)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from harness.errors import HarnessInputError
+    from harness.gpu_truth.rows import model_shape
+
+    if args.repeats < 1 or not args.kv_budget_gb > 0:
+        raise HarnessInputError("sim probe: --repeats and --kv-budget-gb must be positive")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise HarnessInputError(f"sim probe: --device {args.device}: torch sees no CUDA GPU here (--device cpu?)")
+    if args.out.is_dir() or args.out.suffix != ".csv":
+        raise HarnessInputError(f"sim probe: -o {args.out}: name the CSV file to write (e.g. DIR/batchmark-steps.csv)")
+    models = args.models or list(MODELS)
+    for model in models:
+        model_shape(model)  # an unknown model is one line before anything is measured
+    hardware = args.hardware or hardware_name(args.device)
+    meta = {"device": args.device, "hardware": hardware, "torch": torch.__version__, "cuda": torch.version.cuda,
+            "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor(),
+            "models": models, "repeats": args.repeats, "kv_budget_gb": args.kv_budget_gb,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv}  # fmt: skip
+    if args.device.startswith("cuda"):
+        meta["achieved"] = achieved_peaks()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    eager_out = args.out.with_name(f"{args.out.stem}-eager.csv")
+    with args.out.open("w", newline="", encoding="utf-8") as f, eager_out.open("w", newline="", encoding="utf-8") as e:
+        writers = {}
+        for out in (f, e):
+            writers[out] = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+            writers[out].writeheader()
+        for model in models:
+            for row in measure(model, args.device, hardware, args.kv_budget_gb, args.repeats, args.eager, args.quick):
+                # graph rows (or, on a CPU, the only timing there is) are truth rows; eager ones the record beside
+                out = e if row["source"] == "batchmark-eager" and args.device.startswith("cuda") else f
+                writers[out].writerow(row)
+                out.flush()
+                print(f"{row['id']}: {row['ms']} ms", flush=True)
+    if not args.eager or not args.device.startswith("cuda"):
+        eager_out.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m harness.gpu_truth.probe", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    sys.exit(run(parser.parse_args()))
