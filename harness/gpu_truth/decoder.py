@@ -6,6 +6,8 @@ the KV cache written and read, the LM head on each sequence's last token. Weight
 time does not depend on its values (zeros aside, which draw less power: KINDS.md of the device notes), and no
 checkpoint has to be downloaded. It is not a model that says anything: only its step times are used.
 
+`mixed` is a continuous-batching step: one prompt chunk continuing a cached prefix, and decodes, in the same
+GEMMs (their rows concatenated, as vLLM and batchmark's own engine run them), each with its own attention.
 Decode attention reads each sequence's cache once: the query heads that share a KV head are laid out as that
 head's `group` query rows (no copy of the cache per query head), as grouped-query kernels do.
 """
@@ -16,9 +18,11 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 
 from engines.sim.shape import ModelShape
 
+Cache = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys and values, (batch, kv_heads, tokens, head_dim)
 ROPE_THETA = 500_000.0  # Llama 3's; the angle's value does not change the step's time
 
 
@@ -56,7 +60,7 @@ class Decoder:
             for _ in range(s.layers)
         ]  # fmt: skip
 
-    def kv_cache(self, batch: int, tokens: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def kv_cache(self, batch: int, tokens: int) -> Cache:
         """Per layer, keys and values of `batch` sequences of `tokens` positions (random: a filled cache)."""
         dims = (batch, self.shape.kv_heads, tokens, self.shape.head_dim)
 
@@ -90,7 +94,7 @@ class Decoder:
         k = self._rope(k.view(-1, s.kv_heads, s.head_dim), positions)
         return q, k, v.view(-1, s.kv_heads, s.head_dim)
 
-    def prefill(self, ids: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def prefill(self, ids: torch.Tensor, cache: Cache) -> torch.Tensor:
         """`ids` (batch, n): prompts from scratch; writes positions 0..n-1 of `cache`; the last tokens' logits."""
         s = self.shape
         batch, n = ids.shape
@@ -112,7 +116,7 @@ class Decoder:
         last = x.view(batch, n, s.hidden)[:, -1]
         return self._rms(last, self.norm) @ self.lm_head.T
 
-    def decode(self, ids: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def decode(self, ids: torch.Tensor, cache: Cache) -> torch.Tensor:
         """`ids` (batch,): one new token per sequence at the cache's last position, attending all of it."""
         s = self.shape
         batch, group = ids.shape[0], s.heads // s.kv_heads
@@ -128,3 +132,33 @@ class Decoder:
             x = x + attn.reshape(batch, s.heads * s.head_dim) @ layer.out.T
             x = self._mlp(x, layer)
         return self._rms(x, self.norm) @ self.lm_head.T
+
+    def mixed(
+        self, chunk_ids: torch.Tensor, chunk_cache: Cache, decode_ids: torch.Tensor, decode_cache: Cache
+    ) -> torch.Tensor:
+        """One chunk of `n` prompt tokens at the end of `chunk_cache` (batch 1; its first positions already
+        cached) and `decode_ids` (batch,) one token each at `decode_cache`'s last position, in one step: the
+        chunk's last token's logits, then each decode's."""
+        s = self.shape
+        n, group = chunk_ids.shape[0], s.heads // s.kv_heads
+        batch = decode_ids.shape[0]
+        total, position = chunk_cache[0][0].shape[2], decode_cache[0][0].shape[2] - 1
+        start = total - n
+        positions = torch.cat((torch.arange(start, total, device=self.device),
+                               torch.full((batch,), position, device=self.device)))  # fmt: skip
+        mask = causal_lower_right(n, total)  # chunk row i attends the cached prefix and rows 0..i
+        x = self.embed[torch.cat((chunk_ids, decode_ids))]
+        for layer, (ck, cv), (dk, dv) in zip(self.layers, chunk_cache, decode_cache, strict=True):
+            q, k, v = self._qkv(x, layer, positions)
+            ck[0, :, start:].copy_(k[:n].transpose(0, 1))
+            cv[0, :, start:].copy_(v[:n].transpose(0, 1))
+            dk[:, :, position].copy_(k[n:])
+            dv[:, :, position].copy_(v[n:])
+            chunk_q = q[:n].transpose(0, 1)[None]  # (1, heads, n, head_dim)
+            chunk = F.scaled_dot_product_attention(chunk_q, ck.repeat_interleave(group, dim=1),
+                                                   cv.repeat_interleave(group, dim=1), attn_mask=mask)  # fmt: skip
+            decode = F.scaled_dot_product_attention(q[n:].view(batch, s.kv_heads, group, s.head_dim), dk, dv)
+            attn = torch.cat((chunk[0].transpose(0, 1).reshape(n, -1), decode.reshape(batch, -1)))
+            x = x + attn @ layer.out.T
+            x = self._mlp(x, layer)
+        return self._rms(x[n - 1 :], self.norm) @ self.lm_head.T

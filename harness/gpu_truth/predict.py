@@ -25,9 +25,10 @@ CONTEXT_BOUNDS = ((1024, "decode ctx <=1k"), (4096, "decode ctx 1k-4k"))
 UNFITTED_STACK = (
     "rows of a stack the calibration was not fitted on (a source of other hardware) are priced with kernel-only floors"
 )
+MIXED = ("mixed: chunk <=512 tok + decodes", "mixed: chunk >512 tok + decodes")
 # every regime label in reading order (the table lists them so, not alphabetically)
 ORDER = (*(label for _, label in PREFILL_BOUNDS), "prefill long (>4096 tok)", *(label for _, label in BATCH_BOUNDS),
-         "decode batch >64", *(label for _, label in CONTEXT_BOUNDS), "decode ctx >4k", "layer GEMMs <=32 rows",
+         "decode batch >64", *MIXED, *(label for _, label in CONTEXT_BOUNDS), "decode ctx >4k", "layer GEMMs <=32 rows",
          "layer GEMMs >32 rows", "all-reduce <=64 KiB", "all-reduce >64 KiB")  # fmt: skip
 
 
@@ -41,6 +42,8 @@ def regime(row: TruthRow) -> str:
         return "all-reduce <=64 KiB" if row.nbytes <= 64 * 1024 else "all-reduce >64 KiB"
     if row.kind == "layer":
         return "layer GEMMs <=32 rows" if row.tokens <= 32 else "layer GEMMs >32 rows"
+    if row.kind == "mixed":
+        return MIXED[row.tokens > 512]
     if row.phase == "prefill":
         return _bucket(row.batch * row.tokens, PREFILL_BOUNDS, "prefill long (>4096 tok)")
     return _bucket(row.batch, BATCH_BOUNDS, "decode batch >64")
@@ -54,8 +57,15 @@ def context_regime(row: TruthRow) -> str | None:
 
 
 def features(row: TruthRow) -> StepFeatures:
-    """The step's counts: `batch` prompts of `tokens` from scratch, or `batch` decodes at `context`."""
+    """The step's counts: `batch` prompts of `tokens` from scratch, or `batch` decodes at `context`; a mixed row's
+    chunk of `tokens` after `context` cached ones beside `batch` decodes at `decode_context` (as
+    engines.step_features counts a continuous-batching step)."""
     b, n, c = row.batch, row.tokens, row.context
+    if row.kind == "mixed":
+        d = row.decode_context
+        return StepFeatures(prefill_tokens=n, prefill_chunks=1, decode_seqs=b,
+                            attended_context=n * c + n * (n + 1) // 2 + b * (d + 1), kv_read_tokens=c + b * d,
+                            sampled_rows=1 + b)  # fmt: skip
     if row.phase == "prefill":
         return StepFeatures(prefill_tokens=b * n, prefill_chunks=b, attended_context=b * n * (n + 1) // 2,
                             sampled_rows=b)  # fmt: skip
@@ -81,7 +91,7 @@ class CostChoice:
         return self.calibration.params_for(stack if stack in self.calibration.stacks else KERNEL)
 
     def saw(self, row: TruthRow) -> bool:
-        return self.calibration is not None and self.calibration.saw(row.hardware, row.held_out)
+        return self.calibration is not None and row.kind != "mixed" and self.calibration.saw(row.hardware, row.held_out)
 
 
 def predict_ms(row: TruthRow, params: RooflineParams, directory: Path = DEFAULT_DIR) -> float:

@@ -1,15 +1,16 @@
 """Measure step times on this machine's accelerator: truth rows for `batchmark sim validate`, made here.
 
-The shapes are fixed before measuring (PLAN, committed): prefills of one prompt of 16 to 8,192 tokens and of
-four prompts, decodes of 1 to 256 sequences at 128 to 16,384 cached tokens, as far as the KV budget allows.
+The shapes are fixed before measuring (`plan`, committed): prefills of one prompt of 16 to 8,192 tokens and of
+four prompts, decodes of 1 to 256 sequences at 128 to 16,384 cached tokens, and mixed steps (a prompt chunk of
+256 to 2,048 tokens, fresh or after 2,048 cached, beside 8 or 64 decodes), as far as the KV budget allows.
 Each shape runs on `harness.gpu_truth.decoder.Decoder` (plain torch: fused projections, flash attention, a KV
 cache) and is timed two ways:
 
 - `graph`: the step captured once as a CUDA graph and replayed: the kernels alone, with no Python between
   them, as vLLM's and TensorRT-LLM's graphs run decode. These are the truth rows (source `batchmark-graph`,
-  stack `batchmark-torch` in `harness.gpu_truth.predict`): `-o FILE`.
+  stack `batchmark-torch` in `harness.gpu_truth.predict`): STEPS and MIXED in the `-o` folder.
 - `eager`: the same step launched op by op from Python: the floor a Python serving loop adds, written beside
-  them for the record (`--eager`: FILE's stem + `-eager.csv`), never validated against.
+  them for the record (`--eager`: EAGER), never validated against.
 
 Each time is the median of `repeats` replays timed by CUDA events after three warm-ups; the minimum and maximum
 are kept as the spread. Rows stream to the CSV as they are measured, so a run stopped early keeps its rows.
@@ -26,48 +27,61 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-PREFILL = (
-    (1, 16),
-    (1, 64),
-    (1, 128),
-    (1, 256),
-    (1, 512),
-    (1, 1024),
-    (1, 2048),
-    (1, 4096),
-    (1, 8192),
-    (4, 512),
-    (4, 2048),
-)  # fmt: skip  (batch, tokens per prompt)
+PREFILL = ((1, 16), (1, 64), (1, 128), (1, 256), (1, 512), (1, 1024), (1, 2048), (1, 4096), (1, 8192), (4, 512),
+           (4, 2048))  # fmt: skip
 DECODE_BATCHES = (1, 4, 16, 32, 64, 128, 256)
 DECODE_CONTEXTS = (128, 1024, 4096, 16384)
+# a continuous-batching step: a chunk (tokens, cached prefix) beside decodes (sequences, each at 1,024 cached)
+MIXED_CHUNKS = ((256, 0), (512, 0), (2048, 0), (256, 2048), (512, 2048), (2048, 2048))
+MIXED_DECODES = (8, 64)
+MIXED_DECODE_CONTEXT = 1024
 MODELS = ("llama-3.1-8b", "qwen2.5-7b", "qwen2.5-32b")
 COLUMNS = ("id", "source", "origin", "hardware", "model", "tp", "batch", "repeats", "phase", "tokens", "context",
            "ms", "ms_min", "ms_max")  # fmt: skip
+MIXED_COLUMNS = ("id", "source", "origin", "hardware", "model", "tp", "tokens", "context", "batch", "decode_context",
+                 "repeats", "ms", "ms_min", "ms_max")  # fmt: skip
+# the files a probe writes into its folder: the truth files of harness.gpu_truth.rows, and the records beside them
+STEPS, MIXED, EAGER, META = (
+    "batchmark-steps.csv",
+    "batchmark-mixed.csv",
+    "batchmark-steps-eager.csv",
+    "batchmark-probe.json",
+)
 
 
 @dataclass(frozen=True)
 class Shape:
-    phase: str  # prefill or decode
-    batch: int
-    tokens: int  # per sequence: the prompt (prefill) or 1 (decode)
-    context: int  # decode: cached tokens per sequence before the step
+    phase: str  # prefill, decode or mixed
+    batch: int  # sequences (prefill, decode) or the decodes beside the chunk (mixed)
+    tokens: int  # per sequence: the prompt (prefill), 1 (decode), the chunk (mixed)
+    context: int  # decode: cached tokens per sequence before the step; mixed: the chunk's cached prefix
+    decode_context: int = 0  # mixed: each decode's cached tokens
 
     @property
     def cache_tokens(self) -> int:
+        if self.phase == "mixed":
+            return self.context + self.tokens + self.batch * (self.decode_context + 1)
         return self.batch * (self.tokens if self.phase == "prefill" else self.context + 1)
+
+    @property
+    def ident(self) -> str:
+        tail = f"-d{self.decode_context}" if self.phase == "mixed" else ""
+        return f"{self.phase}-b{self.batch}-n{self.tokens}-c{self.context}{tail}"
 
 
 def plan(kv_bytes_per_token: int, kv_budget_gb: float, quick: bool = False) -> list[Shape]:
-    """Every shape to time, in order; decodes whose cache exceeds the budget are left out (said in SOURCE.md)."""
+    """Every shape to time, in order; those whose cache exceeds the budget are left out (said in SOURCE.md)."""
     prefill = [Shape("prefill", b, n, 0) for b, n in (PREFILL[:3] if quick else PREFILL)]
     batches, contexts = (DECODE_BATCHES[:2], DECODE_CONTEXTS[:1]) if quick else (DECODE_BATCHES, DECODE_CONTEXTS)
     decode = [Shape("decode", b, 1, c) for c in contexts for b in batches]
+    chunks, beside = (MIXED_CHUNKS[:1], MIXED_DECODES[:1]) if quick else (MIXED_CHUNKS, MIXED_DECODES)
+    mixed = [Shape("mixed", b, n, c, MIXED_DECODE_CONTEXT) for n, c in chunks for b in beside]
     budget = kv_budget_gb * 1e9
-    return [s for s in prefill + decode if s.cache_tokens * kv_bytes_per_token <= budget]
+    return [s for s in prefill + decode + mixed if s.cache_tokens * kv_bytes_per_token <= budget]
 
 
 def _timer(device, repeats: int) -> Callable[[Callable[[], object], bool], list[float]]:
@@ -115,41 +129,59 @@ def _timer(device, repeats: int) -> Callable[[Callable[[], object], bool], list[
 
 
 def measure(model: str, device_name: str, hardware: str, kv_budget_gb: float, repeats: int, eager: bool,
-            quick: bool) -> Iterator[dict[str, object]]:  # fmt: skip
-    """Rows of the CSV (COLUMNS), one per shape and timing, as they are measured."""
+            quick: bool) -> Iterator[tuple[str, dict[str, object]]]:  # fmt: skip
+    """(file, row) per shape and timing, as they are measured: file is STEPS, MIXED or EAGER."""
     import torch
 
     from harness.gpu_truth.decoder import Decoder
     from harness.gpu_truth.rows import model_shape
 
     device = torch.device(device_name)
+    cuda = device.type == "cuda"
     shape = model_shape(model)
-    decoder = Decoder(shape, device, torch.bfloat16 if device.type == "cuda" else torch.float32)
+    decoder = Decoder(shape, device, torch.bfloat16 if cuda else torch.float32)
     timer = _timer(device, repeats)
-    modes = ("graph", "eager") if eager and device.type == "cuda" else ("graph" if device.type == "cuda" else "eager",)
     with torch.inference_mode():
         for s in plan(shape.kv_bytes_per_token(), kv_budget_gb, quick):
-            cache = decoder.kv_cache(s.batch, s.tokens if s.phase == "prefill" else s.context + 1)
-            if s.phase == "prefill":
-                ids = torch.randint(0, shape.vocab, (s.batch, s.tokens), device=device)
-                step = lambda d=decoder, i=ids, c=cache: d.prefill(i, c)  # noqa: E731
-            else:
-                ids = torch.randint(0, shape.vocab, (s.batch,), device=device)
-                step = lambda d=decoder, i=ids, c=cache: d.decode(i, c)  # noqa: E731
+            step = _step(decoder, s)
+            modes = ("graph", "eager") if eager and cuda and s.phase != "mixed" else ("graph" if cuda else "eager",)
             for mode in modes:
-                times = timer(step, mode == "graph")
-                yield _row(shape.name, hardware, s, mode, times)
-            del cache, step
-            if device.type == "cuda":
+                try:
+                    times = timer(step, mode == "graph")
+                except RuntimeError as e:  # a kernel this GPU or torch lacks for one shape: said, and the rest run
+                    print(f"{shape.name} {s.ident} {mode}: not measured: {str(e).splitlines()[0]}", file=sys.stderr)
+                    continue
+                row = _row(shape.name, hardware, s, mode, times)
+                yield (EAGER if cuda and mode == "eager" else MIXED if s.phase == "mixed" else STEPS), row
+            del step
+            if cuda:
                 torch.cuda.empty_cache()
 
 
+def _step(decoder, s: Shape) -> Callable[[], object]:
+    """The shape's step on its own inputs and filled caches (made once: a CUDA graph replays them)."""
+    import torch
+
+    def ids(*dims: int) -> torch.Tensor:
+        return torch.randint(0, decoder.shape.vocab, dims, device=decoder.device)
+
+    if s.phase == "prefill":
+        prompts, cache = ids(s.batch, s.tokens), decoder.kv_cache(s.batch, s.tokens)
+        return lambda: decoder.prefill(prompts, cache)
+    if s.phase == "decode":
+        tokens, cache = ids(s.batch), decoder.kv_cache(s.batch, s.context + 1)
+        return lambda: decoder.decode(tokens, cache)
+    chunk, chunk_cache = ids(s.tokens), decoder.kv_cache(1, s.context + s.tokens)
+    tokens, cache = ids(s.batch), decoder.kv_cache(s.batch, s.decode_context + 1)
+    return lambda: decoder.mixed(chunk, chunk_cache, tokens, cache)
+
+
 def _row(model: str, hardware: str, s: Shape, mode: str, times: list[float]) -> dict[str, object]:
-    ident = f"{hardware}-{model}-{s.phase}-b{s.batch}-n{s.tokens}-c{s.context}"
-    return {"id": f"{ident}-{mode}", "source": f"batchmark-{mode}", "origin": "measured", "hardware": hardware,
-            "model": model, "tp": 1, "batch": s.batch, "repeats": len(times), "phase": s.phase, "tokens": s.tokens,
-            "context": s.context, "ms": round(statistics.median(times), 4), "ms_min": round(min(times), 4),
-            "ms_max": round(max(times), 4)}  # fmt: skip
+    row = {"id": f"{hardware}-{model}-{s.ident}-{mode}", "source": f"batchmark-{mode}", "origin": "measured",
+           "hardware": hardware, "model": model, "tp": 1, "batch": s.batch, "repeats": len(times), "tokens": s.tokens,
+           "context": s.context, "ms": round(statistics.median(times), 4), "ms_min": round(min(times), 4),
+           "ms_max": round(max(times), 4)}  # fmt: skip
+    return {**row, "decode_context": s.decode_context} if s.phase == "mixed" else {**row, "phase": s.phase}
 
 
 def hardware_name(device_name: str) -> str:
@@ -208,7 +240,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=20, help="timed replays per shape (median kept)")
     parser.add_argument("--eager", action="store_true", help="also time each step launched op by op")
     parser.add_argument("--quick", action="store_true", help="three prefills and two decodes (a smoke check)")
-    parser.add_argument("-o", "--out", type=Path, required=True, help="CSV to write (COLUMNS; rows stream)")
+    parser.add_argument("-o", "--out", type=Path, required=True,
+                        help=f"folder to write {STEPS}, {MIXED} (truth rows), {EAGER} and {META} into")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,8 +254,8 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessInputError("sim probe: --repeats and --kv-budget-gb must be positive")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise HarnessInputError(f"sim probe: --device {args.device}: torch sees no CUDA GPU here (--device cpu?)")
-    if args.out.is_dir() or args.out.suffix != ".csv":
-        raise HarnessInputError(f"sim probe: -o {args.out}: name the CSV file to write (e.g. DIR/batchmark-steps.csv)")
+    if args.out.exists() and not args.out.is_dir():
+        raise HarnessInputError(f"sim probe: -o {args.out}: not a folder (the probe writes {STEPS} and more into one)")
     models = args.models or list(MODELS)
     for model in models:
         model_shape(model)  # an unknown model is one line before anything is measured
@@ -233,23 +266,21 @@ def run(args: argparse.Namespace) -> int:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv}  # fmt: skip
     if args.device.startswith("cuda"):
         meta["achieved"] = achieved_peaks()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    eager_out = args.out.with_name(f"{args.out.stem}-eager.csv")
-    with args.out.open("w", newline="", encoding="utf-8") as f, eager_out.open("w", newline="", encoding="utf-8") as e:
-        writers = {}
-        for out in (f, e):
-            writers[out] = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
-            writers[out].writeheader()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    names = (STEPS, MIXED, EAGER) if args.eager and args.device.startswith("cuda") else (STEPS, MIXED)
+    with ExitStack() as stack:
+        files = {n: stack.enter_context((args.out / n).open("w", newline="", encoding="utf-8")) for n in names}
+        writers = {n: csv.DictWriter(f, fieldnames=MIXED_COLUMNS if n == MIXED else COLUMNS, lineterminator="\n")
+                   for n, f in files.items()}  # fmt: skip
+        for writer in writers.values():
+            writer.writeheader()
         for model in models:
-            for row in measure(model, args.device, hardware, args.kv_budget_gb, args.repeats, args.eager, args.quick):
-                # graph rows (or, on a CPU, the only timing there is) are truth rows; eager ones the record beside
-                out = e if row["source"] == "batchmark-eager" and args.device.startswith("cuda") else f
-                writers[out].writerow(row)
-                out.flush()
+            for name, row in measure(model, args.device, hardware, args.kv_budget_gb, args.repeats, args.eager,
+                                     args.quick):  # fmt: skip
+                writers[name].writerow(row)
+                files[name].flush()  # a run stopped early keeps every row it measured
                 print(f"{row['id']}: {row['ms']} ms", flush=True)
-    if not args.eager or not args.device.startswith("cuda"):
-        eager_out.unlink()
     return 0
 
 

@@ -25,17 +25,18 @@ class TruthRow:
     """One published time. `kind`: a whole step, one layer's GEMMs, or one all-reduce."""
 
     id: str
-    kind: str  # "step", "layer" or "allreduce"
+    kind: str  # "step", "mixed" (a chunk and decodes in one step), "layer" or "allreduce"
     source: str
     origin: str  # "measured", or "fit": a value computed from the source's fitted formula
     hardware: str
     tp: int
     ms: float
     model: str = ""  # step and layer rows
-    phase: str = ""  # step rows: prefill or decode
-    batch: int = 1  # step rows: sequences in the step
-    tokens: int = 1  # step rows: tokens per sequence (1 for decode); layer rows: GEMM rows
-    context: int = 0  # decode rows: the mean cached context per sequence
+    phase: str = ""  # step rows: prefill or decode; mixed rows: mixed
+    batch: int = 1  # step rows: sequences in the step; mixed rows: the decodes beside the chunk
+    tokens: int = 1  # step rows: tokens per sequence (1 for decode); layer rows: GEMM rows; mixed: the chunk's
+    context: int = 0  # decode rows: the mean cached context per sequence; mixed rows: the chunk's cached prefix
+    decode_context: int = 0  # mixed rows: each decode's cached context
     nbytes: int = 0  # all-reduce rows: bytes per device
 
     @property
@@ -50,6 +51,9 @@ STEP_COLUMNS = {"id": str, "source": str, "origin": str, "hardware": str, "model
 FILES: dict[str, tuple[str, dict[str, type]]] = {
     "steps.csv": ("step", STEP_COLUMNS),
     "batchmark-steps.csv": ("step", STEP_COLUMNS),  # measured here by `python -m harness.gpu_truth.probe`
+    "batchmark-mixed.csv": ("mixed", {"id": str, "source": str, "origin": str, "hardware": str, "model": str,
+                                      "tp": int, "tokens": int, "context": int, "batch": int, "decode_context": int,
+                                      "ms": float}),
     "layers.csv": ("layer", {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int,
                              "tokens": int, "ms": float}),
     "allreduce.csv": ("allreduce", {"id": str, "source": str, "origin": str, "hardware": str, "tp": int,
@@ -108,6 +112,9 @@ def _row(v: dict, kind: str, path: Path, line: int) -> TruthRow:
         return TruthRow(kind=kind, nbytes=v["bytes"], **common)
     if kind == "layer":
         return TruthRow(kind=kind, model=v["model"], tokens=v["tokens"], **common)
+    if kind == "mixed":
+        return TruthRow(kind=kind, model=v["model"], phase="mixed", batch=v["batch"], tokens=v["tokens"],
+                        context=v["context"], decode_context=v["decode_context"], **common)  # fmt: skip
     return TruthRow(kind=kind, model=v["model"], phase=v["phase"], batch=v["batch"], tokens=v["tokens"],
                     context=v["context"], **common)  # fmt: skip
 

@@ -130,7 +130,7 @@ def format_table(groups_: list[Group], label: str, has_seen: bool) -> str:
         lines.append(text)
     if has_seen:
         lines.append("held-out: rows the calibration was not fitted on (the other half of its hardware's rows, "
-                     "and every row of other hardware)")  # fmt: skip
+                     "every row of other hardware, and every mixed step)")  # fmt: skip
     lines.append("fit: values from the source's fitted formula, not single measurements (tests/fixtures/gpu_truth/"
                  "SOURCE.md)")  # fmt: skip
     return "\n".join(lines)
