@@ -54,8 +54,10 @@ def trust_text(engine: dict[str, Any]) -> str | None:
     command = "batchmark sim validate" + ("" if name == ROOFLINE else f" --cost {name}")
     label = "the plain roofline" if name == ROOFLINE else f"calibration {name}"
     per_phase = [(p, groups.get(("accelerator / phase", f"{hw} {p}"))) for p in ("decode", "prefill")]
+    mixed = groups.get(("accelerator / phase", f"{hw} mixed"))  # chunk-and-decode steps, where measured
+    per_phase += [("mixed steps", mixed)] if mixed and mixed["held_n"] else []
     if any(g and g["held_n"] for _, g in per_phase):
-        return f"{label} measured against public {hw} step times ({command}): " + "; ".join(
+        return f"{label} measured against {hw} step times ({command}): " + "; ".join(
             _phase(p, g) for p, g in per_phase
         )
     overall = [(p, groups.get(("phase", p))) for p in ("decode", "prefill")]

@@ -119,6 +119,9 @@ def test_a_simulated_engine_prints_the_tables_error_for_its_accelerator(tables: 
     h200 = trust_text(build_sim_engine(h200_spec, "x").describe())
     decode = _group(tables["public-a100-h200"], "accelerator / phase", "h200 decode")
     assert h200 is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']}" in h200
+    mixed = _group(tables["public-a100-h200"], "accelerator / phase", "h200 mixed")
+    assert f"mixed steps within +/-{mixed['held_median_abs']:.0%} median on {mixed['held_n']}" in h200
+    assert "mixed" not in (plain or "")  # no mixed steps measured on H100: nothing said
     assert "set by hand" in (trust_text(build_sim_engine({"hardware": "h100", "mbu": 0.5}, "x").describe()) or "")
     overridden = build_sim_engine({"hardware": "a100", "calibration": "public-a100", "precision": "int8"}, "x")
     assert "set by hand" in (trust_text(overridden.describe()) or "")
