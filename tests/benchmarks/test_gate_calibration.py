@@ -56,8 +56,8 @@ def test_gate_calibration(tmp_path, capsys):
           f"the gate needs {needed} trials per side for 95% detection")  # fmt: skip
     assert noise["slowdown_past_threshold"], "the injected slowdown stayed within the rule's tolerance"
     assert needed is not None, "more than 1000 trials per side: this machine cannot calibrate the rule"
-    print(f"benchmark: {PAIRS} pairs of each kind at {needed} trials, about {2 * PAIRS * needed * 2 * per_run / 60:.0f} "
-          "min at the pilot's pace")  # fmt: skip
+    minutes = 2 * PAIRS * needed * 2 * per_run / 60
+    print(f"benchmark: {PAIRS} pairs of each kind at {needed} trials, about {minutes:.0f} min at the pilot's pace")
     started = time.perf_counter()
     s = calibrate(tmp_path / "calibration", PAIRS, needed)["summary"]
     print(capsys.readouterr().out)
