@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.judge.comparison import QUANTITY
 from harness.metrics import summary_table
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.slo_classes import describe_class
@@ -111,7 +112,8 @@ def format_summary(metrics: dict[str, Any]) -> str:
         if ttft.get("median_delta") is not None and ttft.get("share_b_lower") is not None:
             p = ttft.get("p_holm")
             lines.append(
-                f"paired ({pair['paired_requests']} requests): {other} - {base} median TTFT delta "
+                f"paired ({pair['paired_requests']} requests): TTFT {pair.get('quantity', QUANTITY['paired'])} "
+                f"(b {other}, a {base}) "
                 f"{ttft['median_delta'] * 1e3:+.0f} ms, lower for {ttft['share_b_lower']:.0%} of requests"
                 + (f", {ttft['test']} p={p:.2g} (Holm-adjusted)" if p is not None else "")
             )

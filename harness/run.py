@@ -492,7 +492,7 @@ def compute_metrics(
         "engines": engines,
         "repeat": repeat_summary(runs),
         "comparison": compare_engines(
-            records, list(engines), seed=settings.seed, on_schedule=settings.scenario.on_schedule
+            records, list(engines), seed=settings.seed, closed_loop=not settings.scenario.on_schedule
         ),
     }
 

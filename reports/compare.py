@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.judge.comparison import ALPHA, compare_latencies
+from harness.judge.comparison import ALPHA, QUANTITY, compare_latencies
+from harness.judge.pairing import Side, follows_engine
 from reports.load import EngineRun, RunData
 
 METRIC_NAMES = {
@@ -38,6 +39,11 @@ class Comparison:
         return f"{self.b.label} vs {self.a.label}"
 
     @property
+    def quantity(self) -> str:
+        """What `delta` estimates (not the gate's quantity: docs/metrics.md)."""
+        return QUANTITY[self.kind]
+
+    @property
     def test_name(self) -> str:
         return "Wilcoxon signed-rank (paired)" if self.kind == "paired" else "Mann-Whitney U and Kolmogorov-Smirnov"
 
@@ -49,15 +55,21 @@ class Comparison:
             "kind": self.kind,
             "reason": self.reason,
             "test": self.test_name,
+            "quantity": self.quantity,
             "alpha": ALPHA,
             "metrics": rows,
             "notes": self.notes,
         }
 
 
-def compare(a: EngineRun, b: EngineRun, *, seed: int = 0) -> Comparison:
-    """b against the baseline a, paired when the schedule allows it."""
-    judged = compare_latencies(a.records, b.records, a.latencies, b.latencies, seed=seed)
+def compare(a: EngineRun, b: EngineRun, *, seed: int = 0, runs: tuple[RunData, RunData] | None = None) -> Comparison:
+    """b against the baseline a, paired when the judge's pairing decision allows it; `runs`: the run
+    directories a and b belong to (their workload fingerprints and loops), when known."""
+    sides = [
+        Side(er.records, follows_engine(er.records, run.manifest if run else None), run.fingerprint if run else None)
+        for er, run in zip((a, b), runs or (None, None), strict=True)
+    ]
+    judged = compare_latencies(*sides, a.latencies, b.latencies, seed=seed)
     return Comparison(a, b, judged.kind, judged.reason, judged.table)
 
 
@@ -83,4 +95,9 @@ def plan(runs: list[RunData]) -> list[tuple[EngineRun, EngineRun]]:
 
 def compare_runs(runs: list[RunData], *, seed: int = 0) -> list[Comparison]:
     """The comparisons of `plan`, between engine runs that have records (not another tool's aggregates)."""
-    return [compare(a, b, seed=seed) for a, b in plan(runs) if not (a.records.empty or b.records.empty)]
+    owner = {id(er): run for run in runs for er in run.engine_runs}
+    return [
+        compare(a, b, seed=seed, runs=(owner[id(a)], owner[id(b)]))
+        for a, b in plan(runs)
+        if not (a.records.empty or b.records.empty)
+    ]

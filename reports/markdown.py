@@ -136,7 +136,7 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
                     results.get(r["verdict"], "no difference"),
                 ]
             )
-        delta = "median per-request b − a" if c.kind == "paired" else "median b − median a"
+        delta = c.quantity
         lines += _table(
             [
                 "metric",

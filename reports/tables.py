@@ -275,7 +275,7 @@ def comparison_table(c: Comparison) -> str:
                 results.get(r["verdict"], "no significant difference"),
             ]
         )
-    delta = "median of per-request b - a [95% CI]" if c.kind == "paired" else "median b - median a [95% CI]"
+    delta = f"{c.quantity} [95% CI]"
     effect = "requests where b is lower" if c.kind == "paired" else "P(b < a)"
     test = "Wilcoxon p" if c.kind == "paired" else "Mann-Whitney U p"
     ks_head = ["Kolmogorov-Smirnov"] if c.kind == "unpaired" else []

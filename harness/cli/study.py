@@ -42,6 +42,7 @@ def study_command(args: argparse.Namespace) -> int:
     from harness.errors import HarnessInputError
     from harness.manifest import build_manifest
     from harness.study.guards import study_flags
+    from harness.study.pairing import mark_pairings
     from harness.study.plan import MAX_TRIALS, load_plan
     from harness.study.runner import PICTURE, execute, executor_map, plan_units, save_json
     from harness.study.variants import resolve, simulated
@@ -117,6 +118,7 @@ def study_command(args: argparse.Namespace) -> int:
         manifest["executor"] = executor.describe()
         save_json(out / "manifest.json", manifest)
         results = execute(units, map_fn=executor_map(executor, cpus), on_result=progress)
+    mark_pairings(results)  # which arms' trials replayed the baseline's schedule (the judge's pairing)
     verdict = decide(plan, results, metrics)
     verdict["flags"] = study_flags(plan, arms, workload, results, units[0].slo_ttft_s, units[0].slo_tpot_s)
     save_json(out / "study.json", _document(plan, arms, results, verdict, manifest))

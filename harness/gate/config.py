@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from harness.errors import HarnessInputError
 from harness.gate.rules import Rule, RuleError, parse_rule
+from harness.judge.pairing import PairingMode
 
-Pairing = Literal["auto", "paired", "unpaired"]
 Unit = Literal["auto", "request", "trial"]
 
 
@@ -33,7 +33,7 @@ class GateConfig:
     n_boot: int = field(default=2000, metadata={"help": "bootstrap resamples for intervals and tail tests"})
     seed: int = field(default=0, metadata={"help": "bootstrap seed", "flag": "--gate-seed"})
     min_samples: int = 10  # fewer values than this on either side: the rule cannot be judged (no_data)
-    pairing: Pairing = field(
+    pairing: PairingMode = field(
         default="auto", metadata={"help": "auto: paired when both runs replayed the identical schedule"}
     )
     buckets: int = 10  # a rate's steady window is cut into this many slices to see its noise

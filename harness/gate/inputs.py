@@ -1,7 +1,7 @@
 """What the gate compares: one engine's records from a run directory (or a records.jsonl file).
 
 All trials of the chosen engine are kept (column `trial`); a paired comparison matches requests on
-(trial, request_id), so repeated trials pool into one larger paired sample.
+(trial, request_id), so repeated trials pool into one larger paired sample (harness.judge.pairing decides).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.errors import HarnessInputError
+from harness.judge.pairing import follows_engine
 from harness.metrics import SLO, load_records, records_frame
 
 
@@ -26,7 +27,7 @@ class RunSample:
     records: pd.DataFrame
     slo: SLO | None = None  # the SLO the run was made with, from its manifest
     fingerprint: str | None = None  # the workload's, from the manifest
-    closed_loop: bool = False  # arrival times were set by the users' pace, so schedules never match
+    closed_loop: bool = False  # send times followed the engine's pace (harness.judge.pairing.follows_engine)
     machine: dict[int, dict[str, Any]] = field(default_factory=dict)  # trial -> harness.machine noise
 
     @property
@@ -46,9 +47,10 @@ def sample_from_records(
     trial: int | None = None,
     source: str = "records",
     slo: SLO | None = None,
-    closed_loop: bool = False,
+    closed_loop: bool | None = None,
 ) -> RunSample:
-    """Pick one engine (and optionally one trial) from a records table or a list of record dicts."""
+    """Pick one engine (and optionally one trial) from a records table or a list of record dicts;
+    `closed_loop` None: read off the records (every one has a user)."""
     frame = records if isinstance(records, pd.DataFrame) else records_frame(records)
     engines = sorted(str(e) for e in frame["engine"].dropna().unique())
     if engine is None:
@@ -65,7 +67,9 @@ def sample_from_records(
         if trial not in set(chosen["trial"]):
             raise HarnessInputError(f"{source}: engine {engine!r} has no trial {trial}")
         chosen = chosen[chosen["trial"] == trial]
-    return RunSample(source, engine, chosen.reset_index(drop=True), slo=slo, closed_loop=closed_loop)
+    chosen = chosen.reset_index(drop=True)
+    closed = follows_engine(chosen) if closed_loop is None else closed_loop
+    return RunSample(source, engine, chosen, slo=slo, closed_loop=closed)
 
 
 def load_run(path: Path, *, engine: str | None = None, trial: int | None = None) -> RunSample:
@@ -79,7 +83,7 @@ def load_run(path: Path, *, engine: str | None = None, trial: int | None = None)
     manifest = _manifest(records_path.parent / "manifest.json")
     settings = manifest.get("settings") or {}
     slo = SLO(**settings["slo"]) if isinstance(settings.get("slo"), dict) else None
-    closed = bool((manifest.get("workload") or {}).get("closed_loop_users")) or settings.get("open_loop") is False
+    closed = follows_engine(frame, manifest)
     sample = sample_from_records(frame, engine=engine, trial=trial, source=str(path), slo=slo, closed_loop=closed)
     sample.fingerprint = (manifest.get("workload") or {}).get("fingerprint")
     sample.machine = {

@@ -21,7 +21,7 @@ from harness.gate.inputs import RunSample
 from harness.gate.prepare import Prepared, Rates, prepare
 from harness.gate.rules import Rule
 from harness.gate.trials import compare_trials, use_trials
-from harness.gate.verdict import RuleResult, Verdict
+from harness.gate.verdict import RuleResult, Verdict, quantity
 from harness.judge import tests as sig
 from harness.judge.pairing import Pairing, decide_pairing, paired_frame
 from harness.judge.verdict import decide, samples_needed, tail_is_resolved, values_to_resolve
@@ -115,7 +115,9 @@ def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleRe
         ("rate", False): _rate_change,
     }
     handlers[(kind, absolute)](rule, ctx, rng, result)
-    return _decide(rule, result, ctx)
+    result = _decide(rule, result, ctx)
+    result.quantity = quantity(result)
+    return result
 
 
 def _decide(rule: Rule, r: RuleResult, ctx: _Context) -> RuleResult:

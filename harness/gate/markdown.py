@@ -74,6 +74,8 @@ def to_markdown(verdict: Verdict) -> str:
     lines += [f"- `{r.rule}`: **no data**: {r.note}" for r in verdict.results if r.status == "no_data"]
     lines += [f"- `{r.rule}`: **cannot tell**: {r.note}" for r in verdict.results if r.status == "inconclusive"]
     lines.append("")
+    lines += [f"- `{r.rule}` tests {r.quantity}" for r in verdict.results if r.quantity]
+    lines.append("")
     lines.append("Each interval end is a one-sided (1 - alpha) bound. A rule passes when the interval's worse end is "
                  "inside its threshold, fails when its better end is outside, and otherwise cannot tell, which "
                  "fails the gate (exit 3) unless allow_inconclusive; so does a rule with no data.")  # fmt: skip

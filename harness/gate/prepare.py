@@ -96,6 +96,8 @@ def prepare(sample: RunSample, slo: SLO, buckets: int) -> Prepared:
     lat["ttfo"] = ttfo(sample.records)  # TTFT itself for a request without reasoning
     lat["meets_slo"] = slo_table(lat, slo)["meets_slo"].to_numpy(dtype=bool)
     lat["failed"] = ~lat["succeeded"].to_numpy(dtype=bool)
+    if "user" in sample.records:  # a closed loop pairs on request and user (harness.judge.pairing)
+        lat["user"] = sample.records["user"].to_numpy()
     return Prepared(sample, lat, buckets)
 
 

@@ -52,6 +52,22 @@ class RuleResult:
     needed: int | None = None  # inconclusive: samples per side that would decide it at the observed change
     needed_unit: str = ""  # "trials" or "requests"
     undecidable: bool = False  # the data cannot carry a decision whatever the interval (reason in `note`)
+    quantity: str = ""  # what `change` estimates, in words (`quantity`): not what `compare` estimates
+
+
+def quantity(r: RuleResult) -> str:
+    """What a rule's `change` and interval estimate, named in every output of the gate. The gate tests a
+    change of the statistic itself, one-sided against the rule's tolerance; `compare` estimates the median
+    of per-request differences, two-sided (docs/gate.md, *The gate and compare*)."""
+    if r.threshold_kind == "absolute":
+        return f"the candidate's {r.name}, one-sided against the limit"
+    change = "candidate / baseline - 1" if r.threshold_kind == "relative" else "candidate - baseline"
+    if r.trial_sd is not None:  # judged by trials (harness.gate.trials)
+        how = "mean of per-trial log ratios" if r.threshold_kind == "relative" else "mean of per-trial differences"
+        pairs = "trials paired" if r.paired else "trials unpaired"
+        return f"{r.name} of each trial, {change} ({how}, {pairs}), one-sided against the tolerance"
+    pooled = "requests paired" if r.paired else "requests unpaired"
+    return f"{r.name} of each side's pooled requests, {change} ({pooled}), one-sided against the tolerance"
 
 
 @dataclass

@@ -1,15 +1,19 @@
 """Two engine runs compared metric by metric: the table metrics.json, `batchmark compare` and the report
 all show (one code path, so one run shows one p-value everywhere).
 
-- Paired (same request ids, each scheduled at the same time, at least half the requests in common;
-  `harness.judge.pairing.pair_requests`): per-request differences b - a, the median difference with a
-  bootstrap interval, and the Wilcoxon signed-rank test on the differences.
+- Paired (when `harness.judge.pairing.decide_pairing`, the gate's decision too, says the runs replayed
+  one schedule): per-request differences b - a, the median difference with a bootstrap interval, and the
+  Wilcoxon signed-rank test on the differences.
 - Unpaired: the difference of medians with a bootstrap interval (each sample resampled on its own), the
   Mann-Whitney U test (does one tend to be larger?) and the two-sample Kolmogorov-Smirnov test (do the
   distributions differ at all?), two-sided.
 
 p-values within one comparison are Holm-adjusted over its metrics (harness.judge.tests.holm);
 "significant" means the adjusted p-value of the primary test is below `ALPHA`.
+
+The quantity differs from the gate's (a change of the statistic itself, one-sided against a tolerance,
+by trial when the runs hold several): `QUANTITY` names it wherever the table is shown, and
+docs/metrics.md says when the two can disagree.
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from harness.judge.pairing import pair_requests
+from harness.judge.pairing import PairSide, decide_pairing
 from harness.judge.tests import holm, two_sided_signed_rank
-from harness.metrics import percentiles
+from harness.metrics import paired_deltas, percentiles
 from harness.metrics.stats import bootstrap_quantiles
 
 ALPHA = 0.05
 METRICS = ("ttft", "tpot", "e2e", "queue_delay", "normalized_latency")
 N_BOOT = 1000
+# what `delta`, its interval and the test are about, by kind of comparison: two-sided, over the requests of one
+# trial a side, Holm-adjusted (not the gate's quantity: harness.gate.verdict.quantity)
+QUANTITY = {"paired": "median of per-request b - a", "unpaired": "median b - median a"}
 
 
 @dataclass
@@ -44,20 +51,22 @@ class Table:
     only_in_a: int = 0
     only_in_b: int = 0
 
+    @property
+    def quantity(self) -> str:
+        return QUANTITY[self.kind]
+
 
 def compare_latencies(
-    records_a: pd.DataFrame,
-    records_b: pd.DataFrame,
-    latencies_a: pd.DataFrame,
-    latencies_b: pd.DataFrame,
-    *,
-    seed: int = 0,
-    check_schedule: bool = True,
+    a: PairSide, b: PairSide, latencies_a: pd.DataFrame, latencies_b: pd.DataFrame, *, seed: int = 0
 ) -> Table:
-    """b against the baseline a, paired when the schedule allows it (`check_schedule` off: a closed loop
-    whose engines set their own pace, where only the request itself pairs)."""
-    deltas, reason = pair_requests(records_a, records_b, METRICS, check_schedule=check_schedule)
-    if deltas is not None:
+    """b against the baseline a (one engine run each), paired when the judge's pairing decision allows it."""
+    pairing = decide_pairing(a, b)
+    if pairing.paired:
+        # decided above; the deltas join on the same request id (and user, in a closed loop)
+        deltas = paired_deltas(a.records, b.records, metrics=METRICS, check_schedule=False)
+        extra = len(deltas.attrs["only_in_a"]) + len(deltas.attrs["only_in_b"])
+        left_out = f" ({extra} unmatched left out)" if extra else ""
+        reason = f"{pairing.reason}: {len(deltas):,} requests paired{left_out}"
         return Table(
             "paired",
             reason,
@@ -67,7 +76,7 @@ def compare_latencies(
             len(deltas.attrs.get("only_in_a", [])),
             len(deltas.attrs.get("only_in_b", [])),
         )
-    return Table("unpaired", reason, _finish(_unpaired_table(latencies_a, latencies_b, seed)), [])
+    return Table("unpaired", pairing.reason, _finish(_unpaired_table(latencies_a, latencies_b, seed)), [])
 
 
 def _paired_table(deltas: pd.DataFrame, seed: int) -> pd.DataFrame:

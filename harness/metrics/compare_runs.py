@@ -80,13 +80,14 @@ def repeat_summary(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def compare_engines(
-    records: pd.DataFrame, engines: list[str], *, seed: int = 0, on_schedule: bool = True
+    records: pd.DataFrame, engines: list[str], *, seed: int = 0, closed_loop: bool = False
 ) -> dict[str, Any]:
     """The first engine is the baseline; every other one is compared with it on trial 0 by the judge
-    (harness.judge.comparison: the table `compare` and the report show too). `on_schedule`: the engines saw
-    every request at the same scheduled time, which is checked; in a closed loop each engine's users set
-    their own pace, so the same request is scheduled at different times and only the request itself pairs."""
+    (harness.judge.comparison: the table `compare` and the report show too). `closed_loop`: the send times
+    followed each engine's pace (a closed loop, a multi-turn replay), so the pairing does not compare them
+    (harness.judge.pairing)."""
     from harness.judge.comparison import ALPHA, compare_latencies
+    from harness.judge.pairing import Side
 
     if len(engines) < 2:
         return {}
@@ -95,13 +96,13 @@ def compare_engines(
     out: dict[str, Any] = {"baseline": engines[0], "alpha": ALPHA, "pairs": {}}
     for other in engines[1:]:
         cand = trial0[trial0["engine"] == other]
-        judged = compare_latencies(
-            base, cand, request_latencies(base), request_latencies(cand), seed=seed, check_schedule=on_schedule
-        )
+        sides = Side(base, closed_loop), Side(cand, closed_loop)
+        judged = compare_latencies(*sides, request_latencies(base), request_latencies(cand), seed=seed)
         table = judged.table
         out["pairs"][other] = {
             "kind": judged.kind,
             "reason": judged.reason,
+            "quantity": judged.quantity,
             "paired_requests": judged.paired_requests,
             "paired_on": judged.paired_on,
             "only_in_baseline": judged.only_in_a,

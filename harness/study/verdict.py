@@ -1,7 +1,9 @@
 """A study's verdict: pick on the tuning slice, confirm on the held-out slice. Unit results in, tables out.
 
 - Each arm's value of each metric on a slice is the mean over trials, with a 95% bootstrap interval over
-  trials; its change against the baseline is taken per trial (same schedule, so paired), then averaged.
+  trials; its change against the baseline is taken per trial, then averaged, when every trial replayed the
+  baseline's schedule (the judge's pairing decision, harness.study.pairing); otherwise it is the ratio of
+  the two means, with no interval (so never a clear win).
 - A variant *passes* a slice when every threshold of the plan holds at its mean.
 - The pick: the passing variant best on the plan's `pick` metric on the tuning slice (none: no variant
   passed, the baseline stays).
@@ -34,8 +36,14 @@ def _interval(values: list[float], seed: int) -> tuple[float | None, float | Non
     return float(low), float(high)
 
 
+def _ratio(values: list[float], baseline: list[float]) -> float | None:
+    if not values or not baseline or not np.mean(baseline):
+        return None
+    return float(np.mean(values)) / float(np.mean(baseline)) - 1.0
+
+
 def aggregate(results: list[dict[str, Any]], metric_labels: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """slice -> arm -> metric label -> {mean, ci, values, change (vs baseline, relative), change_ci}."""
+    """slice -> arm -> metric label -> {mean, ci, values, change (vs baseline, relative), change_ci, paired}."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     base = {(r["slice"], r["trial"]): r for r in results if r["arm"] == "baseline"}
     for r in results:
@@ -53,13 +61,19 @@ def aggregate(results: list[dict[str, Any]], metric_labels: list[str]) -> dict[s
                     if v is not None and bv:
                         changes.append(v / bv - 1.0)
                 low, high = _interval(finite, seed=k)
+                paired = all((r.get("pairing") or {}).get("paired", True) for r in mine)
+                change = float(np.mean(changes)) if changes else None
                 c_low, c_high = _interval(changes, seed=k)
+                if not paired:  # another schedule: the ratio of the means, no per-trial interval
+                    theirs = [b["metrics"].get(label) for b in base.values() if b["slice"] == slice_name]
+                    change, c_low, c_high = _ratio(finite, [float(v) for v in theirs if v is not None]), None, None
                 arms[arm][label] = {
                     "mean": float(np.mean(finite)) if finite else None,
                     "ci": [low, high],
                     "values": values,
-                    "change": float(np.mean(changes)) if changes else None,
+                    "change": change,
                     "change_ci": [c_low, c_high],
+                    "paired": paired,
                 }
     return out
 

@@ -72,6 +72,7 @@ def test_a_straddling_trial_interval_says_how_many_trials_would_decide(runs, tmp
     assert rule["ci_low"] < 0.05 < rule["ci_high"] and rule["status"] == "inconclusive" and code == 3
     assert rule["needed_unit"] == "trials" and rule["needed"] > 17
     assert f"about {rule['needed']} trials per side would decide it" in rule["note"]
+    assert rule["quantity"].startswith("tpot.p50 of each trial, candidate / baseline - 1 (mean of per-trial log")
 
 
 @pytest.mark.parametrize(

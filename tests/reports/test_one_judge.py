@@ -16,6 +16,7 @@ def test_metrics_json_compare_and_report_show_one_comparison(run_dir):
     (comparison,) = analyse(run_dir).comparisons  # what the report and `batchmark compare` render
     assert (comparison.a.engine, comparison.b.engine) == (metrics["baseline"], other)
     assert comparison.kind == pair["kind"] == "paired"
+    assert comparison.quantity == pair["quantity"] == "median of per-request b - a"  # named where it is shown
     table = comparison.table
     for metric, row in pair["deltas"].items():
         shown = table.loc[metric]
