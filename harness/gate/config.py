@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from harness.errors import HarnessInputError
 from harness.gate.rules import Rule, RuleError, parse_rule
-from harness.judge.pairing import PairingMode
+from harness.judge.pairing_mode import PairingMode
 
 Unit = Literal["auto", "request", "trial"]
 

@@ -31,13 +31,13 @@ was an open or a closed loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
 from harness.errors import HarnessInputError
+from harness.judge.pairing_mode import PairingMode
 
-PairingMode = Literal["auto", "paired", "unpaired"]
 SCHEDULE_ATOL_S = 1e-6
 MIN_PAIRED_SHARE = 0.5  # fewer requests in common than this share of the larger side: not one schedule
 _CONTENT = ("prompt_tokens", "max_tokens")  # what makes two records the same request, where both record it
