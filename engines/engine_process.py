@@ -24,9 +24,11 @@ import itertools
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
@@ -76,12 +78,7 @@ def portable(exc: BaseException) -> BaseException:
 
 
 # -- the child ----------------------------------------------------------------------------------
-def child_main(down: Connection, up: Connection) -> None:
-    """The worker process: load the model once, then build, run and stop engine cores as the parent asks."""
-    from engines import compute_threads
-    from engines.engine_parts import build_core
-    from engines.model.loader import load_model
-
+def _sender(up: Connection) -> Callable[[tuple], None]:
     lock = threading.Lock()
 
     def send(message: tuple) -> None:
@@ -90,6 +87,15 @@ def child_main(down: Connection, up: Connection) -> None:
         with lock, contextlib.suppress(OSError):
             up.send(message)
 
+    return send
+
+
+def child_main(down: Connection, up: Connection) -> None:
+    """The worker process: load the model once, then build, run and stop engine cores as the parent asks."""
+    from engines import compute_threads
+    from engines.model.loader import load_model
+
+    send = _sender(up)
     try:
         source: ModelSource = down.recv()
         compute_threads.configure(source.threads)
@@ -100,6 +106,13 @@ def child_main(down: Connection, up: Connection) -> None:
         send(("failed", portable(exc)))
         return
     send(("ready", loaded.weight_hash))  # a prestarted worker's parent checks it when it takes the worker
+    serve_cores(loaded, down, send)
+
+
+def serve_cores(loaded: Any, down: Connection, send: Callable[[tuple], None]) -> None:
+    """Build, run and stop engine cores on `loaded` as the parent asks, until it says exit or is gone."""
+    from engines.engine_parts import build_core
+
     core: Any = None
 
     def trace(on: bool) -> Any:
@@ -152,21 +165,14 @@ class _Worker:
     A plain subprocess, not `multiprocessing.Process`: it needs no `if __name__ == "__main__"` guard in
     the caller's script, and the load generator's own worker processes (daemonic) may start one too."""
 
-    def __init__(self, source: ModelSource, wait: bool = True) -> None:
+    def __init__(self, source: ModelSource, wait: bool = True, loaded: Any = None) -> None:
         down_read, down_write = os.pipe()
         up_read, up_write = os.pipe()
-        root = str(Path(__file__).resolve().parent.parent)  # where `engines` is, installed or not
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
-        env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # the parent has shown loading this model once already
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "engines.engine_process", str(down_read), str(up_write)],
-            pass_fds=(down_read, up_write),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            # Its own session: a terminal's Ctrl-C reaches the parent alone, which drains (serve) or keeps
-            # what it measured (run) and then ends the child through its pipe.
-            start_new_session=True,
-        )
+        self.process: subprocess.Popen | _Forked
+        if loaded is not None:  # a copy of this process, model loaded: nothing to import or load again
+            self.process = _Forked.start(loaded, down_read, up_write, (down_write, up_read))
+        else:
+            self.process = self._spawn(down_read, up_write)
         os.close(down_read)
         os.close(up_write)
         self._down = Connection(down_write, readable=False)
@@ -176,9 +182,26 @@ class _Worker:
         self.replies: queue.Queue[tuple] = queue.Queue()
         self.owner: ProcessCore | None = None
         threading.Thread(target=self._read, name="batchmark-engine-reader", daemon=True).start()
+        if loaded is not None:
+            return
         self.send(source)
         if wait:
             self.expect_ready()
+
+    @staticmethod
+    def _spawn(down_read: int, up_write: int) -> subprocess.Popen:
+        root = str(Path(__file__).resolve().parent.parent)  # where `engines` is, installed or not
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+        env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # the parent has shown loading this model once already
+        return subprocess.Popen(
+            [sys.executable, "-m", "engines.engine_process", str(down_read), str(up_write)],
+            pass_fds=(down_read, up_write),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            # Its own session: a terminal's Ctrl-C reaches the parent alone, which drains (serve) or keeps
+            # what it measured (run) and then ends the child through its pipe.
+            start_new_session=True,
+        )
 
     @property
     def alive(self) -> bool:
@@ -222,9 +245,69 @@ class _Worker:
             self.process.wait()
 
 
+class _Forked:
+    """A worker forked from this process after it loaded the model (`fork_worker`), with the part of
+    `subprocess.Popen`'s surface a `_Worker` uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    @classmethod
+    def start(cls, loaded: Any, down_read: int, up_write: int, parent_ends: tuple[int, int]) -> _Forked:
+        sys.stdout.flush()  # what this process printed must not be printed again by the copy
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            return cls(pid)
+        code = 0
+        try:  # the child: never returns into the parent's code
+            os.setsid()  # its own session, as a spawned worker's (`_Worker._spawn` says why)
+            for fd in parent_ends:
+                os.close(fd)
+            serve_cores(loaded, Connection(down_read, writable=False), _sender(Connection(up_write, readable=False)))
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)  # no atexit handler, no buffer, no finaliser of the parent's runs twice
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"engine worker {self.pid}", timeout)  # type: ignore[arg-type]
+            time.sleep(0.01)
+        return self.returncode  # type: ignore[return-value]
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
 _idle: dict[ModelSource, list[_Worker]] = {}
 _starting: list[_Worker] = []  # prestarted, still loading (or loaded and not yet taken); their hash unchecked
 _idle_lock = threading.Lock()
+
+
+def fork_worker(loaded: Any) -> bool:
+    """Fork a worker holding `loaded` now, for the first engine start on it (`batchmark serve`): the copy
+    imports and loads nothing, where a spawned worker repeats the whole load (about half of serve's start-up,
+    docs/measurements/2026-12-05-serve-startup.md). Only from a process with one thread, whose compute ran on
+    that thread with one intra-op thread (`compute_threads.configure`): libgomp's worker pool does not survive
+    a fork once it exists. False (nothing forked) otherwise; the engine then spawns its worker as before."""
+    import torch
+
+    if not hasattr(os, "fork") or threading.active_count() > 1 or torch.get_num_threads() != 1:
+        return False
+    _release(_Worker(model_source(loaded), loaded=loaded))
+    return True
 
 
 def prestart(path: str | None, dtype: str, threads: int, seed: int = 0) -> None:

@@ -116,14 +116,7 @@ def run_serve(args: argparse.Namespace) -> int:
     check_args(args)
     options = engine_options(args)
     shared.check_model_flags(args)
-    if options.engine_process:  # the worker loads its copy while this process loads its own, not after it
-        from engines.compute_threads import default_threads
-        from engines.engine_process import prestart
-
-        prestart(args.model, args.dtype, args.threads or default_threads())
-        announce(f"loading the model ({args.model or 'embedded'}) here and in the engine's worker process")
-    else:
-        announce(f"loading the model ({args.model or 'embedded'})")
+    announce(f"loading the model ({args.model or 'embedded'})")
     import asyncio
 
     from engines.inprocess import InProcessEngine
@@ -132,7 +125,14 @@ def run_serve(args: argparse.Namespace) -> int:
     from harness.errors import HarnessInputError
 
     loaded = shared.load_model_from_args(args)
-    announce("starting the engine (its worker process and warm-up)")
+    if options.engine_process:
+        from engines.engine_process import fork_worker
+
+        # the worker is a copy of this process, the model already in it; else it is spawned and loads its own
+        how = "forked with the model" if fork_worker(loaded) else "spawned: it loads the model again"
+        announce(f"starting the engine: its worker process ({how}) and KV cache")
+    else:
+        announce("starting the engine: its KV cache")
     engine = InProcessEngine(loaded, options, name=args.engine)
     name = served_name(args)
     app = make_app(

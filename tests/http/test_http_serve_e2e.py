@@ -145,7 +145,9 @@ def compare_once(url: str, embedded, schedule: list[Scheduled]) -> tuple[float, 
 
 def test_http_run_matches_in_process_run(servers, embedded):
     """Records over HTTP equal those in process, token for token (compare_once asserts it); the overhead
-    is printed here and held to its bound by the benchmark below."""
+    is printed here and held to its bound by the benchmark below. The server's engine worker is forked from
+    it with the model loaded (not spawned to load it again): these tokens are that worker's."""
+    assert any("(forked with the model)" in line for line in servers["continuous"].lines)
     (attempt,) = attempts_until_within(servers["continuous"].url, embedded, workload(), tries=1)
     print(f"\nE2E over HTTP vs in process: {attempt[3]}")
 
