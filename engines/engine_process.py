@@ -3,7 +3,8 @@
 In one process, a torch op that returns while the event loop is running Python waits for the GIL, up to
 CPython's switch interval. Measured through the load generator, the same engine's steps took up to 48%
 longer than when it was stepped directly (docs/engine-speed.md). Here the parent keeps the `Engine`
-interface and one reader thread. The child loads the same model (its weight hash is checked), builds the
+interface and one reader thread. The child loads the same model (its weight hash is checked), or is forked
+from the parent with the model already loaded (`fork_worker`, `batchmark serve`), builds the
 scheduler, block manager and runner from the same `EngineOptions` (`engines/engine_parts.py`) and
 runs `EngineCore` unchanged. Requests go down one pipe; each step's events and its step record come up
 the other. Event times stay the child's `time.perf_counter()`: on Linux that is CLOCK_MONOTONIC, one
