@@ -5,10 +5,11 @@
 - `batchmark run --workload azure-conv --engine sim:model=llama-3.1-8b,hardware=h100` (one replica, the whole
   trace: records, step trace, metrics, report) from launch to exit; target at most 10 s wall (issue 35, item 4).
 
-Each is run `ROUNDS` times in a fresh process; the median, the spread, the CPU time (the command and the
-processes it waited for) and the load average are printed and kept in the benchmark's extra_info. The
-targets are printed beside the figures, not asserted: on a shared machine wall time says as much about the
-neighbours as about batchmark (docs/measurements/2026-12-05-startup-and-sim-run.md has the figures).
+Each is run `ROUNDS` times in a fresh process; the median, the spread, the CPU time (the command's, with
+the processes it waited for: serve's engine worker is not among them) and the load average are printed and
+kept in the benchmark's extra_info. The targets are printed beside the figures, not asserted: on a shared
+machine wall time says as much about the neighbours as about batchmark
+(docs/measurements/2026-12-05-startup-and-sim-run.md has the figures).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def test_serve_answers_health(benchmark) -> None:
             walls.append(time.perf_counter() - started)
         finally:
             code, lines = server.stop()
-        cpus.append(_children_cpu_s() - cpu)  # server and engine worker: both reaped by now
+        cpus.append(_children_cpu_s() - cpu)  # the server's own: its engine worker ends after it, not waited for
         assert code == 0, lines
         assert "(forked with the model)" in lines  # the fast path, not a second load of the model
 
