@@ -228,3 +228,39 @@ def test_engine_options_are_read_without_torch() -> None:
         subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)}).returncode
         == 0
     )
+
+
+def test_a_forked_worker_is_waited_for_and_killed_like_a_spawned_one() -> None:
+    """`_Forked` answers `_Worker`'s calls as `subprocess.Popen` does: the exit code, a timeout, a kill."""
+    import subprocess
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    assert engine_process._Forked(pid).wait(timeout=10) == 3
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    sleeper = engine_process._Forked(pid)
+    with pytest.raises(subprocess.TimeoutExpired):
+        sleeper.wait(timeout=0.1)
+    assert sleeper.poll() is None
+    sleeper.kill()
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+
+
+def test_no_fork_from_a_process_running_other_threads() -> None:
+    """A thread might hold a lock or an OpenMP pool the copy would inherit broken: the worker is spawned."""
+    import threading
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    idle = sum(map(len, engine_process._idle.values()))
+    try:
+        assert engine_process.fork_worker(None) is False
+        assert sum(map(len, engine_process._idle.values())) == idle  # nothing forked, nothing waiting to be taken
+    finally:
+        release.set()
+        other.join()
