@@ -52,10 +52,8 @@ def replica_description(profile: Path) -> dict[str, Any]:
     }
 
 
-def cluster_twin_spec(engine: Mapping[str, Any], profile: Path, label: str, noise: bool, seed: int) -> str:
-    """The `--engine cluster:...` spec of the fleet `engine` measured."""
-    from harness.simulation import twin_spec_text
-
+def cluster_twin_spec(engine: Mapping[str, Any], label: str, seed: int, replica: str) -> str:
+    """The `--engine cluster:...` spec of the fleet `engine` measured, each replica `replica` (a sim spec)."""
     named = fleet(engine)
     if named is None:
         raise HarnessInputError(f"engine {engine.get('name')!r}: not a router over replicas (http: router=, replicas=)")
@@ -64,5 +62,4 @@ def cluster_twin_spec(engine: Mapping[str, Any], profile: Path, label: str, nois
     if twin_policy is None:
         raise HarnessInputError(f"engine {engine.get('name')!r}: router policy {policy!r} has no simulated "
                                 "counterpart (engines/fleet_names.py), so the run has no twin")  # fmt: skip
-    replica = twin_spec_text(replica_description(profile), profile, f"{label}-replica", noise, seed)
     return f"cluster:replicas={replicas},router={twin_policy},seed={seed},label={label},replica={replica}"
