@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 BM=${BM:-.venv/bin/batchmark}
 ROUTER=${ROUTER:-.venv/bin/vllm-router}
 OUT=${OUT:-runs/real-router}
-POLICIES=${POLICIES:-round_robin power_of_two}
+POLICIES=${POLICIES:-round_robin power_of_two cache_aware}
 REPLICAS=${REPLICAS:-2}
 PORT=${PORT:-18400}  # the router; replica i listens on PORT + i
 WORKLOAD=${WORKLOAD:-chat-small}
@@ -59,6 +59,9 @@ for policy in $POLICIES; do
     STARTED+=("$router_pid")
     wait_http "http://127.0.0.1:$PORT/health" 60
     rm -rf "$OUT/$policy"
+    # the HTTP engine's own reset goes to the router, which does not pass /reset_prefix_cache on: each replica
+    # is reset here, so no policy finds the prompts the previous one left in the caches
+    for url in "${WORKERS[@]}"; do curl -sf -X POST "$url/reset_prefix_cache" >/dev/null; done
     load "$policy: before the run"
     "$BM" run --workload "$WORKLOAD" --requests "$REQUESTS" ${RATE:+--rate "$RATE"} --no-report --out "$OUT/$policy" \
         --engine "http:url=http://127.0.0.1:$PORT,router=$policy,replicas=$REPLICAS,label=$policy"
