@@ -69,4 +69,24 @@ for policy in $POLICIES; do
     kill "$router_pid"; wait "$router_pid" 2>/dev/null || true
     "$BM" sim fidelity "$OUT/$policy" --profile "$OUT/profile.json" --seeds "$SEEDS" --json "$OUT/$policy/fidelity.json"
 done
+
+# A replica dies mid-run (killed once DIE_AFTER requests of a round_robin run have finished; DIE_AFTER=0 skips
+# it): what the router and the run make of it. Not judged against a twin: the twin's replicas never die.
+DIE_AFTER=${DIE_AFTER:-20}
+if [ "$DIE_AFTER" != 0 ]; then
+    "$ROUTER" --host 127.0.0.1 --port "$PORT" --worker-urls "${WORKERS[@]}" --policy round_robin \
+        --log-level warning > "$OUT/router-die.log" 2>&1 &
+    router_pid=$!
+    STARTED+=("$router_pid")
+    wait_http "http://127.0.0.1:$PORT/health" 60
+    rm -rf "$OUT/die"
+    last=${STARTED[$((REPLICAS - 1))]}  # the last replica's pid
+    (
+        until [ "$(cat "$OUT/die/records.jsonl" 2>/dev/null | wc -l)" -ge "$DIE_AFTER" ]; do sleep 0.2; done
+        kill -9 "$last"; echo "killed replica $REPLICAS (pid $last) after $DIE_AFTER finished requests"
+    ) &
+    STARTED+=($!)
+    "$BM" run --workload "$WORKLOAD" --requests "$REQUESTS" ${RATE:+--rate "$RATE"} --no-report --out "$OUT/die" \
+        --engine "http:url=http://127.0.0.1:$PORT,router=round_robin,replicas=$REPLICAS,label=die" || true
+fi
 load "end"
