@@ -68,3 +68,18 @@ def test_a_policy_without_a_simulated_counterpart_is_one_line(
     assert main(["sim", "fidelity", str(run), "--profile", str(PROFILE), "--no-noise"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "consistent_hash" in err and "Traceback" not in err, err
+
+
+def test_a_fleet_of_one_is_the_serve_replica_twin(tmp_path: Path) -> None:
+    """replicas=1: the router has nothing to decide, so the cluster twin predicts what the twin of one
+    `batchmark serve` replica (the continuous engine at serve's defaults, on the profile's pool) predicts."""
+    from harness.cluster_twin import replica_description
+
+    run = router_run(tmp_path, "round_robin", replicas=1)
+    fleet = json.loads((run / "manifest.json").read_text())["engines"][0]
+    one = simulate_twin(run, fleet, PROFILE, noise=False)
+    alone = simulate_twin(run, {**replica_description(PROFILE), "name": "fleet"}, PROFILE, noise=False)
+    for metric in ("ttft", "tpot", "e2e"):
+        assert one["latency"][metric]["percentiles"]["p50"]["value"] == pytest.approx(
+            alone["latency"][metric]["percentiles"]["p50"]["value"], rel=1e-9
+        ), metric
