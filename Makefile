@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 unexport PYTHONDONTWRITEBYTECODE
 PIP := $(PY) -m pip install -q --disable-pip-version-check --no-compile
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench router-bench lint install clean
 
 install: $(STAMP)
 
@@ -35,6 +35,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pytest -q -s -m bench --benchmark-enable tests
+
+# A real router (vllm-router, the optional extra `router`) over two `batchmark serve` replicas, measured and
+# judged against its simulated twin (docs/cluster.md "A real router"). The extra is installed here only.
+router-bench: $(STAMP)
+	$(PY) -c "import vllm_router" 2>/dev/null || $(PIP) -e '.[router]'
+	flock /tmp/batchmark-timing.lock bash docs/cluster/real_router.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engines.errors import EngineInputError
+from engines.fleet_names import ROUTER_NAMES
 from engines.policy import POLICIES
 from engines.static_scheduler import StaticConfig
 
@@ -371,6 +372,26 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         _HTTP,
         validate=lambda name: None if _HEADER_NAME.fullmatch(name) else "must be an HTTP header name (RFC 9110 token)",
         metavar="NAME",
+    ),
+    # What stands behind the URL when it is a router over replicas (docs/cluster.md "A real router"): recorded in
+    # the manifest, and what `sim fidelity` builds the run's cluster twin from. Given together or not at all.
+    Option(
+        "router",
+        str,
+        None,
+        "http: the router policy at the URL (with replicas=)",
+        _HTTP,
+        choices=ROUTER_NAMES,
+        flag=False,
+    ),
+    Option(
+        "replicas",
+        int,
+        None,
+        "http: the replicas behind the router at the URL (with router=)",
+        _HTTP,
+        low=1,
+        flag=False,
     ),
     # The simulator (docs/simulator.md): the batching it runs, then a fitted profile or the roofline's inputs.
     Option("scheduler", str, "continuous", "sim: the batching it simulates", _SIM, choices=IN_PROCESS, flag=False),

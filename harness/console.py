@@ -9,6 +9,7 @@ from harness.metrics import summary_table
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.slo_classes import describe_class
 from harness.metrics.stops import describe_stop
+from harness.partial_failures import partial_failure_lines
 
 COLUMNS = {
     "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
@@ -96,6 +97,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
                 f"! {run['engine']} trial {run['trial']} stopped early: {describe_stop(s)}, "
                 f"{s['not_sent']} requests not sent"
             )
+    lines += partial_failure_lines(metrics)
     lines += _worker_lines(metrics["runs"])
     nodes: dict[str, list[str]] = {}
     for run in metrics["runs"]:

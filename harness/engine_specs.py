@@ -72,6 +72,8 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
         label = options.pop("label", None) or default_label
         if kind == "http" and not options.get("url"):
             raise HarnessInputError(f"--engine {label}: http needs a url (--url or http:url=...)")
+        if kind == "http" and (options.get("router") is None) != (options.get("replicas") is None):
+            raise HarnessInputError(f"--engine {label}: router= and replicas= go together (the fleet at the URL)")
         if kind == "http" and options.get("scrape") not in (None, "off"):
             from engines.http.scraper import probe_problem
 
@@ -155,6 +157,8 @@ def build_engine(spec: EngineSpec, loaded: Any) -> Engine:
             class_header=o["class_header"],
             think_tags=o["think_tags"],
             return_token_ids=o["return_token_ids"],
+            router=o["router"],
+            replicas=o["replicas"],
         )
     if spec.kind in SIMULATED:
         from engines.sim.build import build_sim_engine

@@ -185,6 +185,11 @@ def profile_mismatch(engine: Mapping[str, Any], fitted: Mapping[str, Any]) -> st
 def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True, seed: int = 0) -> str:
     """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile`."""
     kind = engine.get("kind")
+    if kind == "http":  # a router over replicas (or refused there by name): the cluster twin
+        from harness.cluster_twin import cluster_twin_spec, replica_description
+
+        replica = twin_spec_text(replica_description(profile), profile, f"{label}-replica", noise, seed)
+        return cluster_twin_spec(engine, label, seed, replica)
     if kind not in ("static", "continuous"):
         raise HarnessInputError(f"engine {engine.get('name')!r} is {kind!r}: only in-process engines have twins")
     o = engine.get("options") or {}

@@ -87,6 +87,8 @@ class HttpEngineConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     class_header: str | None = None  # the header that carries a request's SLO class (None: not sent)
     think_tags: ThinkTagsMode = "off"  # split <think>...</think> in the content as reasoning (engines/http/think.py)
+    router: str | None = None  # the URL is a router with this policy (engines/fleet_names.py) ...
+    replicas: int | None = None  # ... over this many replicas: what a fleet run measured, for its twin
 
 
 class _Flight:
@@ -126,6 +128,8 @@ class HttpEngine(Engine):
         extra_body: dict[str, Any] | None = None,
         class_header: str | None = None,
         think_tags: ThinkTagsMode = "off",
+        router: str | None = None,
+        replicas: int | None = None,
         name: str = "http",
     ) -> None:
         self.config = HttpEngineConfig(
@@ -143,6 +147,8 @@ class HttpEngine(Engine):
             dict(extra_body or {}),
             class_header,
             think_tags,
+            router,
+            replicas,
         )
         _validate(self.config)
         self.name = name

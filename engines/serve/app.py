@@ -1,6 +1,7 @@
 """`make_app`: the OpenAI-compatible aiohttp application around one engine.
 
 Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics,
+GET /get_load (running and waiting requests, KV tokens in use: what a router's load monitor polls),
 POST /reset_prefix_cache (outside /v1, where vLLM has it).
 With `api_key`, every route but /health needs `Authorization: Bearer <key>`: /reset_prefix_cache changes
 state and /metrics reveals it (`metrics_public=True` opens /metrics to scrapers that hold no secret).
@@ -68,6 +69,7 @@ def make_app(
     app.router.add_get("/v1/models", handlers.models)
     app.router.add_get("/health", handlers.health)
     app.router.add_get("/metrics", handlers.metrics)
+    app.router.add_get("/get_load", handlers.get_load)  # what vllm-router's power_of_two polls
     app.router.add_post("/reset_prefix_cache", handlers.reset_prefix_cache)
     app.on_startup.append(_start_engine)
     app.on_shutdown.append(_drain)
@@ -92,6 +94,9 @@ def _wire_engine_gauges(state: ServerState) -> None:
     if callable(getattr(engine, "kv_blocks_used", None)):
         state.metrics.kv_blocks_used = engine.kv_blocks_used
         state.metrics.kv_blocks_total = lambda: engine.num_blocks
+        block_size = getattr(getattr(getattr(engine, "options", None), "kv", None), "block_size", None)
+        if block_size:
+            state.metrics.kv_tokens_used = lambda: engine.kv_blocks_used() * block_size
 
 
 async def _start_engine(app: web.Application) -> None:

@@ -60,6 +60,19 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+async def get_load(request: web.Request) -> web.Response:
+    """The load a router polls (sglang-router's and vllm-router's `/get_load` shape: one entry per data-parallel
+    rank, here one): requests computing and queued, and the KV tokens in use (vllm-router's power_of_two adds
+    `num_tokens` to its own in-flight count). An engine without a KV pool reports the requests' count there."""
+    state = request.app[STATE]
+    m = state.metrics
+    tokens = m.kv_tokens_used()
+    if tokens is None:
+        tokens = m.running + m.waiting
+    load = {"dp_rank": 0, "num_reqs": m.running + m.waiting, "num_waiting_reqs": m.waiting, "num_tokens": tokens}
+    return web.json_response([load])
+
+
 async def reset_prefix_cache(request: web.Request) -> web.Response:
     reset = getattr(request.app[STATE].engine, "reset_prefix_cache", None)
     if reset is None:

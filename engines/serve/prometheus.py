@@ -70,6 +70,7 @@ class ServerMetrics:
     rejected: dict[int, int] = field(default_factory=dict)  # by HTTP status
     kv_blocks_used: Callable[[], int | None] = lambda: None
     kv_blocks_total: Callable[[], int | None] = lambda: None
+    kv_tokens_used: Callable[[], int | None] = lambda: None  # blocks held x block size (GET /get_load)
     step_seconds: Histogram = field(
         default_factory=lambda: Histogram("batchmark_step_seconds", "Engine step duration.", STEP_BUCKETS)
     )

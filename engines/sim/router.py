@@ -84,8 +84,12 @@ class Router:
         elif policy == "least_outstanding":
             choice, reason = self._least(), "least_loaded"
         elif policy == "power_of_two":
-            pair = self._rng.sample(range(self.replicas), min(2, self.replicas))
-            choice, reason = self._least(pair), "power_of_two"
+            # vllm-router's: two distinct random replicas, the less loaded; on equal loads the first drawn, so a
+            # tie goes to a seeded random one, never always to the lower index
+            first, *other = self._rng.sample(range(self.replicas), min(2, self.replicas))
+            load = self._load()
+            choice = other[0] if other and load[other[0]] < load[first] else first
+            reason = "power_of_two"
         elif policy == "session_sticky":
             key = session or request.request_id
             if key in self._sessions:

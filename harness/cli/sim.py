@@ -96,15 +96,17 @@ def fit_command(args: argparse.Namespace) -> int:
 def fidelity_command(args: argparse.Namespace) -> int:
     from engines.sim.files import read_json_object
     from engines.sim.fitted import load_profile
+    from harness.cluster_twin import has_twin
     from harness.errors import HarnessInputError
     from harness.metrics.simulation import fidelity_rows, manifest_notices
     from harness.simulation import profile_mismatch, run_engines
 
-    engines = [e for e in run_engines(args.real_run) if e.get("kind") in ("static", "continuous")]
+    engines = [e for e in run_engines(args.real_run) if has_twin(e)]  # a router's run: its cluster twin
     if args.engines:
         engines = [e for e in engines if e.get("name") in args.engines]
     if not engines:
-        raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) to simulate")
+        raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) or router over "
+                                "replicas (http: router=, replicas=) to simulate")  # fmt: skip
     # read and checked before any twin runs: a run dir without metrics, or a bad profile, is one line
     metrics = read_json_object(args.real_run / "metrics.json", "run's metrics")
     real, trials = metrics.get("engines"), metrics.get("repeat") or {}

@@ -452,3 +452,26 @@ def test_client_disconnect_aborts_and_frees_kv(embedded, streaming):
         assert state.metrics.running == 0 and state.in_flight == 0
         assert not engine.scheduler.running and len(engine.scheduler.waiting) == 0
         assert state.metrics.generation_tokens < 3000  # it stopped early, not ran to the end
+
+
+def test_get_load_counts_requests_and_kv_tokens(server):
+    """GET /get_load in the shape vllm-router's and sglang-router's load monitors parse: while a stream is open
+    its request counts and its KV blocks' tokens show; once it finished, nothing does."""
+    block = KV.block_size
+
+    async def go():
+        body = {"model": MODEL, "prompt": "a b c d e", "max_tokens": 48, "ignore_eos": True, "stream": True}
+        async with aiohttp.ClientSession() as session:
+            async with session.post(server.url + "/v1/completions", json=body) as stream:
+                await stream.content.readline()  # the first event: the request is admitted and holds blocks
+                async with session.get(server.url + "/get_load") as response:
+                    during = await response.json()
+                await stream.read()
+            async with session.get(server.url + "/get_load") as response:
+                return during, await response.json()
+
+    during, after = asyncio.run(go())
+    (load,) = during
+    assert load["dp_rank"] == 0 and load["num_reqs"] == 1 and load["num_waiting_reqs"] == 0
+    assert load["num_tokens"] >= block and load["num_tokens"] % block == 0
+    assert after == [{"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_tokens": 0}]

@@ -102,3 +102,24 @@ def test_the_run_says_how_the_router_spread_the_load() -> None:
     # each replica's second identical 64-token prompt takes 3 of its 4 blocks from the cache (the block holding
     # the last prompt token is computed, as in vLLM): 2 x 48 of 256 prompt tokens
     assert "round_robin 4" in lines[1] and "hit rate 37.5%" in lines[1]
+
+
+def test_power_of_two_breaks_ties_by_its_seeded_draw() -> None:
+    """Equal loads: the first of the two drawn replicas wins (as vllm-router's `load1 <= load2`), so ties spread
+    over both replicas instead of always going to replica 0; the same seed draws the same choices."""
+    from engines.sim.router import Router, RouterConfig
+
+    def choices(seed: int) -> list[int]:
+        router = Router(RouterConfig(policy="power_of_two", seed=seed), 2)
+        picked = []
+        for i in range(40):
+            picked.append(router.route(Request(f"r{i}", [1] * 16, 4)))
+            router.finished(f"r{i}")  # every choice is made on equal (zero) loads
+        return picked
+
+    picked = choices(3)
+    assert 10 <= picked.count(0) <= 30 and picked == choices(3)
+    loaded = Router(RouterConfig(policy="power_of_two", seed=3), 2)
+    loaded.route(Request("busy", [1] * 16, 4))  # one request in flight on whichever replica took it
+    busy = loaded.served.index(1)
+    assert loaded.route(Request("next", [1] * 16, 4)) != busy  # unequal loads: the idle one, whichever is drawn

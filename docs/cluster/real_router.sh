@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A real router over real replicas, and its simulated twin (docs/cluster.md "A real router").
+#
+#   make router-bench            # installs the optional extra `router` (vllm-router), then runs this under the lock
+#   flock /tmp/batchmark-timing.lock bash docs/cluster/real_router.sh     # the same, vllm-router already installed
+#
+# 1. fits a step-time profile of the embedded model on this machine (an in-process continuous engine, one thread,
+#    `batchmark serve`'s 2048-token step);
+# 2. starts REPLICAS `batchmark serve --threads 1` replicas and, per policy, vllm-router in front of them;
+# 3. drives the router with `batchmark run --engine http:url=ROUTER,router=POLICY,replicas=N` (the manifest
+#    records the fleet), then judges the run's cluster twin with `batchmark sim fidelity`.
+# Not a test and not CI: it takes minutes and measures this machine. Everything it starts it stops on exit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+BM=${BM:-.venv/bin/batchmark}
+ROUTER=${ROUTER:-.venv/bin/vllm-router}
+OUT=${OUT:-runs/real-router}
+POLICIES=${POLICIES:-round_robin power_of_two cache_aware}
+REPLICAS=${REPLICAS:-2}
+PORT=${PORT:-18400}  # the router; replica i listens on PORT + i
+WORKLOAD=${WORKLOAD:-chat-small}
+REQUESTS=${REQUESTS:-64}
+RATE=${RATE:-}  # empty: the workload's own rate (chat-small: Poisson 2 req/s)
+SEEDS=${SEEDS:-5}
+
+command -v "$ROUTER" >/dev/null || { echo "no vllm-router at $ROUTER: make router-bench installs it" >&2; exit 2; }
+mkdir -p "$OUT"
+STARTED=()
+cleanup() { for pid in "${STARTED[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+load() { echo "load average ($1): $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/loadavg.txt"; }
+wait_http() {  # URL, seconds
+    for _ in $(seq "$2"); do curl -sf "$1" >/dev/null && return 0; sleep 1; done
+    echo "$1 did not answer in $2 s" >&2; return 1
+}
+
+load "start"
+if [ ! -f "$OUT/profile.json" ]; then
+    "$BM" run --workload step-profile --engine continuous --threads 1 --max-batched-tokens 2048 \
+        --out "$OUT/fit" --no-report
+    "$BM" sim fit "$OUT/fit" -o "$OUT/profile.json"
+    load "profile fitted"
+fi
+
+WORKERS=()
+for i in $(seq "$REPLICAS"); do
+    "$BM" serve --threads 1 --port $((PORT + i)) > "$OUT/replica-$i.log" 2>&1 &
+    STARTED+=($!)
+    WORKERS+=("http://127.0.0.1:$((PORT + i))")
+done
+for url in "${WORKERS[@]}"; do wait_http "$url/health" 600; done
+load "replicas up"
+
+for policy in $POLICIES; do
+    "$ROUTER" --host 127.0.0.1 --port "$PORT" --worker-urls "${WORKERS[@]}" --policy "$policy" \
+        --log-level warning > "$OUT/router-$policy.log" 2>&1 &
+    router_pid=$!
+    STARTED+=("$router_pid")
+    wait_http "http://127.0.0.1:$PORT/health" 60
+    rm -rf "$OUT/$policy"
+    # the HTTP engine's own reset goes to the router, which does not pass /reset_prefix_cache on: each replica
+    # is reset here, so no policy finds the prompts the previous one left in the caches
+    for url in "${WORKERS[@]}"; do curl -sf -X POST "$url/reset_prefix_cache" >/dev/null; done
+    load "$policy: before the run"
+    "$BM" run --workload "$WORKLOAD" --requests "$REQUESTS" ${RATE:+--rate "$RATE"} --no-report --out "$OUT/$policy" \
+        --engine "http:url=http://127.0.0.1:$PORT,router=$policy,replicas=$REPLICAS,label=$policy"
+    load "$policy: after the run"
+    kill "$router_pid"; wait "$router_pid" 2>/dev/null || true
+    "$BM" sim fidelity "$OUT/$policy" --profile "$OUT/profile.json" --seeds "$SEEDS" --json "$OUT/$policy/fidelity.json"
+done
+
+# A replica dies mid-run (killed once DIE_AFTER requests of a round_robin run have finished; DIE_AFTER=0 skips
+# it): what the router and the run make of it. Not judged against a twin: the twin's replicas never die.
+DIE_AFTER=${DIE_AFTER:-20}
+if [ "$DIE_AFTER" != 0 ]; then
+    "$ROUTER" --host 127.0.0.1 --port "$PORT" --worker-urls "${WORKERS[@]}" --policy round_robin \
+        --log-level warning > "$OUT/router-die.log" 2>&1 &
+    router_pid=$!
+    STARTED+=("$router_pid")
+    wait_http "http://127.0.0.1:$PORT/health" 60
+    rm -rf "$OUT/die"
+    last=${STARTED[$((REPLICAS - 1))]}  # the last replica's pid
+    (
+        until [ "$(cat "$OUT/die/records.jsonl" 2>/dev/null | wc -l)" -ge "$DIE_AFTER" ]; do sleep 0.2; done
+        kill -9 "$last"; echo "killed replica $REPLICAS (pid $last) after $DIE_AFTER finished requests"
+    ) &
+    STARTED+=($!)
+    "$BM" run --workload "$WORKLOAD" --requests "$REQUESTS" ${RATE:+--rate "$RATE"} --no-report --out "$OUT/die" \
+        --engine "http:url=http://127.0.0.1:$PORT,router=round_robin,replicas=$REPLICAS,label=die" || true
+fi
+load "end"

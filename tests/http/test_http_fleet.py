@@ -1,0 +1,136 @@
+"""An HTTP engine naming the fleet behind its URL (`router=`, `replicas=`): checked, and recorded."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from engines.http.errors import ERROR_TYPES
+from engines.serve.background import BackgroundServer
+from harness.cli import main
+from harness.engine_specs import build_engine, parse_engine_specs
+from harness.errors import user_errors
+
+URL = "http:url=http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (",router=fastest,replicas=2", "fastest"),
+        (",router=round_robin,replicas=0", "replicas"),
+        (",router=round_robin,replicas=two", "replicas"),
+        (",router=round_robin", "replicas="),
+        (",replicas=2", "router="),
+    ],
+)
+def test_bad_fleet_options_are_one_line_naming_the_field(extra: str, named: str) -> None:
+    with pytest.raises(user_errors()) as caught:
+        parse_engine_specs([URL + extra], {})
+    assert named in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_fleet_is_recorded_in_the_engine_description() -> None:
+    (spec,) = parse_engine_specs([URL + ",router=power_of_two,replicas=2,label=p2"], {})
+    options = build_engine(spec, None).describe()["options"]
+    assert options["router"] == "power_of_two" and options["replicas"] == 2
+    (plain,) = parse_engine_specs([URL], {})
+    options = build_engine(plain, None).describe()["options"]
+    assert options["router"] is None and options["replicas"] is None  # one server, as before
+
+
+class Replica:
+    """A zero-delay server in a process of its own (tokens `delay_ms` apart), so the test can kill it."""
+
+    def __init__(self, delay_ms: float) -> None:
+        command = [sys.executable, "-m", "engines.serve.zero_server", "--port", "0", "--token-delay-ms", str(delay_ms)]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().split("listening on ", 1)[1].strip()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def round_robin_router(replicas: list[str], routed: list[tuple[int, bool]], on_request=lambda n: None):
+    """A tiny router as vllm-router forwards: each POST to the next replica, its stream passed through; a replica
+    that refuses the connection is a 502; one that dies mid-stream cuts the client's stream. `routed` gets
+    (replica, streamed to the end) per request; `on_request(n)` runs as the n-th request (from 0) arrives."""
+    turn = itertools.count()
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        n = next(turn)
+        on_request(n)
+        i = n % len(replicas)
+        body = await request.read()
+        whole = False
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    replicas[i] + request.path, data=body, headers={"Content-Type": "application/json"}
+                ) as upstream,
+            ):
+                response = web.StreamResponse(status=upstream.status, headers={"Content-Type": "text/event-stream"})
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                whole = True
+        except aiohttp.ClientConnectorError:  # refused: the replica is gone
+            return web.json_response({"error": {"message": f"replica {i} is down"}}, status=502)
+        except aiohttp.ClientPayloadError:  # it died mid-stream
+            pass
+        finally:
+            routed.append((i, whole))
+        if not whole:  # the replica died mid-stream: cut the client's stream too
+            request.transport.close()
+            return response
+        await response.write_eof()
+        return response
+
+    def app() -> web.Application:
+        application = web.Application()
+        application.router.add_post("/v1/completions", forward)
+        return application
+
+    return app
+
+
+@pytest.mark.slow  # the CLI end to end: ~30 s on the busy 2-core machine, most of it imports
+def test_a_replica_that_dies_mid_run_fails_its_requests_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replicas = [Replica(20.0), Replica(20.0)]
+    routed: list[tuple[int, bool]] = []
+    try:
+        # replica 1 dies as the 10th request arrives (0.5 s in): some of its requests are streaming then (each
+        # takes 0.16-2.5 s), and every later one routed to it is refused
+        kill = lambda n: replicas[1].kill() if n == 10 else None  # noqa: E731
+        with BackgroundServer(round_robin_router([r.url for r in replicas], routed, kill)) as router:
+            engine = f"http:url={router.url},router=round_robin,replicas=2,label=fleet"
+            argv = ["run", "--workload", "chat-small", "--requests", "40", "--rate", "20", "--engine", engine,
+                    "--out", str(tmp_path / "run"), "--no-report", "--seed", "1"]  # fmt: skip
+            assert main(argv) == 0  # not every request failed: the run is a result
+    finally:
+        for replica in replicas:
+            replica.kill()
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    failed = [r for r in records if r["error_type"] is not None]
+    assert len(records) == 40 == len(routed)
+    assert all(r["error_type"] in ERROR_TYPES for r in failed)  # typed, never a crash
+    lost = [i for i, whole in routed if not whole]
+    assert lost and set(lost) == {1} and len(failed) == len(lost)  # exactly the dead replica's requests failed
+    assert sum(i == 0 for i, _ in routed) == sum(r["error_type"] is None for r in records) - routed.count((1, True))
+    out = capsys.readouterr().out
+    assert f"fleet trial 0: {len(failed)} of 40 requests failed (" in out and f"the other {40 - len(failed)}" in out
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["engines"][0]["options"]["router"] == "round_robin"
