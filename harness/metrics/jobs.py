@@ -71,10 +71,16 @@ def job_completion(
 def describe_jobs(jobs: dict[str, Any]) -> str:
     """One line for a summary's `jobs`, as the console, summary.md and the report print it."""
 
+    from harness.judge.verdict import tail_is_resolved
+
+    count = jobs["completion_s"]["count"]
+
     def at(label: str) -> str:
         p = jobs["completion_s"]["percentiles"].get(label) or {}
         if p.get("value") is None:
             return f"{label} n/a"
+        if not tail_is_resolved(count, float(label[1:]) / 100):  # the judge's bound: about the extreme value
+            return f"{label} {p['value']:.2f} s (≈ the extreme of {count}: unresolved)"
         ci = f" [{p['ci_low']:.2f}, {p['ci_high']:.2f}]" if p.get("ci_low") is not None and p.get("ci_high") else ""
         return f"{label} {p['value']:.2f} s{ci}"
 
