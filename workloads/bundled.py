@@ -61,12 +61,6 @@ BUNDLED: dict[str, BundledTrace] = {
             "splitwise",
             "SplitwiseSim's published request trace (its format's smoke test): 3 requests in 3 s",
         ),
-        BundledTrace(
-            "servegen-m-large",
-            "servegen/chunk-105-trace.csv",
-            "servegen",
-            "Alibaba ServeGen, language model M-large, client 105, one hour: 4,631 requests drawn from its windows",
-        ),
     )
 }
 

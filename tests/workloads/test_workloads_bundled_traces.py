@@ -91,7 +91,6 @@ def test_bundled_bytes_match_source_md_checksums(name: str) -> None:
         ("azure_llm_2023", "CC BY 4.0", "Splitwise"),
         ("mooncake", "Apache License, Version 2.0", "FAST 25"),
         ("splitwise_sim", "MIT License", "Splitwise"),
-        ("servegen", "Apache License 2.0", "ServeGen"),
     ],
 )
 def test_each_trace_folder_ships_source_licence_and_citation(folder: str, licence: str, citation: str) -> None:
