@@ -6,6 +6,7 @@ from typing import Any
 
 from harness.judge.comparison import QUANTITY
 from harness.metrics import summary_table
+from harness.metrics.jobs import describe_jobs
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.slo_classes import describe_class
 from harness.metrics.stops import describe_stop
@@ -121,6 +122,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
             )
     lines += _prefix_cache_lines(metrics)
     lines += _reasoning_lines(metrics)
+    lines += [f"{e}: {describe_jobs(s['jobs'])}" for e, s in metrics["engines"].items() if s.get("jobs")]
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:

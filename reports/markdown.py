@@ -12,6 +12,7 @@ from reports import fmt, simulated, tables
 from reports.analysis import Analysis, analyse
 from reports.compare import METRIC_NAMES
 from reports.prefix_cache import HIT_HEAD, prefix_cache_text
+from reports.tables import JOBS_HEAD, job_rows
 from reports.verdict import cell, formatter
 
 
@@ -150,5 +151,7 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
         )
         lines += ["", f"_{c.reason}._", ""]
     lines += _prefix_cache(a)
+    jobs = job_rows(a.series)
+    lines += ["### Jobs (whole sessions)", "", *_table(["engine run", JOBS_HEAD], jobs), ""] if jobs else []
     lines += ["<details><summary>Metric table</summary>", "", *_metric_rows(a), "", "</details>", ""]
     return "\n".join(lines)

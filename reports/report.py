@@ -53,6 +53,8 @@ def _latency_sections(series: list[EngineRun], colors: dict[str, str]) -> list[S
     slo.figure(fl.slo_curves(series, colors))
     if tables.class_rows(series):
         slo.table(tables.class_table(series), "Per SLO class (each against its own targets)")
+    if tables.job_rows(series):
+        slo.table(tables.job_table(series), "Jobs: whole sessions, first arrival to last token (--slo-job-s)")
     return [lat, slo]
 
 

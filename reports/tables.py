@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.judge.headline import Headline
+from harness.metrics.jobs import describe_jobs
 from harness.metrics.slo_classes import describe_class
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
@@ -166,6 +167,19 @@ def class_rows(series: list[EngineRun]) -> list[list[str]]:
         for er in series
         for name, row in (er.summary.get("slo_classes") or {}).items()
     ]
+
+
+JOBS_HEAD = "jobs: completion time p50/p90/p99 [95% CI], job SLO attainment [95% Wilson] (docs/metrics.md#jobs)"
+
+
+def job_rows(series: list[EngineRun]) -> list[list[str]]:
+    """Per engine run with sessions: its jobs line (plain text), as the console prints it."""
+    return [[er.label, describe_jobs(er.summary["jobs"])] for er in series if er.summary.get("jobs")]
+
+
+def job_table(series: list[EngineRun]) -> str:
+    rows = [[fmt.esc(label), fmt.esc(line)] for label, line in job_rows(series)]
+    return _table(["engine run", JOBS_HEAD], rows) if rows else ""
 
 
 def class_table(series: list[EngineRun]) -> str:

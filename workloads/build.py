@@ -129,9 +129,16 @@ def _session_workload(spec: WorkloadSpec) -> Workload:
         turns = scaled(turns, o.time_scale)
     requests, notes = session_requests(turns, o.max_context)
     sessions = len({r.session for r in requests})
+    subs = sum(1 for r in requests if r.branch)
     notes.append(
         f"{sessions} sessions, {len(requests)} turns: each turn is sent when the previous answer finished "
         "plus its think time"
+        + (" and tool time" if any(r.tool_s for r in requests) else "")
+        + (
+            f"; {subs} are sub-agents sent beside their turn's main request, all joined before the next turn"
+            if subs
+            else ""
+        )
     )
     canonical = {
         "name": spec.name,

@@ -34,6 +34,9 @@ def canonical_document(workload: Workload) -> dict[str, Any]:
     ]
     reasoning = [r.reasoning_tokens for r in workload.requests]
     extra = {"reasoning_tokens": reasoning} if any(reasoning) else {}  # absent: older fingerprints stay valid
+    if any(r.branch or r.tool_s for r in workload.requests):  # agentic sessions: the DAG and its pauses
+        extra["dag"] = [[r.session, r.turn, r.branch, round(r.think_s * 1e6), round(r.tool_s * 1e6)]
+                        for r in workload.requests]  # fmt: skip
     return {
         **extra,
         "version": 1,

@@ -25,6 +25,11 @@ class WorkloadRequest:
     session: str | None = None
     turn: int = 0
     think_s: float = 0.0
+    # Agentic sessions: the tool's run time before this turn (after the think time), and the branch: a turn
+    # of fan-out k is k requests sent together (branch 0 the main line, 1..k-1 sub-agents), all of which
+    # finish before the next turn is sent (the join).
+    tool_s: float = 0.0
+    branch: int = 0
 
 
 @dataclass

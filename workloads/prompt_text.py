@@ -154,7 +154,7 @@ def text_prompts(
         n = request.input_tokens
         if request.prompt_text is not None:
             text, actual = request.prompt_text, count(request.prompt_text)
-        elif request.session is not None and request.turn > 0 and request.session in history:
+        elif request.session is not None and request.turn > 0 and not request.branch and request.session in history:
             before, answer, parent = history[request.session]
             words = before.split(" ") + draw_words(pool, np.random.default_rng([seed, ANSWER_STREAM, parent]), answer)
             have = count(" ".join(words))
@@ -169,7 +169,7 @@ def text_prompts(
                 words += draw_words(pool, np.random.default_rng(request_seed(seed, index)), content - have)
             text, actual = fit_words(words, n, pool, tok, count)
         prompts[request.request_id] = text
-        if request.session is not None:
+        if request.session is not None and not request.branch:  # a sub-agent's prompt is no part of the history
             history[request.session] = (text, request.output_tokens, index)
         if actual != n:
             mismatches.append(f"{request.request_id}: asked for {n} tokens, the text encodes to {actual}")

@@ -4,7 +4,8 @@ Ids are drawn, seeded, from the vocabulary minus the ids to avoid (special token
 `prefix_hash_ids` gets one block of ids per hash id, the same block wherever that id appears, so requests
 that share leading hash ids share leading tokens and a prefix cache can reuse them; the last block is cut to
 the request's input length. A later turn of a session (`workloads/sessions.py`) is its previous turn's
-prompt, that turn's answer (seeded ids of the answer's length) and its own new ids.
+prompt, that turn's answer (seeded ids of the answer's length) and its own new ids; a sub-agent (branch >= 1)
+opens with the session's shared blocks and is no part of the history.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def token_id_prompts(
     history: dict[str, tuple[list[int], int, int]] = {}  # session -> (last prompt, its answer length, its index)
     for index, request in enumerate(workload.requests):
         n = request.input_tokens
-        if request.session is not None and request.turn > 0:
+        if request.session is not None and request.turn > 0 and not request.branch:
             before, answer, parent = history[request.session]
             answer_ids = allowed[np.random.default_rng([seed, ANSWER_STREAM, parent]).integers(0, len(allowed), answer)]
             new = allowed[
@@ -75,6 +76,6 @@ def token_id_prompts(
             rng = np.random.default_rng(request_seed(seed, index))
             parts.append(allowed[rng.integers(0, len(allowed), n - have)])
         prompts[request.request_id] = np.concatenate(parts)[:n].tolist()
-        if request.session is not None:
+        if request.session is not None and not request.branch:  # a sub-agent's prompt is no part of the history
             history[request.session] = (prompts[request.request_id], request.output_tokens, index)
     return prompts

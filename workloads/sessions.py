@@ -7,6 +7,14 @@ new user text, so `input_tokens` of turn k = input(k-1) + output(k-1) + new(k), 
 extends the one before: a prefix cache can reuse it. Turn 0 may open with shared blocks (`prefix_hash_ids`,
 512 tokens each, the same tokens wherever the id appears: a system prompt shared across sessions).
 
+Agentic sessions add two things. A tool's run time (`tool_s`) between an answer and the next turn, after
+the think time and distinct from it: the agent waits on a tool, not on a person. And fan-out: a turn of k
+branches is k requests sent together: branch 0 is the main line (the history plus new text), branches
+1..k-1 are sub-agents (a fresh context: the session's shared system blocks and their own task text). The
+next turn waits for all k (the join) and its prompt carries their answers: the main line's history, its
+answer, every sub-agent's answer, then its new text. A session is then a DAG of requests, and its
+completion time is the job metric (`harness/metrics/jobs.py`).
+
 The answer in the history is the workload's own (seeded tokens of the answer's length), not what the
 engine generated, so every engine sees identical prompts and runs pair turn by turn.
 
@@ -14,20 +22,24 @@ Sources:
 - batchmark's canonical session file (JSON lines, one turn per line, `docs/workloads.md`):
   `{"session": "s1", "turn": 0, "at_s": 0.0, "new_tokens": 120, "output_tokens": 80, "prefix_hash_ids": [7]}`
   `{"session": "s1", "turn": 1, "think_s": 2.5, "new_tokens": 30, "output_tokens": 60}`
-  Turns of a session come in order; turn 0 first. Optional: `tenant` (turn 0), `think_s` (later turns).
+  Turns of a session come in order; turn 0 first. Optional: `tenant` (turn 0), `think_s` and `tool_s` (later
+  turns), and `branch`: a line `{"session": "s1", "turn": 1, "branch": 1, "new_tokens": 40, "output_tokens": 90}`
+  right after branch 0 (or branch 1, ...) of that turn is a sub-agent sent with it.
 - ShareGPT-style JSON (`[{"id": ..., "conversations": [{"from": "human"|"gpt"|"system", "value": ...}]}]`):
   each human message and the reply after it is one turn; lengths are estimated at 4 characters per token
   (the texts are not replayed); sessions start as a Poisson process at `rate` per second.
 - Generated (`[sessions]` in a spec without `file`): `count` sessions at `rate` per second, with turn
   counts, new-text and answer lengths drawn from length distributions, and `shared_prefix_blocks` blocks of
-  one system prompt opening every session (the agentic preset).
+  one system prompt opening every session (the agentic preset); `tool_ms` (a length distribution in
+  milliseconds) draws each later turn's tool time, `fanout` each later turn's branch count, with
+  `sub_tokens` and `sub_output` the sub-agents' task text and answer lengths.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +54,9 @@ from workloads.readers.raw import read_text
 
 CHARS_PER_TOKEN = 4  # OpenAI's rule of thumb for English text, for ShareGPT files that carry text only
 SYSTEM_HASH_BASE = 1 << 48  # generated system-prompt blocks: ids no trace file uses
-TURN_KEYS = {"session", "turn", "at_s", "think_s", "new_tokens", "output_tokens", "prefix_hash_ids", "tenant"}
+TURN_KEYS = {"session", "turn", "branch", "at_s", "think_s", "tool_s", "new_tokens", "output_tokens",
+             "prefix_hash_ids", "tenant"}  # fmt: skip
+MAX_FANOUT = 64  # branches of one turn: beyond any agent framework's parallel tool calls
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,8 @@ class Turn:
     think_s: float = 0.0  # later turns: the pause after the previous answer
     prefix_hash_ids: tuple[int, ...] = ()  # turn 0: shared 512-token blocks before the new text
     tenant: str = "default"
+    tool_s: float = 0.0  # later turns: the tool's run time, after the think time
+    branch: int = 0  # 0: the main line; 1..: a sub-agent sent with branch 0 of the same turn
 
 
 @dataclass(frozen=True)
@@ -74,15 +90,23 @@ class SessionSource:
     think_s: float = 1.0
     shared_prefix_blocks: int = 0  # blocks of one system prompt opening every session
     tenant: str = "default"
+    tool_ms: LengthDist | None = None  # generated: each later turn's tool time in ms (None: no tool time)
+    fanout: LengthDist = field(default_factory=lambda: Fixed(1))  # generated: branches of each later turn
+    sub_tokens: LengthDist | None = None  # sub-agents' task text (None: as new_tokens)
+    sub_output: LengthDist | None = None  # sub-agents' answers (None: as output)
 
     def to_spec(self) -> dict[str, Any]:
         if self.file is not None:
             return {"kind": "sessions", "file": self.file.name, "format": self.format, "rate": self.rate,
                     "think_s": self.think_s}  # fmt: skip
-        return {"kind": "sessions", "count": self.count, "rate": self.rate, "turns": self.turns.to_spec(),
+        spec = {"kind": "sessions", "count": self.count, "rate": self.rate, "turns": self.turns.to_spec(),
                 "first_tokens": self.first_tokens.to_spec(), "new_tokens": self.new_tokens.to_spec(),
                 "output": self.output.to_spec(), "think_s": self.think_s,
                 "shared_prefix_blocks": self.shared_prefix_blocks, "tenant": self.tenant}  # fmt: skip
+        agentic = {"tool_ms": self.tool_ms, "fanout": None if self.fanout == Fixed(1) else self.fanout,
+                   "sub_tokens": self.sub_tokens, "sub_output": self.sub_output}  # fmt: skip
+        # absent when unset: the specs (and fingerprints) of workloads without them stay as they were
+        return spec | {k: v.to_spec() for k, v in agentic.items() if v is not None}
 
 
 def _fail(display: str, line: int, field_name: str, what: str) -> WorkloadError:
@@ -108,6 +132,7 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
     """The canonical session format; the first bad line is one error naming its line and field."""
     turns: list[Turn] = []
     last_turn: dict[str, int] = {}
+    last_branch: dict[str, int] = {}
     for number, line in enumerate(read_text(path, display).split("\n"), start=1):
         if not line.strip():
             continue
@@ -126,6 +151,11 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
         session = str(session)
         turn = _int(obj, "turn", display, number, 0)
         seen = last_turn.get(session)
+        branch = _int(obj, "branch", display, number, 0, MAX_FANOUT - 1) if "branch" in obj else 0
+        if branch:
+            turns.append(_sub_agent(obj, display, number, session, turn, branch, seen, last_branch.get(session)))
+            last_branch[session] = branch
+            continue
         if turn > 0 and seen is None:
             raise _fail(
                 display,
@@ -144,7 +174,7 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
             raise _fail(display, number, "turn", f"session {session!r} starts twice")
         if turn == 0 and "at_s" not in obj:
             raise _fail(display, number, "at_s", "turn 0 needs the session's start time in seconds")
-        for key in ("at_s", "prefix_hash_ids", "tenant") if turn > 0 else ("think_s",):
+        for key in ("at_s", "prefix_hash_ids", "tenant") if turn > 0 else ("think_s", "tool_s"):
             if key in obj:
                 raise _fail(display, number, key, f"only {'turn 0' if turn > 0 else 'a later turn'} has {key}")
         hashes = obj.get("prefix_hash_ids", [])
@@ -158,11 +188,25 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
         new = _int(obj, "new_tokens", display, number, 0 if hashes else 1)
         turns.append(Turn(session, turn, new, _int(obj, "output_tokens", display, number, 1),
                           _seconds(obj, "at_s", display, number), _seconds(obj, "think_s", display, number),
-                          tuple(hashes), tenant))  # fmt: skip
+                          tuple(hashes), tenant, _seconds(obj, "tool_s", display, number)))  # fmt: skip
         last_turn[session] = turn
+        last_branch[session] = 0
     if not turns:
         raise _fail(display, 1, "file", "no turns")
     return turns
+
+
+def _sub_agent(obj: dict[str, Any], display: str, number: int, session: str, turn: int, branch: int,
+               seen: int | None, last: int | None) -> Turn:  # fmt: skip
+    """A line of branch >= 1: a sub-agent of the turn just read, which gives its start, pauses and tenant."""
+    if seen != turn or last != branch - 1:
+        what = f"branch {branch} of session {session!r} turn {turn} must follow its branch {branch - 1}"
+        raise _fail(display, number, "branch", what)
+    for key in ("at_s", "think_s", "tool_s", "prefix_hash_ids", "tenant"):
+        if key in obj:
+            raise _fail(display, number, key, f"a branch shares its turn's {key}: only branch 0 has it")
+    return Turn(session, turn, _int(obj, "new_tokens", display, number, 1),
+                _int(obj, "output_tokens", display, number, 1), branch=branch)  # fmt: skip
 
 
 def read_sharegpt(path: Path, display: str, rate: float, think_s: float, seed: int) -> list[Turn]:
@@ -216,6 +260,8 @@ def generate_sessions(source: SessionSource, seed: int) -> list[Turn]:
     counts = source.turns.sample(rng, source.count)
     system = tuple(SYSTEM_HASH_BASE + b for b in range(source.shared_prefix_blocks))
     turns: list[Turn] = []
+    # agentic draws come from a stream of their own, so the plain sessions of a spec without them stay as they were
+    agentic = np.random.default_rng([seed, 13])
     for s in range(source.count):
         n = int(counts[s])
         first = int(source.first_tokens.sample(rng, 1)[0])
@@ -224,37 +270,52 @@ def generate_sessions(source: SessionSource, seed: int) -> list[Turn]:
         session = f"s{s:04d}"
         for k in range(n):
             new = first if k == 0 else int(news[k - 1])
+            tool = float(source.tool_ms.sample(agentic, 1)[0]) / 1e3 if k and source.tool_ms is not None else 0.0
             turns.append(Turn(session, k, new, int(outputs[k]), float(starts[s]) if k == 0 else 0.0,
-                              source.think_s if k else 0.0, system if k == 0 else (), source.tenant))  # fmt: skip
+                              source.think_s if k else 0.0, system if k == 0 else (), source.tenant, tool))  # fmt: skip
+            if k:
+                turns += _sub_agents(source, agentic, session, k)
     return turns
+
+
+def _sub_agents(source: SessionSource, rng: np.random.Generator, session: str, k: int) -> list[Turn]:
+    """Turn k's branches 1..fanout-1, drawn from the source's fan-out and sub-agent lengths."""
+    branches = int(source.fanout.sample(rng, 1)[0])
+    if not 1 <= branches <= MAX_FANOUT:
+        raise WorkloadError(f"drew {branches} branches; expected 1..{MAX_FANOUT}", field="sessions.fanout")
+    tasks = (source.sub_tokens or source.new_tokens).sample(rng, branches - 1)
+    answers = (source.sub_output or source.output).sample(rng, branches - 1)
+    return [Turn(session, k, int(tasks[j]), int(answers[j]), tenant=source.tenant, branch=j + 1)
+            for j in range(branches - 1)]  # fmt: skip
 
 
 def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple[list[WorkloadRequest], list[str]]:
     """Workload requests in order of their earliest send time; a session is cut before the first turn
     whose prompt and answer would not fit `max_context` (and says so in a note)."""
     rows: list[tuple[float, int, WorkloadRequest]] = []
-    state: dict[str, tuple[int, int, float]] = {}  # session -> (prompt + answer tokens so far, next turn, earliest)
+    # session -> (prompt + answers so far, the earliest time of its current turn, its shared system blocks)
+    state: dict[str, tuple[int, float, tuple[int, ...]]] = {}
     cut: set[str] = set()
     limit = MAX_TOKENS if max_context is None else max_context  # unbounded history grew to 10^8 tokens
     for order, t in enumerate(turns):
         if t.session in cut:
             continue
-        history, _, earliest = state.get(t.session, (0, 0, t.at_s))
-        prompt = (len(t.prefix_hash_ids) * BLOCK_TOKENS + t.new_tokens) if t.turn == 0 else history + t.new_tokens
-        if prompt + t.output_tokens > limit:
+        history, earliest, system = state.get(t.session, (0, t.at_s, t.prefix_hash_ids))
+        hashes = system if t.branch else t.prefix_hash_ids  # a sub-agent opens with the system prompt alone
+        fresh = t.turn == 0 or t.branch > 0
+        prompt = (len(hashes) * BLOCK_TOKENS + t.new_tokens) if fresh else history + t.new_tokens
+        if prompt + t.output_tokens > limit or (t.branch and history + t.output_tokens > limit):
             cut.add(t.session)
             continue
-        at = earliest + t.think_s
-        request = WorkloadRequest("", at, prompt, t.output_tokens, t.tenant, prefix_hash_ids=t.prefix_hash_ids,
-                                  session=t.session, turn=t.turn, think_s=t.think_s)  # fmt: skip
+        at = earliest if t.branch else earliest + t.think_s + t.tool_s
+        request = WorkloadRequest("", at, prompt, t.output_tokens, t.tenant, prefix_hash_ids=hashes,
+                                  session=t.session, turn=t.turn, think_s=t.think_s, tool_s=t.tool_s,
+                                  branch=t.branch)  # fmt: skip
         rows.append((at, order, request))
-        state[t.session] = (prompt + t.output_tokens, t.turn + 1, at)
+        # the main line's history takes its own prompt and answer; a sub-agent's answer joins it
+        state[t.session] = (history + t.output_tokens if t.branch else prompt + t.output_tokens, at, system)
     rows.sort(key=lambda row: (row[0], row[1]))
-    requests = [
-        WorkloadRequest(f"r{i:06d}", r.arrival_s, r.input_tokens, r.output_tokens, r.tenant,
-                        prefix_hash_ids=r.prefix_hash_ids, session=r.session, turn=r.turn, think_s=r.think_s)
-        for i, (_, _, r) in enumerate(rows)
-    ]  # fmt: skip
+    requests = [replace(r, request_id=f"r{i:06d}") for i, (_, _, r) in enumerate(rows)]
     notes = [f"{len(cut)} sessions cut at the first turn past the context of {limit} tokens"] if cut else []
     if not requests:
         raise WorkloadError("no turn fits", field="max_context")
@@ -276,8 +337,7 @@ def is_session_file(path: Path) -> bool:
 
 def scaled(turns: list[Turn], factor: float) -> list[Turn]:
     """Sessions start and think `factor` times as fast."""
-    return [Turn(t.session, t.turn, t.new_tokens, t.output_tokens, t.at_s / factor, t.think_s / factor,
-                 t.prefix_hash_ids, t.tenant) for t in turns]  # fmt: skip
+    return [replace(t, at_s=t.at_s / factor, think_s=t.think_s / factor, tool_s=t.tool_s / factor) for t in turns]
 
 
 def load_turns(source: SessionSource, seed: int) -> list[Turn]:

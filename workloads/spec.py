@@ -6,6 +6,7 @@ plus optional `seed`, `[transforms]` and `[closed_loop]`. docs/workloads.md has 
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -15,10 +16,10 @@ from typing import Any
 from workloads.arrivals import ArrivalProcess, parse_arrival
 from workloads.bundled import BUNDLED
 from workloads.errors import WorkloadError
-from workloads.lengths import parse_length
+from workloads.lengths import Mixture, parse_length
 from workloads.options import MAX_REQUESTS, MAX_SPAN_S, MAX_TOKENS, TRANSFORM_KEYS, Options, check_option
 from workloads.readers.schemas import FORMATS, user_column_map
-from workloads.sessions import SessionSource
+from workloads.sessions import MAX_FANOUT, SessionSource
 from workloads.synthetic import TenantSpec
 
 TOP_KEYS = {
@@ -45,6 +46,10 @@ SESSION_KEYS = {
     "think_s",
     "shared_prefix_blocks",
     "tenant",
+    "tool_ms",
+    "fanout",
+    "sub_tokens",
+    "sub_output",
 }
 SESSION_TRANSFORMS = {"seed", "max_context", "time_scale"}  # a session's turns depend on each other: no sampling
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
@@ -204,9 +209,11 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
     if table.get("format", "auto") not in ("auto", "sessions", "sharegpt"):
         raise _fail(f"unknown format {table['format']!r}; expected auto, sessions or sharegpt", "sessions.format")
     given["format"] = table.get("format", "auto")
-    for key in ("turns", "first_tokens", "new_tokens", "output"):
+    for key in ("turns", "first_tokens", "new_tokens", "output", "tool_ms", "fanout", "sub_tokens", "sub_output"):
         if key in table:
             given[key] = parse_length(table[key], f"sessions.{key}")
+    if "fanout" in given and not _largest(given["fanout"]) <= MAX_FANOUT:  # a turn of 10^6 branches filled memory
+        raise _fail(f"draws must stay <= {MAX_FANOUT} branches (set max)", "sessions.fanout")
     # bounded above too: NaN passed `v < low`, and a NaN rate or 1e300 s think time broke the schedule
     for key, kind, low, high in (("count", int, 1, MAX_REQUESTS), ("shared_prefix_blocks", int, 0, MAX_TOKENS),
                                  ("rate", float, 0.0, 1e6), ("think_s", float, 0.0, MAX_SPAN_S)):  # fmt: skip
@@ -222,6 +229,16 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
     if "tenant" in table:
         given["tenant"] = str(table["tenant"])
     return SessionSource(**given)
+
+
+def _largest(dist: Any) -> float:
+    """The largest value a length distribution can draw (infinity where it has no bound)."""
+    if isinstance(dist, Mixture):
+        return max(_largest(c) for c in dist.components)
+    for name in ("value", "high", "max"):
+        if getattr(dist, name, None) is not None:
+            return float(getattr(dist, name))
+    return math.inf
 
 
 def check_session_options(values: dict[str, Any]) -> None:

@@ -87,6 +87,29 @@ def reasoning_summary(workload: Workload) -> dict[str, Any]:
     return {"reasoning_tokens": length_summary(r), "reasoning_exhausts": int((r >= out).sum())}
 
 
+def agentic_summary(workload: Workload) -> dict[str, Any]:
+    """`agentic`: jobs (sessions), later turns, those that fan out, branches per turn and tool time in seconds,
+    for a workload with tool time or fan-out; nothing for one without, so its description is as it was."""
+    if not any(r.branch or r.tool_s for r in workload.requests):
+        return {}
+    branches: dict[tuple[str | None, int], int] = {}
+    tools = []
+    for r in workload.requests:
+        branches[(r.session, r.turn)] = branches.get((r.session, r.turn), 0) + 1
+        if r.turn and not r.branch:
+            tools.append(r.tool_s)
+    later = [n for (_, turn), n in branches.items() if turn]
+    return {"agentic": {
+        "jobs": len({r.session for r in workload.requests}),
+        "later_turns": len(later),
+        "fanned_out_turns": sum(1 for n in later if n > 1),
+        "branches_max": max(branches.values()),
+        "tool_s": None if not tools else dict(zip(("p50", "p90", "max"),
+                                                  (round(float(v), 6) for v in np.percentile(tools, (50, 90, 100))),
+                                                  strict=True)),
+    }}  # fmt: skip
+
+
 def describe(workload: Workload) -> dict[str, Any]:
     requests = workload.requests
     arrivals = np.fromiter((r.arrival_s for r in requests), dtype=np.float64, count=len(requests))
@@ -100,6 +123,7 @@ def describe(workload: Workload) -> dict[str, Any]:
         "input_tokens": length_summary(inputs),
         "output_tokens": length_summary(outputs),
         **reasoning_summary(workload),
+        **agentic_summary(workload),
         "tenants": tenant_summary(workload),
         "closed_loop_users": workload.closed_loop_users,
         "think_time_s": workload.think_time_s if closed else None,

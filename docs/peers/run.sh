@@ -4,14 +4,20 @@
 #   docs/peers/run.sh OUT_DIR [ROUNDS]     (from the repository root, with batchmark importable)
 # Writes OUT_DIR/roundN/{aiperf,batchmark}, then prints docs/peers/table.py's table.
 # Load: docs/peers/concurrency16.toml (16 users, 64 requests, 64-token prompts, 64 forced output tokens).
-# Only AIPerf 0.13.0 runs here: inference-perf 0.7.0 needs Python >= 3.12 (this machine has 3.11), and
-# GuideLLM 0.8.1 and `vllm bench serve` 0.32.0 ran once each, by hand, not in this script: their commands are in
-# tests/importers/fixtures/{guidellm-0.8.1,vllm-0.32.0-cpu}/README.md.
+# AIPerf 0.13.0 runs every round; inference-perf 0.7.0 (Python >= 3.12) runs too when PY312 names a CPython 3.12
+# (default: pyenv's 3.12.1, on this machine's image beside the system 3.11), with
+# docs/peers/inference-perf-concurrency16.yaml. GuideLLM 0.8.1 and `vllm bench serve` 0.32.0 ran once each, by
+# hand, not in this script: their commands are in tests/importers/fixtures/{guidellm-0.8.1,vllm-0.32.0-cpu}/README.md.
 set -euo pipefail
 OUT=${1:?OUT_DIR}; ROUNDS=${2:-3}; PORT=${PORT:-18734}; PY=${PY:-.venv/bin/python}
 mkdir -p "$OUT"
 VENV="$OUT/venv-aiperf"
 [ -x "$VENV/bin/aiperf" ] || { "$PY" -m venv "$VENV" && "$VENV/bin/pip" install -q aiperf==0.13.0; }
+PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python3}
+IPVENV="$OUT/venv-inference-perf"
+if [ -x "$PY312" ] && [ ! -x "$IPVENV/bin/inference-perf" ]; then
+  "$PY312" -m venv "$IPVENV" && "$IPVENV/bin/pip" install -q inference-perf==0.7.0
+fi
 "$PY" -m harness.cli serve --engine continuous --port "$PORT" --threads 1 > "$OUT/serve.log" 2>&1 &
 SERVE=$!
 trap 'kill $SERVE' EXIT
@@ -28,5 +34,11 @@ for i in $(seq 1 "$ROUNDS"); do
   "$PY" -m harness.cli run --workload docs/peers/concurrency16.toml --engine http --url "http://127.0.0.1:$PORT" \
     --no-report --no-progress --out "$R/batchmark" > "$R.batchmark.log" 2>&1
   "$PY" -m harness.cli import "$R/aiperf/profile_export.jsonl" --out "$R/aiperf-imported" > "$R.import.log"
+  if [ -x "$IPVENV/bin/inference-perf" ]; then
+    sed "s#@PORT@#$PORT#; s#@OUT@#$R/inference-perf#" docs/peers/inference-perf-concurrency16.yaml > "$R.ip.yaml"
+    "$IPVENV/bin/inference-perf" -c "$R.ip.yaml" > "$R.inference-perf.log" 2>&1
+    "$PY" -m harness.cli import "$R/inference-perf/inference-perf.partial.stage_0.yaml" \
+      --out "$R/inference-perf-imported" >> "$R.import.log"
+  fi
 done
 "$PY" docs/peers/table.py "$OUT"

@@ -382,6 +382,7 @@ def slo_from_args(args: argparse.Namespace) -> SLO:
     return SLO(
         ttft_s=args.slo_ttft_ms / 1e3 if args.slo_ttft_ms is not None else defaults.ttft_s,
         tpot_s=args.slo_tpot_ms / 1e3 if args.slo_tpot_ms is not None else defaults.tpot_s,
+        job_s=getattr(args, "slo_job_s", None),
     )
 
 
@@ -443,6 +444,14 @@ RUN_FLAGS: tuple[Flag, ...] = (
     ),
     Flag("--stop-in-flight", int, "end a run when more requests than this are in flight", low=1, metavar="N"),
     Flag("--stop-ttft-p99-ms", float, "end a run when recent p99 TTFT exceeds this", low=0, above=True, metavar="MS"),
+    Flag(
+        "--slo-job-s",
+        float,
+        "job SLO: a whole session's completion time (docs/metrics.md#jobs)",
+        low=0,
+        above=True,
+        metavar="S",
+    ),
     Flag(
         "--stop-run-s",
         float,

@@ -54,6 +54,13 @@ def format_text(d: dict[str, Any]) -> str:
     if "reasoning_tokens" in d:
         exhausts = f"; {num(d['reasoning_exhausts'])} requests all reasoning (no room for an answer)"
         rows.insert(8, ("reasoning tokens", lengths(d["reasoning_tokens"]) + exhausts))
+    if "agentic" in d:
+        a = d["agentic"]
+        tool = a["tool_s"]
+        rows.append(("agentic", f"{num(a['jobs'])} jobs; {num(a['fanned_out_turns'])} of {num(a['later_turns'])} "
+                     f"later turns fan out (up to {num(a['branches_max'])} branches)"
+                     + ("" if tool is None else f"; tool time p50 {num(tool['p50'], ' s')}  p90 "
+                        f"{num(tool['p90'], ' s')}  max {num(tool['max'], ' s')}")))  # fmt: skip
     if d["closed_loop_users"] is not None:
         rows.append(("closed loop", f"{d['closed_loop_users']} users, think time {num(d['think_time_s'], ' s')}"))
     if d["prefix_blocks"]:

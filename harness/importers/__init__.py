@@ -1,7 +1,8 @@
 """Results of other benchmark tools as batchmark run directories, so buyers can put the numbers they
 already have beside batchmark's: `vllm bench serve` result JSON (with `--save-detailed` per-request data
 when present), GuideLLM's benchmarks JSON, AIPerf's profile export (JSONL per request, or the JSON
-aggregates) and llm-d's Benchmark Report v0.2 (inference-perf's and llm-d-benchmark's result schema).
+aggregates) and llm-d's Benchmark Report v0.2 / v0.2.1 (inference-perf's and llm-d-benchmark's result schema;
+JSON, or YAML as inference-perf writes it).
 
 Each importer maps the tool's metrics to batchmark's dictionary (docs/metrics.md, "Results from other
 tools") and says where definitions differ: GuideLLM's TPOT includes the first token; vLLM's and
@@ -22,6 +23,7 @@ from typing import Any
 from harness.importers import aiperf, guidellm, llmd, vllm
 from harness.importers.common import Imported, fail
 from harness.importers.rundir import write_run_dir
+from harness.importers.yaml_doc import YAML_SUFFIXES, read_yaml
 from harness.metrics import SLO
 
 FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br")
@@ -40,6 +42,8 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
         raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
     if not text.strip():
         raise fail(path, "file", "empty: a result file holds a JSON document or JSON lines")
+    if path.suffix.lower() in YAML_SUFFIXES:  # inference-perf writes its Benchmark Report as YAML
+        return _document(path, read_yaml(path, text), fmt, label)
     lines = _jsonl(path, text)
     if lines and (len(lines) > 1 or aiperf.looks_like_jsonl(lines[0][1])):
         if fmt not in ("auto", "aiperf") or not aiperf.looks_like_jsonl(lines[0][1]):
@@ -50,7 +54,11 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
                 "(records with metadata and metrics)",
             )
         return aiperf.parse_jsonl(path, lines, label)
-    data: Any = _json(path, text, "line {}")
+    return _document(path, _json(path, text, "line {}"), fmt, label)
+
+
+def _document(path: Path, data: Any, fmt: str, label: str | None) -> Imported:
+    """One parsed document (JSON or YAML) handed to the tool whose shape it has."""
     if not isinstance(data, dict):
         raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
     for name, looks, parse in (

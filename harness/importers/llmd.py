@@ -26,6 +26,8 @@ from harness.importers.schema import Count, Doc, Positive, Seconds, validated
 from harness.loadgen.scenarios import Scenario
 
 VERSION = "0.2"
+# v0.2.1 (inference-perf 0.7.0's `inference-perf.partial.stage_N.yaml`) only adds optional multimodal statistics
+VERSIONS = (VERSION, "0.2.1")
 SCHEMA = "llm-d Benchmark Report v0.2 (llm-d/llm-d-benchmark benchmark_report/schema_v0_2.py @ 093eecc)"
 # batchmark's percentile label -> the report's key
 PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p99.9": "p99p9"}
@@ -142,24 +144,31 @@ class Run(Doc):
 class Report(Doc):
     """The parts of a Benchmark Report v0.2 batchmark reads (every other key is allowed and kept aside)."""
 
-    version: Literal["0.2"]
+    version: Literal["0.2", "0.2.1"]
     run: Run
     scenario: ReportScenario | None = None
     results: Results
 
 
 def looks_like(data: Any) -> bool:
-    return isinstance(data, dict) and data.get("version") == VERSION and "results" in data and "run" in data
+    return isinstance(data, dict) and data.get("version") in VERSIONS and "results" in data and "run" in data
 
 
 def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Imported:
     report = validated(Report, data, path)
     load = report.scenario.load.standardized if report.scenario and report.scenario.load else None
-    tool = (load.tool if load else None) or "llm-d-br"
+    # inference-perf's per-stage partial reports name no tool, but their run ids start with it
+    named = (report.run.uid or "").startswith("inference-perf-")
+    tool = (load.tool if load else None) or ("inference-perf" if named else "llm-d-br")
     aggregate = report.results.request_performance.aggregate if report.results.request_performance else None
     run = ImportedRun(label or tool, None, settings=_settings(report, load), scenario=scenario_of(load))
     run.reported = reported(aggregate) if aggregate else {}
-    run.notes.append(f"a Benchmark Report v0.2 written by {tool} {load.tool_version if load else ''}".rstrip())
+    run.notes.append(
+        f"a Benchmark Report v{report.version} written by {tool} {load.tool_version if load else ''}".rstrip()
+    )
+    if load is None or (load.concurrency is None and load.rate_qps is None):
+        unknown = "the loop it ran is unknown here, and 'open' is batchmark's default, not the tool's"
+        run.notes.append(f"the report states no load (scenario.load.standardized: rate_qps or concurrency): {unknown}")
     return Imported("llm-d-benchmark-report", SCHEMA, path, [run])
 
 

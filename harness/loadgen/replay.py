@@ -76,7 +76,8 @@ def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | Non
             r.arrival_s,
             r.session,
             r.turn,
-            r.think_s,
+            r.think_s + r.tool_s,
+            r.branch,
         )
         for r in workload.requests
     ]

@@ -44,9 +44,10 @@ class Scheduled:
 
     request: Request
     at: float
-    session: str | None = None  # the sessions scenario: the conversation, its turn, the think time before it
+    session: str | None = None  # the sessions scenario: the conversation, its turn, the pause before it
     turn: int = 0
-    think_s: float = 0.0
+    think_s: float = 0.0  # think and tool time together: the wait after the previous turn's join
+    branch: int = 0  # a turn's branches are sent together and joined before the next turn
 
 
 @dataclass(frozen=True)

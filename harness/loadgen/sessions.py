@@ -4,6 +4,8 @@ Timing rules: a session's turn 0 is due at `t0 + at` whatever happened before (a
 latency is measured from that scheduled time, coordinated-omission-safe). Turn k is due when turn k-1's
 answer has finished and the turn's think time has passed; its scheduled time is that moment, so its lag
 is ~0. A turn that failed still lets the session go on: the history is the workload's, not the answer.
+An agentic turn of several branches (a main request and its sub-agents) is sent at once, and the next turn
+waits for all of them (the join) and then its think and tool time.
 In real time each session is one asyncio task; in virtual time (the simulator) sessions wait in a heap
 of ready times, as the closed loop's users do.
 """
@@ -42,6 +44,17 @@ def by_session(schedule: Iterable[Scheduled]) -> list[list[Scheduled]]:
     return list(groups.values())
 
 
+def by_turn(turns: list[Scheduled]) -> list[list[Scheduled]]:
+    """A session's turns, each the list of its branches (one for a turn without fan-out)."""
+    stages: list[list[Scheduled]] = []
+    for item in turns:
+        if stages and item.branch and stages[-1][0].turn == item.turn:
+            stages[-1].append(item)
+        else:
+            stages.append([item])
+    return stages
+
+
 def tag_sessions(sink: RecordSink, schedule: list[Scheduled]) -> RecordSink:
     """A sink that writes each record's session and turn (from the schedule) before passing it on."""
     where = {item.request.request_id: (item.session, item.turn) for item in schedule if item.session is not None}
@@ -63,20 +76,26 @@ async def run_session_loop(engine, schedule: list[Scheduled], sink: RecordSink, 
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     sessions = by_session(schedule)
 
+    async def send(item: Scheduled, first: bool) -> None:
+        now = time.perf_counter()
+        run.sent += 1
+        task = asyncio.current_task()
+        assert task is not None
+        run.in_flight[item.request.request_id] = task
+        await run.drive(item, run.t0 + item.at if first else now, now)
+        run.in_flight.pop(item.request.request_id, None)
+
     async def session(turns: list[Scheduled]) -> None:
         await _sleep_until(run.t0 + turns[0].at)
-        for k, item in enumerate(turns):
-            if k and item.think_s > 0:
-                await asyncio.sleep(item.think_s)
+        for k, stage in enumerate(by_turn(turns)):
+            if k and stage[0].think_s > 0:
+                await asyncio.sleep(stage[0].think_s)
             if run.stop.triggered(len(run.in_flight)):
                 return
-            now = time.perf_counter()
-            run.sent += 1
-            task = asyncio.current_task()
-            assert task is not None
-            run.in_flight[item.request.request_id] = task
-            await run.drive(item, run.t0 + item.at if k == 0 else now, now)
-            run.in_flight.pop(item.request.request_id, None)
+            if len(stage) == 1:
+                await send(stage[0], k == 0)
+            else:  # the branches together, joined before the next turn
+                await asyncio.gather(*(send(item, k == 0) for item in stage))
 
     with collector_paused(collect_first=True):
         run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
@@ -100,9 +119,11 @@ def run_virtual_session_loop(engine: VirtualTimeEngine, schedule: list[Scheduled
         engine.set_sessions({i.request.request_id: i.session for i in schedule if i.session is not None})
     if on_start is not None:
         on_start(0.0)
-    sessions = by_session(schedule)
+    sessions = [by_turn(turns) for turns in by_session(schedule)]
     next_turn = [0] * len(sessions)
-    ready: list[tuple[float, int]] = [(turns[0].at, s) for s, turns in enumerate(sessions)]
+    open_branches = [0] * len(sessions)  # requests of the session's current turn not yet finished
+    joined = [0.0] * len(sessions)  # the latest finish among the current turn's branches
+    ready: list[tuple[float, int]] = [(stages[0][0].at, s) for s, stages in enumerate(sessions)]
     heapq.heapify(ready)
     session_of: dict[str, int] = {}
     remaining = len(schedule)
@@ -114,15 +135,21 @@ def run_virtual_session_loop(engine: VirtualTimeEngine, schedule: list[Scheduled
             engine.run_until(at, run.on_step)  # pauses early when a request finished on the way
             if engine.now >= at and not run.finished_now and run.stop.reason is None:
                 heapq.heappop(ready)
-                item = sessions[s][next_turn[s]]
+                stage = sessions[s][next_turn[s]]
                 next_turn[s] += 1
-                remaining -= 1
-                session_of[item.request.request_id] = s
-                run.send(item.request, at)
-        for t_finish, rid in run.finished_now:
+                remaining -= len(stage)
+                open_branches[s] = len(stage)
+                for item in stage:
+                    session_of[item.request.request_id] = s
+                    run.send(item.request, at)
+        for t_finish, rid in run.finished_now:  # the last of a turn's branches to finish joins it
             s = session_of.pop(rid, -1)
-            if s >= 0 and next_turn[s] < len(sessions[s]):
-                heapq.heappush(ready, (t_finish + sessions[s][next_turn[s]].think_s, s))
+            if s < 0:
+                continue
+            open_branches[s] -= 1
+            joined[s] = max(joined[s], t_finish)
+            if open_branches[s] == 0 and next_turn[s] < len(sessions[s]):
+                heapq.heappush(ready, (joined[s] + sessions[s][next_turn[s]][0].think_s, s))
         run.finished_now.clear()
     run.pausing = False
     if not run.stopped():

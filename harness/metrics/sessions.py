@@ -1,7 +1,7 @@
 """Multi-turn metrics: TTFT by turn index and end-to-end time per session (records in, tables out).
 
-A session's E2E runs from its first turn's scheduled time to its last turn's finish: the time a user
-spends in the conversation, think times included. Both are None for records without sessions.
+A session's E2E is its job time (`harness.metrics.jobs`): from its first turn's scheduled time to its last
+turn's finish, think times included. Both are None for records without sessions.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.metrics.jobs import job_spans
 from harness.metrics.latency import request_latencies
 
 
@@ -44,14 +45,11 @@ def session_e2e(records: pd.DataFrame, qs: Sequence[float] = (50, 90, 99)) -> di
     """Sessions, how many had every turn succeed, and percentiles of their end-to-end seconds."""
     if "session" not in records or records["session"].isna().all():
         return None
-    lat = request_latencies(records).assign(session=records["session"].to_numpy())
-    lat = lat.dropna(subset=["session"])
-    grouped = lat.groupby("session")
-    span = grouped["t_done"].max() - grouped["t_scheduled"].min()
-    complete = grouped["succeeded"].all()
+    jobs = job_spans(records)
+    assert jobs is not None  # records with sessions have jobs
     return {
-        "sessions": len(span),
-        "complete": int(complete.sum()),
-        "turns_mean": float(grouped.size().mean()),
-        **{f"e2e_{k}_s": v for k, v in _pcts(span[complete], qs).items()},
+        "sessions": len(jobs),
+        "complete": int(jobs["complete"].sum()),
+        "turns_mean": float(jobs["requests"].mean()),
+        **{f"e2e_{k}_s": v for k, v in _pcts(jobs.loc[jobs["complete"], "job_s"], qs).items()},
     }

@@ -33,9 +33,13 @@ class SLO:
     ttft_s: float | None = 2.0
     tpot_s: float | None = 0.2
     e2e_s: float | None = None
+    job_s: float | None = None  # a whole session's completion time (harness.metrics.jobs), not a request's
 
     def to_json(self) -> dict[str, float | None]:
-        return asdict(self)
+        out = asdict(self)
+        if out["job_s"] is None:  # absent unless set: settings written before it read the same
+            del out["job_s"]
+        return out
 
 
 DEFAULT_SLO = SLO()
@@ -91,7 +95,7 @@ def goodput(
     )
     whole, whole_reason = _rate(records, met["meets_slo"], run_window(records), "whole_run")
     return {
-        "slo": slo.to_json(),
+        "slo": {k: v for k, v in slo.to_json().items() if k != "job_s"},  # a request's limits: a job's is in `jobs`
         "requests": total,
         "met": n_met,
         "attainment": n_met / total if total else None,

@@ -18,6 +18,7 @@ from harness.errors import HarnessInputError
 from harness.metrics.cost import DEFAULT_PRICE_PER_HOUR, cost
 from harness.metrics.fairness import fairness
 from harness.metrics.frame import flatten_token_times
+from harness.metrics.jobs import JOB_PERCENTILES, job_completion
 from harness.metrics.latency import (
     CENSORED_METRICS,
     LATENCY_COLUMNS,
@@ -157,6 +158,7 @@ def summarize(
         "prefix_cache": measured_hit_rate(records),
         "reasoning": reasoning_summary(records, **stats_kw),
         "sessions": _sessions(records),
+        "jobs": job_completion(records, slo.job_s, **{**stats_kw, "qs": JOB_PERCENTILES}),
         "cost": run_cost,
         "validity": validity(records, lag_threshold_s=lag_threshold_s),
         # an HTTP target's engine view comes from its scraped series (harness.metrics.server_series)

@@ -475,3 +475,61 @@ def test_export_of_a_non_run_is_one_line_and_writes_nothing(tmp_path: Path, caps
     assert not (tmp_path / "br").exists()
     assert main(["export", str(tmp_path / "nowhere")]) == 2
     assert "not a run directory (no metrics.json)" in capsys.readouterr().err
+
+
+IP_YAML = FIXTURES / "inference-perf-0.7.0" / "inference-perf.partial.stage_0.yaml"
+
+
+def test_a_report_inference_perf_wrote_against_batchmark_serve_imports(tmp_path: Path, capsys) -> None:
+    """inference-perf 0.7.0's own Benchmark Report (v0.2.1, YAML; fixtures/inference-perf-0.7.0/README.md): its
+    figures come in unchanged under batchmark's names, and the load it does not state is said to be unknown."""
+    import yaml
+
+    theirs = yaml.safe_load(IP_YAML.read_text())["results"]["request_performance"]["aggregate"]
+    run = import_file(IP_YAML, tmp_path / "run")
+    block = metrics_of(run)["imported"]["inference-perf"]
+    reported = block["reported"]
+    for ours, name in (("ttft_sent", "time_to_first_token"), ("tpot", "time_per_output_token"),
+                       ("e2e_sent", "request_latency"), ("itl", "inter_token_latency")):  # fmt: skip
+        assert reported[ours]["mean"] == theirs["latency"][name]["mean"]  # both in seconds
+        assert reported[ours]["percentiles"]["p99"] == theirs["latency"][name]["p99"]
+    assert reported["output_token_rate"]["mean"] == theirs["throughput"]["output_token_rate"]["mean"]
+    assert reported["request_rate"]["mean"] == theirs["throughput"]["request_rate"]["mean"]
+    assert reported["requests"]["mean"] == 64 and reported["failed"]["mean"] == 0
+    notes = " ".join(json.loads((run / "manifest.json").read_text())["imported"]["runs"]["inference-perf"]["notes"])
+    assert "v0.2.1 written by inference-perf" in notes and "the loop it ran is unknown here" in notes
+
+
+def _yaml_fails(tmp_path: Path, capsys, content: bytes) -> str:
+    return _import_fails(tmp_path, capsys, "report.yaml", content)
+
+
+def _ip_yaml_with(*keys, value) -> bytes:
+    import yaml
+
+    data = yaml.safe_load(IP_YAML.read_text())
+    _set(*keys, value=value)(data)
+    return yaml.safe_dump(data).encode()
+
+
+# fmt: off
+YAML_BAD = [
+    ("truncated", IP_YAML.read_bytes()[: len(IP_YAML.read_bytes()) // 3] + b"\n  - [", "not valid YAML"),
+    ("wrong type", _ip_yaml_with(*BR_AGG, "requests", "total", value="many"),
+     "field results.request_performance.aggregate.requests.total"),
+    ("NaN", _ip_yaml_with(*BR_AGG, "latency", "request_latency", "mean", value=float("nan")),
+     "request_latency.mean: expected a finite number"),
+    ("wrong unit", _ip_yaml_with(*BR_AGG, "latency", "time_to_first_token", "units", value="fortnights"),
+     "time_to_first_token.units: expected 'ms' or 's'"),
+    ("alias", b"version: '0.2'\nrun: &r {uid: x}\nresults: *r\n", "an alias (*name): a result file has none"),
+    ("a list", b"- 1\n- 2\n", "top level: expected a JSON object, got list"),
+    ("empty", b"", "file: empty"),
+    ("binary", b"\x89PNG\r\n\x1a\n\xff\xfe", "file: not UTF-8 text"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("case", "content", "message"), YAML_BAD, ids=[c for c, _, _ in YAML_BAD])
+def test_a_bad_yaml_report_is_one_line(tmp_path: Path, capsys, case, content, message) -> None:
+    err = _yaml_fails(tmp_path, capsys, content)
+    assert message in err, err

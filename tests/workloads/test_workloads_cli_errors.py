@@ -172,7 +172,9 @@ def test_missing_file_and_unknown_preset(tmp_path: Path, capsys: pytest.CaptureF
     missing = tmp_path / "nope.csv"
     assert one_error_line(capsys, str(missing)) == f"{missing}: file: no such file"
     message = one_error_line(capsys, "no-such-preset")
-    assert message.startswith("no-such-preset: workload: no such preset or file (presets: agentic, azure-code,")
+    assert message.startswith(
+        "no-such-preset: workload: no such preset or file (presets: agentic, agentic-fanout, azure-code,"
+    )
 
 
 def test_bad_option_values_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:

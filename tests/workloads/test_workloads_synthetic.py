@@ -25,7 +25,7 @@ SYNTHETIC = [
 
 
 def test_preset_list() -> None:
-    sessions = ["agentic", "multi-turn-chat"]
+    sessions = ["agentic", "agentic-fanout", "multi-turn-chat"]
     traces = ["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", "splitwise-sim-test"]
     assert list_presets() == sorted([*traces, *SYNTHETIC, *sessions])
 

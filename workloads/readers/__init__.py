@@ -18,9 +18,14 @@ import pandas as pd
 
 from workloads.errors import WorkloadError
 from workloads.readers.raw import RawTable, read_csv_raw, read_jsonl_raw
-from workloads.readers.schemas import FORMATS, KNOWN_FORMATS, ColumnMap, sniff, user_column_map
+from workloads.readers.schemas import CANONICAL, FORMATS, KNOWN_FORMATS, ColumnMap, sniff, user_column_map
+from workloads.readers.servegen import dataset_path, is_servegen_trace, read_servegen
 from workloads.readers.validate import build_frame
 
+SERVEGEN_NOTE = (
+    "ServeGen publishes distributions, not requests: these were drawn from them (seeded; input and output "
+    "lengths independently)"
+)
 EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
 
@@ -86,6 +91,12 @@ def _read_cached(
     time_unit: str | None,
 ) -> TraceTable:
     kind = _file_kind(Path(path), display, format)
+    if kind == "servegen":  # two files of distributions, drawn into requests
+        raw = read_servegen(Path(path), display)
+        name, cmap = "servegen", CANONICAL.present(raw.header)
+        frame, notes = build_frame(raw, cmap, display)
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()  # the dataset's bytes: in the fingerprint
+        return TraceTable(frame, (*notes, SERVEGEN_NOTE), name, cmap, digest)
     raw = read_csv_raw(Path(path), display) if kind == "csv" else read_jsonl_raw(Path(path), display)
     name, cmap = _column_map(raw, kind, display, format, dict(columns), time_unit)
     frame, notes = build_frame(raw, cmap, display)
@@ -100,6 +111,8 @@ def _file_kind(path: Path, display: str, format: str) -> str:
         return format
     if path.is_dir():
         raise WorkloadError("is a directory, not a trace file", file=display, field="file")
+    if format == "auto" and is_servegen_trace(path) and dataset_path(path).is_file():
+        return "servegen"
     kind = EXTENSIONS.get(path.suffix.lower())
     if kind is None:
         if not path.exists():

@@ -123,6 +123,8 @@ KNOWN_FORMATS: dict[str, tuple[ColumnMap, str]] = {
     "splitwise": (SPLITWISE, "csv"),
     "canonical-csv": (CANONICAL, "csv"),
     "canonical-jsonl": (CANONICAL, "jsonl"),
+    # Alibaba ServeGen's client files: distributions drawn into requests (workloads/readers/servegen.py)
+    "servegen": (CANONICAL, "servegen"),
 }
 FORMATS = ("auto", "csv", "jsonl", *KNOWN_FORMATS)
 
