@@ -33,7 +33,10 @@ def canonical_document(workload: Workload) -> dict[str, Any]:
         for r in workload.requests
     ]
     reasoning = [r.reasoning_tokens for r in workload.requests]
-    extra = {"reasoning_tokens": reasoning} if any(reasoning) else {}  # absent: older fingerprints stay valid
+    extra: dict[str, Any] = {"reasoning_tokens": reasoning} if any(reasoning) else {}  # absent: older ones stay valid
+    classes = [r.slo_class for r in workload.requests]
+    if any(c is not None for c in classes):
+        extra["slo_class"] = classes
     return {
         **extra,
         "version": 1,
