@@ -1,0 +1,24 @@
+"""A real vLLM 0.32.0 (CPU build) /metrics snapshot through the vLLM name map (tests/fixtures/vllm_cpu/SOURCE.md):
+the names batchmark reads are the names vLLM writes, label sets are summed, and what vLLM does not expose
+(spec-decode counters without speculative decoding) is absent, never 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engines.http.scrape_names import parse_prometheus, server_fields, spec_decode
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "vllm_cpu"
+
+
+def test_a_real_vllm_scrape_reads_through_the_vllm_name_map() -> None:
+    samples = parse_prometheus((FIXTURES / "metrics-after-overload.prom").read_text())
+    fields = server_fields(samples)
+    assert set(fields) == {"running", "waiting", "kv_usage", "preemptions", "prefix_queries", "prefix_hits"}
+    # the overload run's counters: 48 prompts of 64 tokens, no shared prefix, 44 preemptions
+    assert fields["prefix_queries"] == 3072.0 and fields["prefix_hits"] == 0.0
+    assert fields["preemptions"] == 44.0
+    assert fields["running"] == fields["waiting"] == fields["kv_usage"] == 0.0  # taken after the run drained
+    assert samples["vllm:generation_tokens_total"] == 48 * 192
+    assert "vllm:kv_cache_usage_perc" in samples and "vllm:gpu_cache_usage_perc" not in samples  # vLLM >= 0.10
+    assert spec_decode(fields, fields) is None  # no speculative decoding: no acceptance figure
