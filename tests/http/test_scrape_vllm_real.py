@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engines.http.scrape_names import parse_prometheus, server_fields, spec_decode
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "vllm_cpu"
@@ -22,3 +24,12 @@ def test_a_real_vllm_scrape_reads_through_the_vllm_name_map() -> None:
     assert samples["vllm:generation_tokens_total"] == 48 * 192
     assert "vllm:kv_cache_usage_perc" in samples and "vllm:gpu_cache_usage_perc" not in samples  # vLLM >= 0.10
     assert spec_decode(fields, fields) is None  # no speculative decoding: no acceptance figure
+
+
+def test_a_real_vllm_scrape_in_flight_has_live_gauges() -> None:
+    before = server_fields(parse_prometheus((FIXTURES / "metrics-after-overload.prom").read_text()))
+    during = server_fields(parse_prometheus((FIXTURES / "metrics-light-in-flight.prom").read_text()))
+    assert during["running"] == 1.0 and during["waiting"] == 0.0
+    assert during["kv_usage"] == pytest.approx(1 / 7)  # one of the pool's 7 usable 128-token blocks
+    assert during["prefix_queries"] > before["prefix_queries"]  # counters run from the server's start
+    assert during["preemptions"] == before["preemptions"]  # the light load preempted nothing
