@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engines.http.payload import read_chunk
 from engines.http.scrape_names import parse_prometheus, server_fields, spec_decode
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "vllm_cpu"
@@ -33,3 +34,19 @@ def test_a_real_vllm_scrape_in_flight_has_live_gauges() -> None:
     assert during["kv_usage"] == pytest.approx(1 / 7)  # one of the pool's 7 usable 128-token blocks
     assert during["prefix_queries"] > before["prefix_queries"]  # counters run from the server's start
     assert during["preemptions"] == before["preemptions"]  # the light load preempted nothing
+
+
+def test_a_real_vllm_per_request_spec_decode_chunk_matches_its_counters() -> None:
+    """vLLM's per-request counts on the final usage chunk are read as drafts, drafted and accepted tokens; for
+    the server's only request they equal its spec-decode counters, and vLLM's own mean acceptance length
+    in the chunk is ours: 1 + accepted / drafts."""
+    lines = (FIXTURES / "spec-decode-stream-tail.sse").read_text().splitlines()
+    chunks = [read_chunk(line.removeprefix("data: ").encode(), False) for line in lines if line != "data: [DONE]"]
+    counts = chunks[-1].spec_decode
+    assert chunks[0].spec_decode is None and counts is not None
+    assert (counts.drafts, counts.draft_tokens, counts.accepted_tokens) == (8, 18, 17)
+    fields = server_fields(parse_prometheus((FIXTURES / "metrics-spec-decode.prom").read_text()))
+    zero = {k: 0.0 for k in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")}
+    trial = spec_decode(zero, fields)
+    assert trial is not None and (trial["drafts"], trial["draft_tokens"], trial["accepted_tokens"]) == (8, 18, 17)
+    assert trial["mean_acceptance_length"] == 3.125 == 1 + 17 / 8  # vLLM's "mean_acceptance_length" in the chunk
