@@ -8,6 +8,7 @@ from harness.judge.comparison import QUANTITY
 from harness.metrics import summary_table
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.slo_classes import describe_class
+from harness.metrics.spec_decode import describe_spec_decode
 from harness.metrics.stops import describe_stop
 
 COLUMNS = {
@@ -119,6 +120,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
             )
     lines += _prefix_cache_lines(metrics)
     lines += _reasoning_lines(metrics)
+    lines += [s for e, summary in metrics["engines"].items() if (s := describe_spec_decode(e, summary))]
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:

@@ -49,3 +49,25 @@ def spec_decode_summary(records: pd.DataFrame) -> dict[str, Any] | None:
             "mean_acceptance_length": _spread(1 + accepted[drafting] / drafts[drafting]),
         }
     return out
+
+
+def describe_spec_decode(engine: str, summary: dict[str, Any]) -> str | None:
+    """The console's line for one engine's speculative decoding: per trial and per request from the records'
+    counts, else per trial only from the scrape's counters (saying so); None when neither says anything."""
+    mine, server = summary.get("spec_decode"), (summary.get("server") or {}).get("spec_decode")
+    row = mine or server
+    if row is None or row.get("acceptance_rate") is None:
+        return None
+    line = (
+        f"{engine}: speculative decoding: acceptance rate {row['acceptance_rate']:.1%}, mean acceptance length "
+        f"{row['mean_acceptance_length']:.2f} ({row['drafts']:.0f} drafts, {row['accepted_tokens']:.0f} of "
+        f"{row['draft_tokens']:.0f} draft tokens accepted)"
+    )
+    per = (mine or {}).get("per_request")
+    if per:
+        rate, length = per["acceptance_rate"], per["mean_acceptance_length"]
+        return line + (
+            f"; per request ({rate['n']}) p10/p50/p90 rate {rate['p10']:.0%}/{rate['p50']:.0%}/{rate['p90']:.0%}, "
+            f"length {length['p10']:.2f}/{length['p50']:.2f}/{length['p90']:.2f}"
+        )
+    return line + ("; per trial only (server counters: the server returned no per-request counts)" if not mine else "")

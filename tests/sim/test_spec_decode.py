@@ -76,7 +76,7 @@ def test_per_request_counts_are_recorded_and_summarised_in_vllm_terms(tmp_path):
     from harness.loadgen import Scheduled
     from harness.loadgen.virtual import run_virtual_open_loop
     from harness.metrics.frame import records_frame
-    from harness.metrics.spec_decode import spec_decode_summary
+    from harness.metrics.spec_decode import describe_spec_decode, spec_decode_summary
 
     path = tmp_path / "hist.json"
     path.write_text(json.dumps({"k": 3, "accepted_counts": [2, 1, 1, 4]}))
@@ -97,6 +97,11 @@ def test_per_request_counts_are_recorded_and_summarised_in_vllm_terms(tmp_path):
     assert summary["mean_acceptance_length"] == pytest.approx(1 + accepted / drafts)
     assert summary["acceptance_rate"] == pytest.approx(accepted / sum(r.spec_draft_tokens for r in records))
     assert summary["per_request"]["mean_acceptance_length"]["n"] == 4
+    line = describe_spec_decode("sim", {"spec_decode": summary, "server": None})
+    assert f"{drafts} drafts" in line and "per request (4)" in line
+    server_only = describe_spec_decode("http", {"spec_decode": None, "server": {"spec_decode": summary}})
+    assert server_only.endswith("per trial only (server counters: the server returned no per-request counts)")
+    assert describe_spec_decode("x", {"spec_decode": None, "server": None}) is None
     plain = build_engine(parse_engine_specs(["sim:max_running=4,prefix_caching=false"], {})[0], None)
     without: list = []
     run_virtual_open_loop(plain, schedule, without.append, label="sim")
