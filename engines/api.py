@@ -63,6 +63,16 @@ def is_reasoning(request: Request, index: int) -> bool:
 
 
 @dataclass(frozen=True)
+class SpecDecodeCounts:
+    """One request's speculative decoding, as the engine counted it (vLLM's terms): `drafts` verify steps that
+    checked drafted tokens, `draft_tokens` drafted in all, `accepted_tokens` of them accepted."""
+
+    drafts: int
+    draft_tokens: int
+    accepted_tokens: int
+
+
+@dataclass(frozen=True)
 class FinishEvent:
     """The request's last event: why it ended and the engine's own token counts."""
 
@@ -79,6 +89,7 @@ class FinishEvent:
     replica: int | None = None  # a simulated cluster: the replica (0..n-1) that served it
     t_prefill_end: float | None = None  # simulated P/D disaggregation: the prefill step's end
     t_kv_arrived: float | None = None  # ... and when its KV reached the decode replica
+    spec_decode: SpecDecodeCounts | None = None  # None: no speculative decoding, or the engine did not say
 
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent

@@ -9,6 +9,7 @@ from harness.metrics import summary_table
 from harness.metrics.jobs import describe_jobs
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.slo_classes import describe_class
+from harness.metrics.spec_decode import describe_spec_decode
 from harness.metrics.stops import describe_stop
 from harness.partial_failures import partial_failure_lines
 
@@ -123,6 +124,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
     lines += _prefix_cache_lines(metrics)
     lines += _reasoning_lines(metrics)
     lines += [f"{e}: {describe_jobs(s['jobs'])}" for e, s in metrics["engines"].items() if s.get("jobs")]
+    lines += [s for e, summary in metrics["engines"].items() if (s := describe_spec_decode(e, summary))]
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:

@@ -64,9 +64,21 @@ class RequestRecord:
     t_prefill_end: float | None = None
     t_kv_arrived: float | None = None
     slo_class: str | None = None  # its SLO class (`--slo-class`; harness/loadgen/classes.py); None: unclassed
+    # Speculative decoding, as the engine counted it for this request (`engines.api.SpecDecodeCounts`): verify
+    # steps that checked drafts, tokens drafted, tokens accepted. None: no spec decode, or the engine did not say
+    spec_drafts: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time
+
+
+def set_spec_decode(record: RequestRecord, counts: Any) -> None:
+    """The record's spec-decode fields from a FinishEvent's `spec_decode` (None leaves them None)."""
+    if counts is not None:
+        record.spec_drafts, record.spec_draft_tokens = counts.drafts, counts.draft_tokens
+        record.spec_accepted_tokens = counts.accepted_tokens
 
 
 def token_channels(count: int, reasoning_at: list[int] | range) -> str:

@@ -23,7 +23,7 @@ from harness.engine_specs import ADMISSION_HEADROOM, EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
-from harness.loadgen.classes import apply_classes
+from harness.loadgen.classes import apply_classes, check_request_classes
 from harness.loadgen.replay import shares_prefixes
 from harness.machine import measured
 from harness.manifest import build_manifest
@@ -186,6 +186,7 @@ def run_benchmark(
     """Replay `workload` against every engine, `settings.repeat` times; returns metrics.json's content.
     `loaded`: the model, when the caller already has it (a sweep loads it once for all its runs).
     `executor`: where the trials run (`harness.executor`; None: here, one after the other)."""
+    class_notes = check_request_classes(workload, settings.slo_classes)  # before any work
     out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
     remote = executor is not None and executor.kind != "local" and not _sharded(specs, settings)
@@ -193,7 +194,7 @@ def run_benchmark(
         loaded = load_model_for(specs, settings)
     # built here even when the trials run elsewhere: the units replay exactly these prompts
     prompts = _prompts(workload, specs, loaded, settings)
-    for note in prompts.notes():
+    for note in [*class_notes, *prompts.notes()]:
         print(f"  note: {note}")
     with JsonlWriter(out / "requests.jsonl") as writer:
         for r in workload.requests:
@@ -206,6 +207,7 @@ def run_benchmark(
                     "tenant": r.tenant,
                     "priority": r.priority,
                     **({"reasoning_tokens": r.reasoning_tokens} if r.reasoning_tokens else {}),
+                    **({"slo_class": r.slo_class} if r.slo_class is not None else {}),
                     **({"session": r.session, "turn": r.turn, "think_s": r.think_s} if r.session is not None else {}),
                 }
             )
@@ -268,7 +270,7 @@ def _prompts(workload: Any, specs: list[EngineSpec], loaded: Any, settings: RunS
         tokenizer.describe() if tokenizer else None,
         settings.seed,
     )
-    if settings.slo_classes:
+    if settings.slo_classes or any(r.slo_class is not None for r in workload.requests):
         prompts.schedules = {
             k: apply_classes(v, settings.slo_classes, ADMISSION_HEADROOM) for k, v in prompts.schedules.items()
         }

@@ -219,7 +219,7 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
             Scheduled(Request(str(r["request_id"]), distinct_prompt(i, int(r["input_tokens"])), int(r["output_tokens"]),
                               ignore_eos=True, tenant=str(r.get("tenant", "default")),
                               priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"]),
-                              reasoning_tokens=int(r.get("reasoning_tokens", 0))),
+                              reasoning_tokens=int(r.get("reasoning_tokens", 0)), slo_class=r.get("slo_class")),
                       float(r["arrival_s"]))
             for i, r in enumerate(rows)
         ]  # fmt: skip

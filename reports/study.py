@@ -100,6 +100,33 @@ def wins_table(rows: list[dict[str, Any]]) -> str:
     return tables._table(head, body)
 
 
+def class_table(panel: dict[str, dict[str, Any]]) -> str:
+    """One slice's per-class panel: each class and arm, attainment and goodput with their 95% intervals (as
+    harness/study/classes.py computed them; n/a with no data, never 0)."""
+
+    def cell(c: dict[str, Any], share: bool) -> str:
+        if c["mean"] is None:
+            return "n/a"
+        fmt = (lambda v: f"{v:.1%}") if share else (lambda v: f"{v:.3g} req/s")
+        low, high = c["ci"]
+        change = "" if c["change"] is None else f" ({c['change']:+.0%})"
+        ci = "" if low is None or high is None else f"[{fmt(low)}, {fmt(high)}] {c['interval']}"
+        return fmt(c["mean"]) + change + f'<br><span class="ci">{esc(ci)}</span>'
+
+    rows = [
+        [
+            esc(cls),
+            esc(arm),
+            esc(", ".join("-" if n is None else str(n) for n in row["requests"])),
+            cell(row["attainment"], True),
+            cell(row["goodput_rps"], False),
+        ]
+        for cls, arms in panel.items()
+        for arm, row in arms.items()
+    ]
+    return tables._table(("class", "arm", "requests (per trial)", "attainment", "goodput (steady)"), rows)
+
+
 def arm_table(table: dict[str, Any], labels: list[str]) -> str:
     rows = []
     for arm, cells in table.items():
@@ -266,6 +293,18 @@ def build_study_report(study_dir: Path) -> str:
         failure.figure(warnings_figure(units, slice_name, colors))
         failure.table(warnings_table(units, slice_name), "Early warnings (trial 0)")
     failure.table(recovery_table(units, data["arms"]), "Recovery actions")
+    sections = [head, failure]
+    if verdict.get("classes"):
+        classes = Section(
+            "classes",
+            "SLO classes",
+            "Each class's attainment and steady goodput against its own targets (the plan's slo_classes), per arm: "
+            "the mean over trials with the 95% bootstrap interval over trials, or with one trial that run's own "
+            "interval (Wilson for attainment, exact Poisson for goodput); change vs the baseline in brackets.",
+        )
+        for slice_name, panel in verdict["classes"].items():
+            classes.table(class_table(panel), f"{slice_name} slice")
+        sections.append(classes)
     arms = Section("arms", "Arms", "The baseline and each variant: the one assumption it changes, and its engine.")
     arms.table(
         tables._table(
@@ -303,7 +342,7 @@ def build_study_report(study_dir: Path) -> str:
         f"batchmark study: {plan['decision']}",
         f"{len(arm_names)} arms · {len(units)} runs",
         lines,
-        [head, failure, arms, runs],
+        [*sections, arms, runs],
         "batchmark study report · self-contained: opens with no network",
     )
 

@@ -37,7 +37,7 @@ def load_workload(name_or_path: str, **overrides: Any) -> Workload:
     spec = resolve(name_or_path, {k: given.pop(k) for k in SOURCE_KEYS if k in given})
     name = given.pop("name", spec.name)
     options = spec.options.merged({k: check_option(k, v) for k, v in given.items()})
-    return build_workload(WorkloadSpec(name, spec.source, options, spec.description))
+    return build_workload(WorkloadSpec(name, spec.source, options, spec.description, spec.class_sources))
 
 
 def resolve(name_or_path: str, source_overrides: dict[str, Any]) -> WorkloadSpec:
@@ -63,14 +63,16 @@ def resolve(name_or_path: str, source_overrides: dict[str, Any]) -> WorkloadSpec
     return spec
 
 
-def _trace_frame(source: TraceSource) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
+def _trace_frame(source: TraceSource) -> tuple[pd.DataFrame, dict[str, Any], list[str], dict[str, str]]:
     if source.bundled is not None:
         trace = bundled_trace(source.bundled)
         table = read_bundled(trace.name)
-        return table.frame, {"kind": "trace", "bundled": trace.name, **table.source_spec()}, list(table.notes)
+        spec = {"kind": "trace", "bundled": trace.name, **table.source_spec()}
+        return table.frame, spec, list(table.notes), dict(table.class_sources)
     assert source.path is not None
     table = read_trace(source.path, source.format, source.columns, source.time_unit, display=str(source.path))
-    return table.frame, {"kind": "trace", "file": source.path.name, **table.source_spec()}, list(table.notes)
+    spec = {"kind": "trace", "file": source.path.name, **table.source_spec()}
+    return table.frame, spec, list(table.notes), dict(table.class_sources)
 
 
 def _synthetic_frame(source: SyntheticSource, o: Options) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -166,10 +168,11 @@ def build_workload(spec: WorkloadSpec) -> Workload:
     if closed and synthetic and timed:
         raise WorkloadError("a synthetic closed loop has no arrival times to transform", field=timed[0])
     notes: list[str] = []
+    sources = dict(spec.class_sources)
     if isinstance(spec.source, SyntheticSource):
         frame, source_spec = _synthetic_frame(spec.source, o)
     else:
-        frame, source_spec, notes = _trace_frame(spec.source)
+        frame, source_spec, notes, sources = _trace_frame(spec.source)
     for step in steps:
         frame, step_notes = apply_step(frame, step)
         notes += step_notes
@@ -185,4 +188,7 @@ def build_workload(spec: WorkloadSpec) -> Workload:
         "transforms": steps,
         "closed_loop": {"users": o.closed_loop_users, "think_time_s": think} if closed else None,
     }
-    return Workload(spec.name, to_requests(frame), canonical, notes, o.closed_loop_users, think)
+    requests = to_requests(frame)
+    named = {r.slo_class for r in requests}  # a class whose every request a transform dropped is not named
+    sources = {k: v for k, v in sources.items() if k in named}
+    return Workload(spec.name, requests, canonical, notes, o.closed_loop_users, think, sources)

@@ -33,7 +33,10 @@ def canonical_document(workload: Workload) -> dict[str, Any]:
         for r in workload.requests
     ]
     reasoning = [r.reasoning_tokens for r in workload.requests]
-    extra = {"reasoning_tokens": reasoning} if any(reasoning) else {}  # absent: older fingerprints stay valid
+    extra: dict[str, Any] = {"reasoning_tokens": reasoning} if any(reasoning) else {}  # absent: older ones stay valid
+    classes = [r.slo_class for r in workload.requests]
+    if any(c is not None for c in classes):
+        extra["slo_class"] = classes
     if any(r.branch or r.tool_s for r in workload.requests):  # agentic sessions: the DAG and its pauses
         extra["dag"] = [[r.session, r.turn, r.branch, round(r.think_s * 1e6), round(r.tool_s * 1e6)]
                         for r in workload.requests]  # fmt: skip

@@ -2,8 +2,8 @@
 
 Columns: arrival_s (float), input_tokens and output_tokens (int64), tenant (str), priority (int64),
 prompt_text (object: str or None), prefix_hash_ids (object: tuple of ints) and reasoning_tokens (int64: of
-the output tokens, how many lead as reasoning; 0 for none). Object dtype for the last two
-keeps None and tuples intact, which pandas' string dtype would turn into NaN.
+the output tokens, how many lead as reasoning; 0 for none) and slo_class (object: str or None). Object dtype
+for the text and tuple columns keeps None and tuples intact, which pandas' string dtype would turn into NaN.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 from workloads.model import WorkloadRequest
 
 COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids",
-           "reasoning_tokens")  # fmt: skip
+           "reasoning_tokens", "slo_class")  # fmt: skip
 
 
 def make_frame(
@@ -28,6 +28,7 @@ def make_frame(
     prompt_text: Sequence[str | None] | None = None,
     prefix_hash_ids: Sequence[tuple[int, ...]] | None = None,
     reasoning_tokens: np.ndarray | Sequence[int] | int = 0,
+    slo_class: Sequence[str | None] | None = None,
 ) -> pd.DataFrame:
     n = len(arrival_s)
     frame = pd.DataFrame(
@@ -40,6 +41,7 @@ def make_frame(
         }
     )
     frame["reasoning_tokens"] = np.broadcast_to(np.asarray(reasoning_tokens, dtype=np.int64), (n,)).copy()
+    frame["slo_class"] = pd.Series([None] * n if slo_class is None else list(slo_class), dtype=object)
     frame["prompt_text"] = pd.Series([None] * n if prompt_text is None else list(prompt_text), dtype=object)
     frame["prefix_hash_ids"] = pd.Series(
         [()] * n if prefix_hash_ids is None else [tuple(h) for h in prefix_hash_ids], dtype=object
@@ -57,6 +59,8 @@ def to_requests(frame: pd.DataFrame) -> list[WorkloadRequest]:
     frame = sort_by_arrival(frame)
     if "reasoning_tokens" not in frame:  # a frame built without make_frame: no request reasons
         frame = frame.assign(reasoning_tokens=0)
+    if "slo_class" not in frame:
+        frame = frame.assign(slo_class=None)
     width = max(6, len(str(len(frame))))
     columns = [frame[c].tolist() for c in COLUMNS]
     return [
@@ -70,8 +74,11 @@ def to_requests(frame: pd.DataFrame) -> list[WorkloadRequest]:
             prompt_text=text if isinstance(text, str) else None,
             prefix_hash_ids=hashes if isinstance(hashes, tuple) else tuple(hashes),
             reasoning_tokens=int(reasoning),
+            slo_class=cls if isinstance(cls, str) else None,
         )
-        for i, (arrival, n_in, n_out, tenant, prio, text, hashes, reasoning) in enumerate(zip(*columns, strict=True))
+        for i, (arrival, n_in, n_out, tenant, prio, text, hashes, reasoning, cls) in enumerate(
+            zip(*columns, strict=True)
+        )
     ]
 
 
@@ -85,4 +92,5 @@ def from_requests(requests: Sequence[WorkloadRequest]) -> pd.DataFrame:
         prompt_text=[r.prompt_text for r in requests],
         prefix_hash_ids=[r.prefix_hash_ids for r in requests],
         reasoning_tokens=[r.reasoning_tokens for r in requests],
+        slo_class=[r.slo_class for r in requests],
     )

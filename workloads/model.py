@@ -19,6 +19,9 @@ class WorkloadRequest:
     prompt_text: str | None = None
     prefix_hash_ids: tuple[int, ...] = ()  # Mooncake prefix blocks (512 tokens each), if any
     reasoning_tokens: int = 0  # the first this many of its output tokens are reasoning (`Request.reasoning_tokens`)
+    # Its SLO class, when the trace or spec names one (`--slo-class` gives each class its targets); None: the
+    # harness classes it by its tenant (harness/loadgen/classes.py)
+    slo_class: str | None = None
     # Multi-turn (workloads/sessions.py): the conversation, this request's turn (0 opens it), and the think
     # time after the previous turn's answer. A later turn's prompt is the previous turn's prompt, its answer
     # and `input_tokens` minus both of new user text; `arrival_s` of a later turn is only a lower bound.
@@ -44,6 +47,9 @@ class Workload:
     # response, then think for `think_time_s`; arrival times carry no meaning then.
     closed_loop_users: int | None = None
     think_time_s: float = 0.0
+    # Each SLO class a request names, and where it was first named ("FILE:LINE: FIELD"), so that a class the
+    # run does not define is reported at its source (harness/loadgen/classes.py)
+    class_sources: dict[str, str] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         from workloads.fingerprint import fingerprint

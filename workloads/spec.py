@@ -54,7 +54,7 @@ SESSION_KEYS = {
 SESSION_TRANSFORMS = {"seed", "max_context", "time_scale"}  # a session's turns depend on each other: no sampling
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
 TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests",
-               "reasoning_tokens"}  # fmt: skip
+               "reasoning_tokens", "slo_class"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class WorkloadSpec:
     source: TraceSource | SyntheticSource | SessionSource
     options: Options = field(default_factory=Options)
     description: str = ""
+    class_sources: dict[str, str] = field(default_factory=dict)  # `Workload.class_sources`, for a spec file
 
 
 class SpecText:
@@ -193,6 +194,7 @@ def _tenants(entries: Any) -> tuple[TenantSpec, ...]:
             reasoning=parse_length(t["reasoning_tokens"], f"{where}.reasoning_tokens")
             if "reasoning_tokens" in t
             else None,
+            slo_class=_class_name(t["slo_class"], f"{where}.slo_class") if "slo_class" in t else None,
         )
         names = [base.name] if count == 1 else [f"{base.name}-{k + 1}" for k in range(count)]
         out += [replace(base, name=n) for n in names]
@@ -247,6 +249,23 @@ def check_session_options(values: dict[str, Any]) -> None:
     if extra:
         only = ", ".join(sorted(SESSION_TRANSFORMS))
         raise _fail(f"does not apply to sessions (their turns depend on each other); only {only} do", extra[0])
+
+
+def _class_name(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(f"expected an SLO class name, found {value!r}", field)
+    return value.strip()
+
+
+def class_sources(spec: WorkloadSpec, data: dict[str, Any], located: SpecText) -> dict[str, str]:
+    """Where the spec names each SLO class: "FILE:LINE: tenants[i].slo_class" (the first tenant naming it)."""
+    out: dict[str, str] = {}
+    if isinstance(spec.source, SyntheticSource):
+        for i, entry in enumerate(data["tenants"]):
+            if "slo_class" in entry:  # parsed already: a non-empty string
+                field = f"tenants[{i}].slo_class"
+                out.setdefault(entry["slo_class"].strip(), f"{located.display}:{located.line_of(field)}: {field}")
+    return out
 
 
 def _priority(value: Any, where: str) -> int:
@@ -305,8 +324,9 @@ def load_spec_file(path: Path, display: str | None = None) -> WorkloadSpec:
         what = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc)) or "invalid TOML"
         raise WorkloadError(what, file=display, line=int(match.group(1)) if match else 1, field="toml") from None
     try:
-        return parse_spec(data, path.stem, path.parent)
+        spec = parse_spec(data, path.stem, path.parent)
     except WorkloadError as exc:
         if exc.file is not None:
             raise
         raise located.error(exc) from None
+    return replace(spec, class_sources=class_sources(spec, data, located))

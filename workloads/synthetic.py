@@ -35,6 +35,7 @@ class TenantSpec:
     start_s: float = 0.0
     requests: int | None = None  # this tenant stops after that many
     reasoning: LengthDist | None = None  # spec key `reasoning_tokens`: the leading reasoning tokens of each output
+    slo_class: str | None = None  # the SLO class of its requests (spec key `slo_class`); None: classed by its name
 
     def to_spec(self) -> dict[str, Any]:
         return {
@@ -48,6 +49,7 @@ class TenantSpec:
             "output": self.output.to_spec(),
             # only when set, so the specs (and fingerprints) of workloads without reasoning stay as they were
             **({"reasoning_tokens": self.reasoning.to_spec()} if self.reasoning is not None else {}),
+            **({"slo_class": self.slo_class} if self.slo_class is not None else {}),
         }
 
 
@@ -62,6 +64,8 @@ def _tenant_frame(t: TenantSpec, times: np.ndarray, rng: np.random.Generator) ->
     frame = make_frame(times, t.input.sample(rng, n), t.output.sample(rng, n), tenant=t.name, priority=t.priority)
     if t.reasoning is not None:  # drawn after the lengths, so a tenant's other draws do not change
         frame["reasoning_tokens"] = t.reasoning.sample(rng, n)
+    if t.slo_class is not None:
+        frame["slo_class"] = t.slo_class
     return frame
 
 

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 from yarl import URL
 
-from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, TokenEvent
+from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, SpecDecodeCounts, TokenEvent
 from engines.errors import EngineInputError
 from engines.http.errors import (
     CONNECT,
@@ -380,6 +380,7 @@ class _Stream:
     usage_prompt: int | None = None
     usage_completion: int | None = None
     usage_cached: int | None = None
+    spec_decode: SpecDecodeCounts | None = None
     last_token_time: float | None = None
     think: ThinkTags | None = None
     last_reasoning: bool = False  # the channel of the last token: tokens usage adds later are on it
@@ -399,6 +400,8 @@ class _Stream:
             self.usage_prompt = info.usage_prompt
         if info.usage_cached is not None:
             self.usage_cached = info.usage_cached
+        if info.spec_decode is not None:
+            self.spec_decode = info.spec_decode
         if info.finish_reason is not None:
             self.finish_reason = info.finish_reason
         reasoning = info.reasoning
@@ -441,6 +444,7 @@ class _Stream:
             error_type=error_type,
             error_message=message,
             cached_tokens=self.usage_cached,
+            spec_decode=self.spec_decode,
         )
 
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engines.api import Request
+from engines.api import Request, SpecDecodeCounts
 from engines.http.errors import INVALID_REQUEST, MALFORMED_EVENT, SERVER_ERROR, RequestFailure
 
 Api = Literal["completions", "chat"]
@@ -102,6 +102,7 @@ class ChunkInfo:
     cumulative: bool = False  # usage arrived with choices: a running total (vLLM continuous_usage_stats)
     reasoning: bool = False  # the tokens are reasoning: reasoning text (REASONING_KEYS) and no content text
     content: str | None = None  # the content text, for `think.ThinkTags` to split
+    spec_decode: SpecDecodeCounts | None = None  # vLLM's per-request `metrics.speculative_decoding`, if sent
 
 
 def is_plain_token_chunk(data: bytes, chat: bool) -> bool:
@@ -174,7 +175,22 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
         info.cumulative = bool(choices)
     elif usage is not None:
         raise RequestFailure(MALFORMED_EVENT, f"chunk 'usage' is not an object: {data[:120]!r}")
+    info.spec_decode = spec_decode_counts(obj.get("metrics"))
     return info
+
+
+def spec_decode_counts(metrics: Any) -> SpecDecodeCounts | None:
+    """vLLM's per-request spec-decode counts (`vllm serve --per-request-spec-decode-metrics summary`, vLLM 0.32:
+    `metrics.speculative_decoding` on the final usage chunk of a stream, which needs `include_usage`):
+    `num_spec_steps` verify steps, `num_draft_tokens`, `num_accepted_draft_tokens`. None when absent or not counts
+    (the field is experimental in vLLM: a shape it does not have is ignored, never a failed request)."""
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(spec, dict):
+        return None
+    values = [spec.get(k) for k in ("num_spec_steps", "num_draft_tokens", "num_accepted_draft_tokens")]
+    if not all(_is_count(v) for v in values):
+        return None
+    return SpecDecodeCounts(*values)
 
 
 # Where servers put reasoning text: vLLM's and SGLang's `reasoning_content`, vLLM's newer `reasoning` (and

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from engines.aging import aged
-from engines.api import FinishEvent, Request, StepSink
+from engines.api import FinishEvent, Request, SpecDecodeCounts, StepSink
 from engines.block_manager import BlockManager
 from engines.engine_core import step_record
 from engines.policy import make_policy
@@ -91,6 +91,7 @@ class SimEngine:
         self._step = 0
         self.step_sink: StepSink | None = None
         self._spec_rng = random.Random(options.spec_seed)
+        self._spec_counts: dict[str, list[int]] = {}  # request id -> [drafts, draft tokens, accepted tokens]
 
     # -- the narrow interface the virtual-time load generator uses ----------------------------------------
     async def start(self) -> None:
@@ -125,7 +126,7 @@ class SimEngine:
         if seq is None:
             return None
         return FinishEvent(seq.request_id, "abort", seq.num_prompt_tokens, seq.num_output_tokens, self.now,
-                           preemptions=seq.preemptions)  # fmt: skip
+                           preemptions=seq.preemptions, spec_decode=self._spec_done(request_id))  # fmt: skip
 
     def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None:
         """Run every step that starts before `until` (math.inf: until no work is left); idle time
@@ -174,7 +175,8 @@ class SimEngine:
                 sampled += [rid for rid, n in extra.items() for _ in range(n)]
             done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
                                 s.num_output_tokens, t_end, preemptions=s.preemptions,
-                                cached_tokens=s.num_cached_tokens) for s in finished]  # fmt: skip
+                                cached_tokens=s.num_cached_tokens, spec_decode=self._spec_done(s.request_id))
+                    for s in finished]  # fmt: skip
             if self.step_sink is not None:
                 used = self.blocks.num_used
                 self.step_sink(step_record(self._step, scheduler, plan, finished, t_start, t_end, used,
@@ -195,7 +197,14 @@ class SimEngine:
             if not _decoding(chunk):
                 continue
             room = seq.request.max_tokens - seq.num_output_tokens - 1  # the step's own token comes after these
+            if room <= 0:
+                continue  # the step's own token is its last: nothing to draft
             accepted = min(spec.draw_emitted(self._spec_rng) - 1, room)
+            # counted as emitted: a verify step drafts at most what max_tokens leaves room for, and accepts
+            # only what the KV pool can hold, so 1 + accepted is what the step gave this sequence
+            counts = self._spec_counts.setdefault(seq.request.request_id, [0, 0, 0])
+            counts[0] += 1
+            counts[1] += min(spec.k, room)
             if accepted <= 0:
                 continue
             total = seq.num_computed_tokens + chunk.num_tokens + accepted
@@ -207,8 +216,16 @@ class SimEngine:
             seq.num_computed_tokens += accepted
             seq.token_ids.extend([SIM_TOKEN] * accepted)
             seq.num_output_tokens += accepted
+            counts[2] += accepted
             out[seq.request.request_id] = accepted
         return out
+
+    def _spec_done(self, request_id: str) -> SpecDecodeCounts | None:
+        """A finished request's drafts, drafted and accepted tokens; None without speculative decoding."""
+        if self.options.spec_decode is None:
+            return None
+        drafts, draft_tokens, accepted = self._spec_counts.pop(request_id, (0, 0, 0))
+        return SpecDecodeCounts(drafts, draft_tokens, accepted)
 
     @property
     def in_flight(self) -> int:

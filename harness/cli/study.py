@@ -41,6 +41,7 @@ def study_command(args: argparse.Namespace) -> int:
     from engines import compute_threads
     from harness.errors import HarnessInputError
     from harness.manifest import build_manifest
+    from harness.study.classes import class_panels, format_class_panels
     from harness.study.guards import study_flags
     from harness.study.pairing import mark_pairings
     from harness.study.plan import MAX_TRIALS, load_plan
@@ -72,6 +73,10 @@ def study_command(args: argparse.Namespace) -> int:
         raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
     print(f"estimate: {estimate}", flush=True)
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
+    from harness.loadgen.classes import check_request_classes
+    from harness.metrics.slo_classes import parse_slo_class
+
+    check_request_classes(workload, [parse_slo_class(text) for text in plan.slo_classes])  # before any unit
     last = max((r.arrival_s for r in workload.requests), default=0.0)
     for window in plan.slices:  # an empty slice has no metrics to compare: every verdict would be n/a
         if not any(window.start_s <= r.arrival_s < window.end_s for r in workload.requests):
@@ -121,10 +126,13 @@ def study_command(args: argparse.Namespace) -> int:
     mark_pairings(results)  # which arms' trials replayed the baseline's schedule (the judge's pairing)
     verdict = decide(plan, results, metrics)
     verdict["flags"] = study_flags(plan, arms, workload, results, units[0].slo_ttft_s, units[0].slo_tpot_s)
+    verdict["classes"] = class_panels(results, [parse_slo_class(text).name for text in plan.slo_classes])
     save_json(out / "study.json", _document(plan, arms, results, verdict, manifest))
     from harness.study.table import format_study
 
     print(format_study(verdict, metrics))
+    if verdict["classes"]:
+        print(format_class_panels(verdict["classes"]))
     for line in verdict["lines"]:
         print(line)
     for flag in verdict["flags"]:

@@ -57,9 +57,7 @@ def trust_text(engine: dict[str, Any]) -> str | None:
     mixed = groups.get(("accelerator / phase", f"{hw} mixed"))  # chunk-and-decode steps, where measured
     per_phase += [("mixed steps", mixed)] if mixed and mixed["held_n"] else []
     if any(g and g["held_n"] for _, g in per_phase):
-        return f"{label} measured against {hw} step times ({command}): " + "; ".join(
-            _phase(p, g) for p, g in per_phase
-        )
+        return f"{label} measured against {hw} step times ({command}): " + "; ".join(_phase(p, g) for p, g in per_phase)
     overall = [(p, groups.get(("phase", p))) for p in ("decode", "prefill")]
     return (f"no public step times on {hw}: the error of {label} there is unmeasured; on the accelerators that "
             f"have them ({command}): " + "; ".join(_phase(p, g) for p, g in overall))  # fmt: skip

@@ -1,13 +1,18 @@
 """SLO classes on the schedule: which class each request belongs to, and what that tells the engine.
 
-A request belongs to the class named as its tenant (tenant mapping: `--slo-class interactive:ttft_ms=1000`
-classes the requests of tenant `interactive`). A classed request carries its class name (records, and HTTP
-targets: `--class-header`), its class's rank as its priority (the first `--slo-class` given is the most
-urgent, as vLLM's lower-is-sooner priority; unclassed requests come after every class), and the TTFT
-SLO-aware admission aims at for it: its class's TTFT target times the admission headroom (the same share
-of the SLO the engine-wide default takes, harness/engine_specs.py), except for the most urgent class, which
-admission never refuses: deferring it would put it behind the very work it must go before, and shedding
-it protects nothing more urgent. Admission then holds back the lower classes only.
+A request's class is, in this order of precedence: the class the request itself names (a trace's `slo_class`
+column), the class its spec tenant names (`slo_class = "..."` in a `[[tenants]]` table; both arrive here as
+`Request.slo_class`), else the class named as its tenant (tenant mapping: `--slo-class interactive:ttft_ms=1000`
+classes the requests of tenant `interactive`). Classes mean something only with targets: without
+`--slo-class` no request is classed (the classes a workload names are then left unused, and a note says so),
+and a class a request names that no `--slo-class` defines is an error at its source (file, line, field).
+
+A classed request carries its class name (records, and HTTP targets: `--class-header`), its class's rank as its
+priority (the first `--slo-class` given is the most urgent, as vLLM's lower-is-sooner priority; unclassed requests
+come after every class), and the TTFT SLO-aware admission aims at for it: its class's TTFT target times the
+admission headroom (the same share of the SLO the engine-wide default takes, harness/engine_specs.py), except for
+the most urgent class, which admission never refuses: deferring it would put it behind the very work it must go
+before, and shedding it protects nothing more urgent. Admission then holds back the lower classes only.
 """
 
 from __future__ import annotations
@@ -15,21 +20,41 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
+from harness.errors import HarnessInputError
 from harness.loadgen.scenarios import Scheduled
 from harness.metrics.slo_classes import SLOClass
 
 
-def apply_classes(schedule: list[Scheduled], classes: Sequence[SLOClass], headroom: float) -> list[Scheduled]:
-    """`schedule` with each request's class, priority and admission target set (unchanged without classes)."""
+def check_request_classes(workload: Any, classes: Sequence[SLOClass]) -> list[str]:
+    """Before any work: HarnessInputError naming the file, line and field where the workload names a class
+    that `classes` lacks; notes (a class named while no `--slo-class` is given is unused) otherwise."""
+    named = sorted({r.slo_class for r in workload.requests if r.slo_class is not None})
+    if not named:
+        return []
     if not classes:
-        return schedule
+        return [f"the workload names SLO classes ({', '.join(named)}) but no --slo-class gives their targets: unused"]
+    defined = [c.name for c in classes]
+    for name in named:
+        if name not in defined:
+            where = workload.class_sources.get(name, f"workload {workload.name}: slo_class")
+            raise HarnessInputError(f"{where}: unknown SLO class {name!r}; --slo-class defines {', '.join(defined)}")
+    return []
+
+
+def apply_classes(schedule: list[Scheduled], classes: Sequence[SLOClass], headroom: float) -> list[Scheduled]:
+    """`schedule` with each request's class, priority and admission target set; without classes, every request
+    unclassed (a class the workload named has no targets to serve)."""
+    if not classes:
+        return [s if s.request.slo_class is None else replace(s, request=replace(s.request, slo_class=None))
+                for s in schedule]  # fmt: skip
     rank = {c.name: i for i, c in enumerate(classes)}
     by_name = {c.name: c for c in classes}
     out = []
     for item in schedule:
         request = item.request
-        cls = by_name.get(request.tenant)
+        cls = by_name.get(request.slo_class if request.slo_class is not None else request.tenant)
         if cls is None:
             request = replace(request, priority=len(classes))
         else:

@@ -72,6 +72,7 @@ def schedule_from(workload: Any, ids: dict[str, Any], texts: dict[str, str | Non
                 arrival_time=r.arrival_s,
                 prompt_text=texts.get(r.request_id, r.prompt_text),
                 reasoning_tokens=r.reasoning_tokens,
+                slo_class=r.slo_class,
             ),
             r.arrival_s,
             r.session,

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
 from harness.collector import collector_paused
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord, token_channels
+from harness.records import RequestRecord, set_spec_decode, token_channels
 
 # asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
 # until this long before a request is due and yields in a tight loop for the rest.
@@ -141,6 +141,7 @@ class _Run:
                     record.engine_output_tokens = event.output_tokens
                     record.preemptions = event.preemptions
                     record.cached_tokens = event.cached_tokens
+                    set_spec_decode(record, event.spec_decode)
                     record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:
             record.finish_reason, record.error_type = "abort", "stopped"

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from engines.api import FinishEvent, Request
 from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord, token_channels
+from harness.records import RequestRecord, set_spec_decode, token_channels
 
 PROGRESS_EVERY_S = 0.5
 
@@ -112,6 +112,7 @@ class _VirtualRun:
         record.engine_output_tokens = event.output_tokens
         record.preemptions = event.preemptions
         record.cached_tokens = event.cached_tokens
+        set_spec_decode(record, event.spec_decode)
         record.replica = event.replica
         record.t_prefill_end, record.t_kv_arrived = event.t_prefill_end, event.t_kv_arrived
         record.error_type, record.error_message = event.error_type, event.error_message

@@ -32,6 +32,7 @@ from harness.metrics.server_series import as_step_frame, server_summary
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
 from harness.metrics.slo_classes import SLOClass, per_class
+from harness.metrics.spec_decode import spec_decode_summary
 from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_PERCENTILES, describe
 from harness.metrics.tenants import tenant_table
 from harness.metrics.throughput import DEFAULT_WARMUP_FRACTION, run_window, run_windows, send_rates, throughput
@@ -157,6 +158,7 @@ def summarize(
         "utilisation": None if steps is None else utilisation(steps),
         "prefix_cache": measured_hit_rate(records),
         "reasoning": reasoning_summary(records, **stats_kw),
+        "spec_decode": spec_decode_summary(records),  # per request, from the engine's counts; None without
         "sessions": _sessions(records),
         "jobs": job_completion(records, slo.job_s, **{**stats_kw, "qs": JOB_PERCENTILES}),
         "cost": run_cost,

@@ -7,6 +7,7 @@ A TOML file (docs/study.md):
     trials = 3                            # each trial draws the workload with seed + trial
     slo_ttft_ms = 2000                    # the SLO (TTFT, TPOT) the metrics and admission control use
     pick = "ttft.p99"                     # the metric that picks the winner (default: the first)
+    slo_classes = ["light:ttft_ms=1000"]  # optional: --slo-class values; per-class panels in the study
 
     [workload_options]                    # the workload override table's keys (rate, time_scale, ...)
     rate = 22.0
@@ -55,6 +56,7 @@ TOP_KEYS = (
     "seed",
     "slo_ttft_ms",
     "slo_tpot_ms",
+    "slo_classes",
     "pick",
     "workload_options",
     "baseline",
@@ -124,6 +126,7 @@ class StudyPlan:
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
     workload_options: dict[str, Any] = field(default_factory=dict)
+    slo_classes: tuple[str, ...] = ()  # `--slo-class` values, as written (checked when the plan is read)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +149,7 @@ class StudyPlan:
             "seed": self.seed,
             "slo_ttft_ms": self.slo_ttft_ms,
             "slo_tpot_ms": self.slo_tpot_ms,
+            "slo_classes": list(self.slo_classes),
         }
 
 
@@ -312,6 +316,8 @@ def load_plan(path: Path) -> StudyPlan:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if value is not None and not (number and 0 < value < math.inf):
             raise fail(_find_key(lines, key), key, f"expected a finite number > 0, got {value!r}")
+    classes = _slo_classes(data.get("slo_classes", []), lambda problem: fail(_find_key(lines, "slo_classes"),
+                                                                          "slo_classes", problem))  # fmt: skip
     return StudyPlan(
         path=path,
         sha256=hashlib.sha256(source).hexdigest(),
@@ -327,7 +333,25 @@ def load_plan(path: Path) -> StudyPlan:
         slo_ttft_ms=data.get("slo_ttft_ms"),
         slo_tpot_ms=data.get("slo_tpot_ms"),
         workload_options=dict(options),
+        slo_classes=classes,
     )
+
+
+def _slo_classes(value: Any, fail: Any) -> tuple[str, ...]:
+    """The plan's `slo_classes`: `--slo-class` values, each parsed now so a bad one stops the study before a unit."""
+    from harness.metrics.slo_classes import parse_slo_class
+
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise fail(f"expected a list of NAME:ttft_ms=...,tpot_ms=... strings, got {value!r}")
+    names = []
+    for text in value:
+        try:
+            names.append(parse_slo_class(text).name)
+        except HarnessInputError as exc:
+            raise fail(str(exc)) from None
+    if len(set(names)) != len(names):
+        raise fail(f"a class named twice: {names}")
+    return tuple(value)
 
 
 def _beside(plan: Path, workload: str) -> str:

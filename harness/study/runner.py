@@ -51,6 +51,7 @@ class Unit:
     out_dir: str
     model_path: str | None = None
     dtype: str = "float32"
+    slo_classes: tuple[str, ...] = ()  # the plan's `--slo-class` values
 
     @property
     def key(self) -> str:
@@ -75,6 +76,7 @@ def plan_units(plan: StudyPlan, arms: list[Arm], out: Path, model_path: str | No
             metrics,
             str(out / "units" / f"{arm.name}-{s.name}-t{trial}"),
             model_path,
+            slo_classes=plan.slo_classes,
         )
         for trial in range(plan.trials)
         for s in plan.slices
@@ -100,7 +102,9 @@ def run_unit(unit: Unit) -> dict[str, Any]:
     from harness.engine_specs import admission_target_ms, parse_engine_specs
     from harness.loadgen import Scenario
     from harness.metrics import load_records, load_steps
+    from harness.metrics.slo_classes import parse_slo_class
     from harness.run import RunSettings, run_benchmark
+    from harness.study.classes import unit_classes
     from workloads import load_workload
 
     slo = SLO(ttft_s=unit.slo_ttft_s, tpot_s=unit.slo_tpot_s)
@@ -123,6 +127,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
             "warnings": None,
             "recovery": {},
             "treatment": None,
+            "classes": {},
         }
     settings = RunSettings(
         out_dir=out,
@@ -134,6 +139,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
         dtype=unit.dtype,
         n_boot=STUDY_N_BOOT,
         warn_live=False,
+        slo_classes=tuple(parse_slo_class(text) for text in unit.slo_classes),
     )
     run_benchmark(workload, [spec], settings, ["batchmark", "study", unit.key], loaded=_model_for(spec, unit))
     records = load_records(out / "records.jsonl")
@@ -147,6 +153,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
         "warnings": summary.get("warnings"),
         "recovery": recovery_actions(steps),
         "treatment": treatment_digest(records),
+        "classes": unit_classes(summary),
     }
 
 

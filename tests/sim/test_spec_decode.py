@@ -64,3 +64,46 @@ def test_a_missing_or_bad_histogram_file_is_one_line(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(EngineInputError, match="cannot read acceptance histogram"):
         build_engine(parse_engine_specs([f"sim:spec_decode={tmp_path / 'bad.json'}"], {})[0], None)
+
+
+def test_per_request_counts_are_recorded_and_summarised_in_vllm_terms(tmp_path):
+    """Each record carries its drafts, drafted and accepted tokens; emitted tokens = drafts + accepted (each
+    verify step emits 1 + A), and the summary's figures are vLLM's: accepted / drafted, 1 + accepted / drafts."""
+    import json
+
+    from engines.api import Request
+    from harness.engine_specs import build_engine, parse_engine_specs
+    from harness.loadgen import Scheduled
+    from harness.loadgen.virtual import run_virtual_open_loop
+    from harness.metrics.frame import records_frame
+    from harness.metrics.spec_decode import describe_spec_decode, spec_decode_summary
+
+    path = tmp_path / "hist.json"
+    path.write_text(json.dumps({"k": 3, "accepted_counts": [2, 1, 1, 4]}))
+    spec = f"sim:max_running=4,prefix_caching=false,spec_decode={path}"
+    engine = build_engine(parse_engine_specs([spec], {})[0], None)
+    schedule = [Scheduled(Request(f"r{i}", range(i << 40, (i << 40) + 64), 40, ignore_eos=True), 0.0) for i in range(4)]
+    records: list = []
+    run_virtual_open_loop(engine, schedule, records.append, label="sim")
+    for r in records:
+        # the prefill step emits the first token; every later step is a verify step (a draft) emitting 1 + A,
+        # but for a last step whose own token is the last one max_tokens allows (nothing left to draft)
+        assert r.output_tokens == 40 and 40 - (1 + r.spec_drafts + r.spec_accepted_tokens) in (0, 1), r
+        assert r.spec_accepted_tokens <= r.spec_draft_tokens <= 3 * r.spec_drafts
+    summary = spec_decode_summary(records_frame(records))
+    drafts = sum(r.spec_drafts for r in records)
+    accepted = sum(r.spec_accepted_tokens for r in records)
+    assert summary["drafts"] == drafts and summary["accepted_tokens"] == accepted and summary["requests"] == 4
+    assert summary["mean_acceptance_length"] == pytest.approx(1 + accepted / drafts)
+    assert summary["acceptance_rate"] == pytest.approx(accepted / sum(r.spec_draft_tokens for r in records))
+    assert summary["per_request"]["mean_acceptance_length"]["n"] == 4
+    line = describe_spec_decode("sim", {"spec_decode": summary, "server": None})
+    assert f"{drafts} drafts" in line and "per request (4)" in line
+    server_only = describe_spec_decode("http", {"spec_decode": None, "server": {"spec_decode": summary}})
+    assert server_only.endswith("per trial only (server counters: the server returned no per-request counts)")
+    assert describe_spec_decode("x", {"spec_decode": None, "server": None}) is None
+    plain = build_engine(parse_engine_specs(["sim:max_running=4,prefix_caching=false"], {})[0], None)
+    without: list = []
+    run_virtual_open_loop(plain, schedule, without.append, label="sim")
+    assert {r.spec_drafts for r in without} == {None}
+    assert spec_decode_summary(records_frame(without)) is None  # no counts: no figure, never 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ class TraceTable:
     format: str
     columns: ColumnMap
     sha256: str
+    class_sources: dict[str, str] = field(default_factory=dict)  # `Workload.class_sources`
 
     def source_spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"format": self.format, "sha256": self.sha256}
@@ -99,9 +100,9 @@ def _read_cached(
         return TraceTable(frame, (*notes, SERVEGEN_NOTE), name, cmap, digest)
     raw = read_csv_raw(Path(path), display) if kind == "csv" else read_jsonl_raw(Path(path), display)
     name, cmap = _column_map(raw, kind, display, format, dict(columns), time_unit)
-    frame, notes = build_frame(raw, cmap, display)
+    frame, notes, sources = build_frame(raw, cmap, display)
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    return TraceTable(frame, tuple(notes), name, cmap, digest)
+    return TraceTable(frame, tuple(notes), name, cmap, digest, sources)
 
 
 def _file_kind(path: Path, display: str, format: str) -> str:

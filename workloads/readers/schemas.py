@@ -15,8 +15,9 @@ from workloads.errors import WorkloadError
 # Seconds per unit of the arrival column; "datetime" means ISO-8601 date-time strings.
 TIME_UNITS: dict[str, float | None] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "datetime": None}
 MAPPING_KEYS = ("arrival", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids",
-                "reasoning_tokens")  # fmt: skip
-OPTIONAL_KEYS = ("priority", "prompt_text", "prefix_hash_ids", "reasoning_tokens")  # one column each, if any
+                "reasoning_tokens", "slo_class")  # fmt: skip
+# one column each, if any
+OPTIONAL_KEYS = ("priority", "prompt_text", "prefix_hash_ids", "reasoning_tokens", "slo_class")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class ColumnMap:
     prompt_text: str | None = None
     prefix_hash_ids: str | None = None
     reasoning_tokens: str | None = None  # of the output tokens, how many lead as reasoning
+    slo_class: str | None = None  # the request's SLO class (empty: none named; classed by its tenant)
     # Built-in layouts name optional columns that a given file may lack; a user's mapping means every name.
     extras_optional: bool = False
     # Why a row with 0 output tokens exists in this format, for the note that reports dropping it.
@@ -112,6 +114,7 @@ CANONICAL = ColumnMap(
     prompt_text="prompt_text",
     prefix_hash_ids="prefix_hash_ids",
     reasoning_tokens="reasoning_tokens",
+    slo_class="slo_class",
     extras_optional=True,
 )
 

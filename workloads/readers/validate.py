@@ -104,6 +104,15 @@ class Checker:
                 raise self.fail(row, name, f"expected text, found {value!r}")
         return [v if v else None for v in values]
 
+    def classes(self, name: str) -> tuple[list[str | None], dict[str, str]]:
+        """The SLO class of each row (None where empty), and where each class is first named."""
+        names = [v.strip() if isinstance(v, str) and v.strip() else None for v in self.texts(name)]
+        sources: dict[str, str] = {}
+        for row, value in enumerate(names):
+            if value is not None and value not in sources:
+                sources[value] = f"{self.display}:{self.raw.lines[row]}: {name}"
+        return names, sources
+
     def tenants(self, names: tuple[str, ...]) -> list[str]:
         parts = [[str(v).strip() if v is not None else "" for v in self.column(n)] for n in names]
         return ["/".join(p for p in row if p) or "default" for row in zip(*parts, strict=True)]
@@ -123,7 +132,8 @@ class Checker:
         return out
 
 
-def build_frame(raw: RawTable, cmap: ColumnMap, display: str) -> tuple[pd.DataFrame, list[str]]:
+def build_frame(raw: RawTable, cmap: ColumnMap, display: str) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+    """The table, notes on what was dropped or sorted, and where each SLO class the file names is first named."""
     check = Checker(raw, display)
     for name in cmap.required():
         check.column(name)  # report a missing column before any bad value
@@ -132,6 +142,7 @@ def build_frame(raw: RawTable, cmap: ColumnMap, display: str) -> tuple[pd.DataFr
             "no requests: the file has a header but no rows", file=display, line=raw.header_line + 1, field="file"
         )
     arrival = check.arrivals(cmap.arrival, cmap.time_unit)
+    classes, sources = check.classes(cmap.slo_class) if cmap.slo_class else (None, {})
     frame = make_frame(
         arrival - arrival.min(),
         check.counts(cmap.input_tokens),
@@ -141,6 +152,7 @@ def build_frame(raw: RawTable, cmap: ColumnMap, display: str) -> tuple[pd.DataFr
         prompt_text=check.texts(cmap.prompt_text) if cmap.prompt_text else None,
         prefix_hash_ids=check.hash_ids(cmap.prefix_hash_ids) if cmap.prefix_hash_ids else None,
         reasoning_tokens=check.counts(cmap.reasoning_tokens) if cmap.reasoning_tokens else 0,
+        slo_class=classes,
     )
     notes: list[str] = []
     out_of_order = int((np.diff(arrival) < 0).sum())
@@ -161,7 +173,7 @@ def build_frame(raw: RawTable, cmap: ColumnMap, display: str) -> tuple[pd.DataFr
             f"no usable requests: all {len(frame)} rows have 0 input or 0 output tokens", file=display, field="file"
         )
     kept = kept.assign(arrival_s=kept["arrival_s"] - kept["arrival_s"].min())
-    return sort_by_arrival(kept), notes
+    return sort_by_arrival(kept), notes, sources
 
 
 def _label(column: str, role: str) -> str:

@@ -1,0 +1,73 @@
+"""Speculative-decoding acceptance from the per-request counts in the records (`spec_drafts`, `spec_draft_tokens`,
+`spec_accepted_tokens`): what the engine counted for each request, where it said (the simulator's spec decode;
+vLLM with `--per-request-spec-decode-metrics`). vLLM's definitions, as the scrape's counter deltas
+(`engines.http.scrape_names.spec_decode`): acceptance rate = accepted / draft tokens; mean acceptance length =
+1 + accepted / drafts (the tokens one verify step emits). None when no record carries counts: no figure is
+made up for a run whose engine did not say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+_COLUMNS = ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")
+
+
+def _spread(values: np.ndarray) -> dict[str, float | int]:
+    p10, p50, p90 = np.percentile(values, [10, 50, 90])
+    return {"n": int(values.size), "mean": float(values.mean()), "p10": float(p10), "p50": float(p50),
+            "p90": float(p90)}  # fmt: skip
+
+
+def spec_decode_summary(records: pd.DataFrame) -> dict[str, Any] | None:
+    """`summary.spec_decode`: the trial's totals and acceptance (`drafts`, `draft_tokens`, `accepted_tokens`,
+    `acceptance_rate`, `mean_acceptance_length`, over the requests with counts) and `per_request`: each figure's
+    spread (n, mean, p10, p50, p90) over the requests that drafted at least once. None without counts."""
+    if not all(c in records for c in _COLUMNS):
+        return None
+    counted = records.dropna(subset=list(_COLUMNS))
+    if counted.empty:
+        return None
+    drafts, drafted, accepted = (counted[c].to_numpy(dtype=np.float64) for c in _COLUMNS)
+    total_drafts, total_drafted, total_accepted = drafts.sum(), drafted.sum(), accepted.sum()
+    out: dict[str, Any] = {
+        "requests": len(counted),
+        "drafts": int(total_drafts),
+        "draft_tokens": int(total_drafted),
+        "accepted_tokens": int(total_accepted),
+        "acceptance_rate": float(total_accepted / total_drafted) if total_drafted > 0 else None,
+        "mean_acceptance_length": float(1 + total_accepted / total_drafts) if total_drafts > 0 else None,
+        "per_request": None,
+    }
+    drafting = (drafts > 0) & (drafted > 0)
+    if drafting.any():
+        out["per_request"] = {
+            "acceptance_rate": _spread(accepted[drafting] / drafted[drafting]),
+            "mean_acceptance_length": _spread(1 + accepted[drafting] / drafts[drafting]),
+        }
+    return out
+
+
+def describe_spec_decode(engine: str, summary: dict[str, Any]) -> str | None:
+    """The console's line for one engine's speculative decoding: per trial and per request from the records'
+    counts, else per trial only from the scrape's counters (saying so); None when neither says anything."""
+    mine, server = summary.get("spec_decode"), (summary.get("server") or {}).get("spec_decode")
+    row = mine or server
+    if row is None or row.get("acceptance_rate") is None:
+        return None
+    line = (
+        f"{engine}: speculative decoding: acceptance rate {row['acceptance_rate']:.1%}, mean acceptance length "
+        f"{row['mean_acceptance_length']:.2f} ({row['drafts']:.0f} drafts, {row['accepted_tokens']:.0f} of "
+        f"{row['draft_tokens']:.0f} draft tokens accepted)"
+    )
+    per = (mine or {}).get("per_request")
+    if per:
+        rate, length = per["acceptance_rate"], per["mean_acceptance_length"]
+        return line + (
+            f"; per request ({rate['n']}) p10/p50/p90 rate {rate['p10']:.0%}/{rate['p50']:.0%}/{rate['p90']:.0%}, "
+            f"length {length['p10']:.2f}/{length['p50']:.2f}/{length['p90']:.2f}"
+        )
+    return line + ("; per trial only (server counters: the server returned no per-request counts)" if not mine else "")
