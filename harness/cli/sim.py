@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="fit on this engine's traces only (repeatable; default: every traced engine)")  # fmt: skip
     fit.set_defaults(run=fit_command)
     fid = commands.add_parser("fidelity", help="simulate a run's engines on its schedule; print the error table")
-    fid.add_argument("real_run", type=Path, help="a run directory of in-process engines")
-    fid.add_argument("--profile", type=Path, required=True, help="a profile from `batchmark sim fit`")
+    fid.add_argument("real_run", type=Path, nargs="?", help="a run directory of in-process engines")
+    fid.add_argument("--profile", type=Path, help="a profile from `batchmark sim fit` (required with RUN)")
     fid.add_argument("--engine", action="append", dest="engines", default=[],
                      help="only this engine of the run (repeatable)")  # fmt: skip
     fid.add_argument("--json", type=Path, help="also write the table as JSON here")
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid.add_argument("--seeds", type=_positive_int, default=5,
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
+    add_suite_arguments(fid)
     fid.set_defaults(run=fidelity_command)
     val = commands.add_parser("validate", help="the roofline's error against public GPU step times, per regime")
     val.add_argument("--cost", default="roofline", metavar="roofline|CALIBRATION",
@@ -49,6 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     probe = commands.add_parser("probe", help="measure step times on this machine's GPU: truth rows for validate")
     add_probe_arguments(probe)
     probe.set_defaults(run=probe_command)
+
+
+def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.fidelity_suite.command import add_arguments
+
+    add_arguments(parser)
 
 
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +107,17 @@ def fidelity_command(args: argparse.Namespace) -> int:
     from harness.metrics.simulation import fidelity_rows, manifest_notices
     from harness.simulation import profile_mismatch, run_engines
 
+    if args.suite is not None:
+        from harness.cli.args import writable_dir
+        from harness.fidelity_suite.command import suite_command
+
+        if args.json and not args.json.is_dir():
+            writable_dir(args.json.parent, "--json")  # checked before any run
+        return suite_command(args, simulate_twin)
+    if args.real_run is None or args.profile is None:
+        raise HarnessInputError("sim fidelity: give RUN and --profile P, or --suite FILE")
+    if args.runs or args.measure or args.lock:
+        raise HarnessInputError("sim fidelity: --runs, --measure and --lock go with --suite only")
     engines = [e for e in run_engines(args.real_run) if e.get("kind") in ("static", "continuous")]
     if args.engines:
         engines = [e for e in engines if e.get("name") in args.engines]
