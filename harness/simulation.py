@@ -107,6 +107,17 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
     return profile
 
 
+def pooling_note(engines: Sequence[str]) -> str | None:
+    """What a profile fitted on several engines' steps says (issue 30: one pooled profile priced a static batch's
+    held slots and a continuous engine's decode alike, and both engines' twins paid for it)."""
+    if len(engines) < 2:
+        return None
+    return (
+        f"pooled: one profile for {', '.join(engines)}: their steps are priced alike, though a static batch "
+        "pays for pad and held rows a continuous engine never has; `--engine NAME` fits one engine's steps"
+    )
+
+
 def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
     """For each request that reached `engine` while no step was in flight: seconds from its scheduled arrival
     to the start of the step that admitted it. That is the engine's dispatch latency alone (waking its

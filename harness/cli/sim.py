@@ -73,7 +73,7 @@ def probe_command(args: argparse.Namespace) -> int:
 def fit_command(args: argparse.Namespace) -> int:
     from harness.cli.args import writable_dir
     from harness.errors import HarnessInputError
-    from harness.simulation import fit_run
+    from harness.simulation import fit_run, pooling_note
 
     if args.out.is_dir():
         raise HarnessInputError(f"-o {args.out}: is a directory; name the profile's JSON file")
@@ -85,6 +85,9 @@ def fit_command(args: argparse.Namespace) -> int:
     r2 = "-" if fit["r2"] is None else f"{fit['r2']:.3f}"
     print(f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
           f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)")  # fmt: skip
+    pooled = pooling_note(profile.engine["fitted_engines"])
+    if pooled:
+        print(f"  {pooled}")
     print(f"  step = {profile.intercept_s * 1e6:.0f} us + {coef}; gap between steps {profile.step_gap_s * 1e6:.0f} us")
     arrivals = profile.fit.get("idle_arrivals", 0)
     if arrivals:
