@@ -24,6 +24,7 @@ def pair_entry(
     suite: Suite, pair: Pair, runs: Path, simulate: Simulate, seeds: int = 5, noise: bool = True
 ) -> dict[str, Any]:
     """`seeds` twins of the pair's engine (each its own noise draw; compared by their median, as `sim fidelity`)."""
+    from harness.metrics.sim_range import range_text
     from harness.metrics.simulation import fidelity_rows
     from harness.simulation import run_engines
 
@@ -36,7 +37,10 @@ def pair_entry(
     engine = next(e for e in run_engines(run) if e.get("kind") in ("static", "continuous"))
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     profile = runs / suite.profiles[pair.profile].file
-    twins = [simulate(run, engine, profile, noise=noise, seed=s) for s in range(seeds if noise else 1)]
+    described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
+    twins = [simulate(run, engine, profile, noise=noise, seed=s, described=described)
+             for s in range(seeds if noise else 1)]  # fmt: skip
+    entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
     rows = fidelity_rows(metrics["engines"][engine["name"]], *twins,
                          trials=(metrics.get("repeat") or {}).get(engine["name"]))  # fmt: skip
     t = suite.targets
@@ -93,6 +97,9 @@ def format_table(table: dict[str, Any]) -> str:
     lines.append(f"{'worst error':<26}" + "".join(f"{table['summary'][m]['worst_error']:>+14.1%}" for m in metrics))
     for m in metrics:
         lines.append(f"  worst {m}: {table['summary'][m]['worst_pair']}")
+    for p in table["pairs"]:
+        if p.get("range"):
+            lines.append(f"RANGE: {p['pair']}: {p['range']}")
     v = table["verdicts"]
     lines.append(f"pairs: {v['holds']} hold, {v['fails']} fail, {v['cannot_tell']} cannot tell (target: "
                  f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
