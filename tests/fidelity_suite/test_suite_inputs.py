@@ -3,6 +3,7 @@ without a twin) is one line naming the suite and the pair, exit 2, and nothing i
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,32 @@ def test_a_metric_s_verdict_weighs_the_real_run_s_spread(
 ) -> None:
     tolerance = 0.2 if within_spread else 0.1
     assert fidelity_outcome(error, spread, tolerance, within_spread=within_spread) == outcome
+
+
+def test_measure_runs_each_pair_with_its_trials_and_keeps_what_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.fidelity_suite import measure as measuring
+
+    suite = load_suite(SUITE)
+    command = measuring.pair_command(suite, suite.pairs[2], tmp_path)
+    assert command[-4:] == ["--repeat", "3", "--out", str(tmp_path / "kv-pressure-preempt")]
+    assert command[command.index("--engine") + 1] == "continuous:kv_blocks=160" and "--threads" in command
+    for pair in suite.pairs:  # every run recorded and every profile fitted: a resumed suite measures nothing again
+        (tmp_path / pair.name).mkdir()
+        (tmp_path / pair.name / "metrics.json").write_text("{}")
+    for profile in suite.profiles.values():
+        (tmp_path / profile.file).write_text("{}")
+    ran: list[list[str]] = []
+    monkeypatch.setattr(measuring.subprocess, "run", lambda command, **_: ran.append(command))
+    measuring.measure(suite, tmp_path, tmp_path / "lock")
+    assert ran == []
+    (tmp_path / suite.pairs[0].name / "metrics.json").unlink()  # one pair missing: that pair alone is run
+
+    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(measuring.subprocess, "run", run)
+    measuring.measure(suite, tmp_path, tmp_path / "lock")
+    assert ran == [measuring.pair_command(suite, suite.pairs[0], tmp_path)] and (tmp_path / "lock").exists()
