@@ -73,6 +73,7 @@ def probe_command(args: argparse.Namespace) -> int:
 def fit_command(args: argparse.Namespace) -> int:
     from harness.cli.args import writable_dir
     from harness.errors import HarnessInputError
+    from harness.fit_coverage import coverage_lines
     from harness.simulation import fit_run, pooling_note
 
     if args.out.is_dir():
@@ -95,6 +96,9 @@ def fit_command(args: argparse.Namespace) -> int:
               f"(median of {arrivals} arrivals)")  # fmt: skip
     else:  # a closed loop at saturation, or a served engine without admit times: nothing to measure it on
         print("  dispatch: not measured (no request found a continuous engine idle); the simulator adds none")
+    for line in coverage_lines(args.run_dirs, profile.engine["fitted_engines"], fit["ranges"],
+                               profile.engine.get("max_context")):  # fmt: skip
+        print(f"  {line}")
     spans = ", ".join(f"{k} {r['min']:,.0f}-{r['max']:,.0f}" for k, r in fit["ranges"].items() if r["max"])
     print(f"  fitted range: {spans}; steps beyond it are extrapolated (run and sim fidelity count them)")
     for name in fit["absent"]:
