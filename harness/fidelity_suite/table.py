@@ -92,16 +92,19 @@ def format_table(table: dict[str, Any]) -> str:
         spread = [f"{by[m]['trials_spread']:.0%}" if by.get(m) and by[m]["trials_spread"] is not None else "-"
                   for m in metrics]  # fmt: skip
         lines.append(f"{'  real trials +-':<26}" + "".join(f"{s:>14}" for s in spread))
-    lines.append(f"{'median |error|':<26}"
-                 + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics))  # fmt: skip
-    lines.append(f"{'worst error':<26}" + "".join(f"{table['summary'][m]['worst_error']:>+14.1%}" for m in metrics))
+    if metrics:
+        lines.append(f"{'median |error|':<26}"
+                     + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics))  # fmt: skip
+        lines.append(f"{'worst error':<26}" + "".join(f"{table['summary'][m]['worst_error']:>+14.1%}" for m in metrics))
     for m in metrics:
         lines.append(f"  worst {m}: {table['summary'][m]['worst_pair']}")
     for p in table["pairs"]:
         if p.get("range"):
             lines.append(f"RANGE: {p['pair']}: {p['range']}")
     v = table["verdicts"]
-    lines.append(f"pairs: {v['holds']} hold, {v['fails']} fail, {v['cannot_tell']} cannot tell (target: "
+    missing = sum("missing" in p for p in table["pairs"])
+    unmeasured = f" ({missing} not measured)" if missing else ""
+    lines.append(f"pairs: {v['holds']} hold, {v['fails']} fail, {v['cannot_tell']} cannot tell{unmeasured} (target: "
                  f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
                  f"{'met' if table['target_met'] else 'not met'}")  # fmt: skip
     lines.append("cell: the twin's error (x: outside its target; ?: the real run cannot tell); "

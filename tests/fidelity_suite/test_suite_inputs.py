@@ -94,3 +94,17 @@ def test_measure_runs_each_pair_with_its_trials_and_keeps_what_is_recorded(
     monkeypatch.setattr(measuring.subprocess, "run", run)
     measuring.measure(suite, tmp_path, tmp_path / "lock")
     assert ran == [measuring.pair_command(suite, suite.pairs[0], tmp_path)] and (tmp_path / "lock").exists()
+
+
+def test_pairs_without_runs_are_reported_as_not_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "fidelity", "--suite", str(SUITE), "--runs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for pair in load_suite(SUITE).pairs:
+        assert f"{pair.name:<26}not measured" in out, pair.name
+    assert "9 cannot tell (9 not measured)" in out and "target not met" in out
+
+
+def test_a_missing_runs_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "fidelity", "--suite", str(SUITE), "--runs", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--runs" in err and "--measure" in err
