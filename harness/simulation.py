@@ -218,15 +218,21 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
 
 
 def schedule_from_run(run_dir: Path) -> list[Scheduled]:
-    """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored."""
+    """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored. The turns of a session
+    keep their session, turn and think time, and share one stand-in prompt's ids (each turn's prompt starts with
+    the previous turn's, as a conversation's history does), so the twin's prefix cache finds what the real one did."""
     rows, _ = read_jsonl(run_dir / "requests.jsonl")
+    first_row: dict[str, int] = {}  # a session's stand-in: the ids of its first turn's row, grown turn by turn
     try:
         return [
-            Scheduled(Request(str(r["request_id"]), distinct_prompt(i, int(r["input_tokens"])), int(r["output_tokens"]),
+            Scheduled(Request(str(r["request_id"]),
+                              distinct_prompt(first_row.setdefault(r["session"], i) if r.get("session") else i,
+                                              int(r["input_tokens"])),
+                              int(r["output_tokens"]),
                               ignore_eos=True, tenant=str(r.get("tenant", "default")),
                               priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"]),
                               reasoning_tokens=int(r.get("reasoning_tokens", 0))),
-                      float(r["arrival_s"]))
+                      float(r["arrival_s"]), r.get("session"), int(r.get("turn", 0)), float(r.get("think_s", 0.0)))
             for i, r in enumerate(rows)
         ]  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:

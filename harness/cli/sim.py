@@ -220,7 +220,11 @@ def simulate_twin(
     schedule = schedule_from_run(run_dir)
     workload = manifest.get("workload") or {}
     sink = lambda record: records.append(record.to_json())  # noqa: E731
-    if workload.get("closed_loop_users"):
+    if (settings.get("scenario") or {}).get("kind") == "sessions":  # each turn waits for the previous answer
+        from harness.loadgen.sessions import run_virtual_session_loop
+
+        outcome = run_virtual_session_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
+    elif workload.get("closed_loop_users"):
         outcome = run_virtual_closed_loop(sim, schedule, sink, label=spec.label, users=workload["closed_loop_users"],
                                           think_time_s=workload.get("think_time_s") or 0.0)  # type: ignore[arg-type]  # fmt: skip
     else:
