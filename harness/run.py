@@ -209,6 +209,8 @@ def run_benchmark(
                     **({"reasoning_tokens": r.reasoning_tokens} if r.reasoning_tokens else {}),
                     **({"slo_class": r.slo_class} if r.slo_class is not None else {}),
                     **({"session": r.session, "turn": r.turn, "think_s": r.think_s} if r.session is not None else {}),
+                    **({"tool_s": r.tool_s} if r.tool_s else {}),
+                    **({"branch": r.branch} if r.branch else {}),
                 }
             )
     run_settings = {

@@ -107,6 +107,17 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
     return profile
 
 
+def pooling_note(engines: Sequence[str]) -> str | None:
+    """What a profile fitted on several engines' steps says (issue 30: one pooled profile priced a static batch's
+    held slots and a continuous engine's decode alike, and both engines' twins paid for it)."""
+    if len(engines) < 2:
+        return None
+    return (
+        f"pooled: one profile for {', '.join(engines)}: their steps are priced alike, though a static batch "
+        "pays for pad and held rows a continuous engine never has; `--engine NAME` fits one engine's steps"
+    )
+
+
 def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
     """For each request that reached `engine` while no step was in flight: seconds from its scheduled arrival
     to the start of the step that admitted it. That is the engine's dispatch latency alone (waking its
@@ -212,15 +223,22 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
 
 
 def schedule_from_run(run_dir: Path) -> list[Scheduled]:
-    """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored."""
+    """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored. The turns of a session
+    keep their session, turn and think time, and share one stand-in prompt's ids (each turn's prompt starts with
+    the previous turn's, as a conversation's history does), so the twin's prefix cache finds what the real one did."""
     rows, _ = read_jsonl(run_dir / "requests.jsonl")
+    first_row: dict[str, int] = {}  # a session's stand-in: the ids of its first turn's row, grown turn by turn
     try:
         return [
-            Scheduled(Request(str(r["request_id"]), distinct_prompt(i, int(r["input_tokens"])), int(r["output_tokens"]),
+            Scheduled(Request(str(r["request_id"]),
+                              distinct_prompt(first_row.setdefault(r["session"], i) if r.get("session") else i,
+                                              int(r["input_tokens"])),
+                              int(r["output_tokens"]),
                               ignore_eos=True, tenant=str(r.get("tenant", "default")),
                               priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"]),
                               reasoning_tokens=int(r.get("reasoning_tokens", 0)), slo_class=r.get("slo_class")),
-                      float(r["arrival_s"]))
+                      float(r["arrival_s"]), r.get("session"), int(r.get("turn", 0)),
+                      float(r.get("think_s", 0.0)) + float(r.get("tool_s", 0.0)), int(r.get("branch", 0)))
             for i, r in enumerate(rows)
         ]  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:

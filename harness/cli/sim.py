@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="fit on this engine's traces only (repeatable; default: every traced engine)")  # fmt: skip
     fit.set_defaults(run=fit_command)
     fid = commands.add_parser("fidelity", help="simulate a run's engines on its schedule; print the error table")
-    fid.add_argument("real_run", type=Path, help="a run directory of in-process engines")
-    fid.add_argument("--profile", type=Path, required=True, help="a profile from `batchmark sim fit`")
+    fid.add_argument("real_run", type=Path, nargs="?", help="a run directory of in-process engines")
+    fid.add_argument("--profile", type=Path, help="a profile from `batchmark sim fit` (required with RUN)")
     fid.add_argument("--engine", action="append", dest="engines", default=[],
                      help="only this engine of the run (repeatable)")  # fmt: skip
     fid.add_argument("--json", type=Path, help="also write the table as JSON here")
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid.add_argument("--seeds", type=_positive_int, default=5,
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
+    add_suite_arguments(fid)
     fid.set_defaults(run=fidelity_command)
     val = commands.add_parser("validate", help="the roofline's error against public GPU step times, per regime")
     val.add_argument("--cost", default="roofline", metavar="roofline|CALIBRATION",
@@ -51,6 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     probe.set_defaults(run=probe_command)
 
 
+def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.fidelity_suite.command import add_arguments
+
+    add_arguments(parser)
+
+
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.gpu_truth.probe import add_arguments
 
@@ -66,7 +73,8 @@ def probe_command(args: argparse.Namespace) -> int:
 def fit_command(args: argparse.Namespace) -> int:
     from harness.cli.args import writable_dir
     from harness.errors import HarnessInputError
-    from harness.simulation import fit_run
+    from harness.fit_coverage import coverage_lines
+    from harness.simulation import fit_run, pooling_note
 
     if args.out.is_dir():
         raise HarnessInputError(f"-o {args.out}: is a directory; name the profile's JSON file")
@@ -78,6 +86,9 @@ def fit_command(args: argparse.Namespace) -> int:
     r2 = "-" if fit["r2"] is None else f"{fit['r2']:.3f}"
     print(f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
           f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)")  # fmt: skip
+    pooled = pooling_note(profile.engine["fitted_engines"])
+    if pooled:
+        print(f"  {pooled}")
     print(f"  step = {profile.intercept_s * 1e6:.0f} us + {coef}; gap between steps {profile.step_gap_s * 1e6:.0f} us")
     arrivals = profile.fit.get("idle_arrivals", 0)
     if arrivals:
@@ -85,6 +96,9 @@ def fit_command(args: argparse.Namespace) -> int:
               f"(median of {arrivals} arrivals)")  # fmt: skip
     else:  # a closed loop at saturation, or a served engine without admit times: nothing to measure it on
         print("  dispatch: not measured (no request found a continuous engine idle); the simulator adds none")
+    for line in coverage_lines(args.run_dirs, profile.engine["fitted_engines"], fit["ranges"],
+                               profile.engine.get("max_context")):  # fmt: skip
+        print(f"  {line}")
     spans = ", ".join(f"{k} {r['min']:,.0f}-{r['max']:,.0f}" for k, r in fit["ranges"].items() if r["max"])
     print(f"  fitted range: {spans}; steps beyond it are extrapolated (run and sim fidelity count them)")
     for name in fit["absent"]:
@@ -101,6 +115,17 @@ def fidelity_command(args: argparse.Namespace) -> int:
     from harness.metrics.simulation import fidelity_rows, manifest_notices
     from harness.simulation import profile_mismatch, run_engines
 
+    if args.suite is not None:
+        from harness.cli.args import writable_dir
+        from harness.fidelity_suite.command import suite_command
+
+        if args.json and not args.json.is_dir():
+            writable_dir(args.json.parent, "--json")  # checked before any run
+        return suite_command(args, simulate_twin)
+    if args.real_run is None or args.profile is None:
+        raise HarnessInputError("sim fidelity: give RUN and --profile P, or --suite FILE")
+    if args.runs or args.measure or args.lock:
+        raise HarnessInputError("sim fidelity: --runs, --measure and --lock go with --suite only")
     engines = [e for e in run_engines(args.real_run) if has_twin(e)]  # a router's run: its cluster twin
     if args.engines:
         engines = [e for e in engines if e.get("name") in args.engines]
@@ -197,7 +222,11 @@ def simulate_twin(
     schedule = schedule_from_run(run_dir)
     workload = manifest.get("workload") or {}
     sink = lambda record: records.append(record.to_json())  # noqa: E731
-    if workload.get("closed_loop_users"):
+    if (settings.get("scenario") or {}).get("kind") == "sessions":  # each turn waits for the previous answer
+        from harness.loadgen.sessions import run_virtual_session_loop
+
+        outcome = run_virtual_session_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
+    elif workload.get("closed_loop_users"):
         outcome = run_virtual_closed_loop(sim, schedule, sink, label=spec.label, users=workload["closed_loop_users"],
                                           think_time_s=workload.get("think_time_s") or 0.0)  # type: ignore[arg-type]  # fmt: skip
     else:

@@ -1,0 +1,67 @@
+"""The suite's real runs: the fit run and its profiles, then every pair's trials, each `batchmark run` a process
+of its own, holding the machine's timing lock (when given) for that run only, so that other measurements can
+take turns between runs instead of waiting for the whole suite."""
+
+from __future__ import annotations
+
+import fcntl
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.errors import HarnessInputError
+from harness.fidelity_suite.spec import Pair, Suite
+
+BATCHMARK = (sys.executable, "-m", "harness.cli")
+
+
+def fit_command(suite: Suite, runs: Path) -> list[str]:
+    return [*BATCHMARK, "run", *suite.run_args, *suite.fit_args, "--out", str(runs / suite.fit_name)]
+
+
+def pair_command(suite: Suite, pair: Pair, runs: Path) -> list[str]:
+    return [*BATCHMARK, "run", *suite.run_args, *pair.args, "--engine", pair.engine,
+            "--repeat", str(suite.trials), "--out", str(runs / pair.name)]  # fmt: skip
+
+
+@contextmanager
+def _held(lock: Path | None) -> Iterator[None]:
+    if lock is None:
+        yield
+        return
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _run(command: list[str], lock: Path | None, what: str) -> None:
+    print(f"measuring {what}: {' '.join(command[3:])}", flush=True)
+    with _held(lock):
+        loadavg = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
+        result = subprocess.run(command, check=False, stdout=subprocess.DEVNULL)
+        after = Path("/proc/loadavg").read_text().split()[:3] if loadavg else []
+    if loadavg:
+        print(f"  load average at start {' '.join(loadavg)}, at end {' '.join(after)}", flush=True)
+    if result.returncode != 0:
+        raise HarnessInputError(f"{what}: `batchmark run` exited {result.returncode}; the suite stops there")
+
+
+def measure(suite: Suite, runs: Path, lock: Path | None) -> None:
+    """Every run the suite needs that `runs` does not hold yet (a run with its metrics.json is kept: a suite
+    interrupted part-way resumes where it stopped), then the profiles fitted on the fit run."""
+    from harness.simulation import fit_run
+
+    runs.mkdir(parents=True, exist_ok=True)
+    missing = [p for p in suite.profiles.values() if not (runs / p.file).is_file()]
+    if missing and not (runs / suite.fit_name / "metrics.json").is_file():
+        _run(fit_command(suite, runs), lock, f"fit run {suite.fit_name}")
+    for profile in missing:
+        fit_run(runs / suite.fit_name, [profile.engine]).save(runs / profile.file)
+        print(f"profile {profile.name}: fitted on {suite.fit_name}'s {profile.engine} steps: {runs / profile.file}")
+    for pair in suite.pairs:
+        if (runs / pair.name / "metrics.json").is_file():
+            print(f"{pair.name}: already measured in {runs / pair.name}: kept")
+            continue
+        _run(pair_command(suite, pair, runs), lock, f"pair {pair.name}")

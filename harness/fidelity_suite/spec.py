@@ -1,0 +1,120 @@
+"""The suite file: its pairs, profiles, fit run and targets, checked before anything runs (one line, exit 2)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessInputError
+
+
+@dataclass(frozen=True)
+class Targets:
+    median_tolerance: float  # TTFT/TPOT/E2E p50 and output tok/s
+    p99_tolerance: float  # TTFT/TPOT p99 (or within the real run's trial spread)
+    pairs_to_hold: int
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    file: str  # relative to the runs directory
+    engine: str  # the fit run's engine it is fitted on
+
+
+@dataclass(frozen=True)
+class Pair:
+    name: str
+    covers: str
+    args: tuple[str, ...]  # `batchmark run` workload flags
+    engine: str  # one `--engine` spec of an in-process engine
+    profile: str
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    trials: int
+    run_args: tuple[str, ...]
+    fit_name: str
+    fit_args: tuple[str, ...]
+    targets: Targets
+    profiles: dict[str, Profile]
+    pairs: tuple[Pair, ...]
+
+
+def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = table.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise HarnessInputError(f"{where}: field {key!r}: missing or not a {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise HarnessInputError(f"{where}: field {key!r}: not a list of strings")
+    return tuple(value)
+
+
+def load_suite(path: Path) -> Suite:
+    """The suite at `path`, every pair's workload, engine and profile checked to exist."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessInputError(f"--suite {path}: cannot read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise HarnessInputError(f"--suite {path}: not valid TOML ({exc})") from None
+    where = str(path)
+    targets = _get(data, "targets", dict, where)
+    fit = _get(data, "fit_run", dict, where)
+    profiles = {}
+    for name, table in _get(data, "profiles", dict, where).items():
+        at = f"{where}: profiles.{name}"
+        profiles[name] = Profile(name, _get(table, "file", str, at), _get(table, "engine", str, at))
+    pairs = []
+    for i, table in enumerate(_get(data, "pairs", list, where)):
+        at = f"{where}: pairs[{i}]"
+        pair = Pair(_get(table, "name", str, at), str(table.get("covers", "")), _args(table, "args", at),
+                    _get(table, "engine", str, at), _get(table, "profile", str, at))  # fmt: skip
+        _check_pair(pair, profiles, f"{where}: pair {pair.name!r}")
+        pairs.append(pair)
+    names = [p.name for p in pairs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise HarnessInputError(f"{where}: pair {twice[0]!r} given twice")
+    if not pairs:
+        raise HarnessInputError(f"{where}: no [[pairs]]")
+    return Suite(path, _get(data, "trials", int, where), _args(data, "run_args", where), _get(fit, "name", str, where),
+                 _args(fit, "args", f"{where}: fit_run"),
+                 Targets(float(_get(targets, "median_tolerance", (int, float), where)),
+                         float(_get(targets, "p99_tolerance", (int, float), where)),
+                         int(_get(targets, "pairs_to_hold", int, where))),
+                 profiles, tuple(pairs))  # fmt: skip
+
+
+def pair_workload(pair: Pair) -> str:
+    """The workload a pair's args name (`--workload X`; `batchmark run`'s default otherwise)."""
+    args = list(pair.args)
+    return args[args.index("--workload") + 1] if "--workload" in args[:-1] else "chat-small"
+
+
+def _check_pair(pair: Pair, profiles: dict[str, Profile], where: str) -> None:
+    from engines.options import IN_PROCESS
+    from harness.engine_specs import parse_engine_specs
+    from workloads.presets import list_presets
+
+    workload = pair_workload(pair)
+    if workload not in list_presets() and not Path(workload).is_file():
+        raise HarnessInputError(f"{where}: unknown workload {workload!r} (a preset: {', '.join(list_presets())})")
+    try:
+        spec = parse_engine_specs([pair.engine], {})[0]
+    except HarnessInputError as exc:  # an unknown engine or option: its own line, said of this pair
+        raise HarnessInputError(f"{where}: {exc}") from None
+    if spec.kind not in IN_PROCESS:
+        raise HarnessInputError(f"{where}: engine {pair.engine!r}: only in-process engines have twins")
+    if pair.profile not in profiles:
+        known = ", ".join(profiles) or "none"
+        raise HarnessInputError(f"{where}: unknown profile {pair.profile!r} (the suite's profiles: {known})")

@@ -1,0 +1,26 @@
+"""The fidelity verdict: does a simulated twin's metric land within its target of what the real run measured?
+
+The real value is the median of the run's trials and `spread` is how far its furthest trial lies from that
+median: the real run cannot place the truth closer than that. So, for a metric's relative error e:
+- a median or throughput (target `tolerance`): with spread <= tolerance the point decides (holds when |e| is
+  within the tolerance, else fails); with a wider spread the error's interval |e| +- spread decides
+  (`verdict.decide`): it fails when even |e| - spread is beyond the tolerance, and otherwise the data cannot tell;
+- a p99 (`within_spread=True`, issue 30's "within 20% or within the real run's spread"): holds when |e| is within
+  the larger of the tolerance and the spread, else fails;
+- no error (no data on either side): cannot tell.
+"""
+
+from __future__ import annotations
+
+from harness.judge.verdict import Outcome, decide
+
+
+def fidelity_outcome(error: float | None, spread: float | None, tolerance: float, *, within_spread: bool) -> Outcome:
+    if error is None:
+        return "cannot_tell"
+    size, spread = abs(error), spread or 0.0
+    if within_spread:
+        return "holds" if size <= max(tolerance, spread) else "fails"
+    if spread <= tolerance:
+        return "holds" if size <= tolerance else "fails"
+    return decide(max(0.0, size - spread), size + spread, tolerance, higher_is_worse=True)

@@ -1,0 +1,110 @@
+"""The suite file checked before anything runs: a pair naming an unknown workload, engine or profile (or an engine
+without a twin) is one line naming the suite and the pair, exit 2, and nothing is measured or simulated."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.fidelity_suite.spec import load_suite
+from harness.judge.fidelity import fidelity_outcome
+
+SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "fidelity_suite" / "suite.toml"
+
+
+def test_the_committed_suite_covers_the_issue_s_regimes() -> None:
+    suite = load_suite(SUITE)
+    assert len(suite.pairs) >= 8 and suite.trials == 3
+    covers = " ".join(p.covers for p in suite.pairs)
+    for regime in ("long prompts", "KV pressure", "head-of-line", "held", "non-FCFS", "multi-turn"):
+        assert regime in covers, regime
+    # every profile is fitted on a run outside the suite, one per engine
+    assert "step-profile" in suite.fit_args and not any("step-profile" in p.args for p in suite.pairs)
+    assert {p.engine for p in suite.profiles.values()} == {"static", "continuous"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [('"--workload", "kv-pressure"', '"--workload", "no-such-preset"', "unknown workload 'no-such-preset'"),
+     ('engine = "continuous:kv_blocks=160"', 'engine = "turbo"', "unknown engine 'turbo'"),
+     ('engine = "continuous:kv_blocks=160"', 'engine = "sim"', "only in-process engines have twins"),
+     ('profile = "static"\n\n[[pairs]]\nname = "chat-small', 'profile = "nope"\n\n[[pairs]]\nname = "chat-small',
+      "unknown profile 'nope'")],
+)  # fmt: skip
+def test_a_pair_naming_something_unknown_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, says: str
+) -> None:
+    text = SUITE.read_text()
+    assert old in text
+    bad = tmp_path / "suite.toml"
+    bad.write_text(text.replace(old, new, 1))
+    out = tmp_path / "table.json"
+    runs = tmp_path / "runs"
+    assert main(["sim", "fidelity", "--suite", str(bad), "--runs", str(runs), "--measure", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and says in err and str(bad) in err, err
+    assert not out.exists() and not runs.exists()
+
+
+def test_suite_mode_refuses_a_run_of_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "fidelity", "some-run", "--suite", str(SUITE)]) == 2
+    assert "--suite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("error", "spread", "within_spread", "outcome"),
+    [(0.05, 0.02, False, "holds"), (-0.12, 0.02, False, "fails"), (0.12, 0.3, False, "cannot_tell"),
+     (0.45, 0.3, False, "fails"), (0.05, 0.3, False, "cannot_tell"), (0.3, 0.35, True, "holds"),
+     (-0.25, 0.1, True, "fails"), (0.15, None, True, "holds"), (None, 0.1, False, "cannot_tell")],
+)  # fmt: skip
+def test_a_metric_s_verdict_weighs_the_real_run_s_spread(
+    error: float | None, spread: float | None, within_spread: bool, outcome: str
+) -> None:
+    tolerance = 0.2 if within_spread else 0.1
+    assert fidelity_outcome(error, spread, tolerance, within_spread=within_spread) == outcome
+
+
+def test_measure_runs_each_pair_with_its_trials_and_keeps_what_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.fidelity_suite import measure as measuring
+
+    suite = load_suite(SUITE)
+    command = measuring.pair_command(suite, suite.pairs[2], tmp_path)
+    assert command[-4:] == ["--repeat", "3", "--out", str(tmp_path / "kv-pressure-preempt")]
+    assert command[command.index("--engine") + 1] == "continuous:kv_blocks=160" and "--threads" in command
+    for pair in suite.pairs:  # every run recorded and every profile fitted: a resumed suite measures nothing again
+        (tmp_path / pair.name).mkdir()
+        (tmp_path / pair.name / "metrics.json").write_text("{}")
+    for profile in suite.profiles.values():
+        (tmp_path / profile.file).write_text("{}")
+    ran: list[list[str]] = []
+    monkeypatch.setattr(measuring.subprocess, "run", lambda command, **_: ran.append(command))
+    measuring.measure(suite, tmp_path, tmp_path / "lock")
+    assert ran == []
+    (tmp_path / suite.pairs[0].name / "metrics.json").unlink()  # one pair missing: that pair alone is run
+
+    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(measuring.subprocess, "run", run)
+    measuring.measure(suite, tmp_path, tmp_path / "lock")
+    assert ran == [measuring.pair_command(suite, suite.pairs[0], tmp_path)] and (tmp_path / "lock").exists()
+
+
+def test_pairs_without_runs_are_reported_as_not_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "fidelity", "--suite", str(SUITE), "--runs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for pair in load_suite(SUITE).pairs:
+        assert f"{pair.name:<26}not measured" in out, pair.name
+    assert "9 cannot tell (9 not measured)" in out and "target not met" in out
+
+
+def test_a_missing_runs_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "fidelity", "--suite", str(SUITE), "--runs", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--runs" in err and "--measure" in err
