@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessInputError
-from harness.fidelity_suite.table import Simulate
+
+if TYPE_CHECKING:  # the table imports the judge (numpy, scipy): not while the command line is built
+    from harness.fidelity_suite.table import Simulate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

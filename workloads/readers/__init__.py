@@ -95,9 +95,9 @@ def _read_cached(
     if kind == "servegen":  # two files of distributions, drawn into requests
         raw = read_servegen(Path(path), display)
         name, cmap = "servegen", CANONICAL.present(raw.header)
-        frame, notes = build_frame(raw, cmap, display)
+        frame, notes, sources = build_frame(raw, cmap, display)
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()  # the dataset's bytes: in the fingerprint
-        return TraceTable(frame, (*notes, SERVEGEN_NOTE), name, cmap, digest)
+        return TraceTable(frame, (*notes, SERVEGEN_NOTE), name, cmap, digest, sources)
     raw = read_csv_raw(Path(path), display) if kind == "csv" else read_jsonl_raw(Path(path), display)
     name, cmap = _column_map(raw, kind, display, format, dict(columns), time_unit)
     frame, notes, sources = build_frame(raw, cmap, display)
