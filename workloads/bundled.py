@@ -55,12 +55,6 @@ BUNDLED: dict[str, BundledTrace] = {
             "mooncake",
             "Mooncake synthetic: 3,993 requests, Poisson arrivals, multi-turn prefixes",
         ),
-        BundledTrace(
-            "splitwise-sim-test",
-            "splitwise_sim/test_trace.csv",
-            "splitwise",
-            "SplitwiseSim's published request trace (its format's smoke test): 3 requests in 3 s",
-        ),
     )
 }
 

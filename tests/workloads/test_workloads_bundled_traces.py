@@ -90,7 +90,6 @@ def test_bundled_bytes_match_source_md_checksums(name: str) -> None:
     [
         ("azure_llm_2023", "CC BY 4.0", "Splitwise"),
         ("mooncake", "Apache License, Version 2.0", "FAST 25"),
-        ("splitwise_sim", "MIT License", "Splitwise"),
     ],
 )
 def test_each_trace_folder_ships_source_licence_and_citation(folder: str, licence: str, citation: str) -> None:
@@ -104,13 +103,6 @@ def test_each_trace_folder_ships_source_licence_and_citation(folder: str, licenc
         assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in (path / "LICENSE-APACHE").read_text(
             encoding="utf-8"
         )
-
-
-def test_splitwise_sim_trace_matches_source_md(capsys: pytest.CaptureFixture[str]) -> None:
-    d = describe_json(capsys, "splitwise-sim-test")
-    assert d["requests"] == 3 and d["span_s"] == pytest.approx(3.0)  # arrivals 1, 3, 4 s
-    assert (d["input_tokens"]["max"], d["input_tokens"]["min"]) == (4096, 2048)
-    assert (d["output_tokens"]["max"], d["output_tokens"]["min"]) == (32, 8)
 
 
 def test_a_generated_splitwise_trace_is_recognised(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ SYNTHETIC = [
 
 def test_preset_list() -> None:
     sessions = ["agentic", "agentic-fanout", "multi-turn-chat"]
-    traces = ["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", "splitwise-sim-test"]
+    traces = ["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic"]
     assert list_presets() == sorted([*traces, *SYNTHETIC, *sessions])
 
 
