@@ -117,7 +117,8 @@ def pd_sweep_command(args: argparse.Namespace) -> int:
     result = rank_splits([split for split, _ in splits], metrics["engines"])
     (out / "pd_sweep.json").write_text(json.dumps({"gpus": args.gpus, "replica": args.replica, "disagg": args.disagg,
                                                    "slo": slo.to_json(), **result}, indent=2) + "\n")  # fmt: skip
-    limits = ", ".join(f"{k} {v * 1e3:g} ms" for k, v in slo.to_json().items() if v is not None)
+    # the ranking is by request goodput: a job limit (--slo-job-s) is not one of its limits
+    limits = ", ".join(f"{k} {v * 1e3:g} ms" for k, v in slo.to_json().items() if v is not None and k != "job_s")
     for line in format_sweep(result, limits.replace("_s ", " ")):
         print(line)
     print(f"run directory: {out.resolve()}")

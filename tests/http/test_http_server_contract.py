@@ -199,8 +199,9 @@ def test_reasoning_tokens_come_as_reasoning_content_and_take_their_decode_steps(
         return observed, thinking[-1].t_end - steps[first].t_end, max(s.t_end - s.t_start for s in thinking)
 
     # On a loaded machine the client may read two events in one wake-up and see them at the same instant
-    # (seen on a 2-core CI-like run: 0.2 ms observed against 53 ms stepped): up to three requests, one must match.
-    for _ in range(3):
+    # (seen on a 2-core CI-like run: 0.2 ms observed against 53 ms stepped), or read one late (6.7 ms over a 3 ms
+    # step, in about half the attempts on a busy machine): up to eight requests, one must match within a step.
+    for _ in range(8):
         observed, expected, step = attempt()
         if abs(observed - expected) <= step:
             break
