@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.fidelity_suite.spec import Pair, Suite
-from harness.judge.fidelity import fidelity_outcome
+from harness.judge.fidelity import fidelity_outcome, suite_outcome
 
 P99 = ("TTFT p99", "TPOT p99")
 
@@ -69,7 +69,7 @@ def suite_table(suite: Suite, runs: Path, simulate: Simulate, seeds: int = 5, no
                                "worst_error": worst[1], "worst_pair": worst[0], "pairs": len(errors)}  # fmt: skip
     counts = {v: sum(p["verdict"] == v for p in pairs) for v in ("holds", "fails", "cannot_tell")}
     return {"suite": suite.path.name, "targets": vars(suite.targets), "pairs": pairs, "summary": summary,
-            "verdicts": counts, "target_met": counts["holds"] >= suite.targets.pairs_to_hold}  # fmt: skip
+            "verdicts": counts, "target": suite_outcome(counts, suite.targets.pairs_to_hold)}  # fmt: skip
 
 
 _SHORT = {"holds": "holds", "fails": "FAILS", "cannot_tell": "cannot tell"}
@@ -106,7 +106,7 @@ def format_table(table: dict[str, Any]) -> str:
     unmeasured = f" ({missing} not measured)" if missing else ""
     lines.append(f"pairs: {v['holds']} hold, {v['fails']} fail, {v['cannot_tell']} cannot tell{unmeasured} (target: "
                  f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
-                 f"{'met' if table['target_met'] else 'not met'}")  # fmt: skip
+                 f"{table['target']}")  # fmt: skip
     lines.append("cell: the twin's error (x: outside its target; ?: the real run cannot tell); "
                  "+-: the furthest of the real run's trials from their median")  # fmt: skip
     return "\n".join(lines)

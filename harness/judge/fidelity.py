@@ -24,3 +24,11 @@ def fidelity_outcome(error: float | None, spread: float | None, tolerance: float
     if spread <= tolerance:
         return "holds" if size <= tolerance else "fails"
     return decide(max(0.0, size - spread), size + spread, tolerance, higher_is_worse=True)
+
+
+def suite_outcome(counts: dict[str, int], need: int) -> str:
+    """The suite's target, three ways: met when `need` pairs hold; not met when fewer than `need` could hold even
+    if every pair that cannot tell held; otherwise (pairs unmeasured or unresolved decide it) cannot tell."""
+    if counts["holds"] >= need:
+        return "met"
+    return "not met" if counts["holds"] + counts["cannot_tell"] < need else "cannot tell"

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.fidelity_suite.spec import load_suite
-from harness.judge.fidelity import fidelity_outcome
+from harness.judge.fidelity import fidelity_outcome, suite_outcome
 
 SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "fidelity_suite" / "suite.toml"
 
@@ -67,6 +67,16 @@ def test_a_metric_s_verdict_weighs_the_real_run_s_spread(
     assert fidelity_outcome(error, spread, tolerance, within_spread=within_spread) == outcome
 
 
+@pytest.mark.parametrize(
+    ("holds", "fails", "cannot_tell", "outcome"),
+    [(6, 3, 0, "met"), (6, 0, 3, "met"), (3, 6, 0, "not met"), (3, 4, 2, "not met"), (3, 3, 3, "cannot tell"),
+     (0, 0, 9, "cannot tell")],
+)  # fmt: skip
+def test_the_suite_target_is_met_not_met_or_cannot_tell(holds: int, fails: int, cannot_tell: int, outcome: str) -> None:
+    counts = {"holds": holds, "fails": fails, "cannot_tell": cannot_tell}
+    assert suite_outcome(counts, need=6) == outcome
+
+
 def test_measure_runs_each_pair_with_its_trials_and_keeps_what_is_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,7 +111,7 @@ def test_pairs_without_runs_are_reported_as_not_measured(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     for pair in load_suite(SUITE).pairs:
         assert f"{pair.name:<26}not measured" in out, pair.name
-    assert "9 cannot tell (9 not measured)" in out and "target not met" in out
+    assert "9 cannot tell (9 not measured)" in out and "target cannot tell" in out
 
 
 def test_a_missing_runs_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
