@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engines.options import OPTIONS
-from harness.engine_specs import ADMISSION_HEADROOM, EngineSpec, build_engine
+from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
@@ -273,9 +273,7 @@ def _prompts(workload: Any, specs: list[EngineSpec], loaded: Any, settings: RunS
         settings.seed,
     )
     if settings.slo_classes or any(r.slo_class is not None for r in workload.requests):
-        prompts.schedules = {
-            k: apply_classes(v, settings.slo_classes, ADMISSION_HEADROOM) for k, v in prompts.schedules.items()
-        }
+        prompts.schedules = {k: apply_classes(v, settings.slo_classes) for k, v in prompts.schedules.items()}
     return prompts
 
 

@@ -22,6 +22,7 @@ from engines.sim.fitted import FittedCost, TraceSteps, fit_steps
 from engines.step_features import FEATURE_NAMES
 from harness.errors import HarnessInputError
 from harness.loadgen import Scheduled
+from harness.loadgen.classes import apply_classes, recorded_classes
 from harness.loadgen.replay import distinct_prompt
 from harness.metrics.frame import read_jsonl
 
@@ -225,11 +226,15 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
 def schedule_from_run(run_dir: Path) -> list[Scheduled]:
     """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored. The turns of a session
     keep their session, turn and think time, and share one stand-in prompt's ids (each turn's prompt starts with
-    the previous turn's, as a conversation's history does), so the twin's prefix cache finds what the real one did."""
+    the previous turn's, as a conversation's history does), so the twin's prefix cache finds what the real one did.
+    Requests are classed by the run's own `--slo-class` definitions (its manifest), as the run classed them:
+    requests.jsonl keeps each request's class and its workload priority, not the class's rank."""
     rows, _ = read_jsonl(run_dir / "requests.jsonl")
+    manifest = run_dir / "manifest.json"  # a schedule alone (no manifest) replays unclassed
+    classes = recorded_classes(_read_json(manifest).get("settings") or {}) if manifest.is_file() else ()
     first_row: dict[str, int] = {}  # a session's stand-in: the ids of its first turn's row, grown turn by turn
     try:
-        return [
+        schedule = [
             Scheduled(Request(str(r["request_id"]),
                               distinct_prompt(first_row.setdefault(r["session"], i) if r.get("session") else i,
                                               int(r["input_tokens"])),
@@ -243,3 +248,4 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
         ]  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
         raise HarnessInputError(f"{run_dir / 'requests.jsonl'}: bad or missing field ({exc})") from None
+    return apply_classes(schedule, classes)

@@ -208,6 +208,7 @@ def simulate_twin(
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
     `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range)."""
     from harness.engine_specs import build_engine, parse_engine_specs
+    from harness.loadgen.classes import recorded_classes
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
     from harness.metrics import SLO, records_frame, steps_frame, summarize
     from harness.simulation import schedule_from_run, twin_spec_text
@@ -235,6 +236,7 @@ def simulate_twin(
         described.append(sim.describe())
     slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
     return summarize(records_frame(records), steps_frame([s.to_json() for s in steps]), slo=slo,
+                     slo_classes=recorded_classes(settings),
                      price_per_hour=settings.get("price_per_hour", 2.0), wall_time_s=outcome.wall_time_s,
                      seed=manifest.get("seed", 0))  # fmt: skip
 

@@ -18,12 +18,14 @@ before, and shedding it protects nothing more urgent. Admission then holds back 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from harness.engine_specs import ADMISSION_HEADROOM
 from harness.errors import HarnessInputError
 from harness.loadgen.scenarios import Scheduled
+from harness.metrics.slo import SLO
 from harness.metrics.slo_classes import SLOClass
 
 
@@ -43,9 +45,21 @@ def check_request_classes(workload: Any, classes: Sequence[SLOClass]) -> list[st
     return []
 
 
-def apply_classes(schedule: list[Scheduled], classes: Sequence[SLOClass], headroom: float) -> list[Scheduled]:
+def recorded_classes(settings: Mapping[str, Any]) -> tuple[SLOClass, ...]:
+    """The `--slo-class` definitions a run recorded (its manifest's `settings.slo_classes`, in the order given,
+    which is their rank), so that a replay of its requests.jsonl classes them as the run did."""
+    try:
+        return tuple(SLOClass(str(name), SLO(**slo)) for name, slo in (settings.get("slo_classes") or {}).items())
+    except (TypeError, AttributeError) as exc:
+        raise HarnessInputError(f"manifest settings.slo_classes: not a class table ({exc})") from None
+
+
+def apply_classes(
+    schedule: list[Scheduled], classes: Sequence[SLOClass], headroom: float = ADMISSION_HEADROOM
+) -> list[Scheduled]:
     """`schedule` with each request's class, priority and admission target set; without classes, every request
-    unclassed (a class the workload named has no targets to serve)."""
+    unclassed (a class the workload named has no targets to serve). A fresh run and a replay of its
+    requests.jsonl (harness/simulation.py `schedule_from_run`) both class their schedule here."""
     if not classes:
         return [s if s.request.slo_class is None else replace(s, request=replace(s.request, slo_class=None))
                 for s in schedule]  # fmt: skip

@@ -116,3 +116,22 @@ def test_classes_named_without_slo_class_flags_are_unused_and_said(
     assert code == 0
     assert "names SLO classes (bronze, gold) but no --slo-class" in capsys.readouterr().out
     assert {r["slo_class"] for r in _records(out).values()} == {None}
+
+
+def test_a_replay_of_requests_jsonl_classes_requests_as_the_run_did(tmp_path: Path) -> None:
+    """A twin replays a run's requests.jsonl (harness/simulation.py); it used to keep each request's class but not
+    the class's rank as its priority nor its admission target, so a priority twin scheduled them as equals."""
+    from harness.simulation import schedule_from_run
+
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE)
+    code, out = _run(tmp_path, trace, *CLASSES)
+    assert code == 0
+    by_id = _records(out)
+    replayed = [s.request for s in schedule_from_run(out)]
+    assert [(r.slo_class, r.priority) for r in replayed] == [
+        (by_id[r.request_id]["slo_class"], by_id[r.request_id]["priority"]) for r in replayed
+    ]
+    assert [r.priority for r in replayed] == [0, 1, 0, 2]
+    # the most urgent class is never refused; bronze's admission aims at its TTFT target times the headroom
+    assert [r.admission_slo_s for r in replayed] == [float("inf"), 30.0 * 0.25, float("inf"), None]
