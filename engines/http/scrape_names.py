@@ -77,17 +77,20 @@ def spec_decode(start: dict[str, float], end: dict[str, float]) -> dict[str, flo
     """Acceptance over a window from counter deltas (vLLM's definitions, docs/metrics.md), None if not exposed.
 
     acceptance rate = accepted tokens / draft tokens; mean acceptance length = 1 + accepted tokens / drafts.
+    A draft is what vLLM counts as one (`vllm:spec_decode_num_drafts`): a request's verify step that scheduled
+    draft tokens, so a window can hold drafts of no draft token (async scheduling's unfilled placeholders):
+    its length is then 1 and its rate None (harness/metrics/spec_decode.py cites vLLM's source).
     """
     keys = ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")
     if not all(k in start and k in end for k in keys):
         return None
     drafts, draft_tokens, accepted = (end[k] - start[k] for k in keys)
-    if drafts <= 0 or draft_tokens <= 0:
+    if drafts <= 0:
         return None  # no drafts in the window: no acceptance to report
     return {
         "drafts": drafts,
         "draft_tokens": draft_tokens,
         "accepted_tokens": accepted,
-        "acceptance_rate": accepted / draft_tokens,
+        "acceptance_rate": accepted / draft_tokens if draft_tokens > 0 else None,
         "mean_acceptance_length": 1 + accepted / drafts,
     }

@@ -59,3 +59,22 @@ def test_an_odd_or_absent_field_is_no_counts_never_a_failure() -> None:
                     {"speculative_decoding": "x"}, {"time_to_first_token_ms": 3.0}):  # fmt: skip
         obj = {"id": "x", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "metrics": metrics}
         assert read_chunk(json.dumps(obj).encode(), False).spec_decode is None
+
+
+def test_per_request_length_is_over_drafts_and_rate_over_draft_tokens() -> None:
+    """vLLM counts a draft per verify step that scheduled draft tokens, and under async scheduling a step whose
+    placeholders were all left unfilled is a draft of no draft token (harness/metrics/spec_decode.py cites the
+    source). Such a request's mean acceptance length is 1 (vLLM's own figure for it), and it has no rate; it used
+    to drop out of the per-request length too."""
+    import pandas as pd
+
+    from harness.metrics.spec_decode import describe_spec_decode, spec_decode_summary
+
+    records = pd.DataFrame({"spec_drafts": [5, 4], "spec_draft_tokens": [15, 0], "spec_accepted_tokens": [7, 0]})
+    summary = spec_decode_summary(records)
+    per = summary["per_request"]
+    assert per["mean_acceptance_length"]["n"] == 2 and per["mean_acceptance_length"]["p10"] < 1.2
+    assert per["acceptance_rate"]["n"] == 1  # only the request with draft tokens has a rate
+    assert summary["mean_acceptance_length"] == 1 + 7 / 9 and summary["acceptance_rate"] == 7 / 15
+    line = describe_spec_decode("http", {"spec_decode": summary, "server": None})
+    assert "per request (2)" in line and "(the 1 with draft tokens)" in line

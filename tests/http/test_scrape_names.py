@@ -48,6 +48,17 @@ def test_spec_decode_from_counter_deltas():
     assert spec_decode({"running": 1.0}, {"running": 1.0}) is None  # not exposed: no figure, no default
 
 
+def test_drafts_without_draft_tokens_count_as_vllm_counts_them():
+    """vLLM counts a verify step whose scheduled placeholders the proposer left unfilled (async scheduling) as a
+    draft of no draft token (harness/metrics/spec_decode.py cites the source): length 1 + accepted / drafts over
+    those drafts, and no rate (no draft token), where the window used to give no figure at all."""
+    start = server_fields(parse_prometheus(VLLM))
+    end = dict(start, spec_drafts=14.0)  # 4 more drafts, no draft token, nothing accepted
+    got = spec_decode(start, end)
+    assert got is not None
+    assert got["mean_acceptance_length"] == 1.0 and got["acceptance_rate"] is None
+
+
 def test_malformed_line_names_its_line():
     with pytest.raises(ScrapeParseError, match="metrics line 2"):
         parse_prometheus('ok 1\nbroken{a="b"\n')
