@@ -45,6 +45,16 @@ class SLO:
 DEFAULT_SLO = SLO()
 
 
+def describe_limits(limits: dict[str, float | None]) -> str:
+    """`SLO.to_json()`'s limits as a reader reads them: a request's in ms, a whole job's (`job_s`) in s (a job
+    takes seconds to minutes: 5 s, not "5000 ms"); a limit that is None is left out."""
+    return ", ".join(
+        f"job {v:g} s" if k == "job_s" else f"{k.removesuffix('_s')} {v * 1e3:g} ms"
+        for k, v in limits.items()
+        if v is not None
+    )
+
+
 def slo_table(latencies: pd.DataFrame, slo: SLO = DEFAULT_SLO) -> pd.DataFrame:
     """Per request (rows of `request_latencies`): meets_ttft, meets_tpot, meets_e2e, meets_slo."""
     ok = latencies["succeeded"]

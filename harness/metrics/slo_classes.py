@@ -17,7 +17,7 @@ from scipy import stats
 
 from harness.errors import HarnessInputError
 from harness.metrics.intervals import wilson
-from harness.metrics.slo import SLO, goodput
+from harness.metrics.slo import SLO, describe_limits, goodput
 from harness.metrics.throughput import steady_window
 
 _FIELDS = ("ttft_ms", "tpot_ms", "e2e_ms")
@@ -113,7 +113,7 @@ def describe_class(name: str, row: dict[str, Any]) -> str:
         good = f"n/a ({row.get('goodput_rps_steady_reason')})"
     else:
         good = f"{rate:.3g} req/s" + (f" [{gci[0]:.3g}, {gci[1]:.3g}]" if gci else "")
-    targets = ", ".join(f"{k.removesuffix('_s')} {v * 1e3:g} ms" for k, v in row["slo"].items() if v is not None)
+    targets = describe_limits(row["slo"])
     binding = row.get("binding")
     limit = f"binding: {binding} ({row['violations'][binding]} missed)" if binding else "no limit missed"
     failed = row["violations"]["failed"]

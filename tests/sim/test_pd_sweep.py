@@ -14,7 +14,7 @@ from harness.pd_sweep import Split, rank_splits, sweep_specs
 
 def test_a_tiny_sweep_runs_every_split_and_names_the_best(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["pd-sweep", "--gpus", "3", "--workload", "chat-small", "--requests", "24", "--rate", "30",
-            "--no-report", "--no-progress", "--out", str(tmp_path / "pd")]  # fmt: skip
+            "--slo-job-s", "5", "--no-report", "--no-progress", "--out", str(tmp_path / "pd")]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     sweep = json.loads((tmp_path / "pd" / "pd_sweep.json").read_text())
@@ -24,6 +24,9 @@ def test_a_tiny_sweep_runs_every_split_and_names_the_best(tmp_path: Path, capsys
     best = max(r["goodput_rps"] for r in splits)
     assert sweep["best"]["goodput_rps"] == best == max(metrics[r["label"]]["slo"]["goodput_rps_steady"] for r in splits)
     assert f"best P:D split under the SLO (ttft 2000 ms, tpot 200 ms): {sweep['verdict'].split(' = ')[0]}" in printed
+    # a job limit is in seconds, as given, and said apart: the ranking is by request goodput (it once printed
+    # "job_s 5000 ms" among the ranking's limits, then nothing at all)
+    assert "job SLO (job 5 s): not in the ranking" in printed and "5000 ms" not in printed
 
 
 def test_a_split_without_a_measured_goodput_is_not_ranked_and_none_is_cannot_tell() -> None:
