@@ -13,7 +13,7 @@ from harness.errors import HarnessInputError
 @dataclass(frozen=True)
 class Targets:
     median_tolerance: float  # TTFT/TPOT/E2E p50 and output tok/s
-    p99_tolerance: float  # TTFT/TPOT p99 (or within the real run's trial spread)
+    p99_tolerance: float  # TTFT/TPOT/E2E p99 (or within the real run's trial spread)
     pairs_to_hold: int
 
 

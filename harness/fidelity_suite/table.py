@@ -1,6 +1,7 @@
-"""Every pair of a suite against its twin: the six errors, the real run's trial spread, each metric's verdict,
-the pair's verdict (holds when all six hold, fails when any fails, else cannot tell), and per metric the
-median and the worst error over the suite. A pair without a real run is reported too, as not measured."""
+"""Every pair of a suite against its twin: the seven errors (TTFT/TPOT/E2E p50 and p99, throughput), the real
+run's trial spread, each metric's verdict, the pair's verdict (holds when all seven hold, fails when any fails,
+else cannot tell), and per metric the median and the worst error over the suite. A pair without a real run is
+reported too, as not measured."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from harness.fidelity_suite.spec import Pair, Suite
 from harness.judge.fidelity import fidelity_outcome, suite_outcome
 
-P99 = ("TTFT p99", "TPOT p99")
+P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
 
 
 # (run dir, engine description, profile, noise=, seed=) -> the twin's summary: `harness.cli.sim.simulate_twin`

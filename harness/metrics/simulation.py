@@ -28,6 +28,7 @@ FIDELITY_METRICS = (
     FidelityMetric("TPOT p50", ("latency", "tpot", "percentiles", "p50", "value"), "s", "tpot_p50_s"),
     FidelityMetric("TPOT p99", ("latency", "tpot", "percentiles", "p99", "value"), "s", "tpot_p99_s"),
     FidelityMetric("E2E p50", ("latency", "e2e", "percentiles", "p50", "value"), "s", "e2e_p50_s"),
+    FidelityMetric("E2E p99", ("latency", "e2e", "percentiles", "p99", "value"), "s", "e2e_p99_s"),
     FidelityMetric("output tok/s", ("throughput", "steady", "output_token_rate"), "tok/s", "output_tok_s"),
 )
 

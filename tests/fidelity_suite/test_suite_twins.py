@@ -27,7 +27,7 @@ def table() -> dict:
 def test_every_pair_is_measured_and_reported(table: dict) -> None:
     assert [p["pair"] for p in table["pairs"]] == [p.name for p in SUITE.pairs]
     for pair in table["pairs"]:
-        assert "missing" not in pair and len(pair["rows"]) == 6, pair["pair"]
+        assert "missing" not in pair and len(pair["rows"]) == 7, pair["pair"]
         assert all(r["trials"] == SUITE.trials for r in pair["rows"] if r["error"] is not None), pair["pair"]
     text = format_table(table)
     assert all(p.name in text for p in SUITE.pairs)
