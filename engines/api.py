@@ -87,10 +87,15 @@ class FinishEvent:
     retry_after_s: float | None = None  # shed by admission control: when the queue is predicted to have room
     cached_tokens: int | None = None  # prompt tokens served from the prefix cache; None: not known
     replica: int | None = None  # a simulated cluster: the replica (0..n-1) that served it
+    replica_id: str | None = None  # an HTTP server's name for itself (REPLICA_HEADER): the replica that answered
     t_prefill_end: float | None = None  # simulated P/D disaggregation: the prefill step's end
     t_kv_arrived: float | None = None  # ... and when its KV reached the decode replica
     spec_decode: SpecDecodeCounts | None = None  # None: no speculative decoding, or the engine did not say
 
+
+# The response header naming the replica that served a completion (`batchmark serve --replica-id`): the HTTP
+# engine records it per request, so a run through a router knows where each request went (docs/cluster.md)
+REPLICA_HEADER = "x-batchmark-replica"
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent
 StepSink = Callable[[StepRecord], None]

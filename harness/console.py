@@ -8,6 +8,7 @@ from harness.judge.comparison import QUANTITY
 from harness.metrics import summary_table
 from harness.metrics.jobs import describe_jobs
 from harness.metrics.prefix_cache import prefix_cache_views
+from harness.metrics.replicas import describe_replicas
 from harness.metrics.slo_classes import describe_class
 from harness.metrics.spec_decode import describe_spec_decode
 from harness.metrics.stops import describe_stop
@@ -125,6 +126,9 @@ def format_summary(metrics: dict[str, Any]) -> str:
     lines += _reasoning_lines(metrics)
     lines += [f"{e}: {describe_jobs(s['jobs'])}" for e, s in metrics["engines"].items() if s.get("jobs")]
     lines += [s for e, summary in metrics["engines"].items() if (s := describe_spec_decode(e, summary))]
+    # a simulated cluster's router says the same in its CLUSTER line; a real fleet's replicas are said here
+    replicas = {e: r for e, s in metrics["engines"].items() if (r := s.get("replicas")) and r["named_by"] == "server"}
+    lines += [describe_replicas(e, r) for e, r in replicas.items()]
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:

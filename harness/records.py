@@ -59,6 +59,9 @@ class RequestRecord:
     worker: int | None = None  # sharded load generation: the load-generator worker that sent it (else absent)
     user: int | None = None  # closed loop: the user (0..users-1) that sent it; None in an open loop
     replica: int | None = None  # a simulated cluster: the replica (0..n-1) its router sent it to; else absent
+    # a real fleet: the name of the server that answered (`batchmark serve --replica-id`, its x-batchmark-replica
+    # header, which vllm-router passes on); None: the server said none, or no response came
+    replica_id: str | None = None
     # simulated P/D disaggregation: TTFT = (t_admitted - t_sent) prefill queue + (t_prefill_end - t_admitted)
     # prefill + (t_kv_arrived - t_prefill_end) transfer + (t_first_token - t_kv_arrived) first decode step
     t_prefill_end: float | None = None

@@ -37,7 +37,16 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 from yarl import URL
 
-from engines.api import AdmitEvent, Engine, EngineEvent, FinishEvent, Request, SpecDecodeCounts, TokenEvent
+from engines.api import (
+    REPLICA_HEADER,
+    AdmitEvent,
+    Engine,
+    EngineEvent,
+    FinishEvent,
+    Request,
+    SpecDecodeCounts,
+    TokenEvent,
+)
 from engines.errors import EngineInputError
 from engines.http.errors import (
     CONNECT,
@@ -227,6 +236,7 @@ class HttpEngine(Engine):
         try:
             response, t_sent = await self._open(request, flight)
             stream.responded = True
+            stream.replica = response.headers.get(REPLICA_HEADER)  # behind a router: which replica answered
             if response.content_type == "application/json":
                 raise RequestFailure(
                     NOT_STREAMED,
@@ -381,6 +391,7 @@ class _Stream:
     usage_completion: int | None = None
     usage_cached: int | None = None
     spec_decode: SpecDecodeCounts | None = None
+    replica: str | None = None  # the answering server's name (`batchmark serve --replica-id`), if it said one
     last_token_time: float | None = None
     think: ThinkTags | None = None
     last_reasoning: bool = False  # the channel of the last token: tokens usage adds later are on it
@@ -445,6 +456,7 @@ class _Stream:
             error_message=message,
             cached_tokens=self.usage_cached,
             spec_decode=self.spec_decode,
+            replica_id=self.replica,
         )
 
 

@@ -46,6 +46,7 @@ def make_app(
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
     manage_engine: bool = True,
     metrics_public: bool = False,
+    replica_id: str | None = None,
 ) -> web.Application:
     state = ServerState(
         engine,
@@ -57,6 +58,7 @@ def make_app(
         default_max_tokens=default_max_tokens,
         drain_timeout_s=drain_timeout_s,
         manage_engine=manage_engine,
+        replica_id=replica_id,
     )
     _wire_engine_gauges(state)
     # aiohttp's own limit stops a body that lies about (or omits) its length; a 413 either way.

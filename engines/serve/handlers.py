@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from engines.api import EngineEvent, FinishEvent, Request, TokenEvent
+from engines.api import REPLICA_HEADER, EngineEvent, FinishEvent, Request, TokenEvent
 from engines.errors import EngineInputError
 from engines.serve.detokenize import IncrementalDetokenizer
 from engines.serve.errors import ApiError, invalid
@@ -23,6 +23,7 @@ from engines.serve.state import STATE, ServerState
 from engines.serve.submit import Place, submit
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
 DONE = b"data: [DONE]\n\n"
 INLINE_JSON_BYTES = 2**20
 log = logging.getLogger("batchmark.serve")
@@ -136,7 +137,7 @@ async def _stream(
         first = await anext(events) if _admission_on(state) else None
         if type(first) is FinishEvent and first.error_type == "slo_shed":
             raise _shed(first)
-        response = web.StreamResponse(headers=SSE_HEADERS)
+        response = web.StreamResponse(headers={**SSE_HEADERS, **_replica(state)})
         try:
             await response.prepare(http)
             await _send_events(response, state, chunks, _then(first, events))
@@ -185,10 +186,14 @@ async def _complete(
     decode = state.tokenizer.decode
     text = decode(ids[thought:], skip_special_tokens=True)
     reasoning = decode(ids[:thought], skip_special_tokens=True) if thought else None
-    return web.json_response(chunks.complete(text, ids, finish, reasoning))
+    return web.json_response(chunks.complete(text, ids, finish, reasoning), headers=_replica(state))
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def _replica(state: ServerState) -> dict[str, str]:
+    return {REPLICA_HEADER: state.replica_id} if state.replica_id else {}
+
+
 def _admission_on(state: ServerState) -> bool:
     options = getattr(state.engine, "options", None)
     return getattr(getattr(options, "continuous", None), "admission", None) is not None

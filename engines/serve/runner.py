@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from engines.api import REPLICA_HEADER
 from engines.serve.app import begin_shutdown, drain
 from engines.serve.state import STATE
 
@@ -51,7 +52,11 @@ async def serve(
         site = web.TCPSite(runner, host, port, backlog=2048)
         await site.start()
         bound = runner.addresses[0]
+        if state is not None and state.replica_id is None:  # the default name: where it listens (port 0 resolved)
+            state.replica_id = f"{bound[0]}:{bound[1]}"
         announce(f"listening on http://{bound[0]}:{bound[1]}")
+        if state is not None:
+            announce(f"replica id {state.replica_id} (every completion's {REPLICA_HEADER} header)")
         await stop.wait()
         if state is None:  # not a batchmark app (a test server): aiohttp's own shutdown is enough
             return True

@@ -35,6 +35,9 @@ class ServerState:
     retry_after_s: int = 1
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     manage_engine: bool = True  # start the engine with the app and stop it on cleanup
+    # the name every completion response carries (REPLICA_HEADER): which replica of a fleet served it. None until
+    # the server is bound, when the runner names it host:port unless `--replica-id` did (engines/serve/runner.py)
+    replica_id: str | None = None
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     prompts: PromptTokenizer = field(init=False)
     draining: bool = False

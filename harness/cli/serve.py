@@ -22,6 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--served-model-name", help="the model id clients send (default: --model as given, else 'batchmark')"
     )
+    serve.add_argument(
+        "--replica-id",
+        metavar="NAME",
+        help="the name every completion response carries in its x-batchmark-replica header, so that a client "
+        "behind a router knows which replica served each request (default: HOST:PORT as bound)",
+    )
     serve.add_argument("--api-key", help="require Authorization: Bearer KEY on every route but /health")
     serve.add_argument("--api-key-env", help="like --api-key, read from this environment variable (not shown by ps)")
     serve.add_argument(
@@ -62,6 +68,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise HarnessInputError(f"--drain-timeout {args.drain_timeout}: must be >= 0")
     if not args.max_body_mb > 0 or not math.isfinite(args.max_body_mb):
         raise HarnessInputError(f"--max-body-mb {args.max_body_mb}: must be > 0")
+    if args.replica_id is not None and (
+        not args.replica_id.strip() or not (args.replica_id.isascii() and args.replica_id.isprintable())
+    ):
+        raise HarnessInputError(
+            f"--replica-id {args.replica_id!r}: must be printable ASCII and not empty (a header value)"
+        )
     if args.api_key is not None and not args.api_key.strip():
         raise HarnessInputError("--api-key: must not be empty")
     if args.api_key_env is not None:
@@ -145,6 +157,7 @@ def run_serve(args: argparse.Namespace) -> int:
         default_max_tokens=args.default_max_tokens,
         drain_timeout_s=args.drain_timeout,
         metrics_public=args.metrics_public,
+        replica_id=args.replica_id.strip() if args.replica_id else None,
     )
 
     announce(f"{args.engine} engine, model {name!r}, {engine.num_blocks} KV blocks")

@@ -141,6 +141,7 @@ class _Run:
                     record.engine_output_tokens = event.output_tokens
                     record.preemptions = event.preemptions
                     record.cached_tokens = event.cached_tokens
+                    record.replica_id = event.replica_id  # a real fleet's replica names itself (HTTP)
                     set_spec_decode(record, event.spec_decode)
                     record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:

@@ -28,6 +28,7 @@ from harness.metrics.latency import (
 )
 from harness.metrics.prefix_cache import measured_hit_rate
 from harness.metrics.reasoning import reasoning_summary
+from harness.metrics.replicas import replica_summary
 from harness.metrics.server_series import as_step_frame, server_summary
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
@@ -159,6 +160,7 @@ def summarize(
         "prefix_cache": measured_hit_rate(records),
         "reasoning": reasoning_summary(records, **stats_kw),
         "spec_decode": spec_decode_summary(records),  # per request, from the engine's counts; None without
+        "replicas": replica_summary(records),  # which replica answered each request (a cluster, a real fleet)
         "sessions": _sessions(records),
         "jobs": job_completion(records, slo.job_s, **{**stats_kw, "qs": JOB_PERCENTILES}),
         "cost": run_cost,

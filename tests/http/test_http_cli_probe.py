@@ -31,6 +31,8 @@ def _line_error(capsys, argv: list[str]) -> str:
         (["serve", "--max-waiting", "0"], "--max-waiting"),
         (["serve", "--policy", "nope"], "--policy"),
         (["serve", "--api-key", " "], "--api-key"),
+        (["serve", "--replica-id", " "], "--replica-id"),
+        (["serve", "--replica-id", "a\nb"], "--replica-id"),
         (["serve", "--api-key-env", "BATCHMARK_NO_SUCH_VAR"], "--api-key-env"),
         (["probe", "http://127.0.0.1:9", "--long-tokens", "5"], "--long-tokens"),
         (["probe", "http://127.0.0.1:9", "--rounds", "0"], "--rounds"),

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from engines.api import REPLICA_HEADER
 from engines.http.errors import ERROR_TYPES
 from engines.serve.background import BackgroundServer
 from harness.cli import main
@@ -80,7 +81,11 @@ def round_robin_router(replicas: list[str], routed: list[tuple[int, bool]], on_r
                     replicas[i] + request.path, data=body, headers={"Content-Type": "application/json"}
                 ) as upstream,
             ):
-                response = web.StreamResponse(status=upstream.status, headers={"Content-Type": "text/event-stream"})
+                # as vllm-router 0.1.17 does: the backend's response headers passed on (docs/cluster.md)
+                passed = {k: v for k, v in upstream.headers.items() if k.lower() == REPLICA_HEADER}
+                response = web.StreamResponse(
+                    status=upstream.status, headers={"Content-Type": "text/event-stream", **passed}
+                )
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
@@ -134,3 +139,38 @@ def test_a_replica_that_dies_mid_run_fails_its_requests_and_the_run_goes_on(
     assert f"fleet trial 0: {len(failed)} of 40 requests failed (" in out and f"the other {40 - len(failed)}" in out
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["engines"][0]["options"]["router"] == "round_robin"
+
+
+@pytest.mark.slow  # the CLI end to end, as above
+def test_each_request_records_the_replica_that_answered_and_metrics_count_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`batchmark serve --replica-id NAME` (default host:port) names itself on every completion; through a router
+    that passes response headers on, the HTTP engine records the name per request and the run counts requests
+    per replica and their imbalance, as a simulated cluster does."""
+    from transformers import AutoTokenizer
+
+    from engines.model.embedded import TOKENIZER_DIR
+    from engines.serve import make_app
+    from engines.zero_engine import ZeroLatencyEngine
+
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR), local_files_only=True)
+    named = BackgroundServer(lambda: make_app(ZeroLatencyEngine(), tokenizer, "batchmark", replica_id="alpha"))
+    default = BackgroundServer(lambda: make_app(ZeroLatencyEngine(), tokenizer, "batchmark"))
+    with named, default:
+        routed: list[tuple[int, bool]] = []
+        with BackgroundServer(round_robin_router([named.url, default.url], routed)) as router:
+            engine = f"http:url={router.url},router=round_robin,replicas=2,label=fleet"
+            argv = ["run", "--workload", "chat-small", "--requests", "9", "--rate", "50", "--engine", engine,
+                    "--out", str(tmp_path / "run"), "--no-report", "--seed", "1"]  # fmt: skip
+            assert main(argv) == 0
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    other = default.url.removeprefix("http://")  # the default name: where it listens
+    by_replica = {"alpha": 0, other: 0}
+    for record in records:
+        by_replica[record["replica_id"]] += 1
+    assert by_replica == {"alpha": 5, other: 4}  # round robin over 9 requests, first to the first replica
+    replicas = json.loads((tmp_path / "run" / "metrics.json").read_text())["engines"]["fleet"]["replicas"]
+    assert replicas == {"named_by": "server", "requests_per_replica": dict(sorted(by_replica.items())),
+                        "imbalance_max_over_mean": 5 / 4.5, "unattributed": 0}  # fmt: skip
+    assert f"fleet: requests per replica: {other} 4, alpha 5 (imbalance max/mean 1.11)" in capsys.readouterr().out
