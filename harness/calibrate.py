@@ -31,7 +31,7 @@ import pandas as pd
 
 from harness.errors import HarnessInputError
 from harness.gate import GateConfig, evaluate, sample_from_records
-from harness.gate.calibration import KINDS, CalibrationPlan, PairResult, noise, summary
+from harness.gate.calibration import KINDS, CalibrationPlan, PairResult, noise, rule_rows, summary
 from harness.loadgen import Scenario
 from harness.metrics import load_records
 
@@ -81,19 +81,8 @@ def run_pair(
         sample_from_records(records, engine="baseline", source=f"{kind}-{index:02d}"),
         sample_from_records(records, engine="candidate", source=f"{kind}-{index:02d}"),
     )
-    rules = [
-        {
-            "rule": r.rule,
-            "status": r.status,
-            "change": r.change,
-            "p_value": r.p_value,
-            "trial_sd": r.trial_sd,
-            "threshold_kind": r.threshold_kind,
-            "threshold": r.threshold,
-        }
-        for r in verdict.results
-    ]
-    return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0], rules)
+    return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0],
+                      rule_rows(verdict))  # fmt: skip
 
 
 @dataclass(frozen=True)

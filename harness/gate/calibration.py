@@ -44,6 +44,12 @@ class PairResult:
     node: str | None = None  # the cluster node that ran the pair (--executor ray); None: this machine
 
 
+def rule_rows(verdict: Any) -> list[dict[str, Any]]:
+    """A pair's verdict (`harness.gate.Verdict`) per rule, as `PairResult.rules` holds it."""
+    return [{"rule": r.rule, "status": r.status, "change": r.change, "p_value": r.p_value, "trial_sd": r.trial_sd,
+             "threshold_kind": r.threshold_kind, "threshold": r.threshold} for r in verdict.results]  # fmt: skip
+
+
 def trials_needed(
     effect: float, threshold: float, trial_sd: float, alpha: float, power: float = 0.95, most: int = 1000
 ) -> int | None:

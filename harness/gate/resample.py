@@ -1,0 +1,133 @@
+"""Gate calibration in minutes: pairs drawn from a committed real A/A run instead of run on the engine.
+
+`batchmark calibrate` runs every pair on the engine (the gate's error rates at the number of trials its own
+`trials_needed` asks for took 1 h 50 min to 3 h here). This draws them instead from a real A/A calibration pair
+kept as a fixture: the same engine on both sides, on one schedule, its trials run back to back (ABBA). A drawn
+trial is one of those real back-to-back trials, picked at random, its two sides in random order and each side's
+requests resampled: the drift of a shared machine that the two sides of a real trial share stays shared, the
+spread between real trials and within one stays in. An A/A pair is such draws as they are (any failing
+verdict is a false alarm); a detection pair the same with the candidate's per-request TPOT scaled by a known
+shift (1 + `slowdown`: the engine's per-step slowdown; any failing verdict is a detection). Every pair is
+judged by the gate itself (`harness.gate.evaluate`) and counted by `harness.gate.calibration` (`noise`,
+`trials_needed`, `summary`), the code `batchmark calibrate` uses.
+
+What it cannot show: an effect other than the scaled TPOT (a real slowdown also moves TTFT and queueing), and
+trials beyond the pool's (its real trials are reused: with 24 of them, drawn pairs are not independent runs).
+The real engine variant stays (`tests/benchmarks/test_gate_calibration.py`, `BATCHMARK_REAL_CALIBRATION=1`).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.errors import HarnessInputError
+from harness.gate import GateConfig, evaluate, sample_from_records
+from harness.gate.calibration import CalibrationPlan, PairResult, rule_rows
+from harness.metrics import load_records, records_frame
+
+FIELDS = ("trial", "request_id", "t_scheduled", "ttft_s", "tpot_s", "output_tokens")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The real back-to-back trials to draw from: per trial its two sides, each its requests' arrival, TTFT,
+    TPOT and output tokens (the fixture's `trial` 2k and 2k + 1 are real trial k's two sides)."""
+
+    trials: tuple[tuple[pd.DataFrame, pd.DataFrame], ...]
+    source: str
+
+
+def pool_from_calibration(pair_dir: Path) -> pd.DataFrame:
+    """One A/A pair of a `batchmark calibrate --out` directory (`aa-00/t*/records.jsonl`) as pool rows: every
+    trial of both sides (the same engine twice), each side's trials numbered apart."""
+    rows = []
+    runs = sorted(pair_dir.glob("t*/records.jsonl"), key=lambda p: int(p.parent.name[1:]))
+    for k, path in enumerate(runs):
+        records = load_records(path)
+        ok = records[records["error_type"].isna()]
+        for side, engine in enumerate(("baseline", "candidate")):
+            mine = ok[ok["engine"] == engine]
+            first = mine["t_first_token"] - mine["t_scheduled"]
+            tpot = (mine["t_finish"] - mine["t_first_token"]) / (mine["output_tokens"] - 1)
+            rows.append(pd.DataFrame({"trial": 2 * k + side, "request_id": mine["request_id"],
+                                      "t_scheduled": mine["t_scheduled"], "ttft_s": first, "tpot_s": tpot,
+                                      "output_tokens": mine["output_tokens"]}))  # fmt: skip
+    return pd.concat(rows, ignore_index=True)
+
+
+def write_pool(frame: pd.DataFrame, path: Path) -> None:
+    frame.loc[:, list(FIELDS)].to_csv(path, index=False, float_format="%.6g")
+
+
+def load_pool(path: Path) -> Pool:
+    """The fixture (CSV, FIELDS); a missing column or a bad value is one line naming the file and row."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [f for f in FIELDS if f not in (reader.fieldnames or [])]
+            if missing:
+                raise HarnessInputError(f"{path}: no column {missing[0]!r} (expected {', '.join(FIELDS)})")
+            rows = list(reader)
+    except OSError as exc:
+        raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        frame = pd.DataFrame(rows).astype({"trial": int, "t_scheduled": float, "ttft_s": float, "tpot_s": float,
+                                           "output_tokens": int})  # fmt: skip
+    except ValueError as exc:
+        raise HarnessInputError(f"{path}: a value is not a number ({exc})") from None
+    sides = {int(t): group.reset_index(drop=True) for t, group in frame.groupby("trial", sort=True)}
+    pairs = tuple((sides[t], sides[t + 1]) for t in sorted(sides) if t % 2 == 0 and t + 1 in sides)
+    if len(pairs) < 2 or len(pairs) * 2 != len(sides):
+        raise HarnessInputError(f"{path}: trials must come in pairs 2k, 2k + 1 (two sides of one real trial), "
+                                f"at least two pairs; it has trials {sorted(sides)[:6]}...")  # fmt: skip
+    return Pool(pairs, str(path))
+
+
+def _records(side: pd.DataFrame, rng: np.random.Generator, trial: int, engine: str, scale: float) -> pd.DataFrame:
+    """One drawn side of one trial as records: the real side's requests resampled, TPOT times `scale`."""
+    picked = side.iloc[rng.integers(len(side), size=len(side))].reset_index(drop=True)
+    n = picked["output_tokens"].to_numpy()
+    first = (picked["t_scheduled"] + picked["ttft_s"]).to_numpy()
+    tpot = picked["tpot_s"].to_numpy() * scale
+    times = [(f + np.arange(k) * g).tolist() for f, k, g in zip(first, n, tpot, strict=True)]
+    return pd.DataFrame({"request_id": [f"r{i}" for i in range(len(picked))], "engine": engine, "tenant": "default",
+                         "priority": 0, "max_tokens": n, "ignore_eos": True, "prompt_tokens": 1,
+                         "t_scheduled": picked["t_scheduled"], "t_sent": picked["t_scheduled"],
+                         "t_admitted": picked["t_scheduled"], "t_first_token": first,
+                         "t_finish": first + (n - 1) * tpot,
+                         "token_times": times, "output_tokens": n, "engine_prompt_tokens": 1,
+                         "engine_output_tokens": n, "finish_reason": "length", "error_type": None,
+                         "error_message": None, "preemptions": 0, "trial": trial})  # fmt: skip
+
+
+def drawn_pair(kind: str, index: int, pool: Pool, plan: CalibrationPlan, config: GateConfig) -> PairResult:
+    """One calibration pair drawn from `pool` (`kind` "aa" or "slowdown": the candidate's TPOT times
+    1 + `plan.slowdown`), judged by the gate; seeded by `plan.seed`, the kind and `index`."""
+    started = time.perf_counter()
+    seed = plan.seed + index
+    rng = np.random.default_rng([seed, 0 if kind == "aa" else 1])
+    scale = 1.0 if kind == "aa" else 1.0 + plan.slowdown
+    frames = []
+    for t in range(plan.trials):
+        a, b = pool.trials[int(rng.integers(len(pool.trials)))]
+        if rng.random() < 0.5:  # which real side is the baseline: the second run of a trial is not always it
+            a, b = b, a
+        frames += [_records(a, rng, t, "baseline", 1.0), _records(b, rng, t, "candidate", scale)]
+    records = records_frame(pd.concat(frames, ignore_index=True).to_dict("records"))
+    source = f"{kind}-{index:02d} (drawn from {pool.source})"
+    verdict = evaluate(config, sample_from_records(records, engine="baseline", source=source),
+                       sample_from_records(records, engine="candidate", source=source))  # fmt: skip
+    return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0],
+                      rule_rows(verdict))  # fmt: skip
+
+
+def drawn_pairs(pool: Pool, plan: CalibrationPlan, config: GateConfig) -> list[PairResult]:
+    """`plan.pairs` pairs of each kind, alternating as `batchmark calibrate` runs them."""
+    return [drawn_pair(kind, i, pool, plan, config) for i in range(plan.pairs) for kind in ("aa", "slowdown")]
