@@ -90,21 +90,8 @@ def load_pool(path: Path) -> Pool:
     return Pool(pairs, str(path))
 
 
-def _records(side: pd.DataFrame, rng: np.random.Generator, trial: int, engine: str, scale: float) -> pd.DataFrame:
-    """One drawn side of one trial as records: the real side's requests resampled, TPOT times `scale`."""
-    picked = side.iloc[rng.integers(len(side), size=len(side))].reset_index(drop=True)
-    n = picked["output_tokens"].to_numpy()
-    first = (picked["t_scheduled"] + picked["ttft_s"]).to_numpy()
-    tpot = picked["tpot_s"].to_numpy() * scale
-    times = [(f + np.arange(k) * g).tolist() for f, k, g in zip(first, n, tpot, strict=True)]
-    return pd.DataFrame({"request_id": [f"r{i}" for i in range(len(picked))], "engine": engine, "tenant": "default",
-                         "priority": 0, "max_tokens": n, "ignore_eos": True, "prompt_tokens": 1,
-                         "t_scheduled": picked["t_scheduled"], "t_sent": picked["t_scheduled"],
-                         "t_admitted": picked["t_scheduled"], "t_first_token": first,
-                         "t_finish": first + (n - 1) * tpot,
-                         "token_times": times, "output_tokens": n, "engine_prompt_tokens": 1,
-                         "engine_output_tokens": n, "finish_reason": "length", "error_type": None,
-                         "error_message": None, "preemptions": 0, "trial": trial})  # fmt: skip
+def _columns(side: pd.DataFrame) -> np.ndarray:
+    return side[["t_scheduled", "ttft_s", "tpot_s", "output_tokens"]].to_numpy(dtype=np.float64)
 
 
 def drawn_pair(kind: str, index: int, pool: Pool, plan: CalibrationPlan, config: GateConfig) -> PairResult:
@@ -113,19 +100,40 @@ def drawn_pair(kind: str, index: int, pool: Pool, plan: CalibrationPlan, config:
     started = time.perf_counter()
     seed = plan.seed + index
     rng = np.random.default_rng([seed, 0 if kind == "aa" else 1])
-    scale = 1.0 if kind == "aa" else 1.0 + plan.slowdown
-    frames = []
+    sides = [(_columns(a), _columns(b)) for a, b in pool.trials]
+    parts: dict[str, list[np.ndarray]] = {"baseline": [], "candidate": []}
     for t in range(plan.trials):
-        a, b = pool.trials[int(rng.integers(len(pool.trials)))]
+        a, b = sides[int(rng.integers(len(sides)))]
         if rng.random() < 0.5:  # which real side is the baseline: the second run of a trial is not always it
             a, b = b, a
-        frames += [_records(a, rng, t, "baseline", 1.0), _records(b, rng, t, "candidate", scale)]
-    records = records_frame(pd.concat(frames, ignore_index=True).to_dict("records"))
+        for engine, side in (("baseline", a), ("candidate", b)):
+            picked = side[rng.integers(len(side), size=len(side))]  # the side's requests, resampled
+            parts[engine].append(np.column_stack([picked, np.arange(len(side)), np.full(len(side), t)]))
+    scale = 1.0 + plan.slowdown if kind == "slowdown" else 1.0
+    frames = [_records(np.vstack(parts["baseline"]), "baseline", 1.0),
+              _records(np.vstack(parts["candidate"]), "candidate", scale)]  # fmt: skip
+    records = pd.concat(frames, ignore_index=True)
     source = f"{kind}-{index:02d} (drawn from {pool.source})"
     verdict = evaluate(config, sample_from_records(records, engine="baseline", source=source),
                        sample_from_records(records, engine="candidate", source=source))  # fmt: skip
     return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0],
                       rule_rows(verdict))  # fmt: skip
+
+
+def _records(rows: np.ndarray, engine: str, scale: float) -> pd.DataFrame:
+    """Drawn requests (arrival, TTFT, TPOT, tokens, position, trial per row) as a records table; TPOT times
+    `scale`, each token at the request's TPOT after the previous one."""
+    sched, ttft, tpot, n, position, trial = rows.T
+    n, tpot, first = n.astype(np.int64), tpot * scale, sched + ttft
+    times = [(f + np.arange(k) * g).tolist() for f, k, g in zip(first, n, tpot, strict=True)]
+    return records_frame([{"request_id": f"r{int(i)}", "engine": engine, "tenant": "default", "priority": 0,
+                           "max_tokens": int(k), "ignore_eos": True, "prompt_tokens": 1, "t_scheduled": float(s),
+                           "t_sent": float(s), "t_admitted": float(s), "t_first_token": float(f),
+                           "t_finish": tt[-1], "token_times": tt, "output_tokens": int(k),
+                           "engine_prompt_tokens": 1, "engine_output_tokens": int(k), "finish_reason": "length",
+                           "error_type": None, "error_message": None, "preemptions": 0, "trial": int(t)}
+                          for i, s, f, k, tt, t in zip(position, sched, first, n, times, trial,
+                                                       strict=True)])  # fmt: skip
 
 
 def drawn_pairs(pool: Pool, plan: CalibrationPlan, config: GateConfig) -> list[PairResult]:

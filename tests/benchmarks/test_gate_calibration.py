@@ -14,7 +14,7 @@ machine's run-to-run noise, so it is measured, not written down here:
 engine (tests/fixtures/gate_calibration/aa-pool.csv: 48 trials of a 16-request burst of chat-small on the
 continuous engine, one torch thread) with `harness.gate.resample`: a side's trial is a real trial picked at
 random with its requests resampled; a detection pair's candidate has its TPOT scaled by 1.10, the engine's
-injected 10% per-step slowdown. 200 pairs of each kind are enough for "met" (72 with no miss are the fewest).
+injected 10% per-step slowdown. 80 pairs of each kind can say "met" (72 with no miss are the fewest).
 
 `test_gate_calibration_real` runs the pairs on the engine itself (`batchmark calibrate`), only with
 `BATCHMARK_REAL_CALIBRATION=1`: a 16-request run took 1.84 s on the 2-core machine, so its pilot (2 x 4 pairs x
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.bench
 
 POOL = Path(__file__).resolve().parents[1] / "fixtures" / "gate_calibration" / "aa-pool.csv"
 PILOT_PAIRS, PILOT_TRIALS, PAIRS = 4, 8, 20
-DRAWN_PILOT_PAIRS, DRAWN_PAIRS = 20, 200
+DRAWN_PILOT_PAIRS, DRAWN_PAIRS = 20, 80
 RULE = "tpot.p50 <= +5%"
 ARGV = ["calibrate", "--workload", "chat-small", "--requests", "16", "--rate", "1000", "--engine", "continuous",
         "--threads", "1", "--slowdown", "0.10", "--rule", RULE, "--alpha", "0.01", "--max-false-alarm", "0.05",
