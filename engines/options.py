@@ -408,7 +408,8 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "calibration",
         str,
         None,
-        "sim: roofline terms fitted on public GPU times (engines/sim/calibrations/; batchmark sim calibrate)",
+        "sim: roofline terms fitted on public GPU times (engines/sim/calibrations/; batchmark sim calibrate); "
+        "default public-a100-h200-kernels on a100, h100 and h200; none: the plain roofline",
         _SIM,
         flag=False,
     ),

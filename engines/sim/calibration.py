@@ -25,6 +25,11 @@ CALIBRATION_DIR = Path(__file__).with_name("calibrations")
 STACK_KEYS = ("overhead_ms", "layer_floor_us", "allreduce_per_peer_us", "link_efficiency", "activation_bytes")
 KERNEL = "kernel"  # operators timed alone: no serving stack around them
 DEFAULT_STACK = "splitwise"  # Splitwise's measured DGX step times (tests/fixtures/gpu_truth/SOURCE.md)
+# What a roofline engine on these accelerators uses when it names no calibration: fitted on A100 and H200 rows,
+# checked on H100 rows it never saw (docs/simulator.md). Elsewhere (L40S, MI300X: no truth rows) the plain roofline.
+DEFAULT_CALIBRATION = "public-a100-h200-kernels"
+CALIBRATED_HARDWARE = ("a100", "h100", "h200")
+NONE = "none"  # calibration=none: the plain roofline at its defaults, on any accelerator
 
 
 @dataclass(frozen=True)
