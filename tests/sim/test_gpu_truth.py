@@ -158,6 +158,9 @@ def test_a_simulated_engine_prints_the_tables_error_for_its_accelerator(tables: 
     assert h200 is not None and f"+/-{decode['held_median_abs']:.0%} median on {decode['held_n']}" in h200
     mixed = _group(tables["public-a100-h200"], "accelerator / phase", "h200 mixed")
     assert f"mixed steps within +/-{mixed['held_median_abs']:.0%} median on {mixed['held_n']}" in h200
+    assert "stack" not in h200.split("median on")[-1]  # the rows' own stack: nothing to add
+    other = trust_text(build_sim_engine({"hardware": "h200"}, "x").describe()) or ""  # the default, Splitwise's floors
+    assert other.endswith("ran under the batchmark-torch stack; this engine prices stack splitwise's floors)")
     assert "mixed" not in (plain or "")  # no mixed steps measured on H100: nothing said
     assert "set by hand" in (trust_text(build_sim_engine({"hardware": "h100", "mbu": 0.5}, "x").describe()) or "")
     default = trust_text(build_sim_engine({"hardware": "h100"}, "x").describe())
