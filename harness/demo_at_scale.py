@@ -2,9 +2,10 @@
 the whole Azure conversation trace (19,366 requests, 58 minutes) at its recorded rate.
 
 After `batchmark demo` has measured both schedulers on the embedded model, this answers the question
-its users ask next: the same two schedulers, unchanged, in virtual time on the roofline cost model
-(docs/simulator.md; 31-33 s on a quiet 2-core machine, two thirds of it the continuous simulation, more on a
-busy one). Every line it prints says that it is simulated.
+its users ask next: the same two schedulers, unchanged, in virtual time on the roofline cost model as
+calibrated on public GPU step times (the simulator's default on an H100; docs/simulator.md; 31-33 s on a quiet
+2-core machine, two thirds of it the continuous simulation, more on a busy one). Every line it prints says that
+it is simulated.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engines.sim.calibration import DEFAULT_CALIBRATION
 from harness.console import format_summary
 
 MODEL, HARDWARE = "llama-3.1-8b", "h100"
@@ -29,7 +31,8 @@ def simulate_at_scale(out: Path, *, workload: str = "azure-conv") -> Path:
     trace = load_workload(workload)
     specs = parse_engine_specs(list(ENGINES), {})
     print(f"\nSIMULATED at scale: {trace.name}, all {len(trace.requests):,} requests at the recorded rate, static vs "
-          f"continuous batching for {MODEL} on one {HARDWARE.upper()} (virtual time, roofline cost model)")  # fmt: skip
+          f"continuous batching for {MODEL} on one {HARDWARE.upper()} (virtual time, roofline cost model calibrated "
+          f"on public GPU step times: {DEFAULT_CALIBRATION})")  # fmt: skip
     settings = RunSettings(out_dir=out, report=False, n_boot=200)
     argv = ["batchmark", "demo", "(simulated at scale)", *[a for e in ENGINES for a in ("--engine", e)]]
     metrics = run_benchmark(trace, specs, settings, argv)

@@ -29,7 +29,7 @@ def run(out: Path, *argv: str) -> dict:
 def main_(root: Path) -> None:
     rows = []
     for preset, extra in PRESETS.items():
-        engine = f"sim:label=fcfs{extra}"
+        engine = f"sim:label=fcfs,calibration=none{extra}"  # the plain roofline the recorded table used
         offline = run(root / f"{preset}-offline", "--workload", preset, "--scenario", "offline", "--engine", engine)
         capacity = offline["throughput"]["whole_run"]["request_rate"]
         summary = run(root / preset, "--workload", preset, "--rate", f"{2 * capacity:.3f}", "--engine", engine)

@@ -18,7 +18,7 @@ from typing import Any
 from engines.block_manager import blocks_for_budget
 from engines.errors import EngineInputError
 from engines.options import check_options, continuous_config, defaults
-from engines.sim.calibration import load_calibration
+from engines.sim.calibration import CALIBRATED_HARDWARE, DEFAULT_CALIBRATION, NONE, load_calibration
 from engines.sim.cluster import ClusterConfig, ClusterEngine
 from engines.sim.disagg import DisaggConfig, DisaggEngine
 from engines.sim.engine import CostModel, SimEngine, SimOptions
@@ -62,7 +62,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     else:
         shape = load_shape(o["model"] or DEFAULT_MODEL)
         hw = accelerator(o["hardware"])
-        params, calibrated = _roofline_params(o, checked, label)
+        params, calibrated = _roofline_params(o, checked, label, hw.name)
         roofline = RooflineCost(shape, hw, o["tp"], params)
         cost = roofline
         bytes_per_token = roofline.kv_bytes_per_token
@@ -112,13 +112,18 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     )
 
 
-def _roofline_params(o: dict[str, Any], checked: dict[str, Any], label: str) -> tuple[RooflineParams, dict[str, str]]:
-    """The table's values, or a calibration's under its stack with any key given explicitly on top."""
-    if not o["calibration"]:
+def _roofline_params(
+    o: dict[str, Any], checked: dict[str, Any], label: str, hardware: str
+) -> tuple[RooflineParams, dict[str, str]]:
+    """A calibration's values under its stack with any key given explicitly on top (the default calibration where
+    the accelerator has one), or the table's values (calibration=none, or an accelerator without one)."""
+    name = o["calibration"] or (DEFAULT_CALIBRATION if hardware in CALIBRATED_HARDWARE else NONE)
+    if name == NONE:
         if o["stack"]:
-            raise EngineInputError(f"--engine {label}: stack= picks a calibration's floors; give calibration= too")
+            raise EngineInputError(f"--engine {label}: stack= picks a calibration's floors; calibration=none (or "
+                                   f"hardware without a calibration) has none")  # fmt: skip
         return RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS}), {}
-    calibration = load_calibration(o["calibration"])
+    calibration = load_calibration(name)
     stack = o["stack"] or calibration.default_stack
     params = replace(calibration.params_for(stack), **{k: checked[k] for k in ROOFLINE_KEYS if k in checked})
     return params, {"calibration": calibration.name, "stack": stack}

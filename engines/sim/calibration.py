@@ -19,11 +19,17 @@ from engines.sim.files import read_json_object
 from engines.sim.roofline import RooflineParams
 
 CALIBRATION_DIR = Path(__file__).with_name("calibrations")
-# what a serving stack adds around the kernels: per step, per layer, per all-reduce peer, and the link
-# bandwidth its all-reduces reach (the kernel-only values are the shared parameters')
-STACK_KEYS = ("overhead_ms", "layer_floor_us", "allreduce_per_peer_us", "link_efficiency")
+# what a serving stack adds around the kernels: per step, per layer, per all-reduce peer, the link
+# bandwidth its all-reduces reach, and the bytes its non-GEMM kernels move per row (the kernel-only values are
+# the shared parameters')
+STACK_KEYS = ("overhead_ms", "layer_floor_us", "allreduce_per_peer_us", "link_efficiency", "activation_bytes")
 KERNEL = "kernel"  # operators timed alone: no serving stack around them
 DEFAULT_STACK = "splitwise"  # Splitwise's measured DGX step times (tests/fixtures/gpu_truth/SOURCE.md)
+# What a roofline engine on these accelerators uses when it names no calibration: fitted on A100 and H200 rows,
+# checked on H100 rows it never saw (docs/simulator.md). Elsewhere (L40S, MI300X: no truth rows) the plain roofline.
+DEFAULT_CALIBRATION = "public-a100-h200-kernels"
+CALIBRATED_HARDWARE = ("a100", "h100", "h200")
+NONE = "none"  # calibration=none: the plain roofline at its defaults, on any accelerator
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,8 @@ class Calibration:
     def params_for(self, stack: str) -> RooflineParams:
         """The parameters under `stack`'s floors; an unknown stack is one line listing the known ones."""
         if stack == KERNEL:
-            return replace(self.params, overhead_ms=0.0, layer_floor_us=0.0)  # timed alone: no step around it
+            # timed alone: no step around it
+            return replace(self.params, overhead_ms=0.0, layer_floor_us=0.0, activation_bytes=0.0)
         if stack not in self.stacks:
             raise EngineInputError(f"sim: calibration {self.name!r} has no stack {stack!r} "
                                    f"(known: {', '.join([KERNEL, *self.stacks])})")  # fmt: skip
@@ -48,8 +55,11 @@ class Calibration:
         """The stack a simulation uses when none is named: the one with measured (not fitted) step times."""
         return DEFAULT_STACK if DEFAULT_STACK in self.stacks else next(iter(self.stacks), KERNEL)
 
-    def saw(self, hardware: str, held_out: bool) -> bool:
-        """Whether a row on `hardware` with that split bit was among the rows this was fitted on."""
+    def saw(self, hardware: str, held_out: bool, mixed: bool = False) -> bool:
+        """Whether a row on `hardware` with that split bit was among the rows this was fitted on (a mixed step
+        only when the fit took the training half of those: `fitted_on.mixed_steps`)."""
+        if mixed and not self.fitted_on.get("mixed_steps"):
+            return False
         return hardware in self.fitted_on.get("hardware", ()) and not held_out
 
     def to_json(self) -> dict[str, Any]:

@@ -3,10 +3,15 @@
     compute  = FLOPs_prefill / (mfu_prefill x size x peak) + FLOPs_decode / (mfu_decode x peak)
     memory   = (weights + KV read + KV written) / (mbu x bandwidth)
     step     = max(compute, memory) + (1 - overlap) x min(compute, memory)
+               + attention + activations
                + overhead + layers x layer_floor + all-reduce (when tp > 1)
 
 where size = rows / (rows + prefill_rows_half) is the share of peak a GEMM of that many rows reaches
-(1 when prefill_rows_half is 0).
+(1 when prefill_rows_half is 0). Two terms price what runs in kernels of its own, after the GEMMs rather than
+under them: with `attention_mfu` > 0, the attention FLOPs leave `compute` and cost
+attention = FLOPs_attention / (attention_mfu x bf16 peak); `activation_bytes` (per row per layer: the norms,
+rotary, activation and residual kernels' reads and writes) costs activations = rows x layers x activation_bytes
+/ (mbu x bandwidth). Both 0 by default: the plain roofline.
 
 per device, with every matrix split `tp` ways (Megatron-style tensor parallelism). FLOPs: 2 per weight
 per row through the layers (pad rows included: they are computed), 2 x hidden x vocab per row through
@@ -57,6 +62,8 @@ class RooflineParams:
     allreduce_per_peer_us: float = _default("allreduce_per_peer_us")
     link_efficiency: float = _default("link_efficiency")  # share of the datasheet link bandwidth achieved
     layer_floor_us: float = _default("layer_floor_us")  # launches and stack work per layer, per step
+    attention_mfu: float = _default("attention_mfu")  # 0: attention FLOPs priced with the GEMMs' (plain roofline)
+    activation_bytes: float = _default("activation_bytes")  # per row per layer, moved by the non-GEMM kernels
     prefill_rows_half: float = _default("prefill_rows_half")
     overlap: float = _default("overlap")
     gpu_memory_utilization: float = _default("gpu_memory_utilization")
@@ -70,11 +77,12 @@ class RooflineParams:
             if not 0 < value <= 1:
                 raise EngineInputError(f"sim: {name}={value} must be in (0, 1]")
         for name in ("overhead_ms", "allreduce_latency_us", "allreduce_per_peer_us", "layer_floor_us",
-                     "prefill_rows_half"):  # fmt: skip
+                     "prefill_rows_half", "activation_bytes"):  # fmt: skip
             if getattr(self, name) < 0:
                 raise EngineInputError(f"sim: {name}={getattr(self, name)} must be >= 0")
-        if not 0 <= self.overlap <= 1:
-            raise EngineInputError(f"sim: overlap={self.overlap} must be in [0, 1]")
+        for name in ("overlap", "attention_mfu"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise EngineInputError(f"sim: {name}={getattr(self, name)} must be in [0, 1]")
 
 
 class RooflineCost:
@@ -100,6 +108,10 @@ class RooflineCost:
         self._decode_rate = params.mfu_decode * peak
         self._bandwidth = params.mbu * hw.memory_tb_s * 1e12
         self._overhead = params.overhead_ms / 1e3 + shape.layers * params.layer_floor_us / 1e6
+        # attention in kernels of its own (attention_mfu > 0): it leaves the GEMMs' FLOPs (their rates no longer
+        # apply to it) and is paid after them; the bf16 peak, since the KV cache is read in bf16 at any weight format
+        self._attention_rate = params.attention_mfu * hw.bf16_tflops * 1e12
+        self._activation_per_row = shape.layers * params.activation_bytes / self._bandwidth
         self._link = hw.link_gb_s * GB
         self._ar_fixed = 2 * shape.layers * self.allreduce_time(0)
         self._ar_per_row = 2 * shape.layers * (self.allreduce_time(shape.hidden * 2) - self.allreduce_time(0))
@@ -127,11 +139,18 @@ class RooflineCost:
         rate = self._prefill_rate * self._prefill_size(rows)
         return self._combine(flops / rate, weights / self.shape.layers / self._bandwidth)
 
+    def _own_kernels(self, attended: float, rows: float) -> tuple[float, float]:
+        """The attention FLOPs left with the GEMMs, and the time of the kernels priced apart (module docstring)."""
+        if not self._attention_rate:
+            return self._pair_flops * attended, self._activation_per_row * rows
+        return 0.0, self._pair_flops * attended / self._attention_rate + self._activation_per_row * rows
+
     def step_time(self, f: StepFeatures) -> float:
         prefill, _, decode, pad, held, attended, kv_read, sampled = f
         prefill_rows = prefill + pad - held  # prompt padding runs inside its prefill's GEMMs
         rows = prefill + decode + pad
-        pair_head = self._pair_flops * attended + self._head_flops * sampled  # split in proportion to rows
+        pairs, apart = self._own_kernels(attended, rows)
+        pair_head = pairs + self._head_flops * sampled  # split in proportion to rows
         prefill_share = prefill_rows / rows if rows else 0.0
         prefill_flops = self._row_flops * prefill_rows + prefill_share * pair_head
         decode_flops = self._row_flops * (rows - prefill_rows) + (1.0 - prefill_share) * pair_head
@@ -140,6 +159,7 @@ class RooflineCost:
         memory = (self.weight_bytes_device + self.kv_bytes_per_token_device * (kv_read + rows)) / self._bandwidth
         return (
             self._combine(compute, memory)
+            + apart
             + self._overhead
             + (self._ar_fixed + self._ar_per_row * rows if rows else 0.0)
         )
@@ -149,13 +169,15 @@ class RooflineCost:
         (int64; each sequence attends its context and its new row): `step_time`'s operations in its order on arrays,
         so each time is the same float (tests/sim/test_roofline.py). For decode runs (engines/sim/decode_run.py)."""
         prefill_rows, rows = 0, n
-        pair_head = self._pair_flops * (kv_read + n) + self._head_flops * n
+        pairs, apart = self._own_kernels(kv_read + n, rows)
+        pair_head = pairs + self._head_flops * n
         prefill_share = prefill_rows / rows
         prefill_flops = self._row_flops * prefill_rows + prefill_share * pair_head
         decode_flops = self._row_flops * (rows - prefill_rows) + (1.0 - prefill_share) * pair_head
         compute = prefill_flops / self._prefill_rate + decode_flops / self._decode_rate
         memory = (self.weight_bytes_device + self.kv_bytes_per_token_device * (kv_read + rows)) / self._bandwidth
-        return np.maximum(compute, memory) + self._overhead + (self._ar_fixed + self._ar_per_row * rows)
+        combined = np.maximum(compute, memory) + (1.0 - self.params.overlap) * np.minimum(compute, memory)
+        return combined + apart + self._overhead + (self._ar_fixed + self._ar_per_row * rows)
 
     def kv_capacity_bytes(self, max_batched_tokens: int, max_running: int) -> int:
         """KV bytes across all tp devices: memory x utilisation - weights - activation reserve, per device.

@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--hardware", default="a100",
                      help="fit on these accelerators' training-half rows, comma-separated (default a100)")  # fmt: skip
     cal.add_argument("--truth", type=Path, default=None, metavar="DIR", help="folder of truth CSVs (as validate)")
+    cal.add_argument("--form", default="base", metavar="FORM",
+                     help="which terms to fit: base (default), base+mixed, attention, attention+activation "
+                          "(harness/gpu_truth/fit.py; docs/simulator.md reports each)")  # fmt: skip
     cal.add_argument("-o", "--out", type=Path, required=True, help="calibration JSON to write")
     cal.set_defaults(run=calibrate_command)
     probe = commands.add_parser("probe", help="measure step times on this machine's GPU: truth rows for validate")
@@ -188,7 +191,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         raise HarnessInputError(f"-o {args.out}: is a directory; name the calibration's JSON file")
     writable_dir(args.out.parent, "-o")
     hardware = [h.strip().lower() for h in args.hardware.split(",") if h.strip()]
-    calibration = fit_calibration(hardware, args.out.stem, args.truth or DEFAULT_DIR)
+    calibration = fit_calibration(hardware, args.out.stem, args.truth or DEFAULT_DIR, args.form)
     calibration.save(args.out)
     fit = calibration.fitted_on
     print(f"fitted {fit['rows']} training rows on {', '.join(hardware)}: rms log error {fit['rms_log_error']:.3f}")

@@ -41,6 +41,7 @@ def trust_text(engine: dict[str, Any]) -> str | None:
     cm = engine.get("cost_model") or {}
     if cm.get("kind") != "roofline":
         return None
+    used = engine.get("simulated_with") or {}
     name = validation_name(engine)
     if name is None:
         return ("its roofline parameters were set by hand: their error against public GPU step times is unmeasured "
@@ -57,10 +58,24 @@ def trust_text(engine: dict[str, Any]) -> str | None:
     mixed = groups.get(("accelerator / phase", f"{hw} mixed"))  # chunk-and-decode steps, where measured
     per_phase += [("mixed steps", mixed)] if mixed and mixed["held_n"] else []
     if any(g and g["held_n"] for _, g in per_phase):
-        return f"{label} measured against {hw} step times ({command}): " + "; ".join(_phase(p, g) for p, g in per_phase)
+        text = f"{label} measured against {hw} step times ({command}): " + "; ".join(_phase(p, g) for p, g in per_phase)
+        return text + _other_stack(hw, used.get("stack")) if name != ROOFLINE else text
     overall = [(p, groups.get(("phase", p))) for p in ("decode", "prefill")]
     return (f"no public step times on {hw}: the error of {label} there is unmeasured; on the accelerators that "
             f"have them ({command}): " + "; ".join(_phase(p, g) for p, g in overall))  # fmt: skip
+
+
+def _other_stack(hardware: str, stack: object) -> str:
+    """A clause when the rows on `hardware` were measured under other serving stacks than the engine's (the H200's
+    are batchmark's plain-torch decoder; the engine's default stack is Splitwise's): their error is the stack's."""
+    from harness.gpu_truth.predict import STACK_OF_SOURCE
+    from harness.gpu_truth.rows import load_truth
+
+    steps = [r for r in load_truth() if r.hardware == hardware and r.kind in ("step", "mixed")]
+    measured = sorted({STACK_OF_SOURCE[r.source] for r in steps})
+    if not measured or stack in measured:
+        return ""
+    return f" (those rows ran under the {', '.join(measured)} stack; this engine prices stack {stack}'s floors)"
 
 
 def _phase(phase: str, group: dict[str, Any] | None) -> str:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engines.sim.calibration import Calibration
+from engines.sim.calibration import STACK_KEYS, Calibration
 from engines.sim.roofline import RooflineParams
 from harness.errors import HarnessInputError
 from harness.gpu_truth.predict import STACK_OF_SOURCE, predict_ms
@@ -33,34 +33,63 @@ SHARED = (Term("mfu_prefill", 0.45, 0.05, 1.0), Term("prefill_rows_half", 64.0, 
 SHARED = (*SHARED, Term("link_efficiency", 0.5, 0.01, 1.0))
 FLOORS = (Term("overhead_ms", 1.0, 0.0, 100.0), Term("layer_floor_us", 10.0, 0.0, 2000.0),
           Term("allreduce_per_peer_us", 5.0, 0.0, 500.0), Term("link_efficiency", 0.5, 0.01, 1.0))  # fmt: skip
+ATTENTION = Term("attention_mfu", 0.3, 0.02, 1.0)
+ACTIVATION = Term("activation_bytes", 1e5, 0.0, 1e8)
 
 
-def training_rows(rows: list[TruthRow], hardware: list[str]) -> list[TruthRow]:
-    """The training half on `hardware`. Mixed steps are never fitted: they check how the roofline composes a
-    continuous-batching step from a prefill's and a decode's terms (fitted on both halves' steps, they moved the
-    H100 rows from 15% to 19% and stayed 12% off themselves: docs/simulator.md)."""
-    return [r for r in rows if r.hardware in hardware and not r.held_out and r.kind != "mixed"]
+@dataclass(frozen=True)
+class Form:
+    """Which terms a fit frees beyond SHARED and FLOORS, and whether it takes the mixed steps' training half."""
+
+    shared: tuple[Term, ...]
+    floors: tuple[Term, ...]
+    mixed: bool
 
 
-def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DIR) -> Calibration:
+# Every form tried for the mixed steps, each evaluated once on the held-out half (docs/simulator.md lists them all).
+# base: the terms before; base+mixed: the same with the mixed steps' training half; attention: attention kernels
+# at their own efficiency (the chunk's attention over its cached prefix); attention+activation: and the bytes a
+# stack's norms, rotary and activation kernels move per row.
+FORMS = {
+    "base": Form(SHARED, FLOORS, mixed=False),
+    "base+mixed": Form(SHARED, FLOORS, mixed=True),
+    "attention": Form((*SHARED, ATTENTION), FLOORS, mixed=True),
+    "attention+activation": Form((*SHARED, ATTENTION), (*FLOORS, ACTIVATION), mixed=True),
+}
+DEFAULT_FORM = "base"
+
+
+def training_rows(rows: list[TruthRow], hardware: list[str], mixed: bool = False) -> list[TruthRow]:
+    """The training half on `hardware`; mixed steps (a chunk beside decodes) only when `mixed`: the first fits left
+    them out, to check how the roofline composes such a step from a prefill's and a decode's terms."""
+    return [r for r in rows if r.hardware in hardware and not r.held_out and (mixed or r.kind != "mixed")]
+
+
+def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DIR, form: str = DEFAULT_FORM
+                    ) -> Calibration:  # fmt: skip
     """Shared terms over every accelerator in `hardware`, floors per serving stack (STACK_OF_SOURCE)."""
     from scipy.optimize import least_squares
 
+    if form not in FORMS:
+        raise HarnessInputError(f"sim calibrate: --form {form!r} is not one of {', '.join(FORMS)}")
+    chosen = FORMS[form]
     rows = load_truth(directory)
     for hw in hardware:
         if not training_rows(rows, [hw]):
             raise HarnessInputError(f"{directory}: no training rows on {hw!r} (rows on: "
                                     f"{', '.join(sorted({r.hardware for r in rows}))})")  # fmt: skip
-    train = training_rows(rows, hardware)
-    stacks = sorted({STACK_OF_SOURCE[r.source] for r in train if r.kind == "step"})
-    terms = [*SHARED, *[t for _ in stacks for t in FLOORS]]
+    train = training_rows(rows, hardware, chosen.mixed)
+    stacks = sorted({STACK_OF_SOURCE[r.source] for r in train if r.kind in ("step", "mixed")})
+    shared_terms, floor_terms = chosen.shared, chosen.floors
+    terms = [*shared_terms, *[t for _ in stacks for t in floor_terms]]
+    unfitted = {k: getattr(RooflineParams(), k) for k in STACK_KEYS if k not in {t.name for t in floor_terms}}
 
     def unpack(x: list[float]) -> tuple[RooflineParams, dict[str, dict[str, float]]]:
-        shared = RooflineParams(**{t.name: float(v) for t, v in zip(SHARED, x, strict=False)}, overhead_ms=0.0,
+        shared = RooflineParams(**{t.name: float(v) for t, v in zip(shared_terms, x, strict=False)}, overhead_ms=0.0,
                                 layer_floor_us=0.0)  # fmt: skip
-        rest = x[len(SHARED) :]
-        floors = {s: {t.name: float(rest[i * len(FLOORS) + j]) for j, t in enumerate(FLOORS)}
-                  for i, s in enumerate(stacks)}  # fmt: skip
+        rest = x[len(shared_terms) :]
+        floors = {s: {**{t.name: float(rest[i * len(floor_terms) + j]) for j, t in enumerate(floor_terms)},
+                      **unfitted} for i, s in enumerate(stacks)}  # fmt: skip
         return shared, floors
 
     def residuals(x: list[float]) -> list[float]:
@@ -78,16 +107,19 @@ def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DI
     fitted_on = {"hardware": hardware, "rows": len(train), "truth": str(directory.name),
                  "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
                  "rms_log_error": math.sqrt(2 * result.cost / len(train))}  # fmt: skip
+    if form != DEFAULT_FORM:  # the base form's files read as before it had a name
+        fitted_on = {**fitted_on, "form": form, "mixed_steps": chosen.mixed}
     sources = ", ".join(sorted({r.source for r in train}))
+    command = "batchmark sim calibrate" + ("" if form == DEFAULT_FORM else f" --form {form}")
     provenance = (f"least squares on log error over the {len(train)} training-half rows on {', '.join(hardware)} of "
-                  f"{directory.name} ({sources}; SOURCE.md there): batchmark sim calibrate")  # fmt: skip
+                  f"{directory.name} ({sources}; SOURCE.md there): {command}")  # fmt: skip
     stack_terms = {s: {k: _sig(v) for k, v in f.items()} for s, f in floors.items()}
-    return Calibration(name, _rounded(shared), stack_terms, fitted_on, provenance)
+    return Calibration(name, _rounded(shared, shared_terms), stack_terms, fitted_on, provenance)
 
 
-def _rounded(params: RooflineParams) -> RooflineParams:
+def _rounded(params: RooflineParams, terms: tuple[Term, ...]) -> RooflineParams:
     """Four significant figures: the file reads as a table, and a refit that moves nothing changes no digit."""
-    names = [t.name for t in SHARED]
+    names = [t.name for t in terms]
     return replace(params, **{n: _sig(getattr(params, n)) for n in names}, overhead_ms=0.0, layer_floor_us=0.0)
 
 

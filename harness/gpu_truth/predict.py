@@ -91,7 +91,7 @@ class CostChoice:
         return self.calibration.params_for(stack if stack in self.calibration.stacks else KERNEL)
 
     def saw(self, row: TruthRow) -> bool:
-        return self.calibration is not None and row.kind != "mixed" and self.calibration.saw(row.hardware, row.held_out)
+        return self.calibration is not None and self.calibration.saw(row.hardware, row.held_out, row.kind == "mixed")
 
 
 def predict_ms(row: TruthRow, params: RooflineParams, directory: Path = DEFAULT_DIR) -> float:

@@ -138,6 +138,8 @@ def _calibrated_terms(engine: dict[str, Any], p: dict[str, Any]) -> str:
     terms = [f"{p['layer_floor_us']} us per layer" if p.get("layer_floor_us") else "",
              f"{p['prefill_rows_half']} GEMM rows to half of MFU" if p.get("prefill_rows_half") else "",
              f"overlap {p['overlap']}" if p.get("overlap", 1.0) != 1.0 else "",
+             f"attention at {p['attention_mfu']} of peak" if p.get("attention_mfu") else "",
+             f"{p['activation_bytes'] / 1e3:g} kB per row per layer moved" if p.get("activation_bytes") else "",
              f"all-reduce +{p['allreduce_per_peer_us']} us per peer" if p.get("allreduce_per_peer_us") else "",
              f"{p['link_efficiency']:.1%} of link bandwidth" if p.get("link_efficiency", 1.0) != 1.0 else "",
              ]  # fmt: skip

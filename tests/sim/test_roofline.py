@@ -89,12 +89,17 @@ def test_a_config_missing_a_field_names_file_and_field(tmp_path: Path) -> None:
         cost(mbu=1.5)
 
 
+# the plain roofline, and every term a calibration sets (overlap < 1 was once left out of the decode runs)
+CALIBRATED = RooflineParams(overlap=0.7, prefill_rows_half=20.0, attention_mfu=0.3, activation_bytes=2e5)
+
+
+@pytest.mark.parametrize("params", [RooflineParams(), CALIBRATED], ids=["plain", "calibrated"])
 @pytest.mark.parametrize(("model", "tp"), [("llama-3.1-8b", 1), ("llama-3.1-70b", 4)])
-def test_decode_step_times_on_arrays_are_step_time_to_the_bit(model: str, tp: int) -> None:
+def test_decode_step_times_on_arrays_are_step_time_to_the_bit(model: str, tp: int, params: RooflineParams) -> None:
     """Decode runs (engines/sim/decode_run.py) price their steps on arrays: each must be the float `step_time` gives."""
     import numpy as np
 
-    cost = RooflineCost(load_shape(model), accelerator("h100"), tp, RooflineParams())
+    cost = RooflineCost(load_shape(model), accelerator("h100"), tp, params)
     for n in (1, 3, 32):
         kv_read = np.array([0, 1, 17, 4096, 123_457, 2_000_003], dtype=np.int64)
         times = cost.decode_step_times(n, kv_read).tolist()
