@@ -128,7 +128,7 @@ class RooflineCost:
         return self._combine(flops / rate, weights / self.shape.layers / self._bandwidth)
 
     def step_time(self, f: StepFeatures) -> float:
-        prefill, _, decode, pad, held, attended, kv_read, sampled = f
+        prefill, _, decode, pad, held, attended, kv_read, sampled = f[:8]
         prefill_rows = prefill + pad - held  # prompt padding runs inside its prefill's GEMMs
         rows = prefill + decode + pad
         pair_head = self._pair_flops * attended + self._head_flops * sampled  # split in proportion to rows
