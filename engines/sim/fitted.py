@@ -80,6 +80,9 @@ class FittedCost:
 
     def __post_init__(self) -> None:
         self.regressors = FORMS[self.version]
+        if set(self.coefficients) - set(self.regressors):  # a price the form never charges would vanish unseen
+            raise ValueError(f"coefficients {sorted(set(self.coefficients) - set(self.regressors))} are not "
+                             f"regressors of profile version {self.version}")  # fmt: skip
         self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in self.regressors)
 
     def step_time(self, f: StepFeatures) -> float:

@@ -5,14 +5,20 @@ both timed by one law, give the same per-pair prices: what the engine computes i
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+from pytest import CaptureFixture
 
 from engines.api import Request
 from engines.plan import Chunk, StepPlan
 from engines.sequence import Sequence
-from engines.sim.fitted import REGRESSORS, FittedCost, TraceSteps, fit_steps, regressors
-from engines.step_features import step_features
+from engines.sim.fitted import REGRESSORS, FittedCost, TraceSteps, fit_steps, load_profile, regressors
+from engines.step_features import FEATURE_NAMES, step_features
+from harness.cli import main
+from harness.metrics.simulation import manifest_notices
 
 # one machine's law, per unit of each regressor (seconds); the attention terms in the tens of nanoseconds
 LAW = {"prefill_tokens": 40e-6, "prefill_chunks": 300e-6, "decode_seqs": 150e-6, "prompt_pad_rows": 40e-6,
@@ -125,3 +131,63 @@ def test_the_profile_prices_long_chunked_prompts_as_the_law_does() -> None:
     assert [f.prefill_context_pairs for f in chunks] == [k * 512 * 512 for k in range(8)]
     law = FittedCost(INTERCEPT, LAW)
     assert sum(map(profile.step_time, chunks)) == pytest.approx(sum(map(law.step_time, chunks)), rel=1e-6)
+
+
+def _run_dir(tmp: Path, name: str, split: bool) -> Path:
+    """A run directory of one continuous engine whose step trace holds `continuous_plans` timed by LAW, with the
+    attention split by kernel or (`split` False) as traces were written before it was."""
+    run = tmp / name
+    (run / "steps").mkdir(parents=True)
+    engine = {"name": "continuous", "kind": "continuous", "kv_bytes_per_token": 1000, "kv_blocks": 512,
+              "options": {"continuous": {"max_running": 32, "max_batched_tokens": 512}, "kv": {"block_size": 16}},
+              "model": {"source": "synthetic", "config": {"max_position_embeddings": 16384}}}  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps({"engines": [engine]}))
+    steps = timed(continuous_plans(), seed=0)
+    t, lines = 0.0, []
+    for f, d in zip(steps.features.tolist(), steps.duration_s.tolist(), strict=True):
+        row = dict(zip(FEATURE_NAMES, f, strict=True))
+        row["padded_tokens"], row["idle_slots"] = row.pop("padded_rows"), row.pop("held_rows")
+        if not split:
+            for key in (*PAIRS, "pad_pairs"):
+                del row[key]
+        lines.append(json.dumps(row | {"t_start": t, "t_end": t + d, "num_running": 1, "finished": []}))
+        t += d + 1e-4
+    (run / "steps" / "continuous-t0.jsonl").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def test_an_old_trace_fits_the_old_form_and_says_feature_unknown(tmp_path: Path, capsys: CaptureFixture) -> None:
+    old, new = _run_dir(tmp_path, "old", split=False), _run_dir(tmp_path, "new", split=True)
+    assert main(["sim", "fit", str(old), "-o", str(tmp_path / "old.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "decode_context, prefill_self_pairs, prefill_context_pairs: feature unknown" in printed
+    profile = load_profile(tmp_path / "old.json")
+    assert profile.version == 1 and "attended_context" in profile.coefficients
+    # a simulated engine on it says so, once, beside its other notices
+    notices = manifest_notices({"engines": [{"name": "a", "simulated": True, "cost_model": profile.describe()}]})
+    assert [n for n in notices if n.startswith("FEATURES: a: decode_context")], notices
+    assert main(["sim", "fit", str(new), "-o", str(tmp_path / "new.json")]) == 0
+    assert "feature unknown" not in capsys.readouterr().out
+    assert load_profile(tmp_path / "new.json").coefficients["prefill_context_pairs"] == pytest.approx(
+        LAW["prefill_context_pairs"], rel=1e-6
+    )
+    described = {"name": "b", "simulated": True, "cost_model": load_profile(tmp_path / "new.json").describe()}
+    assert not [n for n in manifest_notices({"engines": [described]}) if n.startswith("FEATURES")]
+
+
+def test_attention_prices_can_come_from_another_engine_s_profile(tmp_path: Path, capsys: CaptureFixture) -> None:
+    new = _run_dir(tmp_path, "new", split=True)
+    source = FittedCost(0.0, {"decode_context": 1e-9, "prefill_self_pairs": 2e-9, "prefill_context_pairs": 3e-9})
+    source.save(tmp_path / "source.json")
+    out = tmp_path / "fixed.json"
+    assert main(["sim", "fit", str(new), "--attention-from", str(tmp_path / "source.json"), "-o", str(out)]) == 0
+    assert "attention priced from" in capsys.readouterr().out
+    fixed = load_profile(out)
+    assert [fixed.coefficients[name] for name in PAIRS] == [1e-9, 2e-9, 3e-9]
+    assert fixed.fit["fixed"] == sorted(PAIRS) and fixed.fit["fixed_from"] == str(tmp_path / "source.json")
+    # a version-1 profile has no such prices: one line, exit 2
+    assert main(["sim", "fit", str(_run_dir(tmp_path, "old", split=False)), "-o", str(tmp_path / "o.json")]) == 0
+    capsys.readouterr()
+    assert main(["sim", "fit", str(new), "--attention-from", str(tmp_path / "o.json"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "feature unknown" in err, err
