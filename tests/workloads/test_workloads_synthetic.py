@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def test_step_profile_long_reaches_long_contexts_one_at_a_time() -> None:
     long = sorted((r.arrival_s, r.input_tokens + r.output_tokens) for r in w.requests if r.tenant == "long-context")
     assert len(long) == 5 and all(2048 <= total <= 8192 + 32 for _, total in long)
     assert max(total for _, total in long) > 6000  # chunks over 6k of earlier context: the chunk x context term
-    assert all(b[0] - a[0] >= 5.0 for a, b in zip(long, long[1:], strict=False))  # never two in one static batch
+    assert all(b[0] - a[0] >= 5.0 for a, b in itertools.pairwise(long))  # never two in one static batch
     assert {r.tenant for r in w.requests} >= {"short", "long", "burst"}  # step-profile's shapes are kept
 
 
