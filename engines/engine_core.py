@@ -224,6 +224,10 @@ def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[
         attended_context=features.attended_context,
         kv_read_tokens=features.kv_read_tokens,
         sampled_rows=features.sampled_rows,
+        decode_context=features.decode_context,
+        prefill_self_pairs=features.prefill_self_pairs,
+        prefill_context_pairs=features.prefill_context_pairs,
+        pad_pairs=features.pad_pairs,
         prefix_cached_tokens=plan.cached_tokens,
         prefix_cached_blocks=scheduler.blocks.num_cached,
     )

@@ -54,6 +54,10 @@ class StepRecord:
     attended_context: int  # (query row, key) pairs the attention computed
     kv_read_tokens: int  # cached context tokens the step read
     sampled_rows: int  # rows through the LM head
+    decode_context: int  # keys read by one-row chunks (the paged kernel); the attention split by kernel:
+    prefill_self_pairs: int  # pairs among prefill chunks' own rows, pad rows included
+    prefill_context_pairs: int  # prefill chunk rows x the context before them (chunked prefill, prefix hits)
+    pad_pairs: int  # of the prefill pairs, the pad rows'
     # Prefix caching: tokens this step's admissions took from the cache instead of computing (each
     # admission's share is its decision's `cached`), and blocks findable by hash after the step.
     prefix_cached_tokens: int

@@ -19,7 +19,7 @@ import numpy as np
 
 from engines.api import Request
 from engines.sim.fitted import FittedCost, TraceSteps, fit_steps
-from engines.step_features import FEATURE_NAMES
+from engines.step_features import FEATURE_NAMES, StepFeatures
 from harness.errors import HarnessInputError
 from harness.loadgen import Scheduled
 from harness.loadgen.classes import apply_classes, recorded_classes
@@ -29,6 +29,8 @@ from harness.metrics.frame import read_jsonl
 # The trace field each step feature is read from (pad and held rows were traced before the features were).
 _TRACED_BEFORE = {"padded_rows": "padded_tokens", "held_rows": "idle_slots"}
 TRACE_FIELDS = {name: _TRACED_BEFORE.get(name, name) for name in FEATURE_NAMES}
+# traced since the attention was split by kernel (issue 30): an older trace fits the version-1 form without them
+_SPLIT_SINCE = frozenset(StepFeatures._fields[StepFeatures._fields.index("decode_context") :])
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -53,19 +55,26 @@ def run_engines(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def trace_steps(paths: Sequence[Path]) -> TraceSteps:
-    """Every traced step with features (older traces have none and are refused by name)."""
+    """Every traced step with features (older traces have none and are refused by name; traces written before the
+    attention was split by kernel read those counts as 0 and the steps say so: `split` False)."""
     features: list[list[int]] = []
     durations: list[float] = []
     gaps: list[float] = []
+    split = True
     for path in paths:
         rows, _ = read_jsonl(path)
         if rows and TRACE_FIELDS["prefill_tokens"] not in rows[0]:
             raise HarnessInputError(f"{path}: the step trace has no step features (prefill_tokens, decode_seqs, ...): "
                                     "it predates them; record the run again")  # fmt: skip
+        names = FEATURE_NAMES
+        if rows and not rows[0].keys() >= _SPLIT_SINCE:
+            split = False
+            names = tuple(n for n in FEATURE_NAMES if n not in _SPLIT_SINCE)
         previous: dict[str, Any] | None = None
         for row in rows:
             try:
-                features.append([int(row[TRACE_FIELDS[name]]) for name in FEATURE_NAMES])
+                counts = dict.fromkeys(FEATURE_NAMES, 0) | {name: int(row[TRACE_FIELDS[name]]) for name in names}
+                features.append(list(counts.values()))
                 durations.append(float(row["t_end"]) - float(row["t_start"]))
             except (KeyError, TypeError, ValueError) as exc:
                 raise HarnessInputError(f"{path}: step {row.get('step')}: bad or missing field ({exc})") from None
@@ -73,13 +82,15 @@ def trace_steps(paths: Sequence[Path]) -> TraceSteps:
                 gaps.append(float(row["t_start"]) - float(previous["t_end"]))  # the engine had work: no idling
             previous = row
     return TraceSteps(np.asarray(features, dtype=np.int64).reshape(-1, len(FEATURE_NAMES)),
-                      np.asarray(durations), np.asarray(gaps), [str(p) for p in paths])  # fmt: skip
+                      np.asarray(durations), np.asarray(gaps), [str(p) for p in paths], split)  # fmt: skip
 
 
-def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> FittedCost:
+def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = (), fixed: Mapping[str, float] | None = None,
+            fixed_from: str | None = None) -> FittedCost:  # fmt: skip
     """A profile fitted on the step traces of one run directory or several (all their engines, or those
     of `engines`). Several runs widen the shapes the fit has seen (narrow and wide batches), so they
-    must have measured the same model: their weights and KV layout are checked to agree."""
+    must have measured the same model: their weights and KV layout are checked to agree. `fixed` prices some
+    terms beforehand (`fit_steps`); `fixed_from` says where their prices came from."""
     run_dirs = [run_dir] if isinstance(run_dir, Path) else list(run_dir)
     traced = [(d, e) for d in run_dirs for e in _traced_engines(d, engines)]
     first_dir, first = traced[0]
@@ -89,7 +100,9 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = ()) -> Fitt
             raise HarnessInputError(f"sim fit: {d} engine {e.get('name')!r} measured other {differs[0]} than "
                                     f"{first_dir} engine {first.get('name')!r}: fit runs of one model")  # fmt: skip
     paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
-    profile = fit_steps(trace_steps(paths))
+    profile = fit_steps(trace_steps(paths), fixed)
+    if fixed:
+        profile.fit["fixed_from"] = fixed_from
     waits = [w for d, e in traced for w in idle_arrival_waits(d, str(e["name"]))]
     profile.dispatch_s = float(np.median(waits)) if waits else 0.0
     profile.fit["idle_arrivals"] = len(waits)

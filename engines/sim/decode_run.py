@@ -118,6 +118,7 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
             record.step, record.t_start, record.t_end = step + j, starts[j], ends[j]
             record.kv_blocks_used, record.kv_blocks_free = used, total - used
             record.attended_context, record.kv_read_tokens = kv_read + n, kv_read
+            record.decode_context = kv_read + n
             record.prefix_cached_blocks = blocks.num_cached
             sink(record)  # type: ignore[misc]
     for seq in running:
@@ -168,7 +169,7 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
     starts, ends = [now], []
     while len(ends) < steps and now < until:
         kv_read = attended + n * len(ends)
-        duration = cost.step_time(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n))
+        duration = cost.step_time(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n, kv_read + n))
         if noise is not None:
             duration = noise(duration)
         if slowdown:
@@ -188,5 +189,6 @@ def _record_template(ids: list[str], n: int, slots: int, total: int) -> dict:
         "idle_slots": 0, "empty_slots": max(0, slots - n), "admitted": [], "finished": [], "preempted": [],
         "waiting": 0, "blocked_reason": None, "kv_blocks_used": 0, "kv_blocks_free": 0, "kv_blocks_total": total,
         "decisions": [], "prefill_tokens": 0, "prefill_chunks": 0, "decode_seqs": n, "attended_context": 0,
-        "kv_read_tokens": 0, "sampled_rows": n, "prefix_cached_tokens": 0, "prefix_cached_blocks": 0,
+        "kv_read_tokens": 0, "sampled_rows": n, "decode_context": 0, "prefill_self_pairs": 0,
+        "prefill_context_pairs": 0, "pad_pairs": 0, "prefix_cached_tokens": 0, "prefix_cached_blocks": 0,
     }  # fmt: skip

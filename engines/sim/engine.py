@@ -282,4 +282,4 @@ def _verify_features(f: StepFeatures, plan: Any, k: int) -> StepFeatures:
     n = len(contexts)
     attended = k * sum(contexts) + n * k * (k + 1) // 2
     return f._replace(decode_seqs=f.decode_seqs + k * n, attended_context=f.attended_context + attended,
-                      sampled_rows=f.sampled_rows + k * n)  # fmt: skip
+                      sampled_rows=f.sampled_rows + k * n, decode_context=f.decode_context + attended)  # fmt: skip

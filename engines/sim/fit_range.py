@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engines.sim.fitted import REGRESSORS, FittedCost, read_ranges
+from engines.sim.fitted import FittedCost, read_ranges
 from engines.step_features import StepFeatures
 
 # how the warning names each regressor
@@ -27,6 +27,9 @@ LABELS = {
     "attended_context": "attended (row, key) pairs per step",
     "prompt_pad_rows": "prompt pad rows per step",
     "held_rows": "held static slots per step",
+    "decode_context": "keys read by decode rows per step",
+    "prefill_self_pairs": "prefill (row, key) pairs within chunks per step",
+    "prefill_context_pairs": "prefill rows x earlier context per step",
 }
 
 
@@ -37,21 +40,20 @@ class RangeWatch:
 
     def __init__(self, profile: FittedCost) -> None:
         self.profile = profile
-        self.ranges = read_ranges(profile.fit)
-        self._max = None if self.ranges is None else tuple(self.ranges[name][1] for name in REGRESSORS)
+        self.names = profile.regressors
+        self.ranges = read_ranges(profile.fit, self.names)
+        self._max = None if self.ranges is None else tuple(self.ranges[name][1] for name in self.names)
         self.steps = 0
-        self._outside = [0] * len(REGRESSORS)
-        self._largest = [0.0] * len(REGRESSORS)
+        self._outside = [0] * len(self.names)
+        self._largest = [0.0] * len(self.names)
 
     def step_time(self, f: StepFeatures) -> float:
         self.steps += 1
         top = self._max
         if top is not None:
-            prefill, chunks, decode, pad, held, attended = f[:6]
-            # unrolled: this runs on every simulated step, and almost every step is inside
-            if (prefill > top[0] or chunks > top[1] or decode > top[2] or attended > top[3]
-                    or pad - held > top[4] or held > top[5]):  # fmt: skip
-                self._count((prefill, chunks, decode, attended, pad - held, held))  # REGRESSORS' order
+            values = self.profile.regressor_values(f)
+            if any(value > high for value, high in zip(values, top, strict=True)):
+                self._count(values)
         return self.profile.step_time(f)
 
     def _count(self, values: tuple[int, ...]) -> None:
@@ -74,7 +76,7 @@ def pooled_check(watches: Sequence[RangeWatch]) -> dict[str, Any]:
     ranges = watches[0].ranges
     steps = sum(w.steps for w in watches)
     outside = {}
-    for i, name in enumerate(REGRESSORS):
+    for i, name in enumerate(watches[0].names):
         count = sum(w._outside[i] for w in watches)
         if count:
             top = ranges[name][1] if ranges else 0.0

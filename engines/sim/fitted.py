@@ -1,24 +1,34 @@
 """The fitted cost model: step time as a linear function of the step's work, fitted on a real trace.
 
     step = c0 + c_p x prefill tokens + c_c x prefill chunks + c_d x decode sequences
-              + c_a x attended pairs + c_pp x prompt pad rows + c_h x held rows
+              + c_pp x prompt pad rows + c_h x held rows                      (rows through the layers)
+              + c_dk x keys read by one-row chunks                            (the paged kernel: decode, held)
+              + c_s x pairs among a prefill chunk's own rows, pad included    (causal / masked SDPA)
+              + c_x x prefill chunk rows x their earlier context              (chunk x context: chunked prefill)
+
+Each attention term is the work of one kernel as `engines.model_runner` runs it (`engines.step_features`
+counts them): a static batch's prompts padded to the longest are one causal SDPA over the padded rows, so
+its prefill pairs count the pad rows' pairs too, and its per-pair price is the continuous engine's, not a
+price that soaks up the padding. Profiles of version 1 priced every pair alike (`attended_context`); they
+still load and run, and say which features they do not know.
 
 Non-negative least squares (scipy's NNLS) on every traced step of a batchmark run, in-process or
-served: each trace record carries the step's counts (`engines.step_features`) and its measured
-duration. A feature that is zero throughout the trace (no static batch, so no pad rows) says nothing
-about its price; it is priced as its nearest measured kin (a prompt's pad row as a prefill token, a
-held slot's row as a decode sequence: what the in-process runner computes for them) and the profile
-says so. A feature that varies
-too little to separate from the others is an error naming it. The time between back-to-back steps
-(publishing events, writing the trace) is measured too and added after every simulated step, and
-what the model leaves unexplained is kept to be replayed (`engines.sim.noise`). The span of each regressor over
-the fitted steps is kept too: beyond it the fit extrapolates (`engines.sim.fit_range` counts such steps).
+served: each trace record carries the step's counts and its measured duration. A feature that is zero
+throughout the trace (no static batch, so no pad rows) says nothing about its price; it is priced as its
+nearest measured kin (a prompt's pad row as a prefill token, a held slot's row as a decode sequence, a
+context pair as a chunk's own pair: what the in-process runner computes for them) and the profile says so.
+A feature that varies too little to separate from the others is an error naming it. The time between
+back-to-back steps (publishing events, writing the trace) is measured too and added after every simulated
+step, and what the model leaves unexplained is kept to be replayed (`engines.sim.noise`). The span of each
+regressor over the fitted steps is kept too: beyond it the fit extrapolates (`engines.sim.fit_range` counts
+such steps).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,22 +40,28 @@ from engines.sim.files import read_json_object
 from engines.sim.noise import keep_blocks, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
-PROFILE_VERSION = 1
-REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "prompt_pad_rows", "held_rows")
-KIN = {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs"}  # the price of a feature never seen
+PROFILE_VERSION = 2
+REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "prompt_pad_rows", "held_rows",
+              "decode_context", "prefill_self_pairs", "prefill_context_pairs")  # fmt: skip
+# version 1: every attention pair at one price; a profile of it (or a fit on a trace without the split) lacks these
+REGRESSORS_V1 = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "prompt_pad_rows", "held_rows")
+FORMS = {1: REGRESSORS_V1, 2: REGRESSORS}
+SPLIT_FEATURES = ("decode_context", "prefill_self_pairs", "prefill_context_pairs")
+# the price of a feature never seen: what the runner computes for it
+KIN = {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs", "prefill_context_pairs": "prefill_self_pairs"}
 MIN_STEPS = 50
 MIN_DISTINCT = 2  # one value is no variation; two fit a slope (a continuous engine at low load: 0 or 1 prefill chunk)
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 
-def regressors(features: np.ndarray) -> np.ndarray:
-    """The regressor columns of step features (rows of FEATURE_NAMES): prompt pad rows are the pad rows
-    that are not held slots."""
+def regressors(features: np.ndarray, version: int = PROFILE_VERSION) -> np.ndarray:
+    """The regressor columns of step features (rows of FEATURE_NAMES) in `version`'s form: prompt pad rows
+    are the pad rows that are not held slots."""
     f = features.astype(np.float64)
-    columns = {name: f[:, _F[name]] for name in ("prefill_tokens", "prefill_chunks", "decode_seqs",
-                                                  "attended_context", "held_rows")}  # fmt: skip
+    names = FORMS[version]
+    columns = {name: f[:, _F[name]] for name in names if name != "prompt_pad_rows"}
     columns["prompt_pad_rows"] = f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]
-    return np.column_stack([columns[name] for name in REGRESSORS])
+    return np.column_stack([columns[name] for name in names])
 
 
 @dataclass
@@ -60,19 +76,44 @@ class FittedCost:
     noise: dict[str, list[float]] = field(default_factory=dict)  # engines.sim.noise
     kind: str = "fitted"
     dispatch_s: float = 0.0  # arrival at an idle engine -> its admitting step starts (harness/simulation.py)
+    version: int = PROFILE_VERSION  # the form: 1 prices every attention pair alike (REGRESSORS_V1)
 
     def __post_init__(self) -> None:
-        self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in REGRESSORS)
+        self.regressors = FORMS[self.version]
+        if set(self.coefficients) - set(self.regressors):  # a price the form never charges would vanish unseen
+            raise ValueError(f"coefficients {sorted(set(self.coefficients) - set(self.regressors))} are not "
+                             f"regressors of profile version {self.version}")  # fmt: skip
+        self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in self.regressors)
 
     def step_time(self, f: StepFeatures) -> float:
-        p, c, d, a, pp, h = self._coef
+        if self.version == 1:
+            p, c, d, a, pp, h = self._coef
+            prefill, chunks, decode, pad, held, attended = f[:6]
+            return (self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held)
+                    + h * held)  # fmt: skip
+        p, c, d, pp, h, dk, s, x = self._coef
+        prefill, chunks, decode, pad, held = f[:5]
+        return (self.intercept_s + p * prefill + c * chunks + d * decode + pp * (pad - held) + h * held
+                + dk * f.decode_context + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
+
+    def regressor_values(self, f: StepFeatures) -> tuple[int, ...]:
+        """The step's value of each regressor, in `self.regressors`' order."""
         prefill, chunks, decode, pad, held, attended = f[:6]
-        return self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held) + h * held
+        if self.version == 1:
+            return prefill, chunks, decode, attended, pad - held, held
+        return (prefill, chunks, decode, pad - held, held, f.decode_context, f.prefill_self_pairs,
+                f.prefill_context_pairs)  # fmt: skip
+
+    @property
+    def unknown_features(self) -> tuple[str, ...]:
+        """The features this profile's form cannot price apart ("feature unknown"): a version-1 profile's
+        attention is one term."""
+        return () if self.version >= 2 else SPLIT_FEATURES
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "profile_version": PROFILE_VERSION,
+            "profile_version": self.version,
             "intercept_s": self.intercept_s,
             "coefficients": self.coefficients,
             "step_gap_s": self.step_gap_s,
@@ -97,11 +138,13 @@ def load_profile(path: str | Path) -> FittedCost:
     data = read_json_object(path, "profile")
     if data.get("kind") != "fitted":
         raise EngineInputError(f"{path}: not a batchmark step-time profile (write one with `batchmark sim fit`)")
-    if data.get("profile_version") != PROFILE_VERSION:
-        raise EngineInputError(f"{path}: profile_version {data.get('profile_version')!r}, expected {PROFILE_VERSION}")
+    version = data.get("profile_version")
+    if version not in FORMS or isinstance(version, bool):
+        raise EngineInputError(f"{path}: profile_version {version!r}, expected one of {', '.join(map(str, FORMS))}")
+    names = FORMS[version]
     coefficients = data.get("coefficients")
-    if not isinstance(coefficients, dict) or set(coefficients) - set(REGRESSORS):
-        raise EngineInputError(f"{path}: field 'coefficients' must map {', '.join(REGRESSORS)} to seconds")
+    if not isinstance(coefficients, dict) or set(coefficients) - set(names):
+        raise EngineInputError(f"{path}: field 'coefficients' must map {', '.join(names)} to seconds")
     # a fit is non-negative (nnls): a negative or NaN time would run virtual time backwards or poison every sum
     seconds = {f"coefficients.{k}": v for k, v in coefficients.items()}
     seconds.update({key: data.get(key) for key in ("intercept_s", "step_gap_s")})
@@ -114,7 +157,7 @@ def load_profile(path: str | Path) -> FittedCost:
     if not isinstance(fit, dict):
         raise EngineInputError(f"{path}: field 'fit' must be an object")
     try:
-        read_ranges(fit)  # checked here, so a bad range is one line before any step runs
+        read_ranges(fit, names)  # checked here, so a bad range is one line before any step runs
     except EngineInputError as exc:
         raise EngineInputError(f"{path}: {exc}") from None
     noise = data.get("noise") or {}
@@ -122,7 +165,7 @@ def load_profile(path: str | Path) -> FittedCost:
         raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")
     return FittedCost(float(data["intercept_s"]), {k: float(v) for k, v in coefficients.items()},
                       float(data["step_gap_s"]), data.get("engine") or {}, fit, noise,
-                      dispatch_s=float(dispatch))  # fmt: skip
+                      dispatch_s=float(dispatch), version=version)  # fmt: skip
 
 
 @dataclass
@@ -133,20 +176,33 @@ class TraceSteps:
     duration_s: np.ndarray
     gaps_s: np.ndarray  # time from a step's end to the next one's start, where the engine had work left
     sources: list[str]
+    split: bool = True  # every trace counts the attention by kernel (SPLIT_FEATURES); else the fit is version 1
 
 
-def fit_steps(steps: TraceSteps) -> FittedCost:
-    """Non-negative least squares of duration on the regressors; errors name an unusable feature."""
+def fit_steps(steps: TraceSteps, fixed: Mapping[str, float] | None = None) -> FittedCost:
+    """Non-negative least squares of duration on the regressors; errors name an unusable feature. `fixed` prices
+    some regressors beforehand (seconds per unit, e.g. the attention kernels' prices from another engine's fit on
+    the same model): their share is taken off each step and the rest is fitted."""
     from scipy.optimize import nnls
 
     n = len(steps.duration_s)
     where = ", ".join(steps.sources)
     if n < MIN_STEPS:
         raise EngineInputError(f"sim fit: {where}: {n} traced steps with features, need at least {MIN_STEPS}")
+    version = PROFILE_VERSION if steps.split else 1
+    names = FORMS[version]
+    fixed = dict(fixed or {})
+    if set(fixed) - set(names):
+        raise EngineInputError(f"sim fit: {where}: cannot fix {', '.join(sorted(set(fixed) - set(names)))}: "
+                               f"the traces fit the version-{version} form ({', '.join(names)})")  # fmt: skip
+    x_all = regressors(steps.features, version)
+    known = x_all @ np.array([fixed.get(name, 0.0) for name in names])  # the fixed terms' share of each step
     columns = [np.ones(n)]
     used: list[str] = []
     absent: list[str] = []
-    for name, values in zip(REGRESSORS, regressors(steps.features).T, strict=True):
+    for name, values in zip(names, x_all.T, strict=True):
+        if name in fixed:
+            continue
         if not values.any():
             absent.append(name)
             continue
@@ -160,17 +216,18 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
         columns.append(values)
     x = np.column_stack(columns)
     scale = np.abs(x).max(axis=0)
-    solution, _ = nnls(x / scale, steps.duration_s)  # unweighted: the mean step, so throughput, is unbiased
+    # unweighted: the mean step, so throughput, is unbiased
+    solution, _ = nnls(x / scale, steps.duration_s - known)
     coef = solution / scale
     if np.linalg.matrix_rank(x / scale) < x.shape[1]:
         raise EngineInputError(f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
                                "record a run that mixes prefill and decode")  # fmt: skip
-    predicted = x @ coef
+    predicted = x @ coef + known
     resid = steps.duration_s - predicted
     total = float(np.sum((steps.duration_s - steps.duration_s.mean()) ** 2))
-    coefficients = {name: 0.0 for name in REGRESSORS}
+    coefficients = {name: 0.0 for name in names} | {name: float(v) for name, v in fixed.items()}
     coefficients.update({name: float(c) for name, c in zip(used, coef[1:], strict=True)})
-    borrowed = {name: KIN[name] for name in absent if name in KIN}
+    borrowed = {name: KIN[name] for name in absent if name in KIN and KIN[name] not in absent}
     for name, kin in borrowed.items():  # a row nobody measured costs what the row it computes like costs
         coefficients[name] = coefficients[kin]
     gap = _mean_gap(steps.gaps_s)
@@ -178,6 +235,7 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
         "steps": n,
         "sources": steps.sources,
         "regressors": used,
+        "fixed": sorted(fixed),
         "absent": absent,
         "borrowed": borrowed,
         "r2": 1.0 - float(np.sum(resid**2)) / total if total > 0 else None,
@@ -185,33 +243,48 @@ def fit_steps(steps: TraceSteps) -> FittedCost:
         "mean_step_s": float(steps.duration_s.mean()),
         "total_error": float(predicted.sum() / steps.duration_s.sum() - 1.0),
         "back_to_back_gaps": int(steps.gaps_s.size),
-        "ranges": fitted_ranges(regressors(steps.features)),
+        "ranges": fitted_ranges(x_all, names),
+        "unknown": [] if steps.split else list(SPLIT_FEATURES),
+        "padding": padding_shares(steps.features),
     }
     noise = step_noise(predicted, steps.duration_s)
     if steps.gaps_s.size:
         noise["gap_s"] = keep_blocks(steps.gaps_s)
-    return FittedCost(float(coef[0]), coefficients, gap, {}, fit, noise)
+    return FittedCost(float(coef[0]), coefficients, gap, {}, fit, noise, version=version)
 
 
-def fitted_ranges(columns: np.ndarray) -> dict[str, dict[str, float]]:
-    """Per regressor (columns of `regressors`): its smallest non-zero and its largest value over the fitted steps
-    (0, 0: never seen). Beyond the largest the fit extrapolates (`engines.sim.fit_range` counts such steps)."""
+def padding_shares(features: np.ndarray) -> dict[str, float | None]:
+    """How much of what the fitted steps computed was padding: the share of prefill rows that were prompt pad
+    rows, and of prefill attention pairs that were pad rows' (None: the trace has no such work)."""
+    f = features.astype(np.float64)
+    pad_rows = float((f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]).sum())
+    rows = pad_rows + float(f[:, _F["prefill_tokens"]].sum())
+    pairs = float(f[:, _F["prefill_self_pairs"]].sum() + f[:, _F["prefill_context_pairs"]].sum())
+    return {"prefill_rows": pad_rows / rows if rows else None,
+            "prefill_pairs": float(f[:, _F["pad_pairs"]].sum()) / pairs if pairs else None}  # fmt: skip
+
+
+def fitted_ranges(columns: np.ndarray, names: tuple[str, ...] = REGRESSORS) -> dict[str, dict[str, float]]:
+    """Per regressor (columns of `regressors`, named `names`): its smallest non-zero and its largest value over the
+    fitted steps (0, 0: never seen). Beyond the largest the fit extrapolates (`engines.sim.fit_range` counts such
+    steps)."""
     ranges = {}
-    for name, values in zip(REGRESSORS, columns.T, strict=True):
+    for name, values in zip(names, columns.T, strict=True):
         nonzero = values[values > 0]
         ranges[name] = {"min": float(nonzero.min()) if nonzero.size else 0.0, "max": float(values.max())}
     return ranges
 
 
-def read_ranges(fit: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
-    """The (min, max) per regressor a profile's `fit` table records; None: written before ranges were."""
+def read_ranges(fit: dict[str, Any], names: tuple[str, ...] = REGRESSORS) -> dict[str, tuple[float, float]] | None:
+    """The (min, max) per regressor (`names`: the profile's form) a profile's `fit` table records; None: written
+    before ranges were."""
     ranges = fit.get("ranges")
     if ranges is None:
         return None
     try:
-        out = {name: (float(ranges[name]["min"]), float(ranges[name]["max"])) for name in REGRESSORS}
+        out = {name: (float(ranges[name]["min"]), float(ranges[name]["max"])) for name in names}
     except (KeyError, TypeError, ValueError):
-        raise EngineInputError(f"field 'fit.ranges' must map {', '.join(REGRESSORS)} to {{min, max}}") from None
+        raise EngineInputError(f"field 'fit.ranges' must map {', '.join(names)} to {{min, max}}") from None
     if not all(0 <= low <= high < math.inf for low, high in out.values()):
         raise EngineInputError("field 'fit.ranges': every range must be 0 <= min <= max, finite")
     return out

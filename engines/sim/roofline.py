@@ -146,7 +146,7 @@ class RooflineCost:
         return 0.0, self._pair_flops * attended / self._attention_rate + self._activation_per_row * rows
 
     def step_time(self, f: StepFeatures) -> float:
-        prefill, _, decode, pad, held, attended, kv_read, sampled = f
+        prefill, _, decode, pad, held, attended, kv_read, sampled = f[:8]
         prefill_rows = prefill + pad - held  # prompt padding runs inside its prefill's GEMMs
         rows = prefill + decode + pad
         pairs, apart = self._own_kernels(attended, rows)

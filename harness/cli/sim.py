@@ -19,6 +19,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("-o", "--out", type=Path, required=True, help="profile JSON to write")
     fit.add_argument("--engine", action="append", dest="engines", default=[],
                      help="fit on this engine's traces only (repeatable; default: every traced engine)")  # fmt: skip
+    fit.add_argument("--attention-from", type=Path, metavar="PROFILE",
+                     help="take the attention kernels' prices (decode_context, prefill_self_pairs, "
+                          "prefill_context_pairs) from this profile of the same model (e.g. the continuous "
+                          "engine's) and fit the rest: a static run's few padded prefills cannot tell them "
+                          "from its rows")  # fmt: skip
     fit.set_defaults(run=fit_command)
     fid = commands.add_parser("fidelity", help="simulate a run's engines on its schedule; print the error table")
     fid.add_argument("real_run", type=Path, nargs="?", help="a run directory of in-process engines")
@@ -82,13 +87,25 @@ def fit_command(args: argparse.Namespace) -> int:
     if args.out.is_dir():
         raise HarnessInputError(f"-o {args.out}: is a directory; name the profile's JSON file")
     writable_dir(args.out.parent, "-o")  # checked before the fit, which reads every step trace
-    profile = fit_run(args.run_dirs, args.engines)
+    fixed = None
+    if args.attention_from is not None:
+        from engines.sim.fitted import SPLIT_FEATURES, load_profile
+
+        source = load_profile(args.attention_from)
+        if source.unknown_features:
+            raise HarnessInputError(f"--attention-from {args.attention_from}: a version-1 profile: "
+                                    f"{', '.join(source.unknown_features)}: feature unknown; refit it")  # fmt: skip
+        fixed = {name: source.coefficients[name] for name in SPLIT_FEATURES}
+    profile = fit_run(args.run_dirs, args.engines, fixed, str(args.attention_from) if fixed else None)
     profile.save(args.out)
     fit = profile.fit
-    coef = ", ".join(f"{k} {v * 1e6:.3g} us" for k, v in profile.coefficients.items() if k in fit["regressors"])
+    coef = ", ".join(_price(k, v) for k, v in profile.coefficients.items() if k in fit["regressors"])
     r2 = "-" if fit["r2"] is None else f"{fit['r2']:.3f}"
     print(f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
           f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)")  # fmt: skip
+    if fixed:
+        print(f"  attention priced from {args.attention_from}, not fitted: "
+              + ", ".join(_price(k, v) for k, v in fixed.items()))  # fmt: skip
     pooled = pooling_note(profile.engine["fitted_engines"])
     if pooled:
         print(f"  {pooled}")
@@ -105,7 +122,16 @@ def fit_command(args: argparse.Namespace) -> int:
     spans = ", ".join(f"{k} {r['min']:,.0f}-{r['max']:,.0f}" for k, r in fit["ranges"].items() if r["max"])
     print(f"  fitted range: {spans}; steps beyond it are extrapolated (run and sim fidelity count them)")
     for name in fit["absent"]:
-        print(f"  {name}: always 0 in these traces, priced 0 (its rows cost what the rows of their kind cost)")
+        kin = fit.get("borrowed", {}).get(name)
+        price = f"priced as {kin}, {_price(name, profile.coefficients[name])}" if kin else "priced 0"
+        print(f"  {name}: always 0 in these traces, {price}")
+    padding = fit.get("padding") or {}
+    if padding.get("prefill_rows"):
+        print(f"  padding: {padding['prefill_rows']:.0%} of prefill rows and {padding['prefill_pairs'] or 0:.0%} of "
+              "prefill attention pairs were pad rows, priced as computed")  # fmt: skip
+    if fit.get("unknown"):
+        print(f"  {', '.join(fit['unknown'])}: feature unknown (the traces predate them): fitted in the version-1 "
+              "form, every attention pair at one price; record the run again to split it by kernel")  # fmt: skip
     print(f"profile: {args.out.resolve()}")
     return 0
 
@@ -157,7 +183,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     print(format_fidelity(table, args.real_run, args.profile))
     first_seed = {str(d["name"]): d for d in reversed(twins)}  # seeds differ only in noise: one line per engine
     for line in manifest_notices({"engines": list(first_seed.values())}):
-        if line.startswith("RANGE:"):
+        if line.startswith(("RANGE:", "FEATURES:")):
             print(f"warning: {line}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
@@ -272,6 +298,13 @@ def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -
         lines.append(f"the real run itself repeats by more than 10% on: {', '.join(loose)}: "
                      "no simulation can be judged within 10% there")  # fmt: skip
     return "\n".join(lines)
+
+
+def _price(name: str, seconds: float) -> str:
+    """A coefficient in a readable unit: attention pairs and keys cost nanoseconds, rows microseconds."""
+    if name.endswith(("_pairs", "_context")):
+        return f"{name} {seconds * 1e9:.3g} ns"
+    return f"{name} {seconds * 1e6:.3g} us"
 
 
 def _fmt(value: float | None, unit: str) -> str:

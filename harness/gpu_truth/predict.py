@@ -65,11 +65,14 @@ def features(row: TruthRow) -> StepFeatures:
         d = row.decode_context
         return StepFeatures(prefill_tokens=n, prefill_chunks=1, decode_seqs=b,
                             attended_context=n * c + n * (n + 1) // 2 + b * (d + 1), kv_read_tokens=c + b * d,
-                            sampled_rows=1 + b)  # fmt: skip
+                            sampled_rows=1 + b, decode_context=b * (d + 1), prefill_context_pairs=n * c,
+                            prefill_self_pairs=n * n if c else n * (n + 1) // 2)  # fmt: skip
     if row.phase == "prefill":
         return StepFeatures(prefill_tokens=b * n, prefill_chunks=b, attended_context=b * n * (n + 1) // 2,
-                            sampled_rows=b)  # fmt: skip
-    return StepFeatures(decode_seqs=b, attended_context=b * (c + 1), kv_read_tokens=b * c, sampled_rows=b)
+                            sampled_rows=b, prefill_self_pairs=b * n * (n + 1) // 2)  # fmt: skip
+    return StepFeatures(
+        decode_seqs=b, attended_context=b * (c + 1), kv_read_tokens=b * c, sampled_rows=b, decode_context=b * (c + 1)
+    )
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,18 @@ def range_unknown(engine: dict[str, Any]) -> bool:
     return check is not None and check.get("fitted") is None
 
 
+def features_unknown(engine: dict[str, Any]) -> str | None:
+    """For an engine on a version-1 profile (every attention pair at one price): the features it does not know,
+    or None."""
+    from engines.sim.fitted import FORMS, SPLIT_FEATURES
+
+    cost = engine.get("cost_model") or {}
+    version = cost.get("profile_version")
+    if cost.get("kind") != "fitted" or version not in FORMS or version >= 2:
+        return None
+    return ", ".join(SPLIT_FEATURES)
+
+
 def range_text(engine: dict[str, Any]) -> str | None:
     """'prefill tokens per step up to 512 vs fitted 16-64 (8.0x) in 12% of steps (40 of 333): extrapolated',
     one clause per regressor beyond its fitted maximum; None when every step was inside (or nothing is known)."""

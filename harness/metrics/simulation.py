@@ -153,7 +153,7 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     """One line per simulated engine of a run: what it is and what it ran on."""
     from harness.gpu_truth.band import trust_text
     from harness.metrics.cluster import disagg_text, router_text
-    from harness.metrics.sim_range import range_text, range_unknown
+    from harness.metrics.sim_range import features_unknown, range_text, range_unknown
 
     lines = []
     unknown = []
@@ -167,6 +167,11 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
                 lines.append(f"{label}: {prefix}{name}: {text}.")
         if range_unknown(engine):
             unknown.append(f"{prefix}{name}")
+        missing = features_unknown(engine)
+        if missing:
+            lines.append(f"FEATURES: {prefix}{name}: {missing}: feature unknown (a version-1 profile prices every "
+                         "attention pair alike, so long contexts and padded batches are extrapolated); refit it "
+                         "(`batchmark sim fit`) on a run recorded now.")  # fmt: skip
         spec = engine.get("spec_decode")
         if spec:
             lines.append(f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "

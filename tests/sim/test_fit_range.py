@@ -30,9 +30,10 @@ def profile(tmp: Path, name: str, prompt: tuple[int, int], decode: int) -> Path:
     for _ in range(200):
         d, c = int(rng.integers(0, decode + 1)), int(rng.integers(0, 2))
         p = int(rng.integers(*prompt)) * c
-        rows.append(StepFeatures(p, c, d, 0, 0, d * int(rng.integers(10, 40 * prompt[1])) + p * p, 0, d + c))
+        context = d * int(rng.integers(10, 40 * prompt[1]))
+        rows.append(StepFeatures(p, c, d, 0, 0, context + p * p, 0, d + c, context, p * (p + 1) // 2))
     x = np.array(rows)
-    durations = 1e-3 + x[:, 0] * 2e-5 + x[:, 1] * 1e-4 + x[:, 2] * 5e-5 + x[:, 5] * 1e-8
+    durations = 1e-3 + x[:, 0] * 2e-5 + x[:, 1] * 1e-4 + x[:, 2] * 5e-5 + x[:, 8] * 1e-8 + x[:, 9] * 2e-8
     fitted = fit_steps(TraceSteps(x, durations, np.full(199, 1e-4), ["synthetic"]))
     fitted.engine = ENGINE
     path = tmp / f"{name}.json"

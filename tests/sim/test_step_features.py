@@ -18,13 +18,21 @@ def seq(prompt: int, computed: int = 0, outputs: int = 0, max_tokens: int = 8) -
 
 def test_a_decode_row_attends_its_whole_context() -> None:
     f = step_features(StepPlan([Chunk(seq(10, computed=12, outputs=3), 1, yields_token=True)]))
-    assert f == StepFeatures(decode_seqs=1, attended_context=13, kv_read_tokens=12, sampled_rows=1)
+    assert f == StepFeatures(decode_seqs=1, attended_context=13, kv_read_tokens=12, sampled_rows=1, decode_context=13)
 
 
 def test_a_prefill_chunk_attends_a_triangle_on_top_of_its_cached_context() -> None:
     # 4 new rows after 6 cached tokens: rows attend 7, 8, 9, 10 keys
     f = step_features(StepPlan([Chunk(seq(10, computed=6), 4, yields_token=True)]))
-    assert f == StepFeatures(prefill_tokens=4, prefill_chunks=1, attended_context=34, kv_read_tokens=6, sampled_rows=1)
+    assert f == StepFeatures(
+        prefill_tokens=4,
+        prefill_chunks=1,
+        attended_context=34,
+        kv_read_tokens=6,
+        sampled_rows=1,
+        prefill_self_pairs=16,
+        prefill_context_pairs=24,
+    )  # SDPA with a mask: every key up to 10
     partial = step_features(StepPlan([Chunk(seq(10), 4, yields_token=False)]))
     assert partial.sampled_rows == 0 and partial.attended_context == 10
 

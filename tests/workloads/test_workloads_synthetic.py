@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ SYNTHETIC = [
     "prefill-storm",
     "reasoning-chat",
     "step-profile",
+    "step-profile-long",
 ]
 
 
@@ -54,6 +56,15 @@ def test_step_profile_spans_the_step_shapes_a_fit_needs() -> None:
     arrivals = np.array([r.arrival_s for r in w.requests])
     assert n_in.min() < 32 and n_in.max() > 1024  # prefill from a few tokens to long prompts
     assert ((arrivals >= 12.0) & (arrivals < 12.5)).sum() >= 32  # a burst that fills 32 slots
+
+
+def test_step_profile_long_reaches_long_contexts_one_at_a_time() -> None:
+    w = load_workload("step-profile-long")
+    long = sorted((r.arrival_s, r.input_tokens + r.output_tokens) for r in w.requests if r.tenant == "long-context")
+    assert len(long) == 5 and all(2048 <= total <= 8192 + 32 for _, total in long)
+    assert max(total for _, total in long) > 6000  # chunks over 6k of earlier context: the chunk x context term
+    assert all(b[0] - a[0] >= 5.0 for a, b in itertools.pairwise(long))  # never two in one static batch
+    assert {r.tenant for r in w.requests} >= {"short", "long", "burst"}  # step-profile's shapes are kept
 
 
 def test_hol_blocking_has_rare_very_long_outputs() -> None:
