@@ -145,10 +145,17 @@ def load_model_for(specs: list[EngineSpec], settings: RunSettings) -> LoadedMode
     if not any(spec.in_process for spec in specs):
         return None
     from engines import compute_threads
+    from engines.engine_process import fork_worker
     from engines.model.loader import load_model
+    from engines.options import in_process_options
 
     compute_threads.configure()  # this thread runs the event loop; the engines' threads compute
-    return load_model(settings.model_path, dtype=settings.dtype)
+    loaded = load_model(settings.model_path, dtype=settings.dtype)
+    if any(spec.in_process and in_process_options(spec.kind, spec.options).engine_process for spec in specs):
+        # the first engine's worker process: a copy of this one with the model in it, as `batchmark serve`
+        # starts its own, instead of a new process that imports torch and loads the model again
+        fork_worker(loaded)
+    return loaded
 
 
 _MODELS: dict[tuple[str | None, str], Any] = {}  # a Ray worker process loads each model once for all its units

@@ -1,2 +1,3 @@
-"""Models the in-process engines run: the embedded seeded Llama, its shipped tokenizer, and the loader for any
-local Hugging Face checkpoint directory (no hub access). Imports: torch, transformers and `engines` only."""
+"""Models the in-process engines run: the embedded seeded Llama (plain torch) and its shipped tokenizer (the
+`tokenizers` library), and the loader for any local Hugging Face checkpoint directory (no hub access; only a
+checkpoint imports transformers). Imports: torch, tokenizers, transformers and `engines` only."""

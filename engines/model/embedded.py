@@ -10,10 +10,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # transformers loads torch: imported when the model is built, not with this module
-    from transformers import LlamaForCausalLM
+if TYPE_CHECKING:  # torch is imported when the model is built, not with this module
+    from engines.model.llama import LlamaConfig, LlamaForCausalLM
 
 TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
+BOS_ID, EOS_ID, PAD_ID = 0, 1, 2  # the shipped tokenizer's special tokens (engines/model/build_tokenizer.py)
 
 
 @dataclass(frozen=True)
@@ -33,29 +34,24 @@ class EmbeddedModelConfig:
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
+    def llama_config(self) -> LlamaConfig:
+        from engines.model.llama import LlamaConfig
+
+        shape = {k: v for k, v in self.to_dict().items() if k != "seed"}
+        return LlamaConfig(**shape, bos_token_id=BOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID)
+
 
 def build_embedded_model(cfg: EmbeddedModelConfig) -> LlamaForCausalLM:
+    """The plain-torch Llama (engines/model/llama.py) with the weights transformers' LlamaForCausalLM draws
+    from the same seed: the same model, and the same weight hash in the manifest, without transformers."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        hidden_size=cfg.hidden_size,
-        num_hidden_layers=cfg.num_hidden_layers,
-        num_attention_heads=cfg.num_attention_heads,
-        num_key_value_heads=cfg.num_key_value_heads,
-        intermediate_size=cfg.intermediate_size,
-        vocab_size=cfg.vocab_size,
-        max_position_embeddings=cfg.max_position_embeddings,
-        rope_theta=cfg.rope_theta,
-        bos_token_id=0,
-        eos_token_id=1,
-        pad_token_id=2,
-        tie_word_embeddings=False,
-    )
+    from engines.model.llama import LlamaForCausalLM
+
     fork_state = torch.random.get_rng_state()
     torch.manual_seed(cfg.seed)
     try:
-        model = LlamaForCausalLM(config)
+        model = LlamaForCausalLM(cfg.llama_config())
     finally:
         torch.random.set_rng_state(fork_state)  # seeding the weights must not reseed the caller
     return model.eval()

@@ -26,8 +26,8 @@ SUPPORTED_ARCHITECTURES = (
 class LoadedModel:
     """A model and its tokenizer, with the hashes and config the run manifest records."""
 
-    model: Any  # a transformers PreTrainedModel in eval mode
-    tokenizer: Any  # a transformers PreTrainedTokenizerFast
+    model: Any  # in eval mode: the embedded plain-torch Llama, or a checkpoint's transformers PreTrainedModel
+    tokenizer: Any  # the embedded FastTokenizer, or a checkpoint's transformers PreTrainedTokenizerFast
     source: str  # "embedded" or the checkpoint path
     config: dict[str, Any] = field(default_factory=dict)
     weight_hash: str = ""
@@ -86,7 +86,7 @@ def _tokenizer_sha256(directory: Path) -> str:
 class LoadedTokenizer:
     """A tokenizer on its own: the target's, to build prompts of exact lengths for it (no weights loaded)."""
 
-    tokenizer: Any  # a transformers tokenizer
+    tokenizer: Any  # the embedded FastTokenizer, or a transformers tokenizer
     source: str  # "embedded" or the directory
     sha256: str
 
@@ -102,9 +102,13 @@ class LoadedTokenizer:
 def load_tokenizer(path: str | None = None) -> LoadedTokenizer:
     """`path=None`: the embedded model's tokenizer; otherwise a local Hugging Face tokenizer (or model) directory."""
     _offline()
+    if path is None:
+        from engines.model.fast_tokenizer import FastTokenizer
+
+        return LoadedTokenizer(FastTokenizer(TOKENIZER_DIR), "embedded", _tokenizer_sha256(TOKENIZER_DIR))
     from transformers import AutoTokenizer
 
-    directory = TOKENIZER_DIR if path is None else Path(path)
+    directory = Path(path)
     if not directory.is_dir():
         raise ModelLoadError(f"--tokenizer {str(directory)!r}: no such directory")
     try:
@@ -112,14 +116,14 @@ def load_tokenizer(path: str | None = None) -> LoadedTokenizer:
     except Exception as exc:  # transformers raises many types for a broken tokenizer directory
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelLoadError(f"--tokenizer {str(directory)!r}: cannot load a tokenizer: {first}") from None
-    return LoadedTokenizer(tokenizer, "embedded" if path is None else str(directory), _tokenizer_sha256(directory))
+    return LoadedTokenizer(tokenizer, str(directory), _tokenizer_sha256(directory))
 
 
 def load_model(path: str | None = None, *, dtype: str = "float32", seed: int = 0) -> LoadedModel:
-    """`path=None` builds the embedded model; otherwise `path` must be a local checkpoint directory."""
+    """`path=None` builds the embedded model (torch and `tokenizers` only: transformers is not imported);
+    otherwise `path` must be a local checkpoint directory."""
     _offline()
     import torch
-    from transformers import AutoTokenizer
 
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if torch_dtype is None:
@@ -127,14 +131,14 @@ def load_model(path: str | None = None, *, dtype: str = "float32", seed: int = 0
     if path is None:
         cfg = EmbeddedModelConfig(seed=seed)
         model = build_embedded_model(cfg).to(torch_dtype)
-        tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR), local_files_only=True)
+        tokenizer = load_tokenizer(None)
         return LoadedModel(
             model=model,
-            tokenizer=tokenizer,
+            tokenizer=tokenizer.tokenizer,
             source="embedded",
             config={**cfg.to_dict(), "architecture": "LlamaForCausalLM"},
             weight_hash=weight_sha256(model),
-            tokenizer_hash=_tokenizer_sha256(TOKENIZER_DIR),
+            tokenizer_hash=tokenizer.sha256,
         )
     return _load_checkpoint(Path(path), torch_dtype)
 

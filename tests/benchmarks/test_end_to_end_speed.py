@@ -9,7 +9,8 @@ Each is run `ROUNDS` times in a fresh process; the median, the spread, the CPU t
 the processes it waited for: serve's engine worker is not among them) and the load average are printed and
 kept in the benchmark's extra_info. The targets are printed beside the figures, not asserted: on a shared
 machine wall time says as much about the neighbours as about batchmark
-(docs/measurements/2026-12-05-startup-and-sim-run.md has the figures).
+(docs/measurements/2026-12-05-startup-and-sim-run.md and, for serve without transformers,
+2026-12-05-serve-start-plain-torch.md have the figures).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ engine tests need nothing of the harness: they submit everything at once and col
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,29 @@ def drive(engine: Engine, requests: list[Request]) -> EngineOutput:
     return asyncio.run(_drive(engine, requests))
 
 
+_TWINS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def transformers_twin(model: Any) -> Any:
+    """transformers' LlamaForCausalLM holding the plain-torch embedded model's weights (a transformers model
+    is its own twin): the reference the engines' tokens are checked against."""
+    if hasattr(model, "generate"):
+        return model
+    twin = _TWINS.get(model)
+    if twin is None:
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        with torch.random.fork_rng():  # its random init is overwritten: it must not move the caller's seed
+            twin = LlamaForCausalLM(LlamaConfig(**model.config.to_transformers()))
+        twin = twin.to(next(model.parameters()).dtype)
+        twin.load_state_dict(model.state_dict())
+        twin = _TWINS[model] = twin.eval()
+    return twin
+
+
 def reference_greedy(model: Any, prompt: list[int], max_tokens: int) -> list[int]:
     """Unbatched (batch size 1) greedy decode with transformers' own generate and its own cache."""
+    model = transformers_twin(model)
     with torch.inference_mode():
         out = model.generate(
             torch.tensor([prompt]),

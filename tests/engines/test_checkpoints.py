@@ -7,11 +7,11 @@ import torch
 
 from engines.inprocess import EngineOptions
 from engines.model.loader import load_model
-from tests.engines.helpers import mixed_requests, reference_greedy, run_engine
+from tests.engines.helpers import mixed_requests, reference_greedy, run_engine, transformers_twin
 
 
 def test_saved_embedded_checkpoint_gives_the_same_tokens(embedded, tmp_path):
-    embedded.model.save_pretrained(tmp_path)
+    transformers_twin(embedded.model).save_pretrained(tmp_path)  # the embedded model as a checkpoint
     embedded.tokenizer.save_pretrained(tmp_path)
     loaded = load_model(str(tmp_path))
     assert loaded.weight_hash == embedded.weight_hash
