@@ -50,7 +50,7 @@ peer_aiperf() {
     --random-seed 0 --output-artifact-dir "$D/aiperf" --no-auto-plot
 }
 peer_inference_perf() {
-  sed "s#@PORT@#$PORT#; s#@OUT@#$D/inference-perf#; s#num_requests: 64#num_requests: $N#" \
+  sed "s#@PORT@#$PORT#; s#@OUT@#$D/inference-perf#; s#num_requests: 64#num_requests: $N#; s#per_request: false#per_request: true#" \
     docs/peers/inference-perf-concurrency16.yaml > "$D/inference-perf.yaml"
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 taskset -c 1 "$PEERS/venv-ip/bin/inference-perf" -c "$D/inference-perf.yaml"
 }
