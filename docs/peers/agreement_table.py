@@ -54,12 +54,23 @@ def from_summary(summary: dict[str, Any], name: str, where: str) -> float | None
     return None if value is None else value * 1e3
 
 
-def cohort(run_dir: Path) -> float | None:
-    """Mean number of requests per cohort of sends (each closer than COHORT_GAP_S to the previous one): 16 when
-    a closed loop of 16 moves in lockstep, 1 when every send comes alone. None without per-request records."""
-    path = run_dir / "records.jsonl"
+def sends_of(pair_dir: Path, who: str) -> list[float]:
+    """Send times of one side of a pair: from batchmark's records (its own run's, or the import's rebuilt from the
+    peer's per-request data), else inference-perf's per-request lifecycle file (`report.request_lifecycle`)."""
+    path = pair_dir / who / "records.jsonl"  # an import of aggregates writes it empty
     lines = path.read_text().splitlines() if path.exists() else []
-    sends = sorted(json.loads(line)["t_sent"] for line in lines if line.strip())
+    if any(line.strip() for line in lines):
+        return [json.loads(line)["t_sent"] for line in lines if line.strip()]
+    lifecycle = pair_dir / "inference-perf" / "per_request_lifecycle_metrics.json"
+    if who == "peer-imported" and lifecycle.exists():
+        return [r["start_time"] for r in json.loads(lifecycle.read_text())]
+    return []
+
+
+def cohort(sends: list[float]) -> float | None:
+    """Mean number of requests per cohort of sends (each closer than COHORT_GAP_S to the previous one): 16 when
+    a closed loop of 16 moves in lockstep, 1 when every send comes alone. None without per-request times."""
+    sends = sorted(sends)
     if not sends:
         return None
     groups = 1 + sum(1 for a, b in itertools.pairwise(sends) if b - a >= COHORT_GAP_S)
@@ -137,7 +148,7 @@ def main(out: Path) -> None:
                     again.setdefault((peer, row), []).append(re_ratio)
                 cells = (fmt(theirs), fmt(mine), fmt(ratio), fmt(re_ratio))
                 print(f"| {r.name} | {PEERS[peer]} | {row} | " + " | ".join(cells) + " |")
-            theirs_c, mine_c = cohort(r / peer / "peer-imported"), cohort(r / peer / "batchmark")
+            theirs_c, mine_c = (cohort(sends_of(r / peer, who)) for who in ("peer-imported", "batchmark"))
             print(f"| {r.name} | {PEERS[peer]} | requests per send cohort | {fmt(theirs_c)} | {fmt(mine_c)} | | |")
     print()
     print("| peer | metric | peer / batchmark: median [range] | verdict | peer's records, batchmark's definitions |")
