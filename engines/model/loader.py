@@ -65,10 +65,14 @@ def _offline() -> None:
 
 
 def weight_sha256(model: Any) -> str:
+    import torch  # with the model: this module is imported before torch is needed
+
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().contiguous().cpu().numpy().tobytes())
+        # the raw bytes, read as uint8: numpy has no bfloat16 (`--dtype bfloat16` crashed here); same bytes as
+        # numpy's view for the dtypes it has, so float32 hashes are unchanged
+        digest.update(tensor.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from engines.model.embedded import EmbeddedModelConfig, build_embedded_model
-from engines.model.loader import weight_sha256
+from engines.model.loader import load_model, weight_sha256
 
 # The embedded model's hash before it left transformers (main at 42aedee): runs recorded since keep naming it.
 EMBEDDED_WEIGHT_SHA256 = "51ace473eae08881a40e80bdd1fecbb416be58f9a74f7453045f4dfa216c03c7"
@@ -67,3 +67,11 @@ def test_same_greedy_tokens(pair) -> None:
                 ours.append(int(plain(torch.tensor([ours]))[0, -1].argmax()))
                 theirs.append(int(reference(torch.tensor([theirs])).logits[0, -1].argmax()))
         assert ours == theirs
+
+
+def test_the_embedded_model_in_bfloat16_loads_and_hashes_its_own_bytes() -> None:
+    # numpy has no bfloat16: hashing went through it and `--dtype bfloat16` crashed with a TypeError
+    loaded = load_model(None, dtype="bfloat16")
+    assert next(loaded.model.parameters()).dtype == torch.bfloat16
+    assert len(loaded.describe()["weight_sha256"]) == 64
+    assert loaded.describe()["weight_sha256"] != EMBEDDED_WEIGHT_SHA256  # other bytes, another hash
