@@ -9,15 +9,23 @@ as `time_to_first_token`, `request_latency`, `inter_chunk_latency` (a list: ever
 `output_sequence_length`, `input_sequence_length`. The JSON holds per tag a block `{"unit", "avg",
 "min", "max", "p1" ... "p99", "std", "count"}` and `schema_version`, `aiperf_version`, `input_config`.
 
-Definitions that differ: AIPerf's "inter_token_latency" is (E2E - TTFT) / (n - 1), batchmark's TPOT;
+Definitions that differ: AIPerf's "inter_token_latency" is (E2E - TTFT) / (OSL - 1), batchmark's TPOT;
 its "inter_chunk_latency" is the chunk gaps, batchmark's ITL when every chunk carries one token. Its TTFT
 and latency run from the send (batchmark's `ttft_sent`, `e2e_sent`); it records no scheduled time, so an
 imported arrival is the send. Warm-up requests (`benchmark_phase` "warmup") are left out, as AIPerf does.
+
+Output tokens: AIPerf's OSL (`output_sequence_length`, `output_token_count`) re-tokenizes the streamed text with
+its `--tokenizer` unless it ran with `--use-server-token-count`, and its output_token_throughput and ITL count
+that; a record also holds the server's own count, `usage_completion_tokens` (the response's
+`usage.completion_tokens`, AIPerf 0.13: `aiperf/metrics/types/usage_metrics.py`). A record's output tokens are
+the server's count where the record has it, as batchmark counts its own runs; AIPerf's OSL only where it has not,
+and a note says which was used and how far the two counts differ.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +57,12 @@ from harness.loadgen.scenarios import Scenario
 SCHEMA = "AIPerf profile export (profile_export.jsonl / profile_export_aiperf.json, AIPerf 0.7-0.14)"
 DISTRIBUTIONS = (
     Mapping("ttft_sent", "time_to_first_token", "from the send: batchmark's ttft_sent"),
-    Mapping("tpot", "inter_token_latency", "AIPerf's ITL is (E2E - TTFT) / (n - 1): batchmark's TPOT"),
+    Mapping(
+        "tpot",
+        "inter_token_latency",
+        "AIPerf's ITL is (E2E - TTFT) / (OSL - 1): batchmark's TPOT, but over AIPerf's OSL (re-tokenized unless "
+        "--use-server-token-count), not the server's count the records take",
+    ),
     Mapping(
         "itl",
         "inter_chunk_latency",
@@ -59,8 +72,9 @@ DISTRIBUTIONS = (
 )
 RATES = (
     ("request_rate", "request_throughput", "req/s", "requests / profiling duration: batchmark's whole-run rate"),
-    ("output_token_rate", "output_token_throughput", "tok/s", "output tokens / profiling duration: whole-run"),
+    ("output_token_rate", "output_token_throughput", "tok/s", "OSL / profiling duration: whole-run, AIPerf's OSL"),
 )
+OSL_NOTE = "re-tokenized from the streamed text unless --use-server-token-count"
 AIPERF_PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
 
 
@@ -91,6 +105,7 @@ class LineMetrics(Doc):
     input_sequence_length: Prompt | None = None
     output_sequence_length: Output | None = None
     output_token_count: Output | None = None
+    usage_completion_tokens: Output | None = None  # the server's usage.completion_tokens
 
 
 class LineMeta(Doc):
@@ -131,6 +146,8 @@ class TimeBlock(Block):
 
 
 class Blocks(Doc):
+    request_count: Block | None = None
+    output_sequence_length: Block | None = None
     time_to_first_token: TimeBlock | None = None
     inter_token_latency: TimeBlock | None = None
     inter_chunk_latency: TimeBlock | None = None
@@ -156,16 +173,17 @@ def looks_like_json(data: Any) -> bool:
 
 def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str | None = None) -> Imported:
     label = label or "aiperf"
-    checked = [(n, validated(Line, obj, path, f"line {n}: ")) for n, obj in lines]
-    output = [line.metrics.output_sequence_length or line.metrics.output_token_count for _, line in checked]
-    check_total_tokens(path, "every line", sum(o.value for o in output if o is not None))
-    rows = [(n, obj) for n, obj in lines if (obj.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]
+    checked = [validated(Line, obj, path, f"line {n}: ") for n, obj in lines]
+    counts = [output_count(line.metrics) for line in checked]
+    check_total_tokens(path, "every line", sum(c.tokens or 0 for c in counts))
+    rows = [(n, obj, count) for (n, obj), count in zip(lines, counts, strict=True)
+            if (obj.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]  # fmt: skip
     if not rows:
         raise fail(path, "every line", "no profiling-phase record (only warm-up, or an empty file)")
-    starts = [_ns(path, n, obj["metadata"], "request_start_ns") for n, obj in rows]
+    starts = [_ns(path, n, obj["metadata"], "request_start_ns") for n, obj, _ in rows]
     t0 = min(starts)
-    records, multi = [], 0
-    for (n, obj), start in zip(rows, starts, strict=True):
+    records, multi, used = [], 0, []
+    for (n, obj, count), start in zip(rows, starts, strict=True):
         meta, metrics, error = obj.get("metadata") or {}, obj.get("metrics") or {}, obj.get("error")
         sent = (start - t0) / 1e9
         end_ns = meta.get("request_end_ns")
@@ -180,15 +198,15 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
         ttft = _value(path, n, metrics, "time_to_first_token", "s")
         if ttft is None:
             raise fail(path, f"line {n}: field metrics.time_to_first_token", "missing (a non-streaming run?)")
-        tokens = _value(path, n, metrics, "output_sequence_length", "tokens")
-        tokens = tokens if tokens is not None else _value(path, n, metrics, "output_token_count", "tokens")
         rec, many = streamed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, ttft=ttft,
                              gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
-                             tokens=int(tokens or 0), finish=finish)  # fmt: skip
+                             tokens=count.tokens or 0, finish=finish)  # fmt: skip
         records.append(rec)
         multi += many
+        used.append(count)
     run = ImportedRun(label, records)
     run.notes.append("AIPerf records no scheduled arrival: each request's arrival is its send (TTFT = ttft_sent)")
+    run.notes += count_notes(used)
     run.notes += chunk_note(multi, len(records))
     summary = path.with_name(path.name.replace(".jsonl", "_aiperf.json"))
     if summary != path and summary.is_file():
@@ -206,6 +224,46 @@ def parse_json(data: dict[str, Any], path: Path, label: str | None = None) -> Im
     run.scenario = scenario_of(data)
     run.notes.append("aggregates only: profile_export.jsonl beside it holds the per-request records")
     return Imported("aiperf", SCHEMA + f", schema_version {data.get('schema_version', '?')}", path, [run])
+
+
+@dataclass(frozen=True)
+class OutputCount:
+    """A record's output tokens as batchmark takes them, beside AIPerf's own OSL."""
+
+    tokens: int | None  # the server's usage count where the record has it, else AIPerf's OSL
+    server: bool  # whether `tokens` is the server's count
+    osl: int | None  # AIPerf's OSL (re-tokenized unless --use-server-token-count)
+
+
+def output_count(metrics: LineMetrics) -> OutputCount:
+    """The server's `usage_completion_tokens` when the record has a positive one (0 with streamed text is no
+    count), else AIPerf's OSL (`output_sequence_length`, or `output_token_count` in older exports)."""
+    osl = metrics.output_sequence_length or metrics.output_token_count
+    theirs = None if osl is None else osl.value
+    usage = metrics.usage_completion_tokens
+    if usage is not None and usage.value > 0:
+        return OutputCount(usage.value, True, theirs)
+    return OutputCount(theirs, False, theirs)
+
+
+def count_notes(used: list[OutputCount]) -> list[str]:
+    """Which output count the records took, and how far AIPerf's own OSL is from the server's count."""
+    notes, server = [], [c for c in used if c.server]
+    if server:
+        both = [c for c in server if c.osl is not None]
+        differ = sum(1 for c in both if c.osl != c.tokens)
+        osl, usage = sum(c.osl or 0 for c in both), sum(c.tokens or 0 for c in both)
+        gap = (f"AIPerf's own OSL, {OSL_NOTE}, reads {osl:,} tokens against the server's {usage:,} "
+               f"({differ} of {len(both)} requests differ), and its output_token_throughput and inter_token_latency "
+               "divide by the OSL") if differ else "AIPerf's own OSL agrees with it on every request"  # fmt: skip
+        notes.append(f"output tokens: the server's count (usage.completion_tokens, AIPerf's usage_completion_tokens) "
+                     f"for {len(server)} of {len(used)} requests, as batchmark counts its own; {gap}")  # fmt: skip
+    own = len(used) - len(server)
+    if own:
+        notes.append(f"output tokens: AIPerf's OSL for {own} of {len(used)} requests, which carry no server count "
+                     f"(usage_completion_tokens): {OSL_NOTE}, a definition difference from batchmark's own count, "
+                     "the server's usage.completion_tokens")  # fmt: skip
+    return notes
 
 
 def scenario_of(aggregates: dict[str, Any]) -> Scenario:
@@ -250,6 +308,15 @@ def _reported(data: dict[str, Any]) -> dict[str, Reported]:
         block = blocks.get(theirs)
         if isinstance(block, dict) and isinstance(block.get("avg"), int | float):
             out[ours] = Reported(Mapping(ours, theirs, note), unit, float(block["avg"]))
+    # AIPerf's own output count (its OSL) and requests, beside the records' count (the server's, where given)
+    osl, requests = blocks.get("output_sequence_length"), blocks.get("request_count")
+    if isinstance(osl, dict) and isinstance(osl.get("avg"), int | float):
+        pct = {ours: float(osl[ours]) for ours in AIPERF_PERCENTILES if isinstance(osl.get(ours), int | float)}
+        note = f"AIPerf's OSL per request: {OSL_NOTE}"
+        out["output_tokens"] = Reported(Mapping("output_tokens", "output_sequence_length", note), "tokens",
+                                        float(osl["avg"]), pct, osl.get("count"))  # fmt: skip
+    if isinstance(requests, dict) and isinstance(requests.get("avg"), int | float):
+        out["requests"] = Reported(Mapping("requests", "request_count", ""), "requests", float(requests["avg"]))
     return out
 
 

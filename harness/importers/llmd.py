@@ -12,6 +12,10 @@ only. `harness.importers.llmd_write` writes a batchmark run as one.
 
 The report does not say from when its tool timed TTFT and latency; inference-perf, vLLM and GuideLLM time
 from the send, so they are read as batchmark's `ttft_sent` and `e2e_sent` (and batchmark exports those).
+Nor does it say how its tool counted TPOT: inference-perf 0.7.0's is (last content chunk - first content chunk)
+/ (n - 1), n its re-tokenized output count (`inference_perf/reportgen/br/v0_2/adapter.py`,
+`_per_request_latencies`), so it leaves out the time after the last chunk that batchmark's TPOT (to the finish)
+and vLLM's (E2E - TTFT) / (n - 1) include.
 """
 
 from __future__ import annotations
@@ -35,7 +39,12 @@ TIME_UNITS = {"ms": 1e-3, "s": 1.0}
 PER_TOKEN_UNITS = {"ms/token": 1e-3, "s/token": 1.0}
 DISTRIBUTIONS = (
     Mapping("ttft_sent", "time_to_first_token", "read as from the send, as inference-perf, vLLM and GuideLLM time it"),
-    Mapping("tpot", "time_per_output_token", "(E2E - TTFT) / (n - 1) in inference-perf and vLLM: batchmark's TPOT"),
+    Mapping(
+        "tpot",
+        "time_per_output_token",
+        "(last content chunk - first content chunk) / (n - 1) in inference-perf, n re-tokenized from the text unless "
+        "report.use_server_output_tokens; (E2E - TTFT) / (n - 1) in vLLM: batchmark's TPOT, which ends at the finish",
+    ),
     Mapping("itl", "inter_token_latency", "per chunk in most tools (vLLM, AIPerf): per token only if chunks are"),
     Mapping("e2e_sent", "request_latency", "read as from the send to the last token"),
     Mapping("ntpot", "normalized_time_per_output_token", "request latency / output tokens: includes the first token"),

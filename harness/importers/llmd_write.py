@@ -4,7 +4,8 @@ The schema is the one `harness.importers.llmd` reads (llm-d/llm-d-benchmark `ben
 @ 093eecc2a566926f4fccc2d2f50af5d9105bb6ed). What a report carries from batchmark's summary:
 - `requests`: total, failures (failed requests), input and output length statistics (successful requests);
 - `latency`: `time_to_first_token` and `request_latency` are batchmark's `ttft_sent` and `e2e_sent` (from the
-  send, as the other tools writing this schema time them), `time_per_output_token` its TPOT,
+  send, as the other tools writing this schema time them), `time_per_output_token` its TPOT ((finish - first
+  token) / (n - 1); inference-perf's ends at the last content chunk instead),
   `inter_token_latency` its per-token ITL; mean, min, max and p50 ... p99.9 in ms;
 - `throughput`: the whole-run rates (count / duration, as the other tools define throughput);
 - `scenario.load`: batchmark as the tool, the lengths, and `rate_qps` (an open loop's offered rate) or

@@ -267,6 +267,8 @@ BAD = [
     (AIPERF, _set(1, "metrics", "time_to_first_token", "unit", value="fortnights"), "time_to_first_token.unit"),
     (AIPERF, _set(1, "metrics", "output_token_count", "value", value=10**12), "field metrics.output_token_count"),
     (AIPERF, _set(1, "metrics", "inter_chunk_latency", "value", 0, value=-1), "inter_chunk_latency.value[0]"),
+    (AIPERF, _set(1, "metrics", "usage_completion_tokens", value={"value": 2.5, "unit": "tokens"}),
+     "line 2: field metrics.usage_completion_tokens.value: expected an integer"),
     (AIPERF_JSON, _set("time_to_first_token", "p99", value=True), "field time_to_first_token.p99: expected a number"),
     (AIPERF_JSON, _set("time_to_first_token", "unit", value="parsecs"), "field time_to_first_token.unit: expected"),
     (AIPERF_JSON, _set("request_latency", "avg", value="abc"), 'request_latency.avg: expected a number, got "abc"'),
@@ -391,24 +393,68 @@ def test_llm_d_benchmark_report_round_trips(concurrency16: Path, tmp_path: Path,
     assert steady["output_token_rate"] is None and steady["reason"]
 
 
-def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path) -> None:
+AIPERF_REAL = FIXTURES / "aiperf-0.13.0"
+
+
+def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path, capsys) -> None:
     """AIPerf 0.13.0's own files (fixtures/aiperf-0.13.0/README.md): every request, its concurrency as a closed
-    loop, and the mapping reproducing AIPerf's own TTFT, TPOT and latency means."""
-    folder = FIXTURES / "aiperf-0.13.0"
-    run = import_file(folder / "profile_export.jsonl", tmp_path / "run")
-    records = load_records(run / "records.jsonl")
+    loop, the server's output counts (not AIPerf's re-tokenized OSL, which reads 4,600 tokens for the server's
+    4,096), and the mapping reproducing AIPerf's own TTFT and latency means, and its TPOT once divided by its OSL."""
+    lines = [json.loads(line) for line in (AIPERF_REAL / "profile_export.jsonl").read_text().splitlines()]
+    assert main(["import", str(AIPERF_REAL / "profile_export.jsonl"), "--out", str(tmp_path / "run")]) == 0
+    printed, run = capsys.readouterr().out, tmp_path / "run"
+    records = load_records(run / "records.jsonl").set_index("request_id")
     assert len(records) == 64 and records["error_type"].isna().all()
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["settings"]["scenario"] == {"kind": "closed", "users": 16, "think_time_s": 0.0}
+    usage = {r["metadata"]["x_request_id"]: r["metrics"]["usage_completion_tokens"]["value"] for r in lines}
+    osl = {r["metadata"]["x_request_id"]: r["metrics"]["output_sequence_length"]["value"] for r in lines}
+    assert records["output_tokens"].to_dict() == usage and sum(usage.values()) == 4096 and sum(osl.values()) == 4600
+    assert (
+        "note: output tokens: the server's count (usage.completion_tokens, AIPerf's usage_completion_tokens) "
+        "for 64 of 64 requests"
+    ) in printed and "reads 4,600 tokens against the server's 4,096 (23 of 64" in printed
     block = metrics_of(run)["imported"]["aiperf"]
     checks = {c["metric"]: c for c in block["checks"]}
-    assert checks["ttft_sent"]["agrees"] and checks["tpot"]["agrees"] and checks["e2e_sent"]["agrees"]
+    assert checks["ttft_sent"]["agrees"] and checks["e2e_sent"]["agrees"]
+    # AIPerf's ITL divides by its OSL: batchmark's TPOT differs by the count, and the check says why. Per request,
+    # rescaled to the OSL, it is AIPerf's within 0.5% (its latency ends at the last response, a record's
+    # request_end_ns up to 10 ms later)
+    assert not checks["tpot"]["agrees"] and "over AIPerf's OSL" in checks["tpot"]["message"]
+    for r in lines:
+        rid, theirs = r["metadata"]["x_request_id"], r["metrics"]["inter_token_latency"]["value"] / 1e3
+        row = records.loc[rid]
+        tpot = (row["t_finish"] - row["t_first_token"]) / (row["output_tokens"] - 1)
+        assert tpot * (usage[rid] - 1) / (osl[rid] - 1) == pytest.approx(theirs, rel=0.005), rid
     summary = metrics_of(run)["engines"]["aiperf"]
     assert [f["name"] for f in summary["validity"]["flags"]] == []
-    aggregates = json.loads((folder / "profile_export_aiperf.json").read_text())
-    assert summary["throughput"]["whole_run"]["output_token_rate"] == pytest.approx(
-        aggregates["output_token_throughput"]["avg"], rel=0.03
-    )
+    aggregates = json.loads((AIPERF_REAL / "profile_export_aiperf.json").read_text())
+    rate = summary["throughput"]["whole_run"]["output_token_rate"]
+    assert rate == pytest.approx(aggregates["total_usage_completion_tokens"]["avg"]
+                                 / aggregates["benchmark_duration"]["avg"], rel=0.03)  # fmt: skip
+    assert rate * 4600 / 4096 == pytest.approx(aggregates["output_token_throughput"]["avg"], rel=0.03)
+    # AIPerf's own count stays beside the records', as its file states it
+    assert block["reported"]["output_tokens"]["mean"] == 71.875 and block["reported"]["requests"]["mean"] == 64
+    assert "re-tokenized" in block["reported"]["output_tokens"]["note"]
+
+
+def test_aiperf_records_without_a_server_count_keep_aiperfs_count_and_say_so(tmp_path: Path) -> None:
+    """Without `usage_completion_tokens` (a server that sends no usage) a record's count is AIPerf's OSL, and the
+    note names the definition difference; a record with one keeps the server's."""
+    lines = [json.loads(line) for line in (AIPERF_REAL / "profile_export.jsonl").read_text().splitlines()]
+    for line in lines[1:]:
+        del line["metrics"]["usage_completion_tokens"]
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    imported = read(path)
+    records = {r.request_id: r.output_tokens for r in imported.runs[0].records or []}
+    first = lines[0]["metadata"]["x_request_id"]
+    assert records[first] == lines[0]["metrics"]["usage_completion_tokens"]["value"]
+    assert all(records[x["metadata"]["x_request_id"]] == x["metrics"]["output_sequence_length"]["value"]
+               for x in lines[1:])  # fmt: skip
+    notes = imported.runs[0].notes
+    assert any(n.startswith("output tokens: the server's count") and "for 1 of 64" in n for n in notes)
+    assert any("AIPerf's OSL for 63 of 64 requests" in n and "a definition difference" in n for n in notes)
 
 
 def test_a_file_guidellm_wrote_against_batchmark_serve_imports(tmp_path: Path) -> None:
@@ -496,6 +542,8 @@ def test_a_report_inference_perf_wrote_against_batchmark_serve_imports(tmp_path:
     assert reported["output_token_rate"]["mean"] == theirs["throughput"]["output_token_rate"]["mean"]
     assert reported["request_rate"]["mean"] == theirs["throughput"]["request_rate"]["mean"]
     assert reported["requests"]["mean"] == 64 and reported["failed"]["mean"] == 0
+    # inference-perf's TPOT runs between its first and last content chunk (reportgen/br/v0_2/adapter.py), not E2E
+    assert reported["tpot"]["note"].startswith("(last content chunk - first content chunk) / (n - 1) in inference-perf")
     notes = " ".join(json.loads((run / "manifest.json").read_text())["imported"]["runs"]["inference-perf"]["notes"])
     assert "v0.2.1 written by inference-perf" in notes and "the loop it ran is unknown here" in notes
 
