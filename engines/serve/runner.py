@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
 from engines.api import REPLICA_HEADER
 from engines.serve.app import begin_shutdown, drain
+from engines.serve.chunk_guard import GuardedAppRunner
 from engines.serve.state import STATE
 
 _AFTER_DRAIN_S = 1.0  # the short handlers (health, metrics) that arrived just before the listener closed
@@ -46,7 +48,13 @@ async def serve(
     # handler_cancellation: a client that disconnects cancels its handler, which aborts its sequence.
     # shutdown_timeout: the graceful wait is our drain (bounded by --drain-timeout); what still runs after it is
     # cancelled at once, not given aiohttp's default 60 s more
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=_AFTER_DRAIN_S)
+    options: dict[str, Any] = {"handler_cancellation": True, "access_log": None, "shutdown_timeout": _AFTER_DRAIN_S}
+    # a batchmark app's connections refuse a chunked body declared over the limit at its size line (chunk_guard.py)
+    runner = (
+        web.AppRunner(app, **options)
+        if state is None
+        else GuardedAppRunner(app, max_body_bytes=state.max_body_bytes, **options)
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, backlog=2048)
