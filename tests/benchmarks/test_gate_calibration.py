@@ -86,7 +86,7 @@ def test_gate_calibration_resampled() -> None:
 
 
 @pytest.mark.skipif(os.environ.get("BATCHMARK_REAL_CALIBRATION") != "1",
-                    reason="1 h 50 min to 3 h on the engine: BATCHMARK_REAL_CALIBRATION=1 runs it")  # fmt: skip
+                    reason="3 to 11 h on the engine: BATCHMARK_REAL_CALIBRATION=1 runs it")  # fmt: skip
 def test_gate_calibration_real(tmp_path, capsys):
     pilot = calibrate(tmp_path / "pilot", PILOT_PAIRS, PILOT_TRIALS)
     (noise,) = pilot["noise"]  # planned by calibrate on its own pilot
