@@ -177,7 +177,7 @@ def _write(out: Path, plan: CalibrationPlan, config: GateConfig, results: list[P
         "rules": [r.text for r in config.rules],
         "alpha": config.alpha,
         "summary": summary(plan, results),
-        "noise": noise(results, config.alpha),
+        "noise": noise(results, config.alpha, plan.trials),
         "pairs": [dataclasses.asdict(r) for r in results],
     }
     (out / "calibration.json").write_text(json.dumps(data, indent=2, default=_none) + "\n")

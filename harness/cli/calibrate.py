@@ -148,10 +148,15 @@ def _report(data: dict[str, Any], plan: Any, config: Any, out: Path) -> None:
             f"(95% CI {part['ci95'][0]:.0%}-{part['ci95'][1]:.0%})"
         )
     for n in data["noise"]:
-        sd = f"{n['trial_sd']:.1%}" if n["scale"] == "log ratio" else f"{n['trial_sd']:.4g}"
-        need = n["trials_for_95pct_detection"] or (
-            "more than 1000" if n["slowdown_past_threshold"] else "none, the slowdown stayed within the threshold"
-        )
+        spread = (lambda v: f"{v:.1%}") if n["scale"] == "log ratio" else (lambda v: f"{v:.4g}")
+        sd, need = spread(n["trial_sd"]), n["trials_for_95pct_detection"] or n["plan_note"]
+        if n["trial_sd_bound"] is not None:
+            need = (
+                f"{need} (planned on the pilot's bounds, sd {spread(n['trial_sd_bound'])} and slowdown "
+                f"{_signed(n['slowdown_change_bound'])}, to hold in {n['plan_assurance']:.0%} of pilots)"
+            )
+        if n["trials_naive"] is not None:
+            need = f"{need}; {n['trials_naive']} taking the pilot's estimates as exact"
         aa, slow = _signed(n["aa_mean_change"]), _signed(n["slowdown_mean_change"])
         print(
             f"noise of {n['rule']}: one trial's change has sd {sd} ({n['scale']}, median over A/A pairs); "

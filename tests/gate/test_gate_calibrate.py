@@ -18,7 +18,7 @@ from engines.sequence import Sequence
 from harness.calibrate import calibrate
 from harness.engine_specs import parse_engine_specs
 from harness.gate import GateConfig, rules_from_texts
-from harness.gate.calibration import CalibrationPlan, PairResult, summary, trials_needed
+from harness.gate.calibration import PLAN_ASSURANCE, CalibrationPlan, PairResult, noise, summary, trials_needed
 from harness.jsonl import JsonlWriter
 from tests.fixtures.gate_runs import synthetic_run
 
@@ -174,6 +174,59 @@ def test_calibration_reports_the_noise_and_the_trials_a_gate_needs(tmp_path):
     (noise,) = data["noise"]
     assert noise["rule"] == "tpot.p50 <= +5%" and noise["scale"] == "log ratio" and noise["trial_sd"] > 0
     assert noise["slowdown_mean_change"] == pytest.approx(0.15, abs=0.05) and abs(noise["aa_mean_change"]) < 0.05
-    expected = trials_needed(np.log1p(noise["slowdown_mean_change"]), np.log(1.05), noise["trial_sd"], config.alpha)
-    assert noise["trials_for_95pct_detection"] == expected and noise["slowdown_past_threshold"]
+    naive = trials_needed(np.log1p(noise["slowdown_mean_change"]), np.log(1.05), noise["trial_sd"], config.alpha)
+    assert noise["trials_naive"] == naive and noise["slowdown_past_threshold"]
+    planned = trials_needed(np.log1p(noise["slowdown_change_bound"]), np.log(1.05), noise["trial_sd_bound"],
+                            config.alpha)  # fmt: skip
+    assert noise["trials_for_95pct_detection"] == planned
+    assert (
+        noise["slowdown_change_bound"] < noise["slowdown_mean_change"]
+        and noise["trial_sd_bound"] > noise["trial_sd_pooled"]
+    )
     assert all(x["trial_sd"] is not None for p in data["pairs"] for x in p["rules"])
+
+
+def _row(change: float, trial_sd: float) -> dict:
+    return {"rule": "tpot.p50 <= +5%", "status": "pass", "change": change, "p_value": None, "trial_sd": trial_sd,
+            "threshold_kind": "relative", "threshold": 0.05}  # fmt: skip
+
+
+def _pilot(rng: np.random.Generator, effect: float, sd: float, pairs: int, trials: int) -> list[PairResult]:
+    """A simulated pilot: `pairs` A/A and slowdown pairs of `trials` normal trial changes (log scale)."""
+    out = []
+    for i in range(pairs):
+        for kind, mean in (("aa", 0.0), ("slowdown", effect)):
+            d = rng.normal(mean, sd, trials)
+            out.append(PairResult(kind, i, i, False, 0.0, 0.0, [_row(float(np.expm1(d.mean())), float(d.std(ddof=1)))]))
+    return out
+
+
+def _power(n: int, gap: float, sd: float, alpha: float) -> float:
+    """The gate's exact detection probability with n normal trials: its t-interval's lower end past the
+    threshold (the same rule `_detection_by_simulation` draws)."""
+    return float(stats.nct.sf(stats.t.ppf(1.0 - alpha, n - 1), n - 1, gap * np.sqrt(n) / sd))
+
+
+def test_planned_trials_deliver_the_power_in_the_stated_share_of_pilots_and_naive_ones_do_not():
+    effect, sd, alpha, pairs, trials = float(np.log(1.12)), 0.10, 0.01, 8, 8
+    gap = effect - float(np.log(1.05))
+    rng = np.random.default_rng(31)
+    planned, naive = [], []
+    for _ in range(120):
+        (got,) = noise(_pilot(rng, effect, sd, pairs, trials), alpha, trials)
+        planned.append(_power(got["trials_for_95pct_detection"], gap, sd, alpha) >= 0.95)
+        naive.append(got["trials_naive"] is not None and _power(got["trials_naive"], gap, sd, alpha) >= 0.95)
+    assert np.mean(planned) >= PLAN_ASSURANCE, np.mean(planned)
+    assert np.mean(naive) < 0.65, np.mean(naive)  # the pilot's point estimates: about a coin flip
+
+
+def test_a_plan_needs_two_slowdown_pairs_and_an_effect_bound_past_the_threshold():
+    rng = np.random.default_rng(3)
+    (one,) = noise(_pilot(rng, float(np.log(1.5)), 0.05, 1, 8), 0.01, 8)
+    assert one["trials_naive"] is not None and one["trials_for_95pct_detection"] is None
+    assert one["plan_note"] == "cannot plan: one slowdown pair does not bound its effect"
+    wide = [PairResult(kind, i, i, False, 0.0, 0.0, [_row(change, 0.3)])
+            for i, change in enumerate((0.30, -0.10, 0.0)) for kind in ("aa", "slowdown")]  # fmt: skip
+    (close,) = noise(wide, 0.01, 4)  # slowdown +6% on average, but -10% to +30% from pair to pair
+    assert close["slowdown_past_threshold"] and close["trials_for_95pct_detection"] is None
+    assert close["plan_note"] == "cannot plan: the pilot's lower bound on the slowdown is within the threshold"

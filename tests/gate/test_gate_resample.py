@@ -41,7 +41,7 @@ def test_drawn_pairs_are_judged_by_the_gate_and_counted_as_calibrate_counts(tmp_
     assert all(r.rules[0]["rule"] == "tpot.p50 <= +5%" for r in results)
     s = summary(plan, results)
     assert s["detection"]["failed"] == 4 and s["false_alarm"]["failed"] == 0  # a +50% shift: every pair caught
-    (measured,) = noise(results, config.alpha)
+    (measured,) = noise(results, config.alpha, plan.trials)
     assert measured["slowdown_mean_change"] == pytest.approx(0.5, abs=0.1)
     assert measured["trials_for_95pct_detection"] is not None
     again = drawn_pairs(pool, plan, config)  # seeded: the same draws, the same verdicts
