@@ -15,7 +15,7 @@ from harness.loadgen.virtual import run_virtual_open_loop
 def test_a_slot_frees_when_the_earliest_holder_ends() -> None:
     assert slot_step([5, 3, 9], [], free=0) == 3
     assert slot_step([5, 3, 9], [10], free=0) == 5  # the one served first took the slot freed at 3
-    assert slot_step([5, 3, 9], [1, 1], free=0) == 4  # ... and held it one step, then the next held it one more
+    assert slot_step([5, 3, 9], [1, 1], free=0) == 5  # the first held the slot freed at 3 until 4, the next until 5
     assert slot_step([5], [7], free=1) == 5  # a free slot at once, then the running one's
     assert slot_step([], [], free=2) == 0
 
