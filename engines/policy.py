@@ -59,10 +59,10 @@ class SchedulingPolicy(abc.ABC):
         """Sequences moved to the front because they waited too long (`engines/aging.py`); none here."""
         return []
 
-    def ahead_of(self, seq: Sequence) -> int:
-        """How many queued sequences this order would serve before `seq`, not yet queued (SLO-aware
-        admission predicts its wait from this); all of them unless the order says otherwise."""
-        return len(self)
+    def served_before(self, seq: Sequence) -> list[Sequence]:
+        """The queued sequences this order would serve before `seq`, not yet queued, in about that order
+        (SLO-aware admission predicts its wait from them); all of them unless the order says otherwise."""
+        return list(self)
 
     @property
     def keeps_accounts(self) -> bool:
@@ -135,9 +135,9 @@ class _KeyedPolicy(SchedulingPolicy):
     def __iter__(self) -> Iterator[Sequence]:
         return iter(sorted(self._live.values(), key=lambda s: (self.key(s), s.seq_no)))
 
-    def ahead_of(self, seq: Sequence) -> int:
+    def served_before(self, seq: Sequence) -> list[Sequence]:
         mine = self.key(seq)
-        return sum(1 for _, _, other in self._heap if id(other) in self._live and self.key(other) < mine)
+        return sorted((s for s in self._live.values() if self.key(s) < mine), key=self.key)
 
 
 class ShortestJobFirst(_KeyedPolicy):
@@ -205,13 +205,19 @@ class FairShare(SchedulingPolicy):
     def __iter__(self) -> Iterator[Sequence]:
         return iter(sorted((s for q in self._queues.values() for s in q), key=lambda s: s.seq_no))
 
-    def ahead_of(self, seq: Sequence) -> int:
-        """Served in turn by tenant: the k-th request of a tenant waits for about k of every other tenant's."""
-        own = len(self._queues.get(seq.request.tenant, ()))
-        return (
-            sum(min(len(queue), own + 1) for tenant, queue in self._queues.items() if tenant != seq.request.tenant)
-            + own
-        )
+    def served_before(self, seq: Sequence) -> list[Sequence]:
+        """Served in turn by tenant, the least served first: a request behind k of its tenant's waits for about
+        k + 1 of each tenant's served less so far, k of each served more."""
+        tenant = seq.request.tenant
+        own = len(self._queues.get(tenant, ()))
+        mine = self._counter.get(tenant, 0.0)
+        if not own:  # as `add` lifts it on becoming backlogged
+            mine = max(mine, min((self._counter[t] for t in self._backlogged() if t in self._counter), default=0.0))
+        first: list[Sequence] = []
+        for other, queue in self._queues.items():
+            take = len(queue) if other == tenant else own + (self._counter.get(other, 0.0) <= mine)
+            first += itertools.islice(queue, take)
+        return sorted(first, key=lambda s: s.seq_no)
 
     def charge(self, seq: Sequence, input_tokens: int, output_tokens: int) -> None:
         tenant = seq.request.tenant
@@ -270,8 +276,9 @@ class LanedQueue(SchedulingPolicy):
     def promote(self, now: float) -> list[Sequence]:
         return self.inner.promote(now)
 
-    def ahead_of(self, seq: Sequence) -> int:
-        return self.inner.ahead_of(seq) + (len(self.lane) if self.lane_first else 0)
+    def served_before(self, seq: Sequence) -> list[Sequence]:
+        inner = self.inner.served_before(seq)
+        return [*self.lane, *inner] if self.lane_first else inner
 
 
 def switch_policy(queue: SchedulingPolicy, name: str) -> SchedulingPolicy:

@@ -76,7 +76,9 @@ class ContinuousScheduler:
         seq.status = SequenceStatus.WAITING
         if self.fallback is not None:
             self.fallback.enqueued(seq)
-        if self.admission is None or self.admission.check(seq, self.waiting, len(self.running), self.max_running):
+        admission = self.admission
+        if admission is None or admission.check(seq, self.waiting, self.running, self.max_running,
+                                                self.config.max_batched_tokens):  # fmt: skip
             self.waiting.add(seq)
 
     def schedule(self, now: float) -> StepPlan:

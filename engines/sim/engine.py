@@ -92,6 +92,15 @@ class SimEngine:
         self.step_sink: StepSink | None = None
         self._spec_rng = random.Random(options.spec_seed)
         self._spec_counts: dict[str, list[int]] = {}  # request id -> [drafts, draft tokens, accepted tokens]
+        if isinstance(self.scheduler, ContinuousScheduler) and self.scheduler.admission is not None:
+            self.scheduler.admission.price_with(self.expected_step_s)  # the guard predicts on this cost model
+
+    def expected_step_s(self, features: StepFeatures) -> float:
+        """What a step of `features` adds to the clock here, noise aside: the cost model's time, the injected
+        slowdown, the gap between steps. (A cost model that counts the steps it prices offers `quote` for a step
+        that is only forecast.)"""
+        price = getattr(self.cost, "quote", self.cost.step_time)
+        return price(features) * (1.0 + self.options.slowdown) + self.options.step_gap_s
 
     # -- the narrow interface the virtual-time load generator uses ----------------------------------------
     async def start(self) -> None:

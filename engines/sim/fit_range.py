@@ -56,6 +56,10 @@ class RangeWatch:
                 self._count(values)
         return self.profile.step_time(f)
 
+    def quote(self, f: StepFeatures) -> float:
+        """The price of a step that is only forecast (admission control's), not counted as one priced."""
+        return self.profile.step_time(f)
+
     def _count(self, values: tuple[int, ...]) -> None:
         for i, (value, high) in enumerate(zip(values, self._max or (), strict=True)):
             if value > high:

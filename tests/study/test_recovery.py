@@ -1,5 +1,6 @@
 """The recovery controls, tested before harm: under overload each guard keeps what it promises where the
-same run without it does not (simulated engines, so the overload is real and the test takes seconds)."""
+same run without it does not (simulated engines, so the overload is real and the test takes seconds), on the
+plain roofline and on the calibrated default alike (`overload_run`: tests/study/conftest.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_admission_keeps_admitted_requests_within_the_slo(overload_run: Path) ->
     records = load_records(overload_run / "records.jsonl")
     fcfs, guarded = _engine(records, "fcfs"), _engine(records, "fair-shed")
     assert _p99_ttft(fcfs) > 3 * SLO_2S.ttft_s  # unguarded, the queue grows without bound
-    assert _p99_ttft(guarded) <= SLO_2S.ttft_s  # guarded, what is admitted makes the SLO
+    for arm in ("fair-shed", "fcfs-shed"):  # guarded, on either order, what is admitted makes the SLO
+        assert _p99_ttft(_engine(records, arm)) <= SLO_2S.ttft_s, arm
     shed = guarded[guarded["error_type"] == "slo_shed"]
     assert 0 < len(shed) < len(guarded)
     assert shed["error_message"].str.contains("time to first token").all()
