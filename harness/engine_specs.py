@@ -17,8 +17,9 @@ from engines.options import IN_PROCESS, KINDS, OPTIONS, SIMULATED, check_options
 from harness.errors import HarnessInputError
 
 EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
-# Admission control predicts a typical wait; measured on noisy-neighbour at twice capacity, admitted
-# requests' p99 TTFT lands 1.7-2.5x above the target (docs/study.md), so by default it aims at a quarter of the SLO.
+# Admission control's forecast misses later arrivals a fair order serves first and outputs shorter than
+# max_tokens; on noisy-neighbour at twice capacity a target at the SLO let admitted requests' p99 TTFT reach
+# 1.4-1.5x it, a quarter of it 0.53-0.54x (docs/study.md, "Recovery controls"): so it aims at a quarter.
 ADMISSION_HEADROOM = 0.25
 CLUSTER = "cluster"  # simulated replicas behind a router (engines.sim.cluster): `replica=` is a sim spec
 DISAGG = "disagg"  # simulated prefill and decode pools (engines.sim.disagg): `replica=` is a sim spec

@@ -9,6 +9,7 @@ do not depend on the machine.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ ARMS = {
 
 
 def run(out: Path, *argv: str) -> Path:
+    shutil.rmtree(out, ignore_errors=True)  # a rerun replaces this script's own run directories, nothing else
     assert main(["run", "--out", str(out), "--no-report", "--no-progress", "--slo-ttft-ms", "2000", *argv]) == 0
     return out
 
