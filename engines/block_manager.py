@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence as Tokens
-from itertools import compress, repeat
-from operator import is_, is_not
 
 from engines.sequence import Sequence
 
@@ -106,28 +104,18 @@ class BlockManager:
         forgotten."""
         pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
         hash_of, cached = self._hash_of, self._cached
-        if len(self._lru) == self._num_evictable:
-            # No stale entry (each evictable block has one live entry): the head's blocks go as they are, and
-            # the per-block work runs in C (a simulated hour evicts 1.6 million blocks).
-            taken = [pop() for _ in range(num_blocks)]
-            _each(map(cached.__delitem__, map(hash_of.__getitem__, taken)))
-            _each(map(hash_of.__setitem__, taken, repeat(None)))
-            _each(map(entries.__setitem__, taken, repeat(0)))
-            _each(map(refs.__setitem__, taken, repeat(1)))
-            table.extend(taken)
-        else:
-            taken_count = 0
-            while taken_count < num_blocks:
-                block = pop()
-                left = entries[block] - 1
-                entries[block] = left
-                if left or refs[block]:
-                    continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
-                del cached[hash_of[block]]  # type: ignore[index]
-                hash_of[block] = None
-                refs[block] = 1
-                table.append(block)
-                taken_count += 1
+        taken = 0
+        while taken < num_blocks:
+            block = pop()
+            left = entries[block] - 1
+            entries[block] = left
+            if left or refs[block]:
+                continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
+            del cached[hash_of[block]]  # type: ignore[index]
+            hash_of[block] = None
+            refs[block] = 1
+            table.append(block)
+            taken += 1
         self._num_evictable -= num_blocks
         self.evictions += num_blocks
 
@@ -138,29 +126,18 @@ class BlockManager:
             block = next(b for b in table if not refs[b])
             raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
         hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
+        cached = 0
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
-        if max(map(refs.__getitem__, table), default=1) == 1:  # nothing shared: every block leaves, in C
-            tail_first = table[::-1]
-            _each(map(refs.__setitem__, table, repeat(0)))
-            hashes = list(map(hash_of.__getitem__, tail_first))
-            if None in hashes:  # never cached: back to the pool
-                pool.extend(compress(tail_first, map(is_, hashes, repeat(None))))
-                tail_first = list(compress(tail_first, map(is_not, hashes, repeat(None))))
-            lru.extend(tail_first)
-            _each(map(entries.__setitem__, tail_first, map((1).__add__, map(entries.__getitem__, tail_first))))
-            cached = len(tail_first)
-        else:
-            cached = 0
-            for block in reversed(table):
-                count = refs[block] - 1
-                refs[block] = count
-                if not count:
-                    if hash_of[block] is None:
-                        pool.append(block)
-                    else:
-                        lru.append(block)
-                        entries[block] += 1
-                        cached += 1
+        for block in reversed(table):
+            count = refs[block] - 1
+            refs[block] = count
+            if not count:
+                if hash_of[block] is None:
+                    pool.append(block)
+                else:
+                    lru.append(block)
+                    entries[block] += 1
+                    cached += 1
         self._num_evictable += cached
         table.clear()
         seq.num_committed_blocks = 0
@@ -230,23 +207,11 @@ class BlockManager:
         if done <= first or not self.prefix_caching:
             return
         cached, hash_of = self._cached, self._hash_of
-        new, blocks = self.hashes(seq, done)[first:done], seq.block_table[first:done]
-        if len(new) > 1 and self._all_new(new, blocks):  # a prefill's blocks, mostly: all at once, in C
-            cached.update(zip(new, blocks, strict=True))
-            _each(map(hash_of.__setitem__, blocks, new))
-        else:
-            for h, block in zip(new, blocks, strict=True):
-                if h not in cached and hash_of[block] is None:
-                    cached[h] = block
-                    hash_of[block] = h
+        for h, block in zip(self.hashes(seq, done)[first:done], seq.block_table[first:done], strict=True):
+            if h not in cached and hash_of[block] is None:
+                cached[h] = block
+                hash_of[block] = h
         seq.num_committed_blocks = done
-
-    def _all_new(self, hashes: list[int], blocks: list[int]) -> bool:
-        """Whether every one of `hashes` is new (to the cache and among them) and no one of `blocks` has a hash:
-        then committing them one by one would cache each block under its hash."""
-        distinct = set(hashes)
-        return (len(distinct) == len(hashes) == len(blocks) and self._cached.keys().isdisjoint(distinct)
-                and list(map(self._hash_of.__getitem__, blocks)).count(None) == len(blocks))  # fmt: skip
 
     def reset(self) -> None:
         """Forget every cached prefix (vLLM's reset_prefix_cache): unreferenced cached blocks become free;
@@ -261,6 +226,3 @@ class BlockManager:
     def refcounts(self) -> dict[int, int]:
         """block -> how many sequences reference it, for blocks in use."""
         return {block: count for block, count in enumerate(self._refs) if count}
-
-
-_each = deque(maxlen=0).extend  # runs an iterator to its end, keeping nothing: a loop's body, done in C

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from engines.sim.engine import SimEngine
 
 SIM_TOKEN = 0  # every simulated token: no model chooses tokens, and requests end at max_tokens
-SHORT_RUN = 16  # steps of a decode run priced one at a time before arrays pay for their set-up
 
 
 def decode_run_steps(engine: SimEngine) -> int:
@@ -104,28 +103,23 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
                 commits.setdefault(j, []).append((seq, c + j + 1))
                 j = ((c + j + 1) // bs + 1) * bs - c - 1
     sink = engine.step_sink
-    calls = sorted(grows.keys() | commits.keys())  # the steps that make block calls (all before `ran`)
     if sink is None:  # only the block calls: in the steps that make them
-        for j in calls:
+        for j in sorted(j for j in grows.keys() | commits.keys() if j < ran):
             _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
     else:
         total = blocks.num_blocks
         template = _record_template(ids, n, scheduler.max_slots, total)
         step = engine._step
-        new = StepRecord.__new__
-        used, cached = blocks.num_used, blocks.num_cached  # changed only by a step's block calls
-        calling = set(calls)
         for j in range(ran):
-            if j in calling:
-                _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
-                used, cached = blocks.num_used, blocks.num_cached
-            kv_read = attended + n * j
-            record = new(StepRecord)
+            _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
+            used, kv_read = blocks.num_used, attended + n * j
+            record = StepRecord.__new__(StepRecord)
             record.__dict__.update(template)
             record.step, record.t_start, record.t_end = step + j, starts[j], ends[j]
             record.kv_blocks_used, record.kv_blocks_free = used, total - used
-            record.attended_context = record.decode_context = kv_read + n
-            record.kv_read_tokens, record.prefix_cached_blocks = kv_read, cached
+            record.attended_context, record.kv_read_tokens = kv_read + n, kv_read
+            record.decode_context = kv_read + n
+            record.prefix_cached_blocks = blocks.num_cached
             sink(record)  # type: ignore[misc]
     for seq in running:
         seq.num_computed_tokens = len(seq.token_ids) - 1
@@ -148,33 +142,19 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
     """Each step's start and end, for the steps of at most `steps` that start before `until` (starts has one
     more: where the step after the last would start). The step-by-step loop's arithmetic in its order: duration
     from the cost model (then noise, then slowdown), end = start + duration, next start = end + gap. A cost
-    model that prices decode steps on arrays (the roofline), with no noise to draw, prices the first
-    `SHORT_RUN` steps one at a time (`decode_step_time`: most runs end there, at the next arrival) and the rest
-    in numpy: the same IEEE operations in the same order (a cumulative sum adds one term at a time), so the
-    same floats."""
+    model that prices decode steps on arrays (the roofline), with no noise to draw, does it in numpy: the same
+    IEEE operations in the same order (a cumulative sum adds one term at a time), so the same floats."""
     cost, options = engine.cost, engine.options
     noise, gap_noise, gap, slowdown = engine._step_noise, engine._gap_noise, options.step_gap_s, options.slowdown
     on_arrays = getattr(cost, "decode_step_times", None)
     now = engine.now
-    starts, ends = [now], []
     if on_arrays is not None and noise is None and gap_noise is None:
-        one = cost.decode_step_time  # type: ignore[attr-defined]
-        scale = 1.0 + slowdown
-        last = min(steps, SHORT_RUN)
-        while len(ends) < last and now < until:
-            duration = one(n, attended + n * len(ends))
-            if slowdown:
-                duration *= scale
-            t_end = now + duration
-            ends.append(t_end)
-            now = t_end + gap
-            starts.append(now)
-        done, chunk = len(ends), 32  # in growing chunks
-        while done < steps and now < until:
+        starts, ends, done, chunk = [now], [], 0, 32  # in growing chunks: most runs end at the next arrival
+        while done < steps:
             k = min(chunk, steps - done)
             durations = on_arrays(n, attended + n * np.arange(done, done + k, dtype=np.int64))
             if slowdown:
-                durations = durations * scale
+                durations = durations * (1.0 + slowdown)
             terms = np.empty(2 * k + 1)
             terms[0], terms[1::2], terms[2::2] = starts[-1], durations, gap
             clock = np.cumsum(terms).tolist()
@@ -182,11 +162,11 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
             starts += clock[2 : 2 * ran + 1 : 2]
             ends += clock[1 : 2 * ran : 2]
             done += ran
-            now = starts[-1]
             if ran < k:
                 break
             chunk *= 2
         return starts, ends
+    starts, ends = [now], []
     while len(ends) < steps and now < until:
         kv_read = attended + n * len(ends)
         duration = cost.step_time(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n, kv_read + n))

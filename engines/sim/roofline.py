@@ -179,20 +179,6 @@ class RooflineCost:
         combined = np.maximum(compute, memory) + (1.0 - self.params.overlap) * np.minimum(compute, memory)
         return combined + apart + self._overhead + (self._ar_fixed + self._ar_per_row * rows)
 
-    def decode_step_time(self, n: int, kv_read: int) -> float:
-        """`decode_step_times` of one step, in Python floats: the same operations in the same order, so the same
-        float (tests/sim/test_roofline.py); a decode run of a few steps costs less so than on arrays."""
-        prefill_rows, rows = 0, n
-        pairs, apart = self._own_kernels(kv_read + n, rows)
-        pair_head = pairs + self._head_flops * n
-        prefill_share = prefill_rows / rows
-        prefill_flops = self._row_flops * prefill_rows + prefill_share * pair_head
-        decode_flops = self._row_flops * (rows - prefill_rows) + (1.0 - prefill_share) * pair_head
-        compute = prefill_flops / self._prefill_rate + decode_flops / self._decode_rate
-        memory = (self.weight_bytes_device + self.kv_bytes_per_token_device * (kv_read + rows)) / self._bandwidth
-        combined = max(compute, memory) + (1.0 - self.params.overlap) * min(compute, memory)
-        return combined + apart + self._overhead + (self._ar_fixed + self._ar_per_row * rows)
-
     def kv_capacity_bytes(self, max_batched_tokens: int, max_running: int) -> int:
         """KV bytes across all tp devices: memory x utilisation - weights - activation reserve, per device.
 

@@ -104,4 +104,3 @@ def test_decode_step_times_on_arrays_are_step_time_to_the_bit(model: str, tp: in
         kv_read = np.array([0, 1, 17, 4096, 123_457, 2_000_003], dtype=np.int64)
         times = cost.decode_step_times(n, kv_read).tolist()
         assert times == [cost.step_time(StepFeatures(0, 0, n, 0, 0, k + n, k, n)) for k in kv_read.tolist()]
-        assert times == [cost.decode_step_time(n, k) for k in kv_read.tolist()]  # short runs: one step at a time
