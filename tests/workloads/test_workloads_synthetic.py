@@ -23,6 +23,7 @@ SYNTHETIC = [
     "reasoning-chat",
     "step-profile",
     "step-profile-long",
+    "step-profile-wide",
 ]
 
 
@@ -64,6 +65,17 @@ def test_step_profile_long_reaches_long_contexts_one_at_a_time() -> None:
     assert len(long) == 5 and all(2048 <= total <= 8192 + 32 for _, total in long)
     assert max(total for _, total in long) > 6000  # chunks over 6k of earlier context: the chunk x context term
     assert all(b[0] - a[0] >= 5.0 for a, b in itertools.pairwise(long))  # never two in one static batch
+    assert {r.tenant for r in w.requests} >= {"short", "long", "burst"}  # step-profile's shapes are kept
+
+
+def test_step_profile_wide_decodes_long_outputs_at_long_contexts() -> None:
+    w = load_workload("step-profile-wide")
+    wide = [r for r in w.requests if r.tenant.startswith("long-decode")]
+    assert len(wide) == 9 and all(r.input_tokens >= 768 and r.output_tokens >= 128 for r in wide)
+    assert sum(r.output_tokens for r in wide) >= 2000  # decode steps at 768..4,400 tokens of context
+    assert sum(r.input_tokens >= 2048 for r in wide) >= 3  # static batches padded to 2,048+ tokens
+    alone = [r for r in wide if r.tenant == "long-decode-alone"]
+    assert min(r.arrival_s for r in alone) > max(r.arrival_s for r in w.requests if r.tenant == "short")
     assert {r.tenant for r in w.requests} >= {"short", "long", "burst"}  # step-profile's shapes are kept
 
 
