@@ -18,12 +18,13 @@ from aiohttp import web
 
 from engines.api import Engine
 from engines.serve import handlers, log_redact
-from engines.serve.errors import ApiError
+from engines.serve.errors import ApiError, RequestReadTimeout
 from engines.serve.state import (
     DEFAULT_DRAIN_TIMEOUT_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MAX_WAITING,
+    DEFAULT_REQUEST_READ_TIMEOUT_S,
     STATE,
     ServerState,
 )
@@ -44,6 +45,7 @@ def make_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
+    request_read_timeout_s: float = DEFAULT_REQUEST_READ_TIMEOUT_S,
     manage_engine: bool = True,
     metrics_public: bool = False,
     replica_id: str | None = None,
@@ -57,6 +59,7 @@ def make_app(
         max_body_bytes=max_body_bytes,
         default_max_tokens=default_max_tokens,
         drain_timeout_s=drain_timeout_s,
+        request_read_timeout_s=request_read_timeout_s,
         manage_engine=manage_engine,
         replica_id=replica_id,
     )
@@ -129,6 +132,11 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
     except ApiError as exc:
         state.metrics.rejected[exc.status] = state.metrics.rejected.get(exc.status, 0) + 1
         return exc.response()
+    except RequestReadTimeout as exc:  # the body did not arrive within the read deadline (chunk_guard.py)
+        state.metrics.rejected[408] = state.metrics.rejected.get(408, 0) + 1
+        error = ApiError(408, f"{request.method} {request.path}: {exc}", code="request_timeout")
+        error.headers["Connection"] = "close"
+        return error.response()
     except web.HTTPException as exc:  # aiohttp's own 404, 405, 413: same JSON shape as ours
         if exc.status < 400:
             raise

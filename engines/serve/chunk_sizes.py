@@ -56,6 +56,14 @@ class ChunkSizes:
     def stopped(self) -> bool:
         return self._state == _STOPPED
 
+    @property
+    def receiving(self) -> int | None:
+        """The request (numbered as a Verdict's) whose first byte has arrived and its last not yet; None between
+        requests (empty lines before a request line do not start one) and once stopped."""
+        if self._state == _HEAD:
+            return self.heads + 1 if self._head else None
+        return None if self._state == _STOPPED else self.heads
+
     def feed(self, data: bytes) -> Verdict | None:
         """Read on; a Verdict (and the scanner stops) once a body declares more than `limit` or the framing is
         one it does not follow, else None."""

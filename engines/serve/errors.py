@@ -12,6 +12,7 @@ _TYPES = {
     401: "authentication_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "request_timeout",
     413: "invalid_request_error",
     429: "rate_limit_error",
     500: "server_error",
@@ -44,6 +45,14 @@ class ApiError(Exception):
 
     def response(self) -> web.Response:
         return web.json_response(self.body(), status=self.status, headers=self.headers, dumps=json.dumps)
+
+
+class RequestReadTimeout(TimeoutError):
+    """A request body not received within the server's read deadline: the payload's exception (chunk_guard.py).
+
+    A TimeoutError, so that aiohttp's lingering read of a body its handler left unread ends quietly on it
+    (web_protocol.py catches asyncio.TimeoutError there); a handler reading the body gets it, and the error
+    middleware answers 408 `request_timeout`."""
 
 
 def invalid(param: str, message: str) -> ApiError:

@@ -16,6 +16,9 @@ from engines.serve.chunk_guard import GuardedAppRunner
 from engines.serve.state import STATE
 
 _AFTER_DRAIN_S = 1.0  # the short handlers (health, metrics) that arrived just before the listener closed
+# an idle keep-alive connection (between requests, or before its first) closes after this: aiohttp's run_app
+# default, where a bare AppRunner would keep it 3630 s. A request once begun has --request-read-timeout instead
+KEEPALIVE_TIMEOUT_S = 75.0
 
 
 async def serve(
@@ -48,12 +51,20 @@ async def serve(
     # handler_cancellation: a client that disconnects cancels its handler, which aborts its sequence.
     # shutdown_timeout: the graceful wait is our drain (bounded by --drain-timeout); what still runs after it is
     # cancelled at once, not given aiohttp's default 60 s more
-    options: dict[str, Any] = {"handler_cancellation": True, "access_log": None, "shutdown_timeout": _AFTER_DRAIN_S}
-    # a batchmark app's connections refuse a chunked body declared over the limit at its size line (chunk_guard.py)
+    options: dict[str, Any] = {
+        "handler_cancellation": True,
+        "access_log": None,
+        "shutdown_timeout": _AFTER_DRAIN_S,
+        "keepalive_timeout": KEEPALIVE_TIMEOUT_S,
+    }
+    # a batchmark app's connections refuse a chunked body declared over the limit at its size line, and answer 408
+    # to a request whose bytes take longer than its read deadline to arrive (chunk_guard.py)
     runner = (
         web.AppRunner(app, **options)
         if state is None
-        else GuardedAppRunner(app, max_body_bytes=state.max_body_bytes, **options)
+        else GuardedAppRunner(
+            app, max_body_bytes=state.max_body_bytes, read_timeout_s=state.request_read_timeout_s, **options
+        )
     )
     await runner.setup()
     try:

@@ -19,6 +19,8 @@ DEFAULT_MAX_WAITING = 1024
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a 50K-token prompt as JSON ids is ~0.4 MB; text is smaller
 DEFAULT_MAX_TOKENS = 16  # OpenAI's default for completions; chat uses it too (documented)
 DEFAULT_DRAIN_TIMEOUT_S = 30.0
+# from a request's first byte to its last body byte: a slow sender holds a connection no longer (chunk_guard.py)
+DEFAULT_REQUEST_READ_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -34,6 +36,7 @@ class ServerState:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     retry_after_s: int = 1
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    request_read_timeout_s: float = DEFAULT_REQUEST_READ_TIMEOUT_S
     manage_engine: bool = True  # start the engine with the app and stop it on cleanup
     # the name every completion response carries (REPLICA_HEADER): which replica of a fleet served it. None until
     # the server is bound, when the runner names it host:port unless `--replica-id` did (engines/serve/runner.py)

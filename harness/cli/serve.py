@@ -46,6 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=30.0,
         help="seconds to let running requests finish on SIGTERM/SIGINT (default 30)",
     )
+    serve.add_argument(
+        "--request-read-timeout",
+        type=float,
+        default=30.0,
+        help="seconds from a request's first byte to its last body byte; a slower sender gets 408 and its "
+        "connection closed (default 30)",
+    )
     shared.add_model_flags(serve)
     serve.set_defaults(run=run_serve)
 
@@ -68,6 +75,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise HarnessInputError(f"--drain-timeout {args.drain_timeout}: must be >= 0")
     if not args.max_body_mb > 0 or not math.isfinite(args.max_body_mb):
         raise HarnessInputError(f"--max-body-mb {args.max_body_mb}: must be > 0")
+    if not args.request_read_timeout > 0 or not math.isfinite(args.request_read_timeout):
+        raise HarnessInputError(f"--request-read-timeout {args.request_read_timeout:g}: must be > 0 and finite")
     if args.replica_id is not None and (
         not args.replica_id.strip() or not (args.replica_id.isascii() and args.replica_id.isprintable())
     ):
@@ -156,6 +165,7 @@ def run_serve(args: argparse.Namespace) -> int:
         max_body_bytes=int(args.max_body_mb * 2**20),
         default_max_tokens=args.default_max_tokens,
         drain_timeout_s=args.drain_timeout,
+        request_read_timeout_s=args.request_read_timeout,
         metrics_public=args.metrics_public,
         replica_id=args.replica_id.strip() if args.replica_id else None,
     )
