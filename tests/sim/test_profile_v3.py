@@ -96,7 +96,11 @@ def test_version_2_profiles_price_as_they_did() -> None:
     """The suites' committed version-2 profiles: one price per key, whatever the context (their tables are
     reproduced by tests/fidelity_suite; here each step's price is the version-2 formula itself)."""
     rng = np.random.default_rng(5)
-    for path in sorted(FIXTURES.glob("fidelity_suite*/runs/profile-*.json")):
+    paths = sorted(
+        p for suite in ("fidelity_suite", "fidelity_suite_v2") for p in FIXTURES.glob(f"{suite}/runs/profile-*.json")
+    )
+    assert len(paths) == 4
+    for path in paths:
         data = json.loads(path.read_text())
         profile = load_profile(path)
         assert profile.version == 2 and "decode_context" in profile.coefficients
