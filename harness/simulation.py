@@ -86,11 +86,11 @@ def trace_steps(paths: Sequence[Path]) -> TraceSteps:
 
 
 def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = (), fixed: Mapping[str, float] | None = None,
-            fixed_from: str | None = None) -> FittedCost:  # fmt: skip
+            fixed_from: str | None = None, version: int | None = None) -> FittedCost:  # fmt: skip
     """A profile fitted on the step traces of one run directory or several (all their engines, or those
     of `engines`). Several runs widen the shapes the fit has seen (narrow and wide batches), so they
     must have measured the same model: their weights and KV layout are checked to agree. `fixed` prices some
-    terms beforehand (`fit_steps`); `fixed_from` says where their prices came from."""
+    terms beforehand (`fit_steps`); `fixed_from` says where their prices came from; `version` fits an older form."""
     run_dirs = [run_dir] if isinstance(run_dir, Path) else list(run_dir)
     traced = [(d, e) for d in run_dirs for e in _traced_engines(d, engines)]
     first_dir, first = traced[0]
@@ -100,7 +100,7 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = (), fixed: 
             raise HarnessInputError(f"sim fit: {d} engine {e.get('name')!r} measured other {differs[0]} than "
                                     f"{first_dir} engine {first.get('name')!r}: fit runs of one model")  # fmt: skip
     paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
-    profile = fit_steps(trace_steps(paths), fixed)
+    profile = fit_steps(trace_steps(paths), fixed, version)
     if fixed:
         profile.fit["fixed_from"] = fixed_from
     waits = [w for d, e in traced for w in idle_arrival_waits(d, str(e["name"]))]

@@ -28,6 +28,9 @@ LABELS = {
     "prompt_pad_rows": "prompt pad rows per step",
     "held_rows": "held static slots per step",
     "decode_context": "keys read by decode rows per step",
+    "decode_context_to_256": "decode keys up to 256 a row per step",
+    "decode_context_256_1024": "decode keys 256..1,024 a row per step",
+    "decode_context_past_1024": "decode keys past 1,024 a row per step",
     "prefill_self_pairs": "prefill (row, key) pairs within chunks per step",
     "prefill_context_pairs": "prefill rows x earlier context per step",
 }

@@ -6,6 +6,18 @@
               + c_s x pairs among a prefill chunk's own rows, pad included    (causal / masked SDPA)
               + c_x x prefill chunk rows x their earlier context              (chunk x context: chunked prefill)
 
+Version 3 (issue 30) makes the decode price piecewise-linear in context: the keys read by one-row chunks are split
+at fixed knots, each segment priced on its own (each price >= 0, so the price never falls with context, but it
+may bend either way), in place of the one `c_dk`:
+              + c_dk0 x keys up to 256 a row + c_dk1 x keys 256..1,024 a row + c_dk2 x keys past 1,024 a row
+One line in context did not fit single-sequence decode on the second fidelity suite's fit run (-17% to +18%
+across context bins, the fixed cost per step inflated to make up for it). The knots are fixed in advance from the
+embedded model's cache against this machine's L2 (2 MiB a core), not fitted: a token's K and V take 2 KiB a layer
+(8 KiB over the 4 layers), so a sequence's whole cache leaves L2 past 256 tokens, and one layer's past 1,024. The
+trace records only the sum of a step's one-row keys and its count of one-row chunks (decode rows and held slots),
+so the split is of rows at the step's mean context (exact for one row, and for rows all within one segment).
+Profiles of versions 1 and 2 still load and price as before.
+
 Each attention term is the work of one kernel as `engines.model_runner` runs it (`engines.step_features`
 counts them): a static batch's prompts padded to the longest are one causal SDPA over the padded rows, so
 its prefill pairs count the pad rows' pairs too, and its per-pair price is the continuous engine's, not a
@@ -40,13 +52,29 @@ from engines.sim.files import read_json_object
 from engines.sim.noise import keep_blocks, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
-PROFILE_VERSION = 2
-REGRESSORS = ("prefill_tokens", "prefill_chunks", "decode_seqs", "prompt_pad_rows", "held_rows",
-              "decode_context", "prefill_self_pairs", "prefill_context_pairs")  # fmt: skip
+PROFILE_VERSION = 3
+REGRESSORS_V2 = ("prefill_tokens", "prefill_chunks", "decode_seqs", "prompt_pad_rows", "held_rows",
+                 "decode_context", "prefill_self_pairs", "prefill_context_pairs")  # fmt: skip
+# version 3: the decode price bends where a row's cache leaves L2 (the module's docstring); fixed, not fitted
+DECODE_KNOTS = (256, 1024)
+SEGMENTS = ("decode_context_to_256", "decode_context_256_1024", "decode_context_past_1024")
+REGRESSORS = tuple(n for n in REGRESSORS_V2 if n != "decode_context") + SEGMENTS
+
+
+def decode_segments(keys: Any, rows: Any) -> tuple[Any, Any, Any]:
+    """`keys` read by `rows` one-row chunks split at DECODE_KNOTS, each row at the mean context (numbers or arrays)."""
+    low, high = DECODE_KNOTS
+    first = np.minimum(keys, low * rows)
+    last = np.maximum(0, keys - high * rows)
+    return first, keys - first - last, last
+
+
 # version 1: every attention pair at one price; a profile of it (or a fit on a trace without the split) lacks these
 REGRESSORS_V1 = ("prefill_tokens", "prefill_chunks", "decode_seqs", "attended_context", "prompt_pad_rows", "held_rows")
-FORMS = {1: REGRESSORS_V1, 2: REGRESSORS}
+FORMS = {1: REGRESSORS_V1, 2: REGRESSORS_V2, 3: REGRESSORS}
 SPLIT_FEATURES = ("decode_context", "prefill_self_pairs", "prefill_context_pairs")
+# the attention kernels' prices of each split form (what `sim fit --attention-from` takes from another profile)
+ATTENTION = {2: SPLIT_FEATURES, 3: ("prefill_self_pairs", "prefill_context_pairs", *SEGMENTS)}
 # the price of a feature never seen: what the runner computes for it
 KIN = {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs", "prefill_context_pairs": "prefill_self_pairs"}
 MIN_STEPS = 50
@@ -59,8 +87,10 @@ def regressors(features: np.ndarray, version: int = PROFILE_VERSION) -> np.ndarr
     are the pad rows that are not held slots."""
     f = features.astype(np.float64)
     names = FORMS[version]
-    columns = {name: f[:, _F[name]] for name in names if name != "prompt_pad_rows"}
+    columns = {name: f[:, _F[name]] for name in names if name != "prompt_pad_rows" and name not in SEGMENTS}
     columns["prompt_pad_rows"] = f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]
+    one_row = f[:, _F["decode_seqs"]] + f[:, _F["held_rows"]]
+    columns.update(zip(SEGMENTS, decode_segments(f[:, _F["decode_context"]], one_row), strict=True))
     return np.column_stack([columns[name] for name in names])
 
 
@@ -76,7 +106,9 @@ class FittedCost:
     noise: dict[str, list[float]] = field(default_factory=dict)  # engines.sim.noise
     kind: str = "fitted"
     dispatch_s: float = 0.0  # arrival at an idle engine -> its admitting step starts (harness/simulation.py)
-    version: int = PROFILE_VERSION  # the form: 1 prices every attention pair alike (REGRESSORS_V1)
+    # the form: 1 prices every attention pair alike (REGRESSORS_V1), 2 the decode keys at one price (REGRESSORS_V2);
+    # a fit writes PROFILE_VERSION, a profile built by hand is version 2 unless it says otherwise
+    version: int = 2
 
     def __post_init__(self) -> None:
         self.regressors = FORMS[self.version]
@@ -91,18 +123,30 @@ class FittedCost:
             prefill, chunks, decode, pad, held, attended = f[:6]
             return (self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held)
                     + h * held)  # fmt: skip
-        p, c, d, pp, h, dk, s, x = self._coef
         prefill, chunks, decode, pad, held = f[:5]
+        if self.version == 2:
+            p, c, d, pp, h, dk, s, x = self._coef
+            return (self.intercept_s + p * prefill + c * chunks + d * decode + pp * (pad - held) + h * held
+                    + dk * f.decode_context + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
+        p, c, d, pp, h, s, x, k0, k1, k2 = self._coef
+        keys = f.decode_context
+        low, high = DECODE_KNOTS
+        first = min(keys, low * (decode + held))
+        last = max(0, keys - high * (decode + held))
         return (self.intercept_s + p * prefill + c * chunks + d * decode + pp * (pad - held) + h * held
-                + dk * f.decode_context + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
+                + k0 * first + k1 * (keys - first - last) + k2 * last
+                + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
 
     def regressor_values(self, f: StepFeatures) -> tuple[int, ...]:
         """The step's value of each regressor, in `self.regressors`' order."""
         prefill, chunks, decode, pad, held, attended = f[:6]
         if self.version == 1:
             return prefill, chunks, decode, attended, pad - held, held
-        return (prefill, chunks, decode, pad - held, held, f.decode_context, f.prefill_self_pairs,
-                f.prefill_context_pairs)  # fmt: skip
+        if self.version == 2:
+            return (prefill, chunks, decode, pad - held, held, f.decode_context, f.prefill_self_pairs,
+                    f.prefill_context_pairs)  # fmt: skip
+        segments = tuple(int(v) for v in decode_segments(f.decode_context, decode + held))
+        return (prefill, chunks, decode, pad - held, held, f.prefill_self_pairs, f.prefill_context_pairs, *segments)
 
     @property
     def unknown_features(self) -> tuple[str, ...]:
@@ -179,17 +223,42 @@ class TraceSteps:
     split: bool = True  # every trace counts the attention by kernel (SPLIT_FEATURES); else the fit is version 1
 
 
-def fit_steps(steps: TraceSteps, fixed: Mapping[str, float] | None = None) -> FittedCost:
+def fit_steps(steps: TraceSteps, fixed: Mapping[str, float] | None = None, version: int | None = None) -> FittedCost:
     """Non-negative least squares of duration on the regressors; errors name an unusable feature. `fixed` prices
     some regressors beforehand (seconds per unit, e.g. the attention kernels' prices from another engine's fit on
-    the same model): their share is taken off each step and the rest is fitted."""
+    the same model): their share is taken off each step and the rest is fitted. `version` fits an older form
+    (2: one decode price in context); a trace without the attention split fits version 1 whatever it says. Asked
+    for no version, a trace whose decode rows never split at the knots apart from their count (every step's mean
+    context past 256, so its first segment is 256 x the rows) fits version 2 and the profile says why."""
+    if version is not None or not steps.split:
+        return _fit_form(steps, fixed, version or PROFILE_VERSION)
+    try:
+        return _fit_form(steps, fixed, PROFILE_VERSION)
+    except _Dependent as exc:
+        try:
+            profile = _fit_form(steps, fixed, 2)
+        except _Dependent:
+            raise exc from None
+        profile.fit["form"] = f"version 2: {exc.used} are linearly dependent in the version-3 form"
+        return profile
+
+
+class _Dependent(EngineInputError):
+    def __init__(self, message: str, used: str) -> None:
+        super().__init__(message)
+        self.used = used
+
+
+def _fit_form(steps: TraceSteps, fixed: Mapping[str, float] | None, version: int) -> FittedCost:
     from scipy.optimize import nnls
 
     n = len(steps.duration_s)
     where = ", ".join(steps.sources)
     if n < MIN_STEPS:
         raise EngineInputError(f"sim fit: {where}: {n} traced steps with features, need at least {MIN_STEPS}")
-    version = PROFILE_VERSION if steps.split else 1
+    version = version if steps.split else 1
+    if version not in FORMS:
+        raise EngineInputError(f"sim fit: profile version {version}, expected one of {', '.join(map(str, FORMS))}")
     names = FORMS[version]
     fixed = dict(fixed or {})
     if set(fixed) - set(names):
@@ -220,8 +289,8 @@ def fit_steps(steps: TraceSteps, fixed: Mapping[str, float] | None = None) -> Fi
     solution, _ = nnls(x / scale, steps.duration_s - known)
     coef = solution / scale
     if np.linalg.matrix_rank(x / scale) < x.shape[1]:
-        raise EngineInputError(f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
-                               "record a run that mixes prefill and decode")  # fmt: skip
+        raise _Dependent(f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
+                         "record a run that mixes prefill and decode", ", ".join(used))  # fmt: skip
     predicted = x @ coef + known
     resid = steps.duration_s - predicted
     total = float(np.sum((steps.duration_s - steps.duration_s.mean()) ** 2))

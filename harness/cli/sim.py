@@ -23,7 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="take the attention kernels' prices (decode_context, prefill_self_pairs, "
                           "prefill_context_pairs) from this profile of the same model (e.g. the continuous "
                           "engine's) and fit the rest: a static run's few padded prefills cannot tell them "
-                          "from its rows")  # fmt: skip
+                          "from its rows; the fit takes that profile's version")  # fmt: skip
+    fit.add_argument(
+        "--profile-version",
+        type=int,
+        choices=(2, 3),
+        default=None,
+        metavar="2|3",
+        help="the profile's form (default 3: decode priced piecewise in context; 2: one line)",
+    )
     fit.set_defaults(run=fit_command)
     fid = commands.add_parser("fidelity", help="simulate a run's engines on its schedule; print the error table")
     fid.add_argument("real_run", type=Path, nargs="?", help="a run directory of in-process engines")
@@ -89,14 +97,19 @@ def fit_command(args: argparse.Namespace) -> int:
     writable_dir(args.out.parent, "-o")  # checked before the fit, which reads every step trace
     fixed = None
     if args.attention_from is not None:
-        from engines.sim.fitted import SPLIT_FEATURES, load_profile
+        from engines.sim.fitted import ATTENTION, load_profile
 
         source = load_profile(args.attention_from)
         if source.unknown_features:
             raise HarnessInputError(f"--attention-from {args.attention_from}: a version-1 profile: "
                                     f"{', '.join(source.unknown_features)}: feature unknown; refit it")  # fmt: skip
-        fixed = {name: source.coefficients[name] for name in SPLIT_FEATURES}
-    profile = fit_run(args.run_dirs, args.engines, fixed, str(args.attention_from) if fixed else None)
+        if args.profile_version not in (None, source.version):
+            raise HarnessInputError(f"--attention-from {args.attention_from}: a version-{source.version} profile, "
+                                    f"not --profile-version {args.profile_version}")  # fmt: skip
+        args.profile_version = source.version
+        fixed = {name: source.coefficients[name] for name in ATTENTION[source.version]}
+    profile = fit_run(args.run_dirs, args.engines, fixed, str(args.attention_from) if fixed else None,
+                      args.profile_version)  # fmt: skip
     profile.save(args.out)
     fit = profile.fit
     coef = ", ".join(_price(k, v) for k, v in profile.coefficients.items() if k in fit["regressors"])
@@ -121,6 +134,8 @@ def fit_command(args: argparse.Namespace) -> int:
         print(f"  {line}")
     spans = ", ".join(f"{k} {r['min']:,.0f}-{r['max']:,.0f}" for k, r in fit["ranges"].items() if r["max"])
     print(f"  fitted range: {spans}; steps beyond it are extrapolated (run and sim fidelity count them)")
+    if fit.get("form"):
+        print(f"  form: {fit['form']}")
     for name in fit["absent"]:
         kin = fit.get("borrowed", {}).get(name)
         price = f"priced as {kin}, {_price(name, profile.coefficients[name])}" if kin else "priced 0"

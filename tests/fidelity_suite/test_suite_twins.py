@@ -1,6 +1,7 @@
-"""The pre-registered suite (tests/fixtures/fidelity_suite/suite.toml) reproduced from its committed real runs:
+"""Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
-one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported."""
+one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
+later suite was registered to be is checked beside it (test_suite_v2_twins.py, test_suite_v3_twins.py)."""
 
 from __future__ import annotations
 
@@ -10,32 +11,36 @@ from pathlib import Path
 import pytest
 
 from harness.cli.sim import simulate_twin
-from harness.fidelity_suite.spec import load_suite
+from harness.fidelity_suite.spec import Suite, load_suite
 from harness.fidelity_suite.table import format_table, suite_table
 
-pytestmark = pytest.mark.slow  # nine pairs of five twins each: scheduled first (tests/conftest.py)
+pytestmark = pytest.mark.slow  # nine pairs of five twins each, per suite: scheduled first (tests/conftest.py)
 
-HERE = Path(__file__).resolve().parents[1] / "fixtures" / "fidelity_suite"
-SUITE = load_suite(HERE / "suite.toml")
-
-
-@pytest.fixture(scope="module")
-def table() -> dict:
-    return suite_table(SUITE, HERE / "runs", simulate_twin)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SUITES = ("fidelity_suite", "fidelity_suite_v2", "fidelity_suite_v3")
 
 
-def test_every_pair_is_measured_and_reported(table: dict) -> None:
-    assert [p["pair"] for p in table["pairs"]] == [p.name for p in SUITE.pairs]
+@pytest.fixture(scope="module", params=SUITES)
+def suite_and_table(request: pytest.FixtureRequest) -> tuple[Path, Suite, dict]:
+    here = FIXTURES / request.param
+    suite = load_suite(here / "suite.toml")
+    return here, suite, suite_table(suite, here / "runs", simulate_twin)
+
+
+def test_every_pair_is_measured_and_reported(suite_and_table: tuple[Path, Suite, dict]) -> None:
+    _, suite, table = suite_and_table
+    assert [p["pair"] for p in table["pairs"]] == [p.name for p in suite.pairs]
     for pair in table["pairs"]:
         assert "missing" not in pair and len(pair["rows"]) == 7, pair["pair"]
-        assert all(r["trials"] == SUITE.trials for r in pair["rows"] if r["error"] is not None), pair["pair"]
+        assert all(r["trials"] == suite.trials for r in pair["rows"] if r["error"] is not None), pair["pair"]
     text = format_table(table)
-    assert all(p.name in text for p in SUITE.pairs)
-    assert sum(table["verdicts"].values()) == len(SUITE.pairs)
+    assert all(p.name in text for p in suite.pairs)
+    assert sum(table["verdicts"].values()) == len(suite.pairs)
 
 
-def test_the_twins_reproduce_the_recorded_table(table: dict) -> None:
-    expected = json.loads((HERE / "expected.json").read_text())
+def test_the_twins_reproduce_the_recorded_table(suite_and_table: tuple[Path, Suite, dict]) -> None:
+    here, _, table = suite_and_table
+    expected = json.loads((here / "expected.json").read_text())
     assert table["verdicts"] == expected["verdicts"] and table["target"] == expected["target"]
     for got, want in zip(table["pairs"], expected["pairs"], strict=True):
         assert got["verdict"] == want["verdict"], got["pair"]

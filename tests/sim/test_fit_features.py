@@ -15,7 +15,7 @@ from pytest import CaptureFixture
 from engines.api import Request
 from engines.plan import Chunk, StepPlan
 from engines.sequence import Sequence
-from engines.sim.fitted import REGRESSORS, FittedCost, TraceSteps, fit_steps, load_profile, regressors
+from engines.sim.fitted import REGRESSORS_V2, FittedCost, TraceSteps, fit_steps, load_profile, regressors
 from engines.step_features import FEATURE_NAMES, step_features
 from harness.cli import main
 from harness.metrics.simulation import manifest_notices
@@ -41,7 +41,7 @@ def timed(plans: list[StepPlan], seed: int, noise: float = 0.0) -> TraceSteps:
     """The plans' counts, each step timed by LAW (times 1 + noise x a normal draw)."""
     rng = np.random.default_rng(seed)
     x = np.array([step_features(plan) for plan in plans], dtype=np.int64)
-    durations = INTERCEPT + regressors(x) @ np.array([LAW[name] for name in REGRESSORS])
+    durations = INTERCEPT + regressors(x, 2) @ np.array([LAW[name] for name in REGRESSORS_V2])
     durations = durations * (1 + noise * rng.standard_normal(len(plans)))
     return TraceSteps(x, durations, np.full(len(plans) - 1, 1e-4), ["synthetic"])
 
@@ -92,7 +92,7 @@ def test_the_counts_are_what_the_runner_computes() -> None:
 
 
 def test_a_continuous_fit_recovers_every_term() -> None:
-    profile = fit_steps(timed(continuous_plans(), seed=0))
+    profile = fit_steps(timed(continuous_plans(), seed=0), version=2)
     assert profile.version == 2 and profile.intercept_s == pytest.approx(INTERCEPT, rel=1e-6)
     for name in ("prefill_tokens", "prefill_chunks", "decode_seqs", *PAIRS):
         assert profile.coefficients[name] == pytest.approx(LAW[name], rel=1e-6), name
@@ -101,7 +101,7 @@ def test_a_continuous_fit_recovers_every_term() -> None:
 
 
 def test_a_static_fit_prices_padding_as_computed() -> None:
-    profile = fit_steps(timed(static_plans(), seed=1))
+    profile = fit_steps(timed(static_plans(), seed=1), version=2)
     for name in ("decode_seqs", "prompt_pad_rows", "held_rows", "decode_context", "prefill_self_pairs"):
         assert profile.coefficients[name] == pytest.approx(LAW[name], rel=1e-6), name
     # no chunk ever attends over earlier context in a static batch: priced as a chunk's own pair, said so
@@ -115,7 +115,7 @@ def test_both_engines_fit_one_price_per_pair_where_one_price_did_not() -> None:
     more than a quarter apart (it blends the paged kernel's keys with SDPA's pairs in each engine's own mix, and
     misses the pad rows' own triangle)."""
     cont, static = timed(continuous_plans(), 0, noise=0.02), timed(static_plans(), 1, noise=0.02)
-    new = [fit_steps(t).coefficients["prefill_self_pairs"] for t in (cont, static)]
+    new = [fit_steps(t, version=2).coefficients["prefill_self_pairs"] for t in (cont, static)]
     assert new == pytest.approx([LAW["prefill_self_pairs"]] * 2, rel=0.1)
     old = []
     for t in (cont, static):
@@ -126,7 +126,7 @@ def test_both_engines_fit_one_price_per_pair_where_one_price_did_not() -> None:
 
 def test_the_profile_prices_long_chunked_prompts_as_the_law_does() -> None:
     """A 4,096-token prompt in eight chunks of 512, each over the chunks before it: priced by the law."""
-    profile = fit_steps(timed(continuous_plans(), seed=0))
+    profile = fit_steps(timed(continuous_plans(), seed=0), version=2)
     chunks = [step_features(StepPlan([Chunk(seq(k * 512), 512, k == 7)])) for k in range(8)]
     assert [f.prefill_context_pairs for f in chunks] == [k * 512 * 512 for k in range(8)]
     law = FittedCost(INTERCEPT, LAW)
