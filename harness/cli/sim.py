@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid.add_argument("--json", type=Path, help="also write the table as JSON here")
     fid.add_argument("--no-noise", dest="noise", action="store_false",
                      help="the profile's mean model only, without its measured noise")  # fmt: skip
+    fid.add_argument("--twin-dir", type=Path, metavar="DIR",
+                     help="with RUN: also write every twin's request records (records.jsonl, trial = its seed) "
+                          "and step trace (steps/sim-ENGINE-tSEED.jsonl) here, laid out as a run's, to compare "
+                          "with the real run's step by step (a new or empty directory)")  # fmt: skip
     fid.add_argument("--seeds", type=_positive_int, default=5,
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
@@ -165,11 +169,19 @@ def fidelity_command(args: argparse.Namespace) -> int:
 
         if args.json and not args.json.is_dir():
             writable_dir(args.json.parent, "--json")  # checked before any run
+        if args.twin_dir is not None:
+            raise HarnessInputError("sim fidelity: --twin-dir goes with RUN only: give a pair's run and its profile")
         return suite_command(args, simulate_twin)
     if args.real_run is None or args.profile is None:
         raise HarnessInputError("sim fidelity: give RUN and --profile P, or --suite FILE")
     if args.runs or args.measure or args.lock:
         raise HarnessInputError("sim fidelity: --runs, --measure and --lock go with --suite only")
+    if args.twin_dir is not None:
+        from harness.cli.args import writable_dir
+
+        if args.twin_dir.exists() and (not args.twin_dir.is_dir() or any(args.twin_dir.iterdir())):
+            raise HarnessInputError(f"--twin-dir {args.twin_dir}: not a new or empty directory")
+        writable_dir(args.twin_dir, "--twin-dir")
     engines = [e for e in run_engines(args.real_run) if has_twin(e)]  # a router's run: its cluster twin
     if args.engines:
         engines = [e for e in engines if e.get("name") in args.engines]
@@ -191,8 +203,8 @@ def fidelity_command(args: argparse.Namespace) -> int:
     table = []
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
     for engine in engines:
-        simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins)
-                     for s in seeds]  # fmt: skip
+        simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins,
+                                   trace_dir=args.twin_dir) for s in seeds]  # fmt: skip
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
@@ -248,9 +260,11 @@ def simulate_twin(
     noise: bool = True,
     seed: int = 0,
     described: list[dict[str, Any]] | None = None,
+    trace_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
-    `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range)."""
+    `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range);
+    `trace_dir` gets its records and step trace, as a run directory holds a trial's (the trial is the seed)."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.classes import recorded_classes
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
@@ -278,11 +292,25 @@ def simulate_twin(
         outcome = run_virtual_open_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
     if described is not None:
         described.append(sim.describe())
+    step_rows = [s.to_json() for s in steps]
+    if trace_dir is not None:
+        write_twin_trace(trace_dir, spec.label, seed, records, step_rows)
     slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
-    return summarize(records_frame(records), steps_frame([s.to_json() for s in steps]), slo=slo,
+    return summarize(records_frame(records), steps_frame(step_rows), slo=slo,
                      slo_classes=recorded_classes(settings),
                      price_per_hour=settings.get("price_per_hour", 2.0), wall_time_s=outcome.wall_time_s,
                      seed=manifest.get("seed", 0))  # fmt: skip
+
+
+def write_twin_trace(
+    trace_dir: Path, label: str, seed: int, records: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> None:
+    """One twin's records (appended to records.jsonl, `trial` its seed) and steps (steps/LABEL-tSEED.jsonl)."""
+    (trace_dir / "steps").mkdir(parents=True, exist_ok=True)
+    with open(trace_dir / "records.jsonl", "a", encoding="utf-8") as out:
+        out.writelines(json.dumps(record | {"trial": seed}) + "\n" for record in records)
+    with open(trace_dir / "steps" / f"{label}-t{seed}.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(step) + "\n" for step in steps)
 
 
 def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -> str:

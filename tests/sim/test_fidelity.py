@@ -125,3 +125,28 @@ def test_a_run_of_several_trials_is_judged_against_their_median_and_shows_their_
     assert rows["TPOT p50"]["trials_spread"] is None and rows["TPOT p50"]["real_ci"] is not None
     assert "3 trials, +-20%" in printed
     assert "repeats by more than 10% on: continuous TTFT p99: no simulation" in printed
+
+
+def test_twin_dir_writes_each_twins_records_and_steps_as_a_run_lays_out_its_trials(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run, twins = FIXTURE / "burst", tmp_path / "twins"
+    plain, traced = tmp_path / "plain.json", tmp_path / "traced.json"
+    base = ["sim", "fidelity", str(run), "--profile", str(PROFILE), "--seeds", "2"]
+    assert main([*base, "--json", str(plain)]) == 0
+    assert main([*base, "--json", str(traced), "--twin-dir", str(twins)]) == 0
+    assert json.loads(plain.read_text()) == json.loads(traced.read_text())  # writing the traces changes nothing
+    requests = {json.loads(line)["request_id"] for line in (run / "requests.jsonl").read_text().splitlines()}
+    records = [json.loads(line) for line in (twins / "records.jsonl").read_text().splitlines()]
+    for engine in ("static", "continuous"):
+        for seed in (0, 1):
+            ids = [r["request_id"] for r in records if r["engine"] == f"sim-{engine}" and r["trial"] == seed]
+            assert sorted(ids) == sorted(requests)
+            steps = (twins / "steps" / f"sim-{engine}-t{seed}.jsonl").read_text().splitlines()
+            assert {i for line in steps for i in json.loads(line)["admitted"]} == requests
+    capsys.readouterr()
+    assert main([*base, "--twin-dir", str(twins)]) == 2  # never mixed with an earlier twin's files
+    assert capsys.readouterr().err.strip().endswith("not a new or empty directory")
+    suite = FIXTURE.parent / "fidelity_suite" / "suite.toml"
+    assert main(["sim", "fidelity", "--suite", str(suite), "--twin-dir", str(tmp_path / "other")]) == 2
+    assert "--twin-dir goes with RUN only" in capsys.readouterr().err
