@@ -31,7 +31,8 @@ itself stops reading (aiohttp pauses the transport while its queues are full) is
 passes then starts again.
 
 This reaches into aiohttp's RequestHandler (`_messages`, `_request_count`, `_close`, `_force_close`, `_waiter`,
-`_reading_paused`, `_buffer_paused`, and Server's `_loop` and `_kwargs`): aiohttp is pinned in pyproject.toml, and
+`_reading_paused`, `_buffer_paused`, `_next_keepalive_close_time`, and Server's `_loop` and `_kwargs`): aiohttp is
+pinned in pyproject.toml, and
 tests/http/test_serve_security.py and test_read_deadline.py fail if they change.
 """
 
@@ -50,6 +51,9 @@ from engines.serve.chunk_sizes import ChunkSizes, Verdict
 from engines.serve.errors import ApiError, RequestReadTimeout
 
 log = logging.getLogger("batchmark.serve")
+# the idle close of a connection whose request began is put this long past the request's read deadline, so that
+# the deadline's 408 is written first (two timers due at one instant run in no order one can rely on)
+_IDLE_CLOSE_AFTER_DEADLINE_S = 1.0
 
 
 class GuardedRequestHandler(RequestHandler):
@@ -134,6 +138,10 @@ class GuardedRequestHandler(RequestHandler):
             assert self._read_timeout_s is not None
             self._deadline = self._loop.call_later(self._read_timeout_s, self._deadline_passed)
             self._deadline_for = receiving
+            # aiohttp's idle close (keepalive_timeout) takes a handler waiting for a request as idle, a head still
+            # arriving included, and would cut it without an answer: a request once begun is the deadline's
+            close_after = self._loop.time() + self._read_timeout_s + _IDLE_CLOSE_AFTER_DEADLINE_S
+            self._next_keepalive_close_time = max(self._next_keepalive_close_time, close_after)
 
     def _cancel_deadline(self) -> None:
         if self._deadline is not None:
