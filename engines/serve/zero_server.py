@@ -31,7 +31,7 @@ from engines.server_options import SERVER_OPTION
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 2**20
-DEFAULT_MAX_TOKENS = 16
+DEFAULT_MAX_TOKENS: int = SERVER_OPTION["default_max_tokens"].default  # batchmark serve's
 READ_TIMEOUT = SERVER_OPTION["request_read_timeout"]  # its flag, default and range
 
 
