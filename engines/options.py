@@ -47,7 +47,8 @@ PROFILES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Option:
-    """One engine option: its type, default, range and help."""
+    """One option: its type, default, range and help (a row of this table, or of the server option table,
+    engines/server_options.py)."""
 
     name: str
     type: type  # int, float, str or bool
@@ -75,6 +76,21 @@ class Option:
 
     def default_for(self, profile: str = "online") -> Any:
         return self.profiles.get(profile, self.default)
+
+    def help_text(self, profile: str = "online") -> str:
+        """The flag's help: what it does (a `--no-` flag: what turning it off stops), its choices, its default."""
+        default = self.default_for(profile)
+        shown = (
+            ""
+            if default is None or self.type is bool
+            else f" (default {default:g})"
+            if self.type is float
+            else f" (default {default})"
+        )
+        extra = f"; {self.range_text()}" if self.choices else ""
+        # An option's help says what it does when on; its `--no-` flag turns that off, and must say so.
+        what = f"turn off (on by default): {self.help}" if self.type is bool and self.default else self.help
+        return what + extra + shown
 
     def applies_to(self, kind: str) -> bool:
         return kind in self.kinds

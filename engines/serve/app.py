@@ -21,6 +21,7 @@ from engines.serve import handlers, log_redact
 from engines.serve.errors import ApiError, RequestReadTimeout
 from engines.serve.state import (
     DEFAULT_DRAIN_TIMEOUT_S,
+    DEFAULT_KEEPALIVE_TIMEOUT_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MAX_WAITING,
@@ -45,7 +46,8 @@ def make_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
-    request_read_timeout_s: float = DEFAULT_REQUEST_READ_TIMEOUT_S,
+    request_read_timeout_s: float | None = DEFAULT_REQUEST_READ_TIMEOUT_S,
+    keepalive_timeout_s: float = DEFAULT_KEEPALIVE_TIMEOUT_S,
     manage_engine: bool = True,
     metrics_public: bool = False,
     replica_id: str | None = None,
@@ -60,6 +62,7 @@ def make_app(
         default_max_tokens=default_max_tokens,
         drain_timeout_s=drain_timeout_s,
         request_read_timeout_s=request_read_timeout_s,
+        keepalive_timeout_s=keepalive_timeout_s,
         manage_engine=manage_engine,
         replica_id=replica_id,
     )

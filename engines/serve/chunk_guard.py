@@ -19,7 +19,7 @@ aiohttp does not tell: it has no read timeout for a request (its `keepalive_time
 before a request line, counted from the previous answer, and nothing bounds a head or body in progress once a
 handler runs). So a slowloris client, trickling a head or owing the rest of a Content-Length, held a connection
 and a handler for ever. Each request now has `read_timeout_s` from the read that brought its first byte to the
-one that brings its last; past it the connection reads nothing more, logs one line, and
+one that brings its last (its clock: read_deadline.py); past it the connection reads nothing more, logs one line, and
 
 - a head still arriving, nothing else on the connection: a 408 JSON answer is written and the connection closes;
 - a head still arriving behind requests being answered: those are answered (a stream is never cut), then it closes;
@@ -31,14 +31,13 @@ itself stops reading (aiohttp pauses the transport while its queues are full) is
 passes then starts again.
 
 This reaches into aiohttp's RequestHandler (`_messages`, `_request_count`, `_close`, `_force_close`, `_waiter`,
-`_reading_paused`, `_buffer_paused`, and Server's `_loop` and `_kwargs`): aiohttp is pinned in pyproject.toml, and
+`_reading_paused`, `_buffer_paused`, `_next_keepalive_close_time`, and Server's `_loop` and `_kwargs`): aiohttp is
+pinned in pyproject.toml, and
 tests/http/test_serve_security.py and test_read_deadline.py fail if they change.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from typing import Any
 
@@ -47,18 +46,20 @@ from aiohttp.streams import EMPTY_PAYLOAD
 from aiohttp.web_protocol import RequestHandler
 
 from engines.serve.chunk_sizes import ChunkSizes, Verdict
-from engines.serve.errors import ApiError, RequestReadTimeout
+from engines.serve.errors import RequestReadTimeout
+from engines.serve.read_deadline import ReadDeadline, timeout_answer
 
 log = logging.getLogger("batchmark.serve")
+# the idle close of a connection whose request began is put this long past the request's read deadline, so that
+# the deadline's 408 is written first (two timers due at one instant run in no order one can rely on)
+_IDLE_CLOSE_AFTER_DEADLINE_S = 1.0
 
 
 class GuardedRequestHandler(RequestHandler):
     __slots__ = (
         "_chunks",
         "_deadline",
-        "_deadline_for",
         "_newest",
-        "_read_timeout_s",
         "_refused",
         "_stopped_at",
         "_timed_out",
@@ -74,9 +75,7 @@ class GuardedRequestHandler(RequestHandler):
         self._verdict: Verdict | None = None  # the scanner's, until applied
         self._refused = False
         self._stopped_at = 0  # the request at which the scanner stopped following
-        self._read_timeout_s = read_timeout_s
-        self._deadline: asyncio.TimerHandle | None = None
-        self._deadline_for = 0  # the request whose read deadline `_deadline` is
+        self._deadline = None if read_timeout_s is None else ReadDeadline(self._loop, read_timeout_s, self._expired)
         self._timed_out = False
 
     def data_received(self, data: bytes) -> None:
@@ -102,11 +101,15 @@ class GuardedRequestHandler(RequestHandler):
             self._apply(verdict, entry)
         if after != before:
             self._newest = (after, self._messages[-1])
-        if parsed and data and self._read_timeout_s is not None:
-            self._watch()
+        if parsed and data and self._deadline is not None and self._deadline.watch(self._receiving()):
+            # aiohttp's idle close (keepalive_timeout) takes a handler waiting for a request as idle, a head still
+            # arriving included, and would cut it without an answer: a request once begun is the deadline's
+            close_after = self._loop.time() + self._deadline.timeout_s + _IDLE_CLOSE_AFTER_DEADLINE_S
+            self._next_keepalive_close_time = max(self._next_keepalive_close_time, close_after)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        self._cancel_deadline()
+        if self._deadline is not None:
+            self._deadline.cancel()
         super().connection_lost(exc)
 
     def _receiving(self) -> int | None:
@@ -125,31 +128,17 @@ class GuardedRequestHandler(RequestHandler):
             return k
         return None
 
-    def _watch(self) -> None:
-        receiving = self._receiving()
-        if receiving is None:
-            self._cancel_deadline()
-        elif receiving != self._deadline_for or self._deadline is None:
-            self._cancel_deadline()
-            assert self._read_timeout_s is not None
-            self._deadline = self._loop.call_later(self._read_timeout_s, self._deadline_passed)
-            self._deadline_for = receiving
-
-    def _cancel_deadline(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _deadline_passed(self) -> None:
-        self._deadline = None
+    def _expired(self) -> None:
+        """The read deadline of the request arriving passed."""
+        deadline = self._deadline
+        assert deadline is not None
         if self._force_close or self.transport is None or self._timed_out:
             return
         if self._reading_paused or self._buffer_paused:  # aiohttp stopped reading, not the client: wait again
-            assert self._read_timeout_s is not None
-            self._deadline = self._loop.call_later(self._read_timeout_s, self._deadline_passed)
+            deadline.again()
             return
         self._timed_out = True
-        k = self._deadline_for
+        k = deadline.request
         peer = self.transport.get_extra_info("peername")
         peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "a client"
         newest = self._newest
@@ -159,10 +148,10 @@ class GuardedRequestHandler(RequestHandler):
                 "%s: request %d's body not received within %g s; its read fails (408) and the connection closes",
                 peer,
                 k,
-                self._read_timeout_s,
+                deadline.timeout_s,
             )
             if payload is not EMPTY_PAYLOAD and not payload.is_eof():
-                payload.set_exception(RequestReadTimeout(f"the body did not arrive within {self._read_timeout_s:g} s"))
+                payload.set_exception(RequestReadTimeout(f"the body did not arrive within {deadline.timeout_s:g} s"))
                 payload.feed_eof()
             self._close_after(newest[1])
             return
@@ -171,22 +160,13 @@ class GuardedRequestHandler(RequestHandler):
             "%s: request %d's head not received within %g s; %s",
             peer,
             k,
-            self._read_timeout_s,
+            deadline.timeout_s,
             "answering 408 and closing the connection" if idle else "closing the connection after the answers due",
         )
         if not idle:
             self._close_after(self._messages[-1] if self._messages else None)
             return
-        error = ApiError(
-            408,
-            f"the request did not arrive within {self._read_timeout_s:g} s",
-            code="request_timeout",
-        )
-        body = json.dumps(error.body()).encode()
-        self.transport.write(
-            b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json; charset=utf-8\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
-        )
+        self.transport.write(timeout_answer(deadline.timeout_s))
         self.force_close()  # the transport sends what it holds, then closes
 
     def _close_after(self, entry: Any) -> None:

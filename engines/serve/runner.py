@@ -13,12 +13,9 @@ from aiohttp import web
 from engines.api import REPLICA_HEADER
 from engines.serve.app import begin_shutdown, drain
 from engines.serve.chunk_guard import GuardedAppRunner
-from engines.serve.state import STATE
+from engines.serve.state import DEFAULT_KEEPALIVE_TIMEOUT_S, STATE
 
 _AFTER_DRAIN_S = 1.0  # the short handlers (health, metrics) that arrived just before the listener closed
-# an idle keep-alive connection (between requests, or before its first) closes after this: aiohttp's run_app
-# default, where a bare AppRunner would keep it 3630 s. A request once begun has --request-read-timeout instead
-KEEPALIVE_TIMEOUT_S = 75.0
 
 
 async def serve(
@@ -55,7 +52,9 @@ async def serve(
         "handler_cancellation": True,
         "access_log": None,
         "shutdown_timeout": _AFTER_DRAIN_S,
-        "keepalive_timeout": KEEPALIVE_TIMEOUT_S,
+        # an idle connection (before its first request or between two) closes after --keepalive-timeout; a request
+        # once begun has --request-read-timeout instead
+        "keepalive_timeout": DEFAULT_KEEPALIVE_TIMEOUT_S if state is None else state.keepalive_timeout_s,
     }
     # a batchmark app's connections refuse a chunked body declared over the limit at its size line, and answer 408
     # to a request whose bytes take longer than its read deadline to arrive (chunk_guard.py)

@@ -14,13 +14,17 @@ from aiohttp import web
 from engines.api import Engine
 from engines.serve.prometheus import ServerMetrics
 from engines.serve.prompts import PromptTokenizer
+from engines.server_options import SERVER_OPTION
 
-DEFAULT_MAX_WAITING = 1024
-DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a 50K-token prompt as JSON ids is ~0.4 MB; text is smaller
-DEFAULT_MAX_TOKENS = 16  # OpenAI's default for completions; chat uses it too (documented)
-DEFAULT_DRAIN_TIMEOUT_S = 30.0
+# the server option table's defaults (engines/server_options.py), in the units the server keeps
+DEFAULT_MAX_WAITING: int = SERVER_OPTION["max_waiting"].default
+DEFAULT_MAX_BODY_BYTES = int(SERVER_OPTION["max_body_mb"].default * 2**20)
+DEFAULT_MAX_TOKENS: int = SERVER_OPTION["default_max_tokens"].default  # OpenAI's for completions; chat's too
+DEFAULT_DRAIN_TIMEOUT_S: float = SERVER_OPTION["drain_timeout"].default
 # from a request's first byte to its last body byte: a slow sender holds a connection no longer (chunk_guard.py)
-DEFAULT_REQUEST_READ_TIMEOUT_S = 30.0
+DEFAULT_REQUEST_READ_TIMEOUT_S: float = SERVER_OPTION["request_read_timeout"].default
+# an idle keep-alive connection, before its first request or between two, closes after this (runner.py)
+DEFAULT_KEEPALIVE_TIMEOUT_S: float = SERVER_OPTION["keepalive_timeout"].default
 
 
 @dataclass
@@ -36,7 +40,8 @@ class ServerState:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     retry_after_s: int = 1
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
-    request_read_timeout_s: float = DEFAULT_REQUEST_READ_TIMEOUT_S
+    request_read_timeout_s: float | None = DEFAULT_REQUEST_READ_TIMEOUT_S  # None: no deadline (cost measurements)
+    keepalive_timeout_s: float = DEFAULT_KEEPALIVE_TIMEOUT_S
     manage_engine: bool = True  # start the engine with the app and stop it on cleanup
     # the name every completion response carries (REPLICA_HEADER): which replica of a fleet served it. None until
     # the server is bound, when the runner names it host:port unless `--replica-id` did (engines/serve/runner.py)

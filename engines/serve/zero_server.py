@@ -5,7 +5,9 @@ its own cost per request must be tiny: a bare asyncio protocol, no framework. Wi
 whole SSE stream of a request is one write; with `--token-delay-ms` the tokens are streamed as
 chunked events that far apart. Responses honour `max_tokens` (default 16), `stream`,
 `stream_options.include_usage`, `return_token_ids` and `reasoning_tokens` (the first r tokens as reasoning, as
-`batchmark serve` streams them); token i has id 3 + i % 100 and text " t".
+`batchmark serve` streams them); token i has id 3 + i % 100 and text " t". A request whose bytes take longer than
+`--request-read-timeout` to arrive (the same deadline and default as `batchmark serve`'s: read_deadline.py) gets
+408 and its connection closes, once any stream being written on it has ended.
 It exits on SIGTERM/SIGINT, or when the process that started it exits.
 
     python -m engines.serve.zero_server --port 0     # prints "listening on http://127.0.0.1:PORT"
@@ -22,9 +24,15 @@ import signal
 import sys
 from functools import lru_cache
 
+from engines.errors import EngineInputError
+from engines.serve.chunk_sizes import ChunkSizes
+from engines.serve.read_deadline import ReadDeadline, timeout_answer
+from engines.server_options import SERVER_OPTION
+
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 2**20
-DEFAULT_MAX_TOKENS = 16
+DEFAULT_MAX_TOKENS: int = SERVER_OPTION["default_max_tokens"].default  # batchmark serve's
+READ_TIMEOUT = SERVER_OPTION["request_read_timeout"]  # its flag, default and range
 
 
 def _token_ids(n: int) -> list[int]:
@@ -86,24 +94,46 @@ def _error(status: str, message: str) -> bytes:
 class ZeroProtocol(asyncio.Protocol):
     """One HTTP/1.1 connection of the zero-delay server, on a bare asyncio protocol."""
 
-    def __init__(self, token_delay_s: float) -> None:
+    def __init__(self, token_delay_s: float, read_timeout_s: float | None) -> None:
         self.delay = token_delay_s
         self.buf = b""
         self.transport: asyncio.Transport | None = None
         self.busy: asyncio.Task | None = None  # a delayed stream being written; later requests wait
+        self.read_timeout_s = read_timeout_s  # None: no read deadline
+        self.framing = ChunkSizes(MAX_BODY_BYTES)  # which request is arriving, for its deadline
+        self.deadline: ReadDeadline | None = None
+        self.timed_out = False  # a request did not arrive in time: nothing more is read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if self.read_timeout_s is not None:
+            self.deadline = ReadDeadline(asyncio.get_running_loop(), self.read_timeout_s, self._read_timed_out)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.busy is not None:
             self.busy.cancel()
+        if self.deadline is not None:
+            self.deadline.cancel()
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        if self.timed_out:
+            return
         self.buf += data
+        if self.deadline is not None and not self.framing.stopped:
+            self.framing.feed(data)  # it stops where this server refuses the request (chunked, too big) and closes
+            self.deadline.watch(self.framing.receiving)
         if self.busy is None:
             self._process()
+
+    def _read_timed_out(self) -> None:
+        if self.transport is None:
+            return
+        self.timed_out = True
+        if self.busy is None:  # nothing being answered: the 408, then the close
+            assert self.deadline is not None
+            self._close(timeout_answer(self.deadline.timeout_s))
+        # else the stream being written ends, then the connection closes (_stream_slowly)
 
     def _process(self) -> None:
         while self.transport is not None and self.busy is None:
@@ -182,7 +212,7 @@ class ZeroProtocol(asyncio.Protocol):
                 await asyncio.sleep(self.delay)
             transport.write(b"%x\r\n%s\r\n" % (len(event), event))
         transport.write(b"0\r\n\r\n")
-        if close:
+        if close or self.timed_out:
             transport.close()
         self.busy = None
         self._process()
@@ -198,13 +228,19 @@ class ZeroProtocol(asyncio.Protocol):
         self._send(data, True)
 
 
-async def start_zero_server(host: str = "127.0.0.1", port: int = 0, token_delay_s: float = 0.0) -> asyncio.Server:
+async def start_zero_server(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token_delay_s: float = 0.0,
+    read_timeout_s: float | None = READ_TIMEOUT.default,
+) -> asyncio.Server:
+    """The server listening; `read_timeout_s` None: no read deadline (to measure what it costs)."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: ZeroProtocol(token_delay_s), host, port, backlog=4096)
+    return await loop.create_server(lambda: ZeroProtocol(token_delay_s, read_timeout_s), host, port, backlog=4096)
 
 
-async def _main(args: argparse.Namespace) -> None:
-    server = await start_zero_server(args.host, args.port, args.token_delay_ms / 1e3)
+async def _main(args: argparse.Namespace, read_timeout_s: float) -> None:
+    server = await start_zero_server(args.host, args.port, args.token_delay_ms / 1e3, read_timeout_s)
     host, port = server.sockets[0].getsockname()[:2]
     print(f"listening on http://{host}:{port}", flush=True)
     stop = asyncio.Event()
@@ -231,7 +267,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
     parser.add_argument("--token-delay-ms", type=float, default=0.0, help="gap between streamed tokens")
-    asyncio.run(_main(parser.parse_args(argv)))
+    parser.add_argument(
+        READ_TIMEOUT.flag_name, dest="read_timeout", metavar=READ_TIMEOUT.metavar, help=READ_TIMEOUT.help_text()
+    )
+    args = parser.parse_args(argv)
+    try:
+        read_timeout_s = (
+            READ_TIMEOUT.default if args.read_timeout is None else READ_TIMEOUT.check_flag(args.read_timeout)
+        )
+    except EngineInputError as exc:  # one line, exit 2, before listening
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(_main(args, read_timeout_s))
     return 0
 
 

@@ -137,18 +137,7 @@ def engine_options_for(kinds: tuple[str, ...]) -> list[Option]:
 def add_engine_flags(parser: argparse.ArgumentParser, kinds: tuple[str, ...] = KINDS, profile: str = "online") -> None:
     """One flag per engine option that applies to one of `kinds`, with the default `profile` gives it."""
     for o in engine_options_for(kinds):
-        default = o.default_for(profile)
-        shown = (
-            ""
-            if default is None or o.type is bool
-            else f" (default {default:g})"
-            if o.type is float
-            else (f" (default {default})")
-        )
-        extra = f"; {o.range_text()}" if o.choices else ""
-        # An option's help says what it does when on; its `--no-` flag turns that off, and must say so.
-        what = f"turn off (on by default): {o.help}" if o.type is bool and o.default else o.help
-        text = (what + extra + shown).replace("%", "%%")
+        text = o.help_text(profile).replace("%", "%%")
         dest = f"engine_{o.name}"
         if o.type is bool:
             value = not o.default

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from engines.server_options import SERVER_OPTIONS
 from harness.cli import args as shared
 
 if TYPE_CHECKING:  # commands load these late (torch), so `batchmark --help` starts fast
@@ -35,31 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     # the engine's options; `serve` keeps its own profile of defaults (engines/options.py says why)
     shared.add_engine_flags(serve, IN_PROCESS, profile="serve")
-    serve.add_argument(
-        "--max-waiting", type=int, default=1024, help="requests queued for the engine before new ones get 429"
-    )
-    serve.add_argument("--max-body-mb", type=float, default=32.0, help="largest request body (default 32 MiB)")
-    serve.add_argument("--default-max-tokens", type=int, default=16, help="max_tokens when a request omits it")
-    serve.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=30.0,
-        help="seconds to let running requests finish on SIGTERM/SIGINT (default 30)",
-    )
-    serve.add_argument(
-        "--request-read-timeout",
-        type=float,
-        default=30.0,
-        help="seconds from a request's first byte to its last body byte; a slower sender gets 408 and its "
-        "connection closed (default 30)",
-    )
+    # the server's limits: one flag per row of the server option table
+    for o in SERVER_OPTIONS:
+        serve.add_argument(o.flag_name, dest=o.name, metavar=o.metavar, help=o.help_text().replace("%", "%%"))
     shared.add_model_flags(serve)
     serve.set_defaults(run=run_serve)
 
 
 def check_args(args: argparse.Namespace) -> None:
     """Every server flag and engine option checked before the model loads."""
-    import math
     import os
 
     from harness.errors import HarnessInputError
@@ -68,15 +53,9 @@ def check_args(args: argparse.Namespace) -> None:
     if not 0 <= args.port <= 65535:
         raise HarnessInputError(f"--port {args.port}: must be 0..65535")
     check_host(args.host, args.port)
-    for flag in ("max_waiting", "default_max_tokens"):
-        if getattr(args, flag) < 1:
-            raise HarnessInputError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be >= 1")
-    if not args.drain_timeout >= 0 or not math.isfinite(args.drain_timeout):
-        raise HarnessInputError(f"--drain-timeout {args.drain_timeout}: must be >= 0")
-    if not args.max_body_mb > 0 or not math.isfinite(args.max_body_mb):
-        raise HarnessInputError(f"--max-body-mb {args.max_body_mb}: must be > 0")
-    if not args.request_read_timeout > 0 or not math.isfinite(args.request_read_timeout):
-        raise HarnessInputError(f"--request-read-timeout {args.request_read_timeout:g}: must be > 0 and finite")
+    for o in SERVER_OPTIONS:  # each given value checked against its row; not given: the row's default
+        given = getattr(args, o.name)
+        setattr(args, o.name, o.default if given is None else o.check_flag(given))
     if args.replica_id is not None and (
         not args.replica_id.strip() or not (args.replica_id.isascii() and args.replica_id.isprintable())
     ):
@@ -166,6 +145,7 @@ def run_serve(args: argparse.Namespace) -> int:
         default_max_tokens=args.default_max_tokens,
         drain_timeout_s=args.drain_timeout,
         request_read_timeout_s=args.request_read_timeout,
+        keepalive_timeout_s=args.keepalive_timeout,
         metrics_public=args.metrics_public,
         replica_id=args.replica_id.strip() if args.replica_id else None,
     )

@@ -41,7 +41,8 @@ def worker(url: str, index: int, workers: int, start_at: float, out: mp.Queue) -
 
     from engines.api import Request
     from engines.http import HttpEngine
-    from harness.loadgen import LEAD_IN_S, Scheduled, run_open_loop
+    from harness.loadgen import Scheduled, run_open_loop
+    from harness.loadgen.scenarios import LEAD_IN_S
 
     total = int(RATE * DURATION_S)
     prompt = list(range(3, 3 + PROMPT_TOKENS))
