@@ -26,11 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scipy import stats
+
 PEERS = ("vllm", "guidellm", "aiperf", "inference_perf")
 QUARTERS = 4
-# two-sided 95% Student t quantiles for 1..30 degrees of freedom; the last one stands for more
-T95 = (12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131)
-T95 += (2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042, 1.96)
 TWIN_GAP_S = 10  # two runs of batchmark this close count as back to back
 USER_HZ = 100  # /proc/stat's ticks per second
 
@@ -115,9 +114,14 @@ def nearest(samples: list[tuple[float, ...]], t: float) -> tuple[float, ...] | N
 def pairs_needed(spread: float, half_width: float) -> int:
     """Smallest n whose 95% interval (Student t) of a mean of n log ratios with this sd is within half_width."""
     n = 2
-    while T95[min(n - 1, len(T95)) - 1] * spread / math.sqrt(n) > half_width:
+    while t95(n) * spread / math.sqrt(n) > half_width:
         n += 1
     return n
+
+
+def t95(n: int) -> float:
+    """The two-sided 95% Student t quantile for a mean of n values."""
+    return float(stats.t.ppf(0.975, n - 1))
 
 
 def noise_floor(runs: list[dict[str, Any]]) -> None:
@@ -142,7 +146,7 @@ def noise_floor(runs: list[dict[str, Any]]) -> None:
     )
     for design, spread in (("pairs", pair_sd), ("sandwiches", sandwich_sd)):
         print(f"{design} per peer for a 95% interval of the mean log ratio within +-3%: "
-              f"{pairs_needed(spread, 0.03)} (3 give +-{T95[1] * spread / math.sqrt(3):.1%})")  # fmt: skip
+              f"{pairs_needed(spread, 0.03)} (3 give +-{t95(3) * spread / math.sqrt(3):.1%})")  # fmt: skip
 
 
 def fmt(values: list[float] | None) -> str:
