@@ -22,7 +22,7 @@ cpu_stamp() {  # the CPU lines of /proc/stat and the server's CPU and run-queue 
   local pids="$SERVE $(pgrep -P "$SERVE" | tr '\n' ' ')"
   { echo "$1 $(date -u +%T.%N | cut -c1-12) $(grep '^cpu' /proc/stat | tr '\n' '|')"
     echo "$1 server $(for p in $pids; do cat /proc/"$p"/task/*/schedstat; done 2>/dev/null \
-      | awk '{c += $1; w += $2} END {print c, w}')"; } >> "$D/cpu.txt"
+      | awk '{c += $1; w += $2} END {printf "%.0f %.0f\n", c, w}')"; } >> "$D/cpu.txt"
 }
 
 rate_of() {  # batchmark's whole-run output tok/s of the run in $1
