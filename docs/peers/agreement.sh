@@ -8,11 +8,19 @@
 # (inference-perf==0.7.0, made with CPython 3.12). A missing one is skipped, and the log says so.
 # Writes OUT_DIR/roundR/PEER/{raw peer output, peer-imported/, batchmark/, *.log, load.txt}, then the table
 # (docs/peers/agreement_table.py OUT_DIR).
+# VERSION=2 runs version 2 of the protocol instead (docs/peers/agreement_v2.sh; the same peers and load); without it,
+# version 1 runs exactly as committed.
 set -uo pipefail
 OUT=${1:?OUT_DIR}; PEERS=${2:?PEERS_DIR}; PORT=${PORT:-18790}; PY=${PY:-.venv/bin/python}; N=${N:-256}
 ROUNDS=${ROUNDS:-3}; LOCK=/tmp/batchmark-timing.lock; TOK="$PWD/engines/model/tokenizer"
 URL="http://127.0.0.1:$PORT"
 mkdir -p "$OUT"
+VERSION=${VERSION:-1}
+if [ "$VERSION" = 2 ]; then
+  source docs/peers/agreement_v2.sh
+  [ -n "${AGREEMENT_LOCKED:-}" ] || exec env AGREEMENT_LOCKED=1 flock "$LOCK" "$0" "$@"  # the whole bench, one lock
+  quiet_start
+fi
 taskset -c 0 "$PY" -m harness.cli serve --engine continuous --port "$PORT" --threads 1 > "$OUT/serve.log" 2>&1 &
 SERVE=$!
 trap 'kill $SERVE' EXIT
@@ -65,6 +73,7 @@ theirs() {
   load "$1-end"
 }
 
+if [ "$VERSION" = 2 ]; then bench_v2; "$PY" docs/peers/agreement_table_v2.py "$OUT"; exit; fi
 D="$OUT/warmup"; mkdir -p "$D"; ours  # un-timed: the server's first requests pay one-off costs
 for r in $(seq 1 "$ROUNDS"); do
   for p in 0 1 2 3; do

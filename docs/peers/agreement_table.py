@@ -91,6 +91,19 @@ def from_reported(reported: dict[str, Any], name: str, where: str) -> float | No
     return None if value is None else value * 1e3
 
 
+def compared(
+    reported: dict[str, Any], recomputed: dict | None, name: str, where: str, mine: float | None
+) -> tuple[float | None, float | None, float | None]:
+    """(the peer's own figure, it over batchmark's `mine`, the peer's records under batchmark's definitions over
+    `mine`) for one row."""
+    theirs = from_reported(reported, name, where)
+    if theirs is None and where == "count" and recomputed:  # the peer's per-request counts, summed
+        theirs = from_summary(recomputed, name, where)
+    ratio = theirs / mine if theirs is not None and mine else None
+    re = from_summary(recomputed, name, where) if recomputed else None
+    return theirs, ratio, re / mine if re is not None and mine else None
+
+
 def verdict(ratios: list[float], target: float | None) -> str:
     if target is None:
         return "not judged"
@@ -136,12 +149,8 @@ def main(out: Path) -> None:
             reported, summary, recomputed = got
             own_rates.append(summary["throughput"]["whole_run"]["output_token_rate"])
             for row, name, where, _ in ROWS:
-                theirs, mine = from_reported(reported, name, where), from_summary(summary, name, where)
-                if theirs is None and where == "count" and recomputed:  # the peer's per-request counts, summed
-                    theirs = from_summary(recomputed, name, where)
-                ratio = theirs / mine if theirs is not None and mine else None
-                re = from_summary(recomputed, name, where) if recomputed else None
-                re_ratio = re / mine if re is not None and mine else None
+                mine = from_summary(summary, name, where)
+                theirs, ratio, re_ratio = compared(reported, recomputed, name, where, mine)
                 if ratio is not None:
                     ratios.setdefault((peer, row), []).append(ratio)
                 if re_ratio is not None:
