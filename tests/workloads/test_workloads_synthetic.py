@@ -22,6 +22,7 @@ SYNTHETIC = [
     "prefill-storm",
     "reasoning-chat",
     "step-profile",
+    "step-profile-cover",
     "step-profile-long",
     "step-profile-wide",
 ]
@@ -77,6 +78,21 @@ def test_step_profile_wide_decodes_long_outputs_at_long_contexts() -> None:
     alone = [r for r in wide if r.tenant == "long-decode-alone"]
     assert min(r.arrival_s for r in alone) > max(r.arrival_s for r in w.requests if r.tenant == "short")
     assert {r.tenant for r in w.requests} >= {"short", "long", "burst"}  # step-profile's shapes are kept
+
+
+def test_step_profile_cover_samples_long_outputs_and_lone_long_prompts_before_step_profile_wide() -> None:
+    w = load_workload("step-profile-cover")
+    decode = [r for r in w.requests if r.tenant.startswith("cover-decode")]
+    assert len(decode) == 10 and all(r.input_tokens <= 128 and r.output_tokens >= 900 for r in decode)
+    alone = sorted(r.arrival_s for r in decode if r.tenant == "cover-decode-alone")
+    assert all(b - a >= 5.0 for a, b in itertools.pairwise(alone))  # one 1,000-token output done before the next
+    prefill = sorted((r.arrival_s, r.input_tokens) for r in w.requests if r.tenant == "cover-prefill-alone")
+    assert len(prefill) == 24 and all(512 <= n <= 2048 for _, n in prefill)
+    assert all(b[0] - a[0] >= 1.0 for a, b in itertools.pairwise(prefill))  # each a static batch of one
+    wide = load_workload("step-profile-wide")
+    first_wide = min(r.arrival_s for r in w.requests if not r.tenant.startswith("cover"))
+    assert first_wide > max(t for t, _ in prefill)  # step-profile-wide's traffic after the covering part
+    assert {r.tenant for r in w.requests} >= {r.tenant for r in wide.requests}
 
 
 def test_hol_blocking_has_rare_very_long_outputs() -> None:
