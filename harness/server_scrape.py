@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engines.http.scraper import ServerScraper, own_metrics_url, probe
 from harness.engine_specs import EngineSpec, scrape_headers
+
+if TYPE_CHECKING:  # the scraper brings aiohttp: imported by the trials that scrape, not by every run
+    from engines.http.scraper import ServerScraper
 
 
 @dataclass
@@ -40,6 +42,8 @@ async def start_scrape(spec: EngineSpec, out_dir: Path, trial: int) -> TrialScra
     the target's own /metrics does not answer Prometheus text (an explicit URL was probed before any work)."""
     if spec.kind != "http" or spec.options.get("scrape") == "off":
         return None
+    from engines.http.scraper import ServerScraper, own_metrics_url, probe
+
     headers = scrape_headers(spec.options)
     url = spec.options.get("scrape")
     if url is None:

@@ -24,12 +24,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from harness.judge.pairing import PairSide, decide_pairing
 from harness.judge.tests import holm, two_sided_signed_rank
 from harness.metrics import paired_deltas, percentiles
-from harness.metrics.stats import bootstrap_quantiles
+from harness.metrics.stats import bootstrap_quantiles, scipy_stats
 
 ALPHA = 0.05
 METRICS = ("ttft", "tpot", "e2e", "queue_delay", "normalized_latency")
@@ -135,8 +134,8 @@ def _unpaired_table(latencies_a: pd.DataFrame, latencies_b: pd.DataFrame, seed: 
         if va.size and vb.size:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                mw = sps.mannwhitneyu(va, vb, alternative="two-sided")
-                ks = sps.ks_2samp(va, vb)
+                mw = scipy_stats().mannwhitneyu(va, vb, alternative="two-sided")
+                ks = scipy_stats().ks_2samp(va, vb)
             low, high = _median_diff_ci(va, vb, seed)
             ma, mb = float(np.median(va)), float(np.median(vb))
             effect = float(mw.statistic) / (va.size * vb.size)  # U of a: P(a > b) + P(a = b) / 2

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
-from harness.metrics.stats import bootstrap_quantiles
+from harness.metrics.stats import bootstrap_quantiles, scipy_stats
 
 Side = Literal["greater", "less"]
 MAX_CHUNK_ELEMENTS = 4_000_000  # bounds the memory of a joint bootstrap of large runs
@@ -64,7 +63,7 @@ def two_sided_signed_rank(d: np.ndarray) -> tuple[float, float]:
         return 0.0, 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = stats.wilcoxon(d)
+        res = scipy_stats().wilcoxon(d)
     return float(res.statistic), float(res.pvalue)
 
 
@@ -83,7 +82,7 @@ def rank_test(a: np.ndarray, b: np.ndarray, *, paired: bool, worse: Side) -> Tes
     """Wilcoxon signed-rank on b - a (paired) or Mann-Whitney U of b against a: is b shifted `worse`?"""
     if paired:
         return TestResult("wilcoxon", signed_rank_p(b - a, worse))
-    return TestResult("mann-whitney", float(stats.mannwhitneyu(b, a, alternative=worse).pvalue))
+    return TestResult("mann-whitney", float(scipy_stats().mannwhitneyu(b, a, alternative=worse).pvalue))
 
 
 def signed_rank_p(d: np.ndarray, worse: Side) -> float:
@@ -99,8 +98,8 @@ def signed_rank_p(d: np.ndarray, worse: Side) -> float:
     if d.size > EXACT_SIGNED_RANK_MAX_N:
         ties = np.unique(np.abs(d)).size < d.size
         method = "exact" if d.size <= 50 and not ties else "asymptotic"  # scipy's exact table assumes no ties
-        return float(stats.wilcoxon(d, alternative=worse, method=method).pvalue)
-    ranks = stats.rankdata(np.abs(d))
+        return float(scipy_stats().wilcoxon(d, alternative=worse, method=method).pvalue)
+    ranks = scipy_stats().rankdata(np.abs(d))
     observed = ranks[d > 0].sum()
     signs = (np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1  # every subset of positive deltas
     null = signs @ ranks
@@ -185,10 +184,11 @@ def proportion_test(xa: np.ndarray, xb: np.ndarray, *, paired: bool, worse: Side
         hits = b_only if worse == "greater" else a_only
         if b_only + a_only == 0:
             return TestResult("mcnemar", 1.0)
-        return TestResult("mcnemar", float(stats.binomtest(hits, b_only + a_only, 0.5, alternative="greater").pvalue))
+        test = scipy_stats().binomtest(hits, b_only + a_only, 0.5, alternative="greater")
+        return TestResult("mcnemar", float(test.pvalue))
     kb, ka = int(xb.sum()), int(xa.sum())
     table = [[kb, xb.size - kb], [ka, xa.size - ka]]
-    return TestResult("fisher", float(stats.fisher_exact(table, alternative=worse).pvalue))
+    return TestResult("fisher", float(scipy_stats().fisher_exact(table, alternative=worse).pvalue))
 
 
 def limit_test_quantile(x: np.ndarray, q: float, limit: float, worse: Side) -> TestResult:
@@ -198,7 +198,7 @@ def limit_test_quantile(x: np.ndarray, q: float, limit: float, worse: Side) -> T
         k, share = int(np.sum(x > limit)), 1.0 - q
     else:
         k, share = int(np.sum(x < limit)), q
-    return TestResult("binomial", float(stats.binomtest(k, x.size, share, alternative="greater").pvalue))
+    return TestResult("binomial", float(scipy_stats().binomtest(k, x.size, share, alternative="greater").pvalue))
 
 
 def quantile_bounds(x: np.ndarray, q: float, alpha: float) -> tuple[float, float]:
@@ -206,8 +206,8 @@ def quantile_bounds(x: np.ndarray, q: float, alpha: float) -> tuple[float, float
     below it with probability P(Binomial(n, q) >= j). An end the sample cannot bound is infinite (the
     upper bound of p99 from fewer than about 300 values)."""
     xs, n = np.sort(x), x.size
-    j = int(stats.binom.ppf(alpha, n, q))  # P(Bin <= j - 1) < alpha
-    u = int(stats.binom.ppf(1.0 - alpha, n, q)) + 1  # P(Bin <= u - 1) >= 1 - alpha
+    j = int(scipy_stats().binom.ppf(alpha, n, q))  # P(Bin <= j - 1) < alpha
+    u = int(scipy_stats().binom.ppf(1.0 - alpha, n, q)) + 1  # P(Bin <= u - 1) >= 1 - alpha
     low = float(xs[j - 1]) if j >= 1 else float("-inf")
     high = float(xs[u - 1]) if u <= n else float("inf")
     return low, high
@@ -216,7 +216,7 @@ def quantile_bounds(x: np.ndarray, q: float, alpha: float) -> tuple[float, float
 def share_bounds(k: int, n: int, alpha: float) -> tuple[float, float]:
     """Exact (Clopper-Pearson) one-sided (1 - alpha) bounds of a share from k events in n: no errors in 16
     requests bounds the error rate by 17%, not 0%."""
-    ci = stats.binomtest(k, n).proportion_ci(1.0 - 2.0 * alpha, method="exact")
+    ci = scipy_stats().binomtest(k, n).proportion_ci(1.0 - 2.0 * alpha, method="exact")
     return float(ci.low), float(ci.high)
 
 
@@ -227,7 +227,8 @@ def limit_test_mean(x: np.ndarray, limit: float, worse: Side, *, n_boot: int, rn
 
 def limit_test_share(k: int, n: int, limit: float, worse: Side) -> TestResult:
     """Exact binomial test of k events in n against a share of `limit`."""
-    return TestResult("binomial", float(stats.binomtest(k, n, min(max(limit, 0.0), 1.0), alternative=worse).pvalue))
+    test = scipy_stats().binomtest(k, n, min(max(limit, 0.0), 1.0), alternative=worse)
+    return TestResult("binomial", float(test.pvalue))
 
 
 def limit_test_rates(rates: np.ndarray, limit: float, worse: Side) -> TestResult:

@@ -12,7 +12,8 @@ import math
 from typing import Literal
 
 import numpy as np
-from scipy import stats
+
+from harness.metrics.stats import scipy_stats
 
 Outcome = Literal["holds", "fails", "cannot_tell"]
 
@@ -57,13 +58,13 @@ def samples_needed(sd: float, gap: float, alpha: float, *, small: bool, power: f
     gap = abs(gap)
     if not (np.isfinite(sd) and sd > 0 and np.isfinite(gap) and gap > 0):
         return None
-    z = stats.norm.ppf(1.0 - alpha) + stats.norm.ppf(power)
+    z = scipy_stats().norm.ppf(1.0 - alpha) + scipy_stats().norm.ppf(power)
     normal = math.ceil((z * sd / gap) ** 2)
     if normal > MOST_SAMPLES:
         return None
     if not small or normal > 1000:
         return max(normal, 2)
     for n in range(2, MOST_SAMPLES):
-        if stats.nct.sf(stats.t.ppf(1.0 - alpha, n - 1), n - 1, gap / (sd / math.sqrt(n))) >= power:
+        if scipy_stats().nct.sf(scipy_stats().t.ppf(1.0 - alpha, n - 1), n - 1, gap / (sd / math.sqrt(n))) >= power:
             return n
     return None

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.metrics.stats import t_quantile
+
 
 @dataclass(frozen=True)
 class OverSaturation:
@@ -86,9 +88,7 @@ def block_slope(
 
 @functools.lru_cache(maxsize=64)
 def _t_quantile(confidence: float, dof: int) -> float:
-    from scipy import stats  # here, not at the top: scipy.stats takes seconds to import, every run would pay it
-
-    return float(stats.t.ppf(confidence, dof))
+    return t_quantile(confidence, dof)
 
 
 @dataclass

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from harness.metrics.latency import request_latencies
+from harness.metrics.stats import t_quantile
 from harness.metrics.summary import jsonable
 
 # (name, path into a summary) for the headline numbers compared across repeated trials; every one is a
@@ -53,7 +53,7 @@ def mean_ci(
     mean = float(x.mean())
     if x.size < 2:
         return {"mean": mean, "ci_low": None, "ci_high": None, "values": x.tolist(), "n": 1, "clipped": False}
-    half = float(stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    half = float(t_quantile(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
     low, high = max(mean - half, bounds[0]), min(mean + half, bounds[1])
     return {
         "mean": mean,

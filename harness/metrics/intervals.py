@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from harness.metrics.stats import normal_quantile, t_quantile
 
 BATCHES = 20
 CONFIDENCE = 0.95
@@ -49,7 +50,7 @@ def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> Estimate:
     """The share successes / n with its Wilson score interval (no value without trials)."""
     if n <= 0:
         return Estimate(None)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = normal_quantile(0.5 + confidence / 2)
     p = successes / n
     denom = 1 + z**2 / n
     center = (p + z**2 / (2 * n)) / denom
@@ -65,5 +66,5 @@ def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATC
     counts, _ = np.histogram(times[(times >= start) & (times <= end)], bins=edges)
     rates = counts / np.diff(edges)
     mean, sd = float(rates.mean()), float(rates.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, batches - 1)) * sd / math.sqrt(batches)
+    half = t_quantile(0.5 + CONFIDENCE / 2, batches - 1) * sd / math.sqrt(batches)
     return Estimate(mean, max(mean - half, 0.0), mean + half)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from scipy import stats
 
 from harness.errors import HarnessInputError
 from harness.metrics.intervals import wilson
 from harness.metrics.slo import SLO, describe_limits, goodput
+from harness.metrics.stats import scipy_stats
 from harness.metrics.throughput import steady_window
 
 _FIELDS = ("ttft_ms", "tpot_ms", "e2e_ms")
@@ -96,8 +96,8 @@ def _goodput_ci(
         return None
     count = round(rate * window.duration_s)  # the SLO-meeting finishes the rate was counted from
     alpha = 1 - confidence
-    low = float(stats.chi2.ppf(alpha / 2, 2 * count)) / 2 if count else 0.0
-    high = float(stats.chi2.ppf(1 - alpha / 2, 2 * count + 2)) / 2
+    low = float(scipy_stats().chi2.ppf(alpha / 2, 2 * count)) / 2 if count else 0.0
+    high = float(scipy_stats().chi2.ppf(1 - alpha / 2, 2 * count + 2)) / 2
     return [low / window.duration_s, high / window.duration_s]
 
 

@@ -83,3 +83,20 @@ def test_the_command_line_starts_without_the_heavy_packages():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_a_simulated_run_loads_neither_scipy_stats_nor_aiohttp(tmp_path):
+    """A one-engine simulated run with its report tests and inverts no distribution and scrapes no server:
+    scipy.stats (about a second of every run) and aiohttp load only where they are used (docs/simulator.md)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from harness.cli import main; "
+        f"code = main(['run', '--workload', 'chat-small', '--requests', '8', '--engine', 'sim', '--no-progress', "
+        f"'--out', {str(tmp_path / 'run')!r}]); "
+        "print(code, sorted(m for m in ('scipy.stats', 'aiohttp', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "0 []", out
+    assert (tmp_path / "run" / "report.html").exists()

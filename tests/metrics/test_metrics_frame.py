@@ -202,3 +202,17 @@ def test_the_step_reader_without_id_lists_names_what_is_wrong_as_the_full_one(tm
         load_steps(no_phase, id_lists=False)
     with pytest.raises(HarnessInputError, match="cannot read"):
         load_steps(tmp_path / "nope.jsonl", id_lists=False)
+
+
+def test_a_file_read_again_unchanged_is_not_parsed_again_and_a_rewrite_is(tmp_path) -> None:
+    """The metrics and then the report read a run's records.jsonl in one process: the second read shares the
+    first's table; a rewrite of the same length at once (the same modification time, likely) is read anew."""
+    from harness.metrics.arrow import RECORD_SCHEMA, read_json_lines
+
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(make_record(f"r{i}")) + "\n" for i in range(2)))
+    first = read_json_lines(path, RECORD_SCHEMA, unexpected="infer")
+    assert read_json_lines(path, RECORD_SCHEMA, unexpected="infer") is first
+    path.write_text(path.read_text().replace('"r1"', '"r2"'))
+    assert load_records(path)["request_id"].tolist() == ["r0", "r2"]
+    assert read_json_lines(path, None).num_rows == 2  # another reading of the file: its own table

@@ -105,3 +105,18 @@ def test_ci_is_ordered_and_inside_data_range(values: list[float], seed: int) -> 
     assert (table["ci_low"] <= table["ci_high"]).all()
     assert (table["ci_low"] >= lo).all() and (table["ci_high"] <= hi).all()
     assert ((table["value"] >= lo) & (table["value"] <= hi)).all()
+
+
+def test_the_quantiles_without_scipy_stats_are_its_own_bit_for_bit():
+    """t_quantile and normal_quantile stand in for scipy.stats.t.ppf and norm.ppf on every run's path (they spare
+    importing scipy.stats): the same value to the last bit, out to the tails and at the edges."""
+    from scipy import stats
+
+    from harness.metrics.stats import normal_quantile, t_quantile
+
+    qs = [-0.1, 0.0, 1e-12, 0.001, 0.025, 0.05, 0.1, 0.5, 0.9, 0.95, 0.975, 0.99, 0.999, 1 - 1e-12, 1.0, 1.5]
+    qs.append(float("nan"))
+    for q in qs:
+        assert np.array_equal(normal_quantile(q), float(stats.norm.ppf(q)), equal_nan=True), q
+        for dof in (0, 1, 2, 3, 4, 7, 19, 29, 99, 1000, 2.5):
+            assert np.array_equal(t_quantile(q, dof), float(stats.t.ppf(q, dof)), equal_nan=True), (q, dof)
