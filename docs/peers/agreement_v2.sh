@@ -7,7 +7,9 @@
 # run in order: WHO is batchmark or the peer; each with load.txt and cpu.txt), OUT_DIR/quiet.txt.
 V2_ROUNDS=${V2_ROUNDS:-30}; QUIET_LOAD5=${QUIET_LOAD5:-1.0}; QUIET_WAIT_S=${QUIET_WAIT_S:-900}
 WARMUP_MIN_S=${WARMUP_MIN_S:-120}; WARMUP_MAX_RUNS=${WARMUP_MAX_RUNS:-12}; SETTLE_S=${SETTLE_S:-5}
-V2_PEERS=(${V2_PEERS:-vllm guidellm aiperf inference_perf})
+# An array of its own name: bash exports no array, so making V2_PEERS one would drop the subset at the exec that
+# takes the lock (agreement.sh), and every peer would run.
+PEER_ORDER=(${V2_PEERS:-vllm guidellm aiperf inference_perf})
 
 quiet_start() {  # before the server starts: the 5-minute load average down to QUIET_LOAD5, or QUIET_WAIT_S spent
   local waited=0
@@ -66,8 +68,8 @@ bench_v2() {  # warm-up, then per round batchmark and each peer in turn (B P B P
   warm_up
   SEQ=0; measured batchmark
   for r in $(seq 1 "$V2_ROUNDS"); do
-    for k in "${!V2_PEERS[@]}"; do
-      peer=${V2_PEERS[$(((r - 1 + k) % ${#V2_PEERS[@]}))]}
+    for k in "${!PEER_ORDER[@]}"; do
+      peer=${PEER_ORDER[$(((r - 1 + k) % ${#PEER_ORDER[@]}))]}
       if [ ! -d "$PEERS/${VENV[$peer]}" ]; then echo "no $PEERS/${VENV[$peer]}: $peer skipped"; continue; fi
       measured "$peer"; measured batchmark
     done
