@@ -129,6 +129,8 @@ class FittedCost:
             return (self.intercept_s + p * prefill + c * chunks + d * decode + pp * (pad - held) + h * held
                     + dk * f.decode_context + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
         p, c, d, pp, h, s, x, k0, k1, k2 = self._coef
+        # decode_segments' split in plain scalars: this runs once per simulated step, numpy's scalar calls would
+        # cost more than the step's whole price (tests/sim/test_profile_v3.py checks the two agree)
         keys = f.decode_context
         low, high = DECODE_KNOTS
         first = min(keys, low * (decode + held))

@@ -83,7 +83,9 @@ def test_a_head_still_arriving_when_the_idle_timeout_passes_is_the_read_deadline
 
 
 @pytest.mark.parametrize("flag", ["--keepalive-timeout", "--request-read-timeout"])
-@pytest.mark.parametrize(("value", "problem"), [("0", "must be > 0"), ("-1", "must be > 0"), ("inf", "finite")])
+@pytest.mark.parametrize(
+    ("value", "problem"), [("0", "must be > 0"), ("-1", "must be > 0"), ("nan", "finite"), ("inf", "finite")]
+)
 def test_bad_timeouts_are_one_line_and_exit_2(capsys, flag, value, problem):
     code = main(["serve", "--port", "0", flag, value])
     err = capsys.readouterr().err
