@@ -186,7 +186,9 @@ def test_a_head_trickled_behind_a_stream_does_not_cut_it(slow, logged):
         sock.sendall(_completion(60, stream=True) + HEAD[:20].encode())  # the next request's head never ends
         reply = _until_answered_or_closed(sock, 60.0)  # the stream whole, then the close
     assert reply.startswith(b"HTTP/1.1 200 ") and b"data: [DONE]" in reply, reply[-300:]
-    assert reply.count(b"data: {") == 61 and b"408" not in reply.split(b"\r\n", 1)[1].split(b"\r\n\r\n")[0]
+    # behind a stream, the late head gets a close, never a 408 (matched as a status line: a header's value, such
+    # as the port in the replica's name, may hold "408")
+    assert reply.count(b"data: {") == 61 and b"HTTP/1.1 408" not in reply
     written = logged.getvalue()[before:]
     assert "closing the connection after the answers due" in written and "Traceback" not in written, written
 
