@@ -1,4 +1,5 @@
-"""The suite's real runs: the fit run and its profiles, then every pair's trials, each `batchmark run` a process
+"""The suite's real runs: the fit run (again after the pairs `[fit_run] after` names), every pair's trials, and
+the profiles fitted on every fit run pooled, each `batchmark run` a process
 of its own, holding the machine's timing lock (when given) for that run only, so that other measurements can
 take turns between runs instead of waiting for the whole suite."""
 
@@ -12,13 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import HarnessInputError
-from harness.fidelity_suite.spec import Pair, Suite
+from harness.fidelity_suite.spec import Pair, Profile, Suite
 
 BATCHMARK = (sys.executable, "-m", "harness.cli")
 
 
-def fit_command(suite: Suite, runs: Path) -> list[str]:
-    return [*BATCHMARK, "run", *suite.run_args, *suite.fit_args, "--out", str(runs / suite.fit_name)]
+def fit_command(suite: Suite, runs: Path, name: str | None = None) -> list[str]:
+    """The fit run into `runs/NAME` (the first fit run's name unless another of `suite.fit_names` is given)."""
+    return [*BATCHMARK, "run", *suite.run_args, *suite.fit_args, "--out", str(runs / (name or suite.fit_name))]
 
 
 def pair_command(suite: Suite, pair: Pair, runs: Path) -> list[str]:
@@ -50,18 +52,31 @@ def _run(command: list[str], lock: Path | None, what: str) -> None:
 
 def measure(suite: Suite, runs: Path, lock: Path | None) -> None:
     """Every run the suite needs that `runs` does not hold yet (a run with its metrics.json is kept: a suite
-    interrupted part-way resumes where it stopped), then the profiles fitted on the fit run."""
-    from harness.simulation import fit_run
-
+    interrupted part-way resumes where it stopped), then the profiles fitted on every fit run pooled, as soon as
+    the last fit run is recorded. The fit runs are only run while a profile is missing."""
     runs.mkdir(parents=True, exist_ok=True)
     missing = [p for p in suite.profiles.values() if not (runs / p.file).is_file()]
-    if missing and not (runs / suite.fit_name / "metrics.json").is_file():
-        _run(fit_command(suite, runs), lock, f"fit run {suite.fit_name}")
-    for profile in missing:
-        fit_run(runs / suite.fit_name, [profile.engine]).save(runs / profile.file)
-        print(f"profile {profile.name}: fitted on {suite.fit_name}'s {profile.engine} steps: {runs / profile.file}")
+    later = iter(suite.fit_names[1:])  # numbered in the order they run, after the pairs in the suite's order
+    _fit(suite, runs, lock, suite.fit_name, missing)
     for pair in suite.pairs:
         if (runs / pair.name / "metrics.json").is_file():
             print(f"{pair.name}: already measured in {runs / pair.name}: kept")
-            continue
-        _run(pair_command(suite, pair, runs), lock, f"pair {pair.name}")
+        else:
+            _run(pair_command(suite, pair, runs), lock, f"pair {pair.name}")
+        if pair.name in suite.fit_after:
+            _fit(suite, runs, lock, next(later), missing)
+
+
+def _fit(suite: Suite, runs: Path, lock: Path | None, name: str, missing: list[Profile]) -> None:
+    """The fit run `name` when a profile is missing and it is not recorded; after the last fit run, the profiles."""
+    from harness.simulation import fit_run
+
+    if missing and not (runs / name / "metrics.json").is_file():
+        _run(fit_command(suite, runs, name), lock, f"fit run {name}")
+    if name != suite.fit_names[-1]:
+        return
+    dirs = [runs / n for n in suite.fit_names]
+    for profile in missing:
+        fit_run(dirs, [profile.engine]).save(runs / profile.file)
+        print(f"profile {profile.name}: fitted on {', '.join(suite.fit_names)}'s {profile.engine} steps: "
+              f"{runs / profile.file}")  # fmt: skip

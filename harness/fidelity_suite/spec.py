@@ -43,6 +43,14 @@ class Suite:
     targets: Targets
     profiles: dict[str, Profile]
     pairs: tuple[Pair, ...]
+    # `[fit_run] after`: pairs after each of which the fit run is run again (the machine's speed drifts over a
+    # session, so one fit run prices one moment of it; the profiles pool every fit run)
+    fit_after: tuple[str, ...] = ()
+
+    @property
+    def fit_names(self) -> tuple[str, ...]:
+        """Every fit run's directory: the first before the pairs, then NAME-2, NAME-3, ... after `fit_after`'s pairs."""
+        return (self.fit_name, *(f"{self.fit_name}-{i}" for i in range(2, len(self.fit_after) + 2)))
 
 
 def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -87,12 +95,24 @@ def load_suite(path: Path) -> Suite:
         raise HarnessInputError(f"{where}: pair {twice[0]!r} given twice")
     if not pairs:
         raise HarnessInputError(f"{where}: no [[pairs]]")
+    after = _fit_after(fit, names, f"{where}: fit_run")
     return Suite(path, _get(data, "trials", int, where), _args(data, "run_args", where), _get(fit, "name", str, where),
                  _args(fit, "args", f"{where}: fit_run"),
                  Targets(float(_get(targets, "median_tolerance", (int, float), where)),
                          float(_get(targets, "p99_tolerance", (int, float), where)),
                          int(_get(targets, "pairs_to_hold", int, where))),
-                 profiles, tuple(pairs))  # fmt: skip
+                 profiles, tuple(pairs), after)  # fmt: skip
+
+
+def _fit_after(fit: dict[str, Any], pairs: list[str], where: str) -> tuple[str, ...]:
+    after = _args(fit, "after", where)
+    for i, name in enumerate(after):
+        if name not in pairs:
+            known = ", ".join(pairs)
+            raise HarnessInputError(f"{where}: field 'after': unknown pair {name!r} (the suite's pairs: {known})")
+        if name in after[:i]:
+            raise HarnessInputError(f"{where}: field 'after': pair {name!r} given twice")
+    return after
 
 
 def pair_workload(pair: Pair) -> str:

@@ -118,3 +118,78 @@ def test_a_missing_runs_directory_is_one_line(tmp_path: Path, capsys: pytest.Cap
     assert main(["sim", "fidelity", "--suite", str(SUITE), "--runs", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--runs" in err and "--measure" in err
+
+
+AFTER = '[fit_run]\nname = "fit-step-profile"\n'  # the first suite's fit run: `after` goes under its name
+
+
+def _with_after(tmp_path: Path, after: str) -> Path:
+    text = SUITE.read_text()
+    assert text.count(AFTER) == 1
+    path = tmp_path / "suite.toml"
+    path.write_text(text.replace(AFTER, f"{AFTER}after = {after}\n"))
+    return path
+
+
+def test_fit_run_after_names_pairs_and_numbers_the_fit_runs(tmp_path: Path) -> None:
+    assert load_suite(SUITE).fit_after == () and load_suite(SUITE).fit_names == ("fit-step-profile",)
+    suite = load_suite(_with_after(tmp_path, '["hol-blocking-continuous", "chat-small-static-held"]'))
+    assert suite.fit_after == ("hol-blocking-continuous", "chat-small-static-held")
+    assert suite.fit_names == ("fit-step-profile", "fit-step-profile-2", "fit-step-profile-3")
+
+
+@pytest.mark.parametrize(
+    ("after", "says"),
+    [('["no-such-pair"]', "field 'after': unknown pair 'no-such-pair'"),
+     ('["multi-turn-prefix", "multi-turn-prefix"]', "field 'after': pair 'multi-turn-prefix' given twice"),
+     ('"multi-turn-prefix"', "field 'after': not a list of strings"),
+     ('["multi-turn-prefix", 3]', "field 'after': not a list of strings")],
+)  # fmt: skip
+def test_a_bad_fit_run_after_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], after: str, says: str
+) -> None:
+    bad = _with_after(tmp_path, after)
+    runs = tmp_path / "runs"
+    assert main(["sim", "fidelity", "--suite", str(bad), "--runs", str(runs), "--measure"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and says in err and f"{bad}: fit_run" in err, err
+    assert not runs.exists()
+
+
+def test_measure_runs_a_fit_run_after_each_named_pair_and_pools_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.simulation
+    from harness.fidelity_suite import measure as measuring
+
+    suite = load_suite(_with_after(tmp_path, '["chat-small-static-held", "kv-pressure-preempt"]'))
+    runs = tmp_path / "runs"
+    ran: list[str] = []
+
+    def run(command: list[str], lock: Path | None, what: str) -> None:  # a fake `batchmark run`: records its --out
+        out = Path(command[command.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "metrics.json").write_text("{}")
+        ran.append(out.name)
+
+    fitted: list[tuple[list[str], list[str]]] = []
+
+    class Fitted:
+        def save(self, path: Path) -> None:
+            path.write_text("{}")
+
+    def fit_run(dirs: list[Path], engines: list[str]) -> Fitted:
+        assert all((d / "metrics.json").is_file() for d in dirs)  # fitted once every fit run is recorded
+        fitted.append(([d.name for d in dirs], list(engines)))
+        return Fitted()
+
+    monkeypatch.setattr(measuring, "_run", run)
+    monkeypatch.setattr(harness.simulation, "fit_run", fit_run)
+    measuring.measure(suite, runs, None)
+    names = [p.name for p in suite.pairs]  # kv-pressure-preempt is the 3rd pair, chat-small-static-held the 6th
+    fits = ["fit-step-profile", "fit-step-profile-2", "fit-step-profile-3"]
+    assert ran == [fits[0], *names[:3], fits[1], *names[3:6], fits[2], *names[6:]]
+    assert fitted == [(fits, ["continuous"]), (fits, ["static"])]
+    ran.clear()
+    measuring.measure(suite, runs, None)  # every run and profile recorded: nothing again
+    assert ran == [] and len(fitted) == 2
