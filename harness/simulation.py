@@ -40,6 +40,10 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise HarnessInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise HarnessInputError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:  # json recurses per nesting level
+        raise HarnessInputError(f"{path}: nested too deeply") from None
 
 
 def run_engines(run_dir: Path) -> list[dict[str, Any]]:

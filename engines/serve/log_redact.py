@@ -19,6 +19,11 @@ REDACTED = "<redacted>"
 LOGGERS = ("aiohttp.server", "aiohttp.web", "aiohttp.access", "aiohttp.internal", "batchmark.serve")
 # the header's value up to the end of the line or of the quoted bytes it sits in
 _AUTHORIZATION = re.compile(r"(authorization\s*:)[^\r\n'\"]*", re.IGNORECASE)
+# a bearer token quoted without its header name (aiohttp's "Got more than 8190 bytes when reading: b'Bearer ..."),
+# the server's key or not: a wrong key may be the sender's secret elsewhere
+_BEARER = re.compile(r"(\bbearer\s+)[^\s'\"]+", re.IGNORECASE)
+# aiohttp cuts a quoted line at 100 bytes ("...'"): a long key's head is redacted from this many characters on
+_HEAD_CHARS = 8
 
 
 class Redact(logging.Filter):
@@ -33,7 +38,8 @@ class Redact(logging.Filter):
 
     def redact(self, text: str) -> str:
         for form in self._forms:
-            text = text.replace(form, REDACTED)
+            text = _without(text, form)
+        text = _BEARER.sub(rf"\1{REDACTED}", text)
         return _AUTHORIZATION.sub(rf"\1 {REDACTED}", text)
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -51,6 +57,20 @@ class Redact(logging.Filter):
         record.msg = self.redact(message)
         record.args = ()
         return True
+
+
+def _without(text: str, secret: str) -> str:
+    """`text` with every run that begins as `secret` does (its first _HEAD_CHARS characters, or all of a shorter
+    one) redacted as far as it goes on matching: the whole key, or the head of one a message cut short."""
+    head = secret[:_HEAD_CHARS]
+    out, done = [], 0
+    while (at := text.find(head, done)) != -1:
+        end = at + len(head)
+        while end - at < len(secret) and end < len(text) and text[end] == secret[end - at]:
+            end += 1
+        out += [text[done:at], REDACTED]
+        done = end
+    return "".join(out) + text[done:]
 
 
 def install(secrets: list[str]) -> Redact:

@@ -17,6 +17,10 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
         raise EngineInputError(f"sim: cannot read {what} {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise EngineInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise EngineInputError(f"{path}: {what}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:  # json recurses per nesting level
+        raise EngineInputError(f"{path}: {what}: nested too deeply") from None
     if not isinstance(data, dict):
         raise EngineInputError(f"{path}: a {what} holds one JSON object")
     return data

@@ -52,6 +52,8 @@ from engines.sim.files import read_json_object
 from engines.sim.noise import keep_blocks, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
+MAX_STEP_S = 1e6  # no step, nor any one regressor's share of it, takes eleven days
+
 PROFILE_VERSION = 3
 REGRESSORS_V2 = ("prefill_tokens", "prefill_chunks", "decode_seqs", "prompt_pad_rows", "held_rows",
                  "decode_context", "prefill_self_pairs", "prefill_context_pairs")  # fmt: skip
@@ -196,8 +198,9 @@ def load_profile(path: str | Path) -> FittedCost:
     seconds.update({key: data.get(key) for key in ("intercept_s", "step_gap_s")})
     seconds["dispatch_s"] = data.get("dispatch_s", 0.0)  # a profile written before it was measured: none
     for key, value in seconds.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-            raise EngineInputError(f"{path}: field {key!r} must be finite seconds >= 0, got {value!r}")
+        # bounded, not only finite: a JSON integer is exact, so 10**400 < inf held and float() overflowed later
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_STEP_S:
+            raise EngineInputError(f"{path}: field {key!r} must be seconds 0..{MAX_STEP_S:g}, got {value!r}")
     dispatch = seconds["dispatch_s"]
     fit = data.get("fit") or {}
     if not isinstance(fit, dict):

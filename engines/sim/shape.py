@@ -79,23 +79,27 @@ def load_shape(name_or_path: str) -> ModelShape:
                              source=str(path))  # fmt: skip
 
 
+# no model dimension or context reaches 2**31; above it is a typo or a hostile file (2**70 ran)
+MAX_DIMENSION = 1 << 31
+
+
 def shape_from_config(config: dict[str, Any], *, name: str, source: str) -> ModelShape:
     for key in REQUIRED:
         value = config.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            problem = "missing" if key not in config else f"{value!r} is not a positive integer"
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_DIMENSION:
+            problem = "missing" if key not in config else f"{value!r} is not an integer 1..2**31"
             raise EngineInputError(f"{source}: field {key!r} {problem}; the roofline cost model needs it")
     heads = config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads") or heads
     head_dim = config.get("head_dim") or config["hidden_size"] // heads
     for key, value in (("num_key_value_heads", kv_heads), ("head_dim", head_dim)):
-        if not isinstance(value, int) or value <= 0:
-            raise EngineInputError(f"{source}: field {key!r} {value!r} is not a positive integer")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_DIMENSION:
+            raise EngineInputError(f"{source}: field {key!r} {value!r} is not an integer 1..2**31")
     max_context = config.get("max_position_embeddings")  # absent or null: unbounded
     if max_context is not None and (
-        isinstance(max_context, bool) or not isinstance(max_context, int) or max_context <= 0
+        isinstance(max_context, bool) or not isinstance(max_context, int) or not 0 < max_context <= MAX_DIMENSION
     ):
-        raise EngineInputError(f"{source}: field 'max_position_embeddings' {max_context!r} is not a positive integer")
+        raise EngineInputError(f"{source}: field 'max_position_embeddings' {max_context!r} is not an integer 1..2**31")
     if heads % kv_heads:
         raise EngineInputError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads "
                                f"{kv_heads}")  # fmt: skip

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from test_http_server_contract import MODEL, call, engine_for
 
-from engines.serve import make_app
+from engines.serve import log_redact, make_app
 from engines.serve.app import PUBLIC_PATHS
 from engines.serve.background import BackgroundServer
 
@@ -95,6 +95,12 @@ MALFORMED = {
     "obs-fold": f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n {KEY}\r\n\r\n",
     "space before colon": f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization : Bearer {KEY}\r\n\r\n",
     "bad method": f"G\x00T /v1/models HTTP/1.1\r\nAuthorization: Bearer {KEY}\r\n\r\n",
+    # the audit's own (docs/measurements/2026-12-06-issue-32-audit.md)
+    "tab before colon": f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization\t: Bearer {KEY}\r\n\r\n",
+    "lower-case name, DEL": f"GET /v1/models HTTP/1.1\r\nHost: x\r\nauthorization: Bearer {KEY}\x7f\r\n\r\n",
+    "key in the target": f"GET /v1/models?k={KEY}\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
+    "bare LF lines": f"GET /v1/models HTTP/1.1\nHost: x\nAuthorization: Bearer {KEY}\x00\n\n",
+    "line too long": f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}{'A' * 9000}\r\n\r\n",
 }
 
 
@@ -118,12 +124,25 @@ LIMIT = 2**20  # the keyed server's --max-body-mb
     [
         "Content-Length: 2097152\r\n\r\nab",  # 2 MiB announced against a 1 MiB limit
         "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab",  # a chunk of 2^64 - 1 bytes
+        "Transfer-Encoding: chunked\r\n\r\n8000000000000000\r\nab",  # 2^63
+        "Transfer-Encoding: chunked\r\n\r\n00000000ffffffffffffffff\r\nab",  # leading zeros
+        "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFF;ext=1\r\nab",  # upper case, an extension
+        "Transfer-Encoding: chunked\r\n\r\n2\r\nab\r\nffffffffffffffff\r\nab",  # the second chunk
     ],
-    ids=["content-length", "chunk-2^64-1"],
+    ids=["content-length", "chunk-2^64-1", "chunk-2^63", "leading-zeros", "upper-ext", "second-chunk"],
 )
 def test_a_body_announced_too_big_is_refused_at_once(keyed, body):
     reply, took = _raw(keyed.url, (HEAD + body).encode(), wait_s=3.0)
     assert reply[9:12] == b"413" and took < 1.0, (reply[:80], took)
+
+
+def test_a_chunk_size_of_100_digits_closes_at_once(keyed):
+    """llhttp refuses the size line itself (overflow) and the guard closes the connection: no 413 is written,
+    but nothing is waited on either."""
+    started = time.perf_counter()
+    reply, _ = _raw(keyed.url, (CHUNKED + "f" * 100 + "\r\nab").encode(), wait_s=3.0)
+    took = time.perf_counter() - started  # to the close, whether a reply came or not
+    assert reply[9:12] in (b"", b"400", b"413") and took < 1.0, (reply[:80], took)
 
 
 def _body(size: int) -> bytes:
@@ -232,6 +251,24 @@ def test_a_chunked_body_past_the_limit_is_refused_as_it_arrives(keyed):
     data = HEAD.encode() + b"Transfer-Encoding: chunked\r\n\r\n" + (b"10000\r\n" + chunk + b"\r\n") * 17
     reply, took = _raw(keyed.url, data, wait_s=3.0)  # 17 x 64 KiB = 1.06 MiB against a 1 MiB limit
     assert reply[9:12] == b"413" and took < 2.0, (reply[:80], took)
+
+
+LONG_KEY = "sk-" + "abcdefghij" * 15  # aiohttp quotes 100 bytes of an over-long line: the key's head, cut short
+
+
+def test_the_head_of_a_long_key_in_a_cut_line_is_redacted(embedded, logged):
+    app = lambda: make_app(engine_for(embedded), embedded.tokenizer, MODEL, api_key=LONG_KEY)  # noqa: E731
+    try:
+        with BackgroundServer(app) as server:
+            before = len(logged.getvalue())
+            line = f"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {LONG_KEY}{'A' * 9000}\r\n\r\n"
+            reply, _ = _raw(server.url, line.encode())
+            assert reply[9:12] == b"400", reply[:80]
+            time.sleep(0.05)
+            written = logged.getvalue()[before:]
+            assert "Got more than" in written and LONG_KEY[:12] not in written and "Traceback" not in written, written
+    finally:
+        log_redact.install([KEY])  # the newest key set wins: the module's server keeps its own
 
 
 def test_after_fuzz_and_disconnects_the_log_has_no_traceback_and_no_key(keyed, logged):

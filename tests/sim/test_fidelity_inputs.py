@@ -14,14 +14,18 @@ from harness.cli import main
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity"
 
 
-@pytest.mark.parametrize("metrics", [None, "[1]", '{"engines": {}}', "{"])
+@pytest.mark.parametrize("metrics", [None, "[1]", '{"engines": {}}', "{", b"\xff\xfe\x00", "a directory"])
 def test_a_run_dir_without_usable_metrics_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], metrics: str | None
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metrics: str | bytes | None
 ) -> None:
     run = tmp_path / "burst"
     shutil.copytree(FIXTURE / "burst", run)
     (run / "metrics.json").unlink()
-    if metrics is not None:
+    if metrics == "a directory":
+        (run / "metrics.json").mkdir()
+    elif isinstance(metrics, bytes):  # a binary file was a UnicodeDecodeError traceback
+        (run / "metrics.json").write_bytes(metrics)
+    elif metrics is not None:
         (run / "metrics.json").write_text(metrics)
     out = tmp_path / "table.json"
     assert main(["sim", "fidelity", str(run), "--profile", str(FIXTURE / "profile.json"), "--json", str(out)]) == 2

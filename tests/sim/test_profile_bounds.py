@@ -33,6 +33,9 @@ def refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, field
         ("coefficients.decode_seqs", -1e-3),
         ("coefficients.prefill_tokens", float("nan")),
         ("coefficients.prefill_tokens", True),
+        ("intercept_s", 10**400),  # an exact JSON integer passed `< inf` and overflowed float() later
+        ("intercept_s", "0.1"),
+        ("coefficients.decode_seqs", float("inf")),
     ],
 )
 def test_a_senseless_profile_is_refused(
@@ -50,7 +53,28 @@ def test_a_senseless_profile_is_refused(
     refused(tmp_path, capsys, f"sim:profile={path}", field)
 
 
-@pytest.mark.parametrize("value", ["131072", float("inf"), -1, True])
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"\xff\xfe\x00\x01", "not UTF-8"),
+        (b"", "not valid JSON"),
+        (b'{"a":' * 100_000, "nested too deeply"),
+        (None, "cannot read"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["profile", "model"])
+def test_an_unreadable_profile_or_config_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, content: bytes | None, said: str
+) -> None:
+    path = tmp_path / "file.json"
+    if content is None:
+        path.mkdir()  # a directory where the file belongs (a model's: one without its config.json)
+    else:
+        path.write_bytes(content)
+    refused(tmp_path, capsys, f"sim:{kind}={path}", said)
+
+
+@pytest.mark.parametrize("value", ["131072", float("inf"), -1, True, 0, 1.5, 2**70])
 def test_a_senseless_max_position_embeddings_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: object
 ) -> None:
