@@ -34,6 +34,17 @@ class StopRules:
         limits = (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s, self.max_run_s, self.over_saturated)
         return any(v is not None for v in limits)
 
+    def notes(self, scenario: str) -> list[str]:
+        """What the run must be told before it starts: a rule the scenario makes unable to fire (not an error: a
+        sweep may pass the flag to every point, and the rule is right not to fire there)."""
+        if self.over_saturated is None or scenario not in ("closed", "offline"):
+            return []
+        why = {"closed": "a closed loop holds requests in flight at its users", "offline": "everything is sent at "
+               "once, so requests in flight only fall"}[scenario]  # fmt: skip
+        return [
+            f"--stop-over-saturated cannot fire with --scenario {scenario}: {why} (docs/metrics.md#over-saturation)"
+        ]
+
 
 @dataclass
 class StopState:

@@ -100,3 +100,18 @@ def test_the_flag_reaches_the_stop_rules(tmp_path: Path) -> None:
     off = run_settings(parser.parse_args(["--out", str(tmp_path)]), workload)
     assert on.stop_rules.over_saturated == OverSaturation() and on.stop_rules.active()
     assert off.stop_rules.over_saturated is None
+
+
+@pytest.mark.parametrize(
+    ("scenario", "said"),
+    [("open", None), ("sessions", None), ("closed", "holds requests in flight"), ("offline", "only fall")],
+)
+def test_a_scenario_where_the_rule_cannot_fire_is_said_before_the_run(scenario: str, said: str | None) -> None:
+    """Issue #33 audit: `--stop-over-saturated --scenario closed` ran with a rule that could never fire, silently."""
+    assert StopRules().notes(scenario) == []  # without the flag: nothing to say
+    notes = StopRules(over_saturated=OverSaturation()).notes(scenario)
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and notes[0].startswith(f"--stop-over-saturated cannot fire with --scenario {scenario}")
+        assert said in notes[0]
