@@ -353,6 +353,8 @@ def _replay_trial(
         }
         if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
             row["simulation_wall_s"] = outcome.simulation_wall_s
+        if outcome.over_saturation_unjudged is not None:  # silence would read as "not over-saturated"
+            row["over_saturation_unjudged"] = outcome.over_saturation_unjudged
         if sharding is not None:
             row["sharding"] = sharding.to_json()
         done.append((row, described))

@@ -113,6 +113,12 @@ class StopState:
                 self._fire("max_run_s", elapsed, self.rules.max_run_s)
         return self.reason is not None
 
+    def unjudged(self) -> str | None:
+        """Why `--stop-over-saturated` never judged this run (None: it judged, fired, or was not asked for)."""
+        if self._saturation is None or self.reason is not None:
+            return None
+        return self._saturation.unjudged()
+
     def start(self, t0: float) -> None:
         """The run's clock starts at t0 (perf_counter): `max_run_s` and `at_s` count from it."""
         self._started = t0
