@@ -81,7 +81,7 @@ class FinishEvent:
     prompt_tokens: int | None  # None: the engine cannot say (an HTTP server that sent no usage)
     output_tokens: int
     time: float
-    preemptions: int = 0
+    preemptions: int | None = 0  # None: the engine cannot see them (an HTTP server: the client sees no preemption)
     error_type: str | None = None
     error_message: str | None = None
     retry_after_s: float | None = None  # shed by admission control: when the queue is predicted to have room

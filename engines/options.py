@@ -549,8 +549,9 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         "spec_decode",
         str,
         None,
-        "sim: speculative decoding from a MEASURED acceptance histogram (JSON, engines/sim/spec_decode.py): each "
-        "decode is a verify step of k+1 query tokens emitting 1 + A tokens; no default acceptance rate",
+        "sim: speculative decoding from a MEASURED acceptance histogram (JSON, or a vLLM run's scraped "
+        "server/*.jsonl; engines/sim/spec_decode.py): each decode is a verify step of k+1 query tokens emitting "
+        "1 + A tokens; no default acceptance rate",
         _SIM,
         validate=lambda path: None if Path(path).is_file() else "no such file",
         flag=False,

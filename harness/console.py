@@ -88,6 +88,11 @@ def format_summary(metrics: dict[str, Any]) -> str:
         machine = run.get("machine") or {}
         if machine.get("busy"):
             lines.append(f"! {run['engine']} trial {run['trial']} {machine['message']}")
+        if run.get("over_saturation_unjudged"):
+            lines.append(
+                f"! {run['engine']} trial {run['trial']}: --stop-over-saturated never judged the run: "
+                f"{run['over_saturation_unjudged']}"
+            )
         if run.get("stopped_early"):
             s = run["stopped_early"]
             if s["rule"] == "engine_failure":

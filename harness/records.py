@@ -51,7 +51,7 @@ class RequestRecord:
     finish_reason: str | None = None  # "length" | "stop" | "abort" | "error"
     error_type: str | None = None  # e.g. "invalid_request", "connect", "http_status", "timeout"
     error_message: str | None = None
-    preemptions: int = 0
+    preemptions: int | None = 0  # None: the engine could not see them (an HTTP target)
     trial: int = 0
     cached_tokens: int | None = None  # prompt tokens the engine took from its prefix cache (its own count)
     session: str | None = None  # multi-turn workloads: the conversation this request is a turn of

@@ -23,7 +23,7 @@ from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
-from harness.loadgen.classes import apply_classes, check_request_classes
+from harness.loadgen.classes import apply_classes, check_request_classes, class_header_notes
 from harness.loadgen.replay import shares_prefixes
 from harness.machine import measured
 from harness.manifest import build_manifest
@@ -194,6 +194,8 @@ def run_benchmark(
     `loaded`: the model, when the caller already has it (a sweep loads it once for all its runs).
     `executor`: where the trials run (`harness.executor`; None: here, one after the other)."""
     class_notes = check_request_classes(workload, settings.slo_classes)  # before any work
+    class_notes += class_header_notes(specs, settings.slo_classes)
+    class_notes += settings.stop_rules.notes(settings.scenario.kind)
     out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
     remote = executor is not None and executor.kind != "local" and not _sharded(specs, settings)
@@ -351,6 +353,8 @@ def _replay_trial(
         }
         if outcome.simulation_wall_s is not None:  # wall_time_s is then the virtual time
             row["simulation_wall_s"] = outcome.simulation_wall_s
+        if outcome.over_saturation_unjudged is not None:  # silence would read as "not over-saturated"
+            row["over_saturation_unjudged"] = outcome.over_saturation_unjudged
         if sharding is not None:
             row["sharding"] = sharding.to_json()
         done.append((row, described))

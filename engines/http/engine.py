@@ -454,6 +454,7 @@ class _Stream:
             time.perf_counter(),  # type: ignore[arg-type]
             error_type=error_type,
             error_message=message,
+            preemptions=None,  # not in a server's responses: unknown, not 0 (the scrape counts them)
             cached_tokens=self.usage_cached,
             spec_decode=self.spec_decode,
             replica_id=self.replica,

@@ -8,6 +8,7 @@ is not 0. batchmark serve exposes vLLM's names too, so the vLLM map reads it.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 # Field -> names in order of preference. Gauges are read as they are; `_total` counters are deltas'd by the reader.
@@ -24,6 +25,12 @@ NAMES: dict[str, tuple[str, ...]] = {
     "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
     "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",),
 }
+
+# vLLM's accepted tokens per draft position (label `position`): drafts that accepted at least i+1 tokens, since
+# acceptance stops at the first rejected draft token. Kept per position, as `spec_accepted_per_pos` (a list), so
+# that a run's acceptance histogram can be derived from its series (engines/sim/spec_decode.py).
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+_POSITION = re.compile(r'position="(\d+)"')
 
 
 @dataclass(frozen=True)
@@ -42,12 +49,14 @@ def parse_prometheus(text: str) -> dict[str, float]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        brace = line.find("{")
+        brace, per_position = line.find("{"), None
         if brace >= 0:
             close = line.rfind("}")
             if close < brace:
                 raise ScrapeParseError(number, raw)
             name, rest = line[:brace], line[close + 1 :].split()
+            if name == PER_POSITION and (position := _POSITION.search(line[brace:close])) is not None:
+                per_position = f"{name}[{int(position.group(1))}]"  # summed over the other labels only
         else:
             name, *rest = line.split()
         if not rest:
@@ -59,17 +68,25 @@ def parse_prometheus(text: str) -> dict[str, float]:
         if math.isnan(value):
             continue
         totals[name] = totals.get(name, 0.0) + value
+        if per_position is not None:
+            totals[per_position] = totals.get(per_position, 0.0) + value
     return totals
 
 
-def server_fields(samples: dict[str, float]) -> dict[str, float]:
-    """The fields of `NAMES` the samples hold, by the first name of each that is present."""
-    fields: dict[str, float] = {}
+def server_fields(samples: dict[str, float]) -> dict[str, float | list[float]]:
+    """The fields of `NAMES` the samples hold, by the first name of each that is present, and
+    `spec_accepted_per_pos` (position 0 first) when the server counts acceptance per draft position."""
+    fields: dict[str, float | list[float]] = {}
     for field, names in NAMES.items():
         for name in names:
             if name in samples:
                 fields[field] = samples[name]
                 break
+    per_pos = []
+    while (value := samples.get(f"{PER_POSITION}[{len(per_pos)}]")) is not None:
+        per_pos.append(value)
+    if per_pos:
+        fields["spec_accepted_per_pos"] = per_pos
     return fields
 
 

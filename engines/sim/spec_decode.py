@@ -7,6 +7,13 @@ on the histogram it was handed.
 File format (JSON): {"k": 4, "accepted_counts": [c0, c1, ..., ck]} where c_a is how many verify steps
 accepted exactly a draft tokens (a = 0..k), as counted on a real server; counts are non-negative
 integers with a positive sum.
+
+Or a scraped server series (`server/<engine>-t<trial>.jsonl` of a run against vLLM, docs/run-directory.md):
+the histogram is then derived from the trial's counter deltas, exactly, since vLLM counts accepted tokens per
+draft position and acceptance stops at the first rejection: with D drafts and d_i drafts that accepted position
+i, c_0 = D - d_0, c_a = d_(a-1) - d_a, c_k = d_(k-1). Its k is the number of positions (vLLM's
+`num_speculative_tokens`); drafts that proposed fewer tokens (an n-gram drafter finding a short match) are
+costed as k-token drafts here.
 """
 
 from __future__ import annotations
@@ -50,7 +57,9 @@ class AcceptanceHistogram:
 
 
 def histogram_from_json(data: object, source: str) -> AcceptanceHistogram:
-    if not isinstance(data, dict) or not isinstance(data.get("k"), int) or data["k"] < 1:
+    k_value = data.get("k") if isinstance(data, dict) else None
+    # JSON true is a Python int: refused, or `"k": true` would simulate one draft token
+    if not isinstance(k_value, int) or isinstance(k_value, bool) or k_value < 1:
         raise EngineInputError(f"{source}: expected {{'k': int >= 1, 'accepted_counts': [...]}}")
     k = data["k"]
     counts = data.get("accepted_counts")
@@ -61,9 +70,40 @@ def histogram_from_json(data: object, source: str) -> AcceptanceHistogram:
     return AcceptanceHistogram(k=k, accepted_counts=tuple(counts), source=source)
 
 
+def histogram_from_series(rows: list[dict[str, object]], source: str) -> AcceptanceHistogram:
+    """The acceptance histogram of a scraped trial: counter deltas between its first and last sample that hold
+    the drafts and the per-position counts (module docstring)."""
+    ok = [r for r in rows if r.get("ok") and "spec_drafts" in r and isinstance(r.get("spec_accepted_per_pos"), list)]
+    if len(ok) < 2:
+        raise EngineInputError(
+            f"{source}: no two samples with vLLM's spec_decode_num_drafts and _accepted_tokens_per_pos counters "
+            "(a run against vLLM with speculative decoding, scraped)"
+        )
+    first, last = ok[0], ok[-1]
+    before, after = first["spec_accepted_per_pos"], last["spec_accepted_per_pos"]
+    if len(before) != len(after):
+        raise EngineInputError(
+            f"{source}: the draft positions changed during the trial ({len(before)} -> {len(after)})"
+        )
+    drafts = round(float(last["spec_drafts"]) - float(first["spec_drafts"]))  # type: ignore[arg-type]
+    reached = [round(float(b) - float(a)) for a, b in zip(before, after, strict=True)]
+    counts = [drafts - reached[0], *(reached[a - 1] - reached[a] for a in range(1, len(reached))), reached[-1]]
+    if drafts <= 0 or any(c < 0 for c in counts):
+        raise EngineInputError(f"{source}: no drafts in the trial, or counters that went back (a server restart?)")
+    return histogram_from_json({"k": len(reached), "accepted_counts": counts}, f"{source} (derived)")
+
+
 def load_histogram(path: Path) -> AcceptanceHistogram:
+    if path.suffix == ".jsonl":  # a scraped server series: derive the histogram from its counters
+        try:
+            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        except (OSError, json.JSONDecodeError) as err:
+            raise EngineInputError(f"{path}: cannot read a server series ({type(err).__name__})") from None
+        return histogram_from_series([r for r in rows if isinstance(r, dict)], str(path))
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+    except json.JSONDecodeError as err:
+        raise EngineInputError(f"{path}:{err.lineno}: acceptance histogram is not JSON ({err.msg})") from None
+    except OSError as err:
         raise EngineInputError(f"{path}: cannot read acceptance histogram ({type(err).__name__})") from None
     return histogram_from_json(data, str(path))

@@ -45,6 +45,18 @@ def check_request_classes(workload: Any, classes: Sequence[SLOClass]) -> list[st
     return []
 
 
+def class_header_notes(specs: Sequence[Any], classes: Sequence[SLOClass]) -> list[str]:
+    """A `class_header` with no `--slo-class` sends nothing (no request is classed): said, not silently ignored."""
+    if classes:
+        return []
+    return [
+        f"--engine {spec.label}: class_header {spec.options['class_header']}: no --slo-class is given, so no "
+        "request carries a class and the header is never sent"
+        for spec in specs
+        if spec.options.get("class_header")
+    ]
+
+
 def recorded_classes(settings: Mapping[str, Any]) -> tuple[SLOClass, ...]:
     """The `--slo-class` definitions a run recorded (its manifest's `settings.slo_classes`, in the order given,
     which is their rank), so that a replay of its requests.jsonl classes them as the run did."""

@@ -101,6 +101,7 @@ class SaturationDetector:
     _early_e2e: list[float] = field(default_factory=list)
     _span_s: float | None = None
     _next_check: float = 0.0
+    _judged: int = 0  # tests run: a run that ends before the first is not judged, which must be said
 
     def sample_in_flight(self, now: float, in_flight: int) -> None:
         self._in_flight.append((now, float(in_flight)))
@@ -126,6 +127,7 @@ class SaturationDetector:
         if blocks < s.min_blocks or now < self._next_check:
             return None
         self._next_check = now + span / 2
+        self._judged += 1
         start = now - blocks * span
         for series in (self._in_flight, self._ttft):
             while series and series[0][0] < start:
@@ -144,6 +146,16 @@ class SaturationDetector:
             "ttft": ttft.to_json(),
             "in_flight_now": int(self._in_flight[-1][1]) if self._in_flight else None,
         }
+
+    def unjudged(self) -> str | None:
+        """Why the detector never judged the run (None when it did): silence is then no verdict of stability."""
+        if self._judged:
+            return None
+        s = self.settings
+        if self._span_s is None:
+            return f"fewer than {s.calibrate} requests finished, so no time scale was set"
+        spans, span = s.min_blocks + 1, self._span_s
+        return f"the run ended before its first judgement at about {spans * span:.3g} s ({spans} spans of {span:.3g} s)"
 
     def _fit(self, series: deque[tuple[float, float]], start: float, end: float, blocks: int) -> Slope | None:
         if not series:

@@ -84,6 +84,7 @@ class LoopOutcome:
     stopped_early: dict[str, Any] | None = None
     not_sent: int = 0
     simulation_wall_s: float | None = None  # virtual-time engines: wall_time_s is virtual, this is real
+    over_saturation_unjudged: str | None = None  # why --stop-over-saturated never judged the run (None: it did)
 
 
 RecordSink = Callable[[RequestRecord], None]
@@ -341,4 +342,5 @@ async def _finish(run: _Run, total: int, ticker: asyncio.Task | None) -> LoopOut
     stopped = run.stop.reason  # max_run_s may have fired while the last requests were in flight
     if stopped is not None:
         outcome.stopped_early = {**stopped, "sent": run.sent, "not_sent": total - run.sent}
+    outcome.over_saturation_unjudged = run.stop.unjudged()
     return outcome

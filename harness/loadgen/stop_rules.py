@@ -34,6 +34,17 @@ class StopRules:
         limits = (self.max_error_rate, self.max_in_flight, self.max_ttft_p99_s, self.max_run_s, self.over_saturated)
         return any(v is not None for v in limits)
 
+    def notes(self, scenario: str) -> list[str]:
+        """What the run must be told before it starts: a rule the scenario makes unable to fire (not an error: a
+        sweep may pass the flag to every point, and the rule is right not to fire there)."""
+        if self.over_saturated is None or scenario not in ("closed", "offline"):
+            return []
+        why = {"closed": "a closed loop holds requests in flight at its users", "offline": "everything is sent at "
+               "once, so requests in flight only fall"}[scenario]  # fmt: skip
+        return [
+            f"--stop-over-saturated cannot fire with --scenario {scenario}: {why} (docs/metrics.md#over-saturation)"
+        ]
+
 
 @dataclass
 class StopState:
@@ -101,6 +112,12 @@ class StopState:
             if elapsed >= self.rules.max_run_s:
                 self._fire("max_run_s", elapsed, self.rules.max_run_s)
         return self.reason is not None
+
+    def unjudged(self) -> str | None:
+        """Why `--stop-over-saturated` never judged this run (None: it judged, fired, or was not asked for)."""
+        if self._saturation is None or self.reason is not None:
+            return None
+        return self._saturation.unjudged()
 
     def start(self, t0: float) -> None:
         """The run's clock starts at t0 (perf_counter): `max_run_s` and `at_s` count from it."""

@@ -144,6 +144,7 @@ class _VirtualRun:
         if self.stop.reason is not None:
             result.stopped_early = {**self.stop.reason, "sent": self.sent, "not_sent": self.total - self.sent}
         result.simulation_wall_s = time.perf_counter() - wall_started
+        result.over_saturation_unjudged = self.stop.unjudged()
         return result
 
 

@@ -75,11 +75,20 @@ def hit_rate_said(summary: dict[str, Any]) -> str:
     served = (server or {}).get("prefix_cache")
     if served is not None:
         hits, queries = served["hit_tokens"], served["query_tokens"]
-        return f"{served['hit_rate']:.1%} (server counters: {hits:.0f} of {queries:.0f} prompt tokens)"
+        said = f"{served['hit_rate']:.1%} (server counters: {hits:.0f} of {queries:.0f} prompt tokens)"
+        if server.get("partial"):
+            start, end = server["counted_s"]
+            said += f" (only {start:.1f}-{end:.1f} s of the trial: the scrape failed outside it)"
+        return said
     reported = measured is not None and measured["hit_rate"] is not None
     if summary.get("utilisation") is not None and reported:
         return f"{measured['hit_rate']:.1%}"
-    why = "the scrape exposed no prefix-cache counters" if server is not None else "no scrape of the server"
+    if server is None:
+        why = "no scrape of the server"
+    elif not server.get("samples"):
+        why = f"every one of the {server.get('gaps', 0)} scrapes of the server failed"
+    else:
+        why = "the scrape exposed no prefix-cache counters"
     if reported:
         why += f"; responses reported {measured['hit_rate']:.1%} cached at first admission"
     return f"n/a ({why})"

@@ -1,7 +1,8 @@
 """What a scraped server series (`server/<engine>-t<trial>.jsonl`, docs/run-directory.md) says of a trial.
 
 Counters are read as deltas between the first and the last successful sample of the trial (a server's counters
-run from its start, not the trial's). A field the server never exposed is absent or None, never 0.
+run from its start, not the trial's); when the scrape failed at the trial's start or end, those deltas cover only
+`counted_s` of it, and `partial` says so. A field the server never exposed is absent or None, never 0.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def server_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if not ok:
         return out
     first, last = ok[0], ok[-1]
+    # the scraper samples once before the first request and once after the last: a gap at either end means
+    # the counter deltas below miss part of the trial (a scrape that died mid-run), which must be said
+    out["counted_s"] = [first["t"], last["t"]]
+    out["partial"] = not (rows[0].get("ok") and rows[-1].get("ok"))
     for key in ("running", "waiting", "kv_usage"):
         values = [r[key] for r in ok if key in r]
         out[f"{key}_peak"] = max(values) if values else None

@@ -40,6 +40,8 @@ def parse_slo_class(text: str) -> SLOClass:
         key = key.strip()
         if not eq or key not in _FIELDS:
             raise HarnessInputError(f"--slo-class {name}: unknown field {key!r} (expected one of {', '.join(_FIELDS)})")
+        if key in targets:  # the last would silently win: which one the user meant is unknowable
+            raise HarnessInputError(f"--slo-class {name}: {key} given twice")
         try:
             number = float(value)
         except ValueError:

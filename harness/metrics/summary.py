@@ -143,7 +143,9 @@ def summarize(
             "finish_reasons": records["finish_reason"].fillna("none").value_counts().sort_index().to_dict(),
             "output_tokens": int(records["output_tokens"].sum()),
             "prompt_tokens": int(records["prompt_tokens"].sum()),
-            "preemptions": int(records["preemptions"].sum()),
+            # None where the engine could not see them (an HTTP target; its scrape's `server.preemptions` counts
+            # them): a figure the client cannot know is n/a, never 0
+            "preemptions": None if records["preemptions"].isna().any() else int(records["preemptions"].sum()),
         },
         "latency": latency,
         "schedule_lag": describe(lat["schedule_lag"], **stats_kw),

@@ -59,7 +59,7 @@ def test_a_gate_rules_file_that_is_not_utf8(tmp_path, capsys, zero_run):
         ("token_times", [0.1, None], "token_times: expected a list of numbers, found [0.1, None]"),
         ("token_times", 1.5, "token_times: expected a list of numbers, found 1.5"),
         ("token_times", [0.1, True], "token_times: expected a list of numbers, found [0.1, True]"),
-        ("preemptions", True, "preemptions: expected an integer, found True"),
+        ("preemptions", True, "preemptions: expected a count or null, found True"),  # null: an HTTP target (#33)
         ("t_sent", [1], "t_sent: expected a number or null, found [1]"),
         # a lone surrogate: orjson refuses the line (the frame's own check covers records built in memory)
         ("request_id", "\ud800", "not a JSON object: no low surrogate in string: line 1 column 17 (char 16)"),

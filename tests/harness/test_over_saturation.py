@@ -100,3 +100,42 @@ def test_the_flag_reaches_the_stop_rules(tmp_path: Path) -> None:
     off = run_settings(parser.parse_args(["--out", str(tmp_path)]), workload)
     assert on.stop_rules.over_saturated == OverSaturation() and on.stop_rules.active()
     assert off.stop_rules.over_saturated is None
+
+
+@pytest.mark.parametrize(
+    ("scenario", "said"),
+    [("open", None), ("sessions", None), ("closed", "holds requests in flight"), ("offline", "only fall")],
+)
+def test_a_scenario_where_the_rule_cannot_fire_is_said_before_the_run(scenario: str, said: str | None) -> None:
+    """Issue #33 audit: `--stop-over-saturated --scenario closed` ran with a rule that could never fire, silently."""
+    assert StopRules().notes(scenario) == []  # without the flag: nothing to say
+    notes = StopRules(over_saturated=OverSaturation()).notes(scenario)
+    if said is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and notes[0].startswith(f"--stop-over-saturated cannot fire with --scenario {scenario}")
+        assert said in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("n", "rules", "said"),
+    [
+        (10, StopRules(over_saturated=OverSaturation()), "fewer than 20 requests finished"),
+        (60, StopRules(over_saturated=OverSaturation()), "the run ended before its first judgement at about"),
+        (60, StopRules(), None),  # not asked for: nothing to say
+    ],
+)
+def test_a_run_the_detector_never_judged_says_so(
+    capacity_rps: float, n: int, rules: StopRules, said: str | None
+) -> None:
+    """Issue #33 audit: a run too short to judge ended with no stop and no word, which reads as "not
+    over-saturated"; its outcome now says why it was not judged (the console prints it)."""
+    rng = np.random.default_rng(7)
+    arrivals = np.cumsum(rng.exponential(1 / (0.8 * capacity_rps), n))
+    schedule = [Scheduled(r, float(t)) for r, t in zip(_requests(n, rng), arrivals, strict=True)]
+    outcome = run_virtual_open_loop(_engine(), schedule, lambda _: None, label="sim", stop_rules=rules)
+    assert outcome.stopped_early is None
+    if said is None:
+        assert outcome.over_saturation_unjudged is None
+    else:
+        assert outcome.over_saturation_unjudged is not None and outcome.over_saturation_unjudged.startswith(said)

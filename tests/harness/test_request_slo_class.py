@@ -135,3 +135,16 @@ def test_a_replay_of_requests_jsonl_classes_requests_as_the_run_did(tmp_path: Pa
     assert [r.priority for r in replayed] == [0, 1, 0, 2]
     # the most urgent class is never refused; bronze's admission aims at its TTFT target times the headroom
     assert [r.admission_slo_s for r in replayed] == [float("inf"), 30.0 * 0.25, float("inf"), None]
+
+
+@pytest.mark.parametrize(("classes", "noted"), [((), True), (("chat:ttft_ms=900",), False)])
+def test_a_class_header_without_classes_is_said(classes: tuple[str, ...], noted: bool) -> None:
+    """Issue #33 audit: `class_header` with no `--slo-class` classes no request, so the header is never sent;
+    said before the run rather than silently ignored."""
+    from harness.engine_specs import parse_engine_specs
+    from harness.loadgen.classes import class_header_notes
+
+    specs = parse_engine_specs(["http:url=http://127.0.0.1:9,class_header=X-SLO-Class", "sim"], {})
+    notes = class_header_notes(specs, [parse_slo_class(text) for text in classes])
+    assert notes == (["--engine http: class_header X-SLO-Class: no --slo-class is given, so no request carries a "
+                      "class and the header is never sent"] if noted else [])  # fmt: skip

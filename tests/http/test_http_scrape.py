@@ -73,6 +73,10 @@ def test_scrape_off_writes_no_series_and_says_n_a(server, tmp_path, capsys):
     assert not (tmp_path / "server").exists()
     line = next(x for x in capsys.readouterr().out.splitlines() if "prefix cache hit rate" in x)
     assert "n/a (no scrape of the server" in line and "0.0%" not in line.split("(")[0]
+    # a client sees no preemption: unknown per request and in the summary, never 0 (issue #33 audit)
+    records = [json.loads(row) for row in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert [r["preemptions"] for r in records] == [None, None]
+    assert json.loads((tmp_path / "metrics.json").read_text())["engines"]["http"]["requests"]["preemptions"] is None
 
 
 def test_unreachable_scrape_url_is_one_line_exit_2(server, tmp_path, capsys):

@@ -86,3 +86,12 @@ def test_a_real_vllm_run_per_request_counts_sum_to_the_trial_counter_deltas() ->
     assert tuple(server[k] for k in _TRIAL) == (272, 724, 669)  # SOURCE.md
     per_position = parse_prometheus((FIXTURES / "spec-run-after-repeat.prom").read_text())
     assert per_position["vllm:spec_decode_num_accepted_tokens_per_pos_total"] == after["spec_accepted_tokens"]
+
+
+def test_a_real_vllm_scrape_keeps_acceptance_per_draft_position() -> None:
+    """vLLM labels `spec_decode_num_accepted_tokens_per_pos` by `position`: kept per position (summed over its
+    other labels), where every other family is summed; the positions add up to the accepted total."""
+    fields = _fields("spec-run-after-repeat.prom")
+    assert fields["spec_accepted_per_pos"] == [260.0, 211.0, 198.0]
+    assert sum(fields["spec_accepted_per_pos"]) == fields["spec_accepted_tokens"] == 669.0
+    assert "spec_accepted_per_pos" not in _fields("metrics-after-overload.prom")  # no drafting: absent, not []

@@ -1,8 +1,11 @@
+import json
 import random
+from pathlib import Path
 
 import pytest
 
 from engines.errors import EngineInputError
+from engines.http.scrape_names import parse_prometheus, server_fields
 from engines.sim.spec_decode import histogram_from_json
 
 
@@ -17,15 +20,25 @@ def test_all_accepted_emits_k_plus_one_and_all_rejected_one():
 
 @pytest.mark.parametrize(
     "bad",
-    [{}, {"k": 0, "accepted_counts": [1]}, {"k": 2, "accepted_counts": [1, 1]}, {"k": 1, "accepted_counts": [0, 0]}],
+    [
+        {},
+        [],
+        {"k": 0, "accepted_counts": [1]},
+        {"k": 2, "accepted_counts": [1, 1]},
+        {"k": 1, "accepted_counts": [0, 0]},
+        {"k": True, "accepted_counts": [1, 1]},  # JSON true is a Python int (issue #33 audit)
+        {"k": 2.0, "accepted_counts": [1, 1, 1]},
+        {"k": 2, "accepted_counts": [1, 2.5, 3]},
+        {"k": 2, "accepted_counts": [1, -1, 3]},
+    ],
 )
 def test_bad_histogram_is_refused(bad):
-    with pytest.raises(EngineInputError):
+    with pytest.raises(EngineInputError) as err:
         histogram_from_json(bad, "t")
+    assert "\n" not in str(err.value) and str(err.value).startswith("t: ")
 
 
 def _tokens_and_time(tmp_path, counts: list[int] | None) -> tuple[list[int], float, dict]:
-    import json
 
     from engines.api import Request
     from harness.engine_specs import build_engine, parse_engine_specs
@@ -61,16 +74,14 @@ def test_a_missing_or_bad_histogram_file_is_one_line(tmp_path):
 
     with pytest.raises(EngineInputError, match=r"spec_decode.*no such file"):
         parse_engine_specs([f"sim:spec_decode={tmp_path / 'missing.json'}"], {})
-    (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(EngineInputError, match="cannot read acceptance histogram"):
+    (tmp_path / "bad.json").write_text('{"k": 2,\n "accepted_counts": [1, 2 3]}')
+    with pytest.raises(EngineInputError, match=r"bad.json:2: acceptance histogram is not JSON \(Expecting"):
         build_engine(parse_engine_specs([f"sim:spec_decode={tmp_path / 'bad.json'}"], {})[0], None)
 
 
 def test_per_request_counts_are_recorded_and_summarised_in_vllm_terms(tmp_path):
     """Each record carries its drafts, drafted and accepted tokens; emitted tokens = drafts + accepted (each
     verify step emits 1 + A), and the summary's figures are vLLM's: accepted / drafted, 1 + accepted / drafts."""
-    import json
-
     from engines.api import Request
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen import Scheduled
@@ -107,3 +118,57 @@ def test_per_request_counts_are_recorded_and_summarised_in_vllm_terms(tmp_path):
     run_virtual_open_loop(plain, schedule, without.append, label="sim")
     assert {r.spec_drafts for r in without} == {None}
     assert spec_decode_summary(records_frame(without)) is None  # no counts: no figure, never 0
+
+
+_VLLM = Path(__file__).parents[1] / "fixtures" / "vllm_cpu"  # real vLLM 0.32.0 /metrics around one run (SOURCE.md)
+
+
+def _series(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "http-t0.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _scraped(name: str, t: float) -> dict:
+    return {"t": t, "ok": True, **server_fields(parse_prometheus((_VLLM / name).read_text()))}
+
+
+def test_a_scraped_vllm_run_gives_its_histogram_exactly(tmp_path: Path) -> None:
+    """Issue #33 item 4, "or one derived from a scraped run": vLLM's per-position accepted counts (260, 211, 198
+    of 272 drafts in the repeat run) give the counts of drafts that accepted exactly 0..3 tokens, whose mean
+    length is the run's 1 + 669 / 272; the sim engine takes the series file as its histogram."""
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    rows = [_scraped("spec-run-before-repeat.prom", -0.1), {"t": 0.2, "ok": False, "error": "gap"},
+            _scraped("spec-run-after-repeat.prom", 9.0)]  # fmt: skip
+    path = _series(tmp_path, rows)
+    engine = build_engine(parse_engine_specs([f"sim:spec_decode={path}"], {})[0], None)
+    described = engine.describe()["spec_decode"]
+    assert (described["k"], described["accepted_counts"]) == (3, [12, 49, 13, 198])
+    assert described["mean_acceptance_length"] == pytest.approx(1 + 669 / 272)
+    assert described["histogram"].endswith("(derived)")
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        ([{"t": 0, "ok": True, "running": 0.0}, {"t": 1, "ok": True, "running": 1.0}], "no two samples"),
+        ([{"t": 0, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [3.0]}], "no two samples"),
+        (  # a server restarted mid-trial: its counters went back
+            [{"t": 0, "ok": True, "spec_drafts": 50.0, "spec_accepted_per_pos": [40.0, 30.0]},
+             {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0, 6.0]}],
+            "counters that went back",
+        ),
+        (
+            [{"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [0.0]},
+             {"t": 1, "ok": True, "spec_drafts": 4.0, "spec_accepted_per_pos": [1.0, 0.0]}],
+            "draft positions changed",
+        ),
+    ],
+)  # fmt: skip
+def test_a_series_that_cannot_give_a_histogram_is_one_line(tmp_path: Path, rows: list[dict], said: str) -> None:
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    with pytest.raises(EngineInputError) as err:
+        build_engine(parse_engine_specs([f"sim:spec_decode={_series(tmp_path, rows)}"], {})[0], None)
+    assert said in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith(str(tmp_path))

@@ -1,0 +1,48 @@
+"""The server series' summary when the scrape failed at some point (issue #33: "a scrape that fails mid-run is
+recorded as a gap, never ends the run"): what its counter deltas cover is said, and a scrape that never answered
+is n/a for that reason, never 0.0% and never "exposed no counters"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.metrics.prefix_cache import hit_rate_said
+from harness.metrics.server_series import server_summary
+
+
+def _ok(t: float, queries: float, hits: float) -> dict[str, Any]:
+    return {"t": t, "ok": True, "running": 1.0, "waiting": 0.0, "prefix_queries": queries, "prefix_hits": hits}
+
+
+def _gap(t: float) -> dict[str, Any]:
+    return {"t": t, "ok": False, "error": "Cannot connect to host"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "partial", "said"),
+    [
+        ([_ok(-0.1, 0, 0), _ok(1.0, 100, 50), _ok(2.0, 200, 100)], False, "50.0% (server counters: 100 of 200"),
+        ([_ok(-0.1, 0, 0), _gap(1.0), _ok(2.0, 200, 100)], False, "50.0% (server counters: 100 of 200"),
+        (  # the scrape target died mid-run: the deltas stop at its last answer, and the line says so
+            [_ok(-0.1, 0, 0), _ok(1.0, 100, 50), _gap(2.0), _gap(3.0)],
+            True,
+            "50.0% (server counters: 50 of 100 prompt tokens) (only -0.1-1.0 s of the trial",
+        ),
+        ([_gap(-0.1), _ok(1.0, 100, 50), _ok(2.0, 200, 100)], True, "(only 1.0-2.0 s of the trial"),
+    ],
+)
+def test_counter_deltas_say_the_span_they_cover(rows: list[dict[str, Any]], partial: bool, said: str) -> None:
+    server = server_summary(rows)
+    assert server["partial"] is partial and server["gaps"] == sum(not r["ok"] for r in rows)
+    line = hit_rate_said({"server": server, "prefix_cache": None})
+    assert line.startswith(said) or said in line
+    assert ("only" in line) is partial
+
+
+def test_a_scrape_that_never_answered_is_n_a_for_that_reason() -> None:
+    server = server_summary([_gap(-0.1), _gap(0.2), _gap(0.5)])
+    assert server == {"samples": 0, "gaps": 3}
+    line = hit_rate_said({"server": server, "prefix_cache": None})
+    assert line == "n/a (every one of the 3 scrapes of the server failed)"
