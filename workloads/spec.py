@@ -294,6 +294,9 @@ def parse_spec(data: dict[str, Any], name: str, base: Path) -> WorkloadSpec:
     source: TraceSource | SyntheticSource | SessionSource
     if "sessions" in data:
         check_session_options(values)
+        for key in ("requests", "duration_s"):  # was read by nothing: `duration_s = inf` passed in silence
+            if key in data:
+                raise _fail(f"top-level {key} is for synthetic workloads; sessions are sized by [sessions] count", key)
         source = _sessions(_table(data["sessions"], "sessions"), base)
     elif "trace" in data:
         for key in ("requests", "duration_s"):

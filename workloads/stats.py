@@ -51,7 +51,8 @@ def arrival_summary(arrivals: np.ndarray) -> dict[str, float | int | None]:
         "mean_rate_rps": round((len(arrivals) - 1) / span, 6),
         "interarrival_mean_s": round(gap_mean, 6),
         "interarrival_cv": round(float(gaps.std() / gap_mean), 6),
-        "peak_1s_requests": int(np.bincount(bins).max()),
+        # counted per occupied second, not by bincount: a bin per second of span was 2.2 GiB for arrivals 9 years apart
+        "peak_1s_requests": int(np.unique(bins, return_counts=True)[1].max()),
     }
 
 

@@ -96,6 +96,8 @@ def check_choice(choice: ExecutorChoice) -> None:
         return
     if importlib.util.find_spec("ray") is None:
         raise HarnessInputError("--executor ray: Ray is not installed in this environment (pip install ray==2.60.0)")
+    if choice.address is not None and not choice.address.strip():  # '' read as not given: a local Ray started
+        raise HarnessInputError(f"--ray-address {choice.address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
     address = choice.address or os.environ.get("RAY_ADDRESS")
     if address and address not in ("auto", "local"):
         host, port = _host_port(address)

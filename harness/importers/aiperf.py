@@ -38,6 +38,7 @@ from harness.importers.common import (
     chunk_note,
     fail,
     failed,
+    in_span,
     number,
     streamed,
 )
@@ -185,9 +186,11 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
     records, multi, used = [], 0, []
     for (n, obj, count), start in zip(rows, starts, strict=True):
         meta, metrics, error = obj.get("metadata") or {}, obj.get("metrics") or {}, obj.get("error")
-        sent = (start - t0) / 1e9
+        sent = in_span((start - t0) / 1e9, path, f"line {n}: field metadata.request_start_ns")
         end_ns = meta.get("request_end_ns")
         finish = None if end_ns is None else (_ns(path, n, meta, "request_end_ns") - t0) / 1e9
+        if finish is not None:
+            in_span(finish, path, f"line {n}: field metadata.request_end_ns")
         rid = str(meta.get("x_request_id") or f"aiperf-{n:06d}")
         prompt = int(_value(path, n, metrics, "input_sequence_length", "tokens") or 0)
         if error is not None or meta.get("was_cancelled"):

@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import HarnessInputError
 from harness.loadgen.scenarios import Scenario
 from harness.records import RequestRecord
+from workloads.options import MAX_SPAN_S
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 # The percentiles batchmark reports; an importer fills those the tool gives.
@@ -76,6 +77,14 @@ class Imported:
 def fail(path: Path, where: str, problem: str) -> HarnessInputError:
     """The one-line error for a malformed file: file, line or field, problem."""
     return HarnessInputError(f"{path}: {where}: {problem}")
+
+
+def in_span(seconds: float, path: Path, where: str) -> float:
+    """A rebuilt time, seconds after the file's first request: past ten years (the bound a workload's arrivals
+    have) it is a typo or a hostile file, and the run's per-second timelines would not fit in memory."""
+    if not 0 <= seconds <= MAX_SPAN_S:
+        raise fail(path, where, f"{seconds:.6g} s after the first request: expected 0..{MAX_SPAN_S:.0f} (ten years)")
+    return seconds
 
 
 def number(value: Any, path: Path, where: str, *, optional: bool = False) -> float | None:

@@ -25,7 +25,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.importers.common import Imported, ImportedRun, Mapping, Reported, fail, number, record, spread_evenly
+from harness.importers.common import (
+    Imported,
+    ImportedRun,
+    Mapping,
+    Reported,
+    fail,
+    in_span,
+    number,
+    record,
+    spread_evenly,
+)
 from harness.importers.schema import (
     Clock,
     Count,
@@ -275,8 +285,8 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str, scena
     out = []
     for (failure, at, req), t, start in zip(rows, timings, starts, strict=True):
         sent_abs = number(t.get("request_start", start), path, f"field {at}.info.timings.request_start", optional=True)
-        sent = (sent_abs if sent_abs is not None else t0) - t0
-        scheduled = (start if start is not None else t0) - t0
+        sent = in_span((sent_abs if sent_abs is not None else t0) - t0, path, f"field {at}.info.timings.request_start")
+        scheduled = in_span((start if start is not None else t0) - t0, path, f"field {at}.info.timings.request_start")
         if scenario.kind == "closed":  # its users send when they are free: the arrival is the send
             scheduled = sent
         end = number(
@@ -291,6 +301,9 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str, scena
             t.get("last_token_iteration"), path, f"field {at}.info.timings.last_token_iteration", optional=True
         )
         times: list[float] = []
+        for name, value in (("request_end", end), ("first_token_iteration", first), ("last_token_iteration", last)):
+            if value is not None:
+                in_span(value - t0, path, f"field {at}.info.timings.{name}")
         if first is not None and tokens > 0:
             times = spread_evenly(
                 first - t0, (last if last is not None else first) - t0, int(t.get("token_iterations") or tokens), tokens

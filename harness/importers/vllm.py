@@ -35,6 +35,7 @@ from harness.importers.common import (
     chunk_note,
     fail,
     failed,
+    in_span,
     streamed,
 )
 from harness.importers.schema import (
@@ -215,7 +216,9 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str], sce
     queue = list(lists.get("queue_times") or [0.0] * n)
     starts = list(data["start_times"])
     t0 = min((s - q for s, q in zip(starts, queue, strict=True)), default=0.0)
-    sends = [s - t0 for s in starts]
+    sends = [in_span(s - t0, path, f"field start_times[{i}]") for i, s in enumerate(starts)]
+    for i, (send, latency) in enumerate(zip(sends, data["latencies"], strict=True)):
+        in_span(send + latency, path, f"field latencies[{i}]")
     if scenario.kind == "closed":  # the arrival is the send: the slot's wait is the loop's, not lag
         arrivals = sends
     elif scenario.kind == "offline":  # every request due at the start

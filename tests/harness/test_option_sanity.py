@@ -23,6 +23,10 @@ def one_line(capsys: pytest.CaptureFixture[str], argv: list[str], named: str) ->
     [
         (["--fallback", "cap", "--fallback-signal", "kv", "--fallback-threshold", "2"], "fallback_threshold"),
         (["--fallback", "cap", "--max-running", "8", "--fallback-max-running", "64"], "fallback_max_running"),
+        (["--fallback", "cap", "--fallback-signal", "kv", "--fallback-threshold", "nan"], "--fallback-threshold"),
+        (["--fallback", "cap", "--fallback-signal", "kv", "--fallback-threshold", "-0.5"], "--fallback-threshold"),
+        (["--fallback", "cap", "--fallback-signal", "kv", "--fallback-threshold", "inf"], "--fallback-threshold"),
+        (["--fallback", "cap", "--fallback-max-running", "0"], "--fallback-max-running"),
     ],
 )
 def test_a_fallback_that_could_never_act_is_refused(

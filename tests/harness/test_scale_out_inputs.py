@@ -114,3 +114,15 @@ def test_the_workers_memory_is_estimated_and_bounded_before_they_start(tmp_path)
     assert options.check_workers(options.ExecutorChoice(workers=9, force=True), 100, str(meminfo)) is not None
     assert "unknown" in options.check_workers(options.ExecutorChoice(workers=2), 100, str(tmp_path / "none"))
     assert options.check_workers(options.ExecutorChoice(workers=1), 1) is None
+
+
+@pytest.mark.parametrize("address", ["", "  "])
+def test_an_empty_ray_address_is_refused_not_read_as_none(
+    capsys: pytest.CaptureFixture[str], tmp_path, address
+) -> None:
+    out = tmp_path / "run"  # '' was read as not given: a local Ray instance started and the run went on
+    argv = ["run", "--workload", "chat-small", "--engine", "zero", "--executor", "ray", "--ray-address", address]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--ray-address {address!r}: expected HOST:PORT" in err, err
+    assert not out.exists()

@@ -278,6 +278,23 @@ BAD = [
     (BR, _set(*BR_AGG, "latency", "inter_token_latency", "p99", value=True), "inter_token_latency.p99: expected a"),
     (BR, _set(*BR_AGG, "requests", "total", value=-5), "aggregate.requests.total: expected greater than or equal"),
     (BR, _set(*BR_AGG, "throughput", value=3), "aggregate.throughput: expected a dictionary, got 3"),
+    # the audit's own cases (docs/measurements/2026-12-06-issue-32-audit.md): times past any run's span were a
+    # ValueError or an 8.6 TiB allocation in the warning timeline, or passed
+    (VLLM, _set("start_times", 1, value=1e300), "field start_times[1]: 1e+300 s after the first request"),
+    (VLLM, _set("latencies", 0, value=1e12), "field latencies[0]: 1e+12 s after the first request"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "request_start", value=1e300), "timings.request_start: 1e+300 s"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "request_end", value=1e300), "timings.request_end: 1e+300 s"),
+    (AIPERF, _set(1, "metadata", "request_start_ns", value=2**70), "line 2: field metadata.request_start_ns: 1.17882e"),
+    (AIPERF, _set(1, "metadata", "request_end_ns", value=2**70), "line 2: field metadata.request_end_ns: 1.17882e"),
+    (VLLM, _set("ttfts", 0, value=float("inf")), "field ttfts[0]: expected a finite number"),
+    (VLLM, _set("ttfts", value={}), "field ttfts: expected a list"),
+    (VLLM, _set("input_lens", 0, value=2**70), "field input_lens[0]: expected less than or equal to"),
+    (VLLM, _set("input_lens", 0, value=-0.0), "field input_lens[0]: expected an integer"),
+    (VLLM, _set("start_times", 0, value=""), 'field start_times[0]: expected a number, got ""'),
+    (VLLM, _set("mean_ttft_ms", value="\x1b]0;pwn\x07"), "field mean_ttft_ms: expected a number, got"),
+    (GUIDELLM, _set("benchmarks", value={}), "top level: not a known tool's result: expected GuideLLM's benchmarks"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "unit", value=""), "time_to_first_token.unit: expected"),
+    (AIPERF_JSON, _set("time_to_first_token", "p50", value=-1), "time_to_first_token.p50: expected greater"),
 ]
 # fmt: on
 WHOLE_FILE = [

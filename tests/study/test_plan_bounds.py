@@ -26,6 +26,16 @@ from tests.study.test_study import GOOD
         (("held_out = [5, 10]", "held_out = [5, 5]"), "slices.held_out"),  # empty
         (("held_out = [5, 10]", "held_out = [5, inf]"), "slices.held_out"),
         (("held_out = [5, 10]", "held_out = [100000, 200000]"), "slices.held_out"),  # outside the trace
+        # the audit's own (docs/measurements/2026-12-06-issue-32-audit.md)
+        (("[baseline]", "trials = 0\n[baseline]"), "trials"),
+        (("[baseline]", "trials = 2.5\n[baseline]"), "trials"),
+        (("[baseline]", "seed = true\n[baseline]"), "seed"),
+        (("[baseline]", "seed = 9223372036854775807\n[baseline]"), "seed"),
+        (("[baseline]", "slo_ttft_ms = -1\n[baseline]"), "slo_ttft_ms"),
+        (('[[variants]]\nname = "fair"\nchange = { policy = "fair" }\n', "variants = [3]\n"), "variants"),
+        (("held_out = [5, 10]", "held_out = [10, 5]"), "slices.held_out"),
+        (("held_out = [5, 10]", "held_out = [[5, 10]]"), "slices.held_out"),
+        (("held_out = [5, 10]", 'held_out = "x"'), "slices.held_out"),
     ],
 )
 def test_a_senseless_plan_value_is_one_line_naming_the_field(

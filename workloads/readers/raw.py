@@ -167,6 +167,8 @@ def read_jsonl_raw(path: Path, display: str) -> RawTable:
                 line=number,
                 field="json",
             ) from None
+        except RecursionError:  # json recurses per nesting level: `{"a":` x 100000 is no trace row
+            raise WorkloadError("nested too deeply for a trace row", file=display, line=number, field="json") from None
         if not isinstance(obj, dict):
             raise WorkloadError(
                 f"expected a JSON object per line, found {type(obj).__name__}", file=display, line=number, field="json"
