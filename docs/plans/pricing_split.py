@@ -8,7 +8,9 @@ least MIN_SHARED steps in, the profile's price minus the measured step splits in
 run has too few of is "unsampled" (the price extrapolates). Sums over all steps of
 all trials, as a share of the measured busy time. Reads files only.
 
-    .venv/bin/python docs/plans/pricing_split.py PROFILE ENGINE FIT_RUN RUN [RUN ...]
+    .venv/bin/python docs/plans/pricing_split.py PROFILE ENGINE FIT_RUN[,FIT_RUN...] RUN [RUN ...]
+
+(several fit runs, comma-separated, pool their steps: a profile fitted on them all, as the fifth suite's.)
 """
 
 from __future__ import annotations
@@ -42,17 +44,19 @@ def label(key: tuple[str, int, int]) -> str:
     return f"prefill of {2 ** (a - 1)}+ rows beside {b} decode rows"
 
 
-def residuals(run: Path, engine: str, profile: FittedCost) -> tuple[list[tuple[str, int, int]], np.ndarray, np.ndarray]:
-    """Every traced step's shape, measured duration and residual (priced - measured)."""
-    trace = trace_steps(sorted((run / "steps").glob(f"{engine}-t*.jsonl")))
+def residuals(
+    runs: list[Path], engine: str, profile: FittedCost
+) -> tuple[list[tuple[str, int, int]], np.ndarray, np.ndarray]:
+    """Every traced step's shape, measured duration and residual (priced - measured), over the runs' steps."""
+    trace = trace_steps(sorted(p for run in runs for p in (run / "steps").glob(f"{engine}-t*.jsonl")))
     coef = np.array([profile.coefficients.get(n, 0.0) for n in profile.regressors])
     priced = profile.intercept_s + regressors(trace.features, profile.version) @ coef
     return [shape(r) for r in trace.features], trace.duration_s, priced - trace.duration_s
 
 
-def main(profile_path: Path, engine: str, fit_run: Path, runs: list[Path]) -> None:
+def main(profile_path: Path, engine: str, fit_runs: list[Path], runs: list[Path]) -> None:
     profile = load_profile(profile_path)
-    fit_shapes, _, fit_resid = residuals(fit_run, engine, profile)
+    fit_shapes, _, fit_resid = residuals(fit_runs, engine, profile)
     reference: dict[tuple[str, int, int], float] = {}
     for key in set(fit_shapes):
         resid = fit_resid[[s == key for s in fit_shapes]]
@@ -60,7 +64,7 @@ def main(profile_path: Path, engine: str, fit_run: Path, runs: list[Path]) -> No
             reference[key] = float(np.median(resid))
     print("run: measured busy s, priced s, error = form + speed + unsampled (each a share of measured busy time)")
     for run in runs:
-        shapes, measured, resid = residuals(run, engine, profile)
+        shapes, measured, resid = residuals([run], engine, profile)
         form = speed = unsampled = 0.0
         for key, error in zip(shapes, resid, strict=True):
             if key in reference:
@@ -81,4 +85,4 @@ def main(profile_path: Path, engine: str, fit_run: Path, runs: list[Path]) -> No
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), [Path(p) for p in sys.argv[4:]])
+    main(Path(sys.argv[1]), sys.argv[2], [Path(p) for p in sys.argv[3].split(",")], [Path(p) for p in sys.argv[4:]])
