@@ -7,6 +7,9 @@ export TRANSFORMERS_OFFLINE := 1
 # Packages are installed without byte-compiling them (torch alone is thousands of modules, few of them ever
 # imported: 24.7 s against 7.9 s measured for torch, 75 s against 41 s for the rest); Python compiles what
 # is imported on first use and keeps it, so an environment that forbids writing bytecode is overridden here.
+# Outside make, a shell that sets PYTHONDONTWRITEBYTECODE would compile every module on every run (a simulated
+# run imports 1,246), so everything but torch (a simulated run never imports it) is compiled once at install:
+# about 20 s on 2 cores (docs/simulator.md, "Speed").
 unexport PYTHONDONTWRITEBYTECODE
 PIP := $(PY) -m pip install -q --disable-pip-version-check --no-compile
 
@@ -20,6 +23,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) torch==2.13.0
 	$(PIP) -e '.[dev]'
+	$(PY) -m compileall -q -j 0 -x '/torch/' $(VENV)/lib harness engines workloads reports
 	touch $(STAMP)
 
 demo: $(STAMP)
