@@ -194,7 +194,8 @@ def _tenants(entries: Any) -> tuple[TenantSpec, ...]:
             priority=_priority(t.get("priority", 0), where),
             start_s=_opt("start_s", t.get("start_s", 0.0), f"{where}.start_s"),
             requests=_opt("requests", t["requests"], f"{where}.requests") if "requests" in t else None,
-            reasoning=parse_length(t["reasoning_tokens"], f"{where}.reasoning_tokens")
+            # 0 reasoning tokens is a plain request: one tenant may mix plain and reasoning requests
+            reasoning=parse_length(t["reasoning_tokens"], f"{where}.reasoning_tokens", least=0)
             if "reasoning_tokens" in t
             else None,
             slo_class=_class_name(t["slo_class"], f"{where}.slo_class") if "slo_class" in t else None,
