@@ -259,6 +259,8 @@ class HttpEngine(Engine):
                     data = event.data
                     if fast and is_plain_token_chunk(data, chat):
                         stream.last_token_time = now
+                        # a content token: tokens the usage adds later are on its channel, not a reasoning one's
+                        stream.last_reasoning = False
                         stream.count += 1
                         yield TokenEvent(rid, -1, stream.count - 1, now)
                         if flight.aborted:

@@ -1,13 +1,13 @@
 """The reasoning acceptance test against a real `batchmark serve` (issue #33: "a `serve` run with
 `reasoning_tokens` gives TTFO - TTFT equal to the reasoning tokens' time within one step"), every request held.
 
-A `batchmark run --engine http:...,return_token_ids=true` against the serve app with the embedded model (in this
-process, continuous engine, as tests/http/test_http_scrape.py), one tenant mixing plain and reasoning requests (0
-to 5 reasoning tokens of 8). Token ids make every chunk say how many tokens it carries: without them a token
-streamed before its text is complete (text "") is counted only at the end, from the usage, on the channel of the
-last token counted, so a request's channels can come out wrong ("rccccccr" for 1 reasoning token: a known gap,
-docs/measurements/2026-12-06-issue-33-audit.md). For EVERY request, from its own token times t[0..n-1] (the
-only clock a client has):
+A `batchmark run --engine http` against the serve app with the embedded model (in this process, continuous engine,
+as tests/http/test_http_scrape.py), one tenant mixing plain and reasoning requests (0 to 5 reasoning tokens of 8),
+counted by chunk and with token ids. By chunk, this test found two faults: a reasoning token streamed before its
+text was complete ("reasoning_content": "") was not counted, and content tokens on the fast path left the stream's
+channel at reasoning, so a token the usage added at the end was marked reasoning ("rccccccr" for 1 of 8).
+
+For EVERY request, from its own token times t[0..n-1] (the only clock a client has):
 
 - the server streamed exactly its r reasoning tokens first (`token_channels` = "r" * r + "c" * (n - r), "" for
   a plain request);
@@ -51,8 +51,8 @@ reasoning_tokens = { dist = "uniform", low = 0, high = 5 }
 """
 
 
-@pytest.fixture(scope="module")
-def run_dir(embedded, tmp_path_factory):
+@pytest.fixture(scope="module", params=["false", "true"], ids=["by-chunk", "token-ids"])
+def run_dir(embedded, tmp_path_factory, request):
     def app():
         engine = InProcessEngine(embedded, EngineOptions(kv=KVConfig(memory_mb=8), continuous=ContinuousConfig()))
         return make_app(engine, embedded.tokenizer, MODEL)
@@ -61,7 +61,7 @@ def run_dir(embedded, tmp_path_factory):
     spec = out / "mixed.toml"
     spec.write_text(SPEC)
     with BackgroundServer(app) as server:
-        argv = ["run", "--workload", str(spec), "--engine", f"http:url={server.url},return_token_ids=true",
+        argv = ["run", "--workload", str(spec), "--engine", f"http:url={server.url},return_token_ids={request.param}",
                 "--served-model", MODEL, "--scrape", "off", "--out", str(out / "run"), "--no-report",
                 "--no-progress"]  # fmt: skip
         assert main(argv) == 0
