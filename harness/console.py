@@ -7,6 +7,7 @@ from typing import Any
 from harness.judge.comparison import QUANTITY
 from harness.metrics import summary_table
 from harness.metrics.jobs import describe_jobs
+from harness.metrics.latency import describe_unseen
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.replicas import describe_replicas
 from harness.metrics.slo_classes import describe_class
@@ -129,6 +130,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
             )
     lines += _prefix_cache_lines(metrics)
     lines += _reasoning_lines(metrics)
+    lines += [f"{engine}: {line}" for engine, s in metrics["engines"].items() if (line := describe_unseen(s))]
     lines += [f"{e}: {describe_jobs(s['jobs'])}" for e, s in metrics["engines"].items() if s.get("jobs")]
     lines += [s for e, summary in metrics["engines"].items() if (s := describe_spec_decode(e, summary))]
     # a simulated cluster's router says the same in its CLUSTER line; a real fleet's replicas are said here

@@ -23,7 +23,7 @@ from harness.engine_specs import EngineSpec, build_engine
 from harness.jsonl import JsonlWriter
 from harness.jsonl_batch import BatchedJsonlWriter
 from harness.loadgen import Scenario, Scheduled, StopRules, dispatcher_first, replay_engine
-from harness.loadgen.classes import apply_classes, check_request_classes, class_header_notes
+from harness.loadgen.classes import apply_classes, check_request_classes, class_header_notes, run_classes
 from harness.loadgen.replay import shares_prefixes
 from harness.machine import measured
 from harness.manifest import build_manifest
@@ -193,7 +193,9 @@ def run_benchmark(
     """Replay `workload` against every engine, `settings.repeat` times; returns metrics.json's content.
     `loaded`: the model, when the caller already has it (a sweep loads it once for all its runs).
     `executor`: where the trials run (`harness.executor`; None: here, one after the other)."""
-    class_notes = check_request_classes(workload, settings.slo_classes)  # before any work
+    classes, class_notes = run_classes(workload, settings.slo_classes)  # a spec's classes, then the CLI's
+    settings = dataclasses.replace(settings, slo_classes=classes)
+    class_notes += check_request_classes(workload, settings.slo_classes)  # before any work
     class_notes += class_header_notes(specs, settings.slo_classes)
     class_notes += settings.stop_rules.notes(settings.scenario.kind)
     out = settings.out_dir
@@ -226,6 +228,7 @@ def run_benchmark(
         "repeat": settings.repeat,
         "slo": settings.slo.to_json(),
         "slo_classes": {c.name: c.slo.to_json() for c in settings.slo_classes},
+        "slo_class_sources": {c.name: c.source for c in settings.slo_classes},  # spec FILE:LINE or --slo-class
         "price_per_hour": settings.price_per_hour,
         "stop_rules": dataclasses.asdict(settings.stop_rules),
         "open_loop": settings.scenario.kind != "closed",

@@ -106,6 +106,8 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
         lines += [f"Fidelity of {sim} against the measured {real}:", ""]
         lines += [*_table(["metric", f"{real} (measured)", f"{sim} (simulated)", "error"], cells), ""]
     lines += [*_headlines(a), ""]
+    unseen = tables.unseen_lines(a.series)
+    lines += [*(f"- `{label}` {line}" for label, line in unseen), *([""] if unseen else [])]
     classes = tables.class_rows(a.series)
     if classes:
         lines += ["**Per SLO class**", "", *(f"- `{label}` {line}" for label, line in classes), ""]

@@ -198,6 +198,8 @@ def build_report(run_dirs: list[Path] | Analysis, *, labels: list[str] | None = 
         "intervals.",
     )
     metrics.table(tables.metric_table(series))
+    for label, line in tables.unseen_lines(series):
+        metrics.html(f"<p>{esc(label)}: {esc(line)}</p>")
     repeat = tables.repeat_table(a.runs)
     if repeat:
         metrics.table(repeat, "Across trials")

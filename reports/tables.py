@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.judge.headline import Headline
 from harness.metrics.jobs import describe_jobs
+from harness.metrics.latency import describe_unseen
 from harness.metrics.slo_classes import describe_class
 from reports import fmt
 from reports.compare import METRIC_NAMES, Comparison
@@ -41,6 +42,19 @@ def _get(d: Any, *keys: str) -> Any:
             return None
         d = d.get(k)
     return d
+
+
+def unseen_lines(series: list[EngineRun]) -> list[tuple[str, str]]:
+    """(engine run, line) where queueing could not be measured (an HTTP target), as summary.md and the report
+    say it under their tables; the console says the same from metrics.json (harness/console.py)."""
+    return [(er.label, line) for er in series if (line := describe_unseen(er.summary))]
+
+
+def _unseen(summary: dict[str, Any], metric: str) -> str:
+    """ "n/a" with its reason as a title where the engine could not measure `metric` (an HTTP target's queueing
+    delay and slowdown: summary latency entries with `measured` false); "" where it could."""
+    block = _get(summary, "latency", metric) or {}
+    return fmt.rate(None, block.get("reason"), html_title=True) if block.get("measured") is False else ""
 
 
 def _percentile(metric: dict[str, Any] | None, label: str, f: Callable[[Any], str]) -> str:
@@ -85,8 +99,11 @@ def metric_table(series: list[EngineRun]) -> str:
         for label in ("p50", "p90", "p99", "p99.9"):
             if key in ("ttft_sent", "slowdown", "normalized_latency", "queue_delay") and label in ("p90", "p99.9"):
                 continue
-            add(f"{name} {label}", lambda s, k=key, lb=label, f=f: _percentile(_get(s, "latency", k), lb, f))
-        add(f"{name} mean", lambda s, k=key, f=f: f(_get(s, "latency", k, "mean")))
+            add(
+                f"{name} {label}",
+                lambda s, k=key, lb=label, f=f: _unseen(s, k) or _percentile(_get(s, "latency", k), lb, f),
+            )
+        add(f"{name} mean", lambda s, k=key, f=f: _unseen(s, k) or f(_get(s, "latency", k, "mean")))
     add("offered rate (req/s, from the schedule)", lambda s: fmt.number(_get(s, "load", "offered_rate_rps")))
     add("send rate (req/s, achieved)", lambda s: fmt.number(_get(s, "load", "send_rate_rps")))
     add("schedule lag p99", lambda s: _with_ci(_get(s, "schedule_lag", "percentiles", "p99"), fmt.seconds))
@@ -200,8 +217,8 @@ def tenant_table(series: list[EngineRun]) -> str:
                     fmt.seconds(t.get("ttft_p50")),
                     fmt.seconds(t.get("ttft_p99")),
                     fmt.seconds(t.get("e2e_p99")),
-                    fmt.number(t.get("slowdown_p99"), 3),
-                    fmt.seconds(t.get("max_queue_delay")),
+                    _unseen(er.summary, "slowdown") or fmt.number(t.get("slowdown_p99"), 3),
+                    _unseen(er.summary, "queue_delay") or fmt.seconds(t.get("max_queue_delay")),
                     fmt.number(t.get("service_rate")),
                 ]
             )
@@ -230,11 +247,18 @@ def fairness_table(series: list[EngineRun]) -> str:
         (
             "longest queueing delay",
             lambda f: (
-                fmt.seconds(_get(f, "starvation", "max_queue_delay_s"))
+                fmt.rate(None, _get(f, "starvation", "reason"), html_title=True)
+                if _get(f, "starvation", "measured") is False
+                else fmt.seconds(_get(f, "starvation", "max_queue_delay_s"))
                 + (f" ({fmt.esc(_get(f, 'starvation', 'request_id'))})" if _get(f, "starvation", "request_id") else "")
             ),
         ),
-        ("requests never admitted", lambda f: fmt.number(_get(f, "starvation", "never_admitted"))),
+        (
+            "requests never admitted",
+            lambda f: fmt.rate(
+                _get(f, "starvation", "never_admitted"), _get(f, "starvation", "reason"), html_title=True
+            ),
+        ),
     ):
         rows.append([name, *(getter(er.summary.get("fairness") or {}) for er in series)])
     return _table(["fairness", *(fmt.esc(er.label) for er in series)], rows, "fairness-table")

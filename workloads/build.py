@@ -37,7 +37,9 @@ def load_workload(name_or_path: str, **overrides: Any) -> Workload:
     spec = resolve(name_or_path, {k: given.pop(k) for k in SOURCE_KEYS if k in given})
     name = given.pop("name", spec.name)
     options = spec.options.merged({k: check_option(k, v) for k, v in given.items()})
-    return build_workload(WorkloadSpec(name, spec.source, options, spec.description, spec.class_sources))
+    return build_workload(
+        WorkloadSpec(name, spec.source, options, spec.description, spec.class_sources, spec.slo_classes)
+    )
 
 
 def resolve(name_or_path: str, source_overrides: dict[str, Any]) -> WorkloadSpec:
@@ -152,7 +154,7 @@ def _session_workload(spec: WorkloadSpec) -> Workload:
         ],
         "closed_loop": None,
     }
-    return Workload(spec.name, requests, canonical, notes)
+    return Workload(spec.name, requests, canonical, notes, slo_classes=spec.slo_classes)
 
 
 def build_workload(spec: WorkloadSpec) -> Workload:
@@ -191,4 +193,4 @@ def build_workload(spec: WorkloadSpec) -> Workload:
     requests = to_requests(frame)
     named = {r.slo_class for r in requests}  # a class whose every request a transform dropped is not named
     sources = {k: v for k, v in sources.items() if k in named}
-    return Workload(spec.name, requests, canonical, notes, o.closed_loop_users, think, sources)
+    return Workload(spec.name, requests, canonical, notes, o.closed_loop_users, think, sources, spec.slo_classes)

@@ -1,7 +1,8 @@
 """Token-length distributions for synthetic workloads (input or output lengths).
 
-Every draw is an int64 array of lengths >= 1 (a request cannot have an empty prompt or generate nothing);
-`min` / `max` clip where a distribution allows them.
+Every draw is an int64 array of lengths >= 1 (a request cannot have an empty prompt or generate nothing),
+except for a count that may be 0 (`parse_length(..., least=0)`: a spec's `reasoning_tokens`, where 0 is a plain
+request); `min` / `max` clip where a distribution allows them.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def _clip(values: np.ndarray, low: int, high: int | None) -> np.ndarray:
     # MAX_TOKENS is a backstop: parse_length refuses parameters that reach it, so only a freak draw is cut,
     # and nothing overflows int64 (a lognormal median of 1e308 once gave lengths of -9.2e18)
     top = MAX_TOKENS if high is None else min(high, MAX_TOKENS)
-    return np.clip(np.nan_to_num(values, nan=low, posinf=top), max(low, 1), top).astype(np.int64)
+    # `low` is the parsed `min`, at least `parse_length`'s `least` (1 for lengths; the dataclasses default to 1)
+    return np.clip(np.nan_to_num(values, nan=low, posinf=top), low, top).astype(np.int64)
 
 
 KEYS = {
@@ -138,8 +140,9 @@ KEYS = {
 }
 
 
-def parse_length(value: Any, field: str) -> LengthDist:
-    """From a spec value: a bare integer (fixed) or a table with `dist` and its parameters."""
+def parse_length(value: Any, field: str, *, least: int = 1) -> LengthDist:
+    """From a spec value: a bare integer (fixed) or a table with `dist` and its parameters. Every draw is
+    >= `least`: 1 for a length; 0 for a count such as `reasoning_tokens` (its integer parameters may be 0)."""
 
     def fail(what: str, key: str | None = None) -> WorkloadError:
         return WorkloadError(what, field=f"{field}.{key}" if key else field)
@@ -148,6 +151,7 @@ def parse_length(value: Any, field: str) -> LengthDist:
         if key not in table:
             raise fail(f"missing {key!r}", key)
         v = table[key]
+        positive = positive and not (integer and least == 0)  # a count's value, low, high, min, max may be 0
         ok = isinstance(v, int) if integer else isinstance(v, int | float)
         if isinstance(v, bool) or not ok or (positive and not v > 0) or (not positive and not v >= 0):
             kind = "an integer" if integer else "a number"
@@ -166,7 +170,7 @@ def parse_length(value: Any, field: str) -> LengthDist:
     extra = sorted(set(value) - KEYS[dist] - {"dist", "weight"})
     if extra:
         raise fail(f"unknown key {extra[0]!r} for dist {dist!r}; expected {', '.join(sorted(KEYS[dist]))}", extra[0])
-    low = number(value, "min", integer=True) if "min" in value else 1
+    low = number(value, "min", integer=True) if "min" in value else least
     high = number(value, "max", integer=True) if value.get("max") is not None else None
     if dist == "fixed":
         return Fixed(number(value, "value", integer=True))
@@ -188,7 +192,7 @@ def parse_length(value: Any, field: str) -> LengthDist:
         return lognormal
     if dist == "empirical":
         return _parse_empirical(value, field, fail)
-    return _parse_mixture(value, field, fail)
+    return _parse_mixture(value, field, fail, least)
 
 
 def _bounded_tail(far: float, high: int | None, fail: Any) -> None:
@@ -210,7 +214,7 @@ def _parse_empirical(value: dict[str, Any], field: str, fail: Any) -> Empirical:
     return Empirical(trace, role)
 
 
-def _parse_mixture(value: dict[str, Any], field: str, fail: Any) -> Mixture:
+def _parse_mixture(value: dict[str, Any], field: str, fail: Any, least: int) -> Mixture:
     parts = value.get("components")
     if not isinstance(parts, list) or not parts:
         raise fail("a mixture needs a non-empty list of components", "components")
@@ -220,6 +224,6 @@ def _parse_mixture(value: dict[str, Any], field: str, fail: Any) -> Mixture:
         if isinstance(w, bool) or not isinstance(w, int | float) or not w > 0:
             raise fail(f"component {i} needs a weight > 0, found {w!r}", "components")
         weights.append(float(w))
-    components = tuple(parse_length(p, f"{field}.components[{i}]") for i, p in enumerate(parts))
+    components = tuple(parse_length(p, f"{field}.components[{i}]", least=least) for i, p in enumerate(parts))
     total = sum(weights)
     return Mixture(tuple(w / total for w in weights), components)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from workloads.slo_targets import ClassTargets
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadRequest:
@@ -50,6 +52,8 @@ class Workload:
     # Each SLO class a request names, and where it was first named ("FILE:LINE: FIELD"), so that a class the
     # run does not define is reported at its source (harness/loadgen/classes.py)
     class_sources: dict[str, str] = field(default_factory=dict)
+    # The spec's SLO classes and their targets (`[[slo_classes]]`; a CLI `--slo-class` of the same name wins)
+    slo_classes: tuple[ClassTargets, ...] = ()
 
     def fingerprint(self) -> str:
         from workloads.fingerprint import fingerprint

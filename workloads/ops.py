@@ -26,6 +26,8 @@ def _apply(workload: Workload, step: Step) -> Workload:
         [*workload.notes, *notes],
         workload.closed_loop_users,
         workload.think_time_s,
+        workload.class_sources,
+        workload.slo_classes,
     )
 
 
@@ -90,4 +92,5 @@ def to_closed_loop(workload: Workload, users: int, think_time_s: float = 0.0) ->
     think = check_option("think_time_s", think_time_s)
     requests = to_requests(from_requests(workload.requests).assign(arrival_s=0.0))
     spec = {**workload.spec, "closed_loop": {"users": users, "think_time_s": think}}
-    return Workload(workload.name, requests, spec, [*workload.notes, closed_loop_note(users, think)], users, think)
+    notes = [*workload.notes, closed_loop_note(users, think)]
+    return Workload(workload.name, requests, spec, notes, users, think, workload.class_sources, workload.slo_classes)

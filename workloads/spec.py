@@ -20,6 +20,7 @@ from workloads.lengths import Mixture, parse_length
 from workloads.options import MAX_REQUESTS, MAX_SPAN_S, MAX_TOKENS, TRANSFORM_KEYS, Options, check_option
 from workloads.readers.schemas import FORMATS, user_column_map
 from workloads.sessions import MAX_FANOUT, SessionSource
+from workloads.slo_targets import TARGET_FIELDS, ClassTargets, class_targets
 from workloads.synthetic import TenantSpec
 
 TOP_KEYS = {
@@ -33,6 +34,7 @@ TOP_KEYS = {
     "transforms",
     "closed_loop",
     "sessions",
+    "slo_classes",
 }
 SESSION_KEYS = {
     "file",
@@ -86,6 +88,7 @@ class WorkloadSpec:
     options: Options = field(default_factory=Options)
     description: str = ""
     class_sources: dict[str, str] = field(default_factory=dict)  # `Workload.class_sources`, for a spec file
+    slo_classes: tuple[ClassTargets, ...] = ()  # its [[slo_classes]] tables, in order (the first most urgent)
 
 
 class SpecText:
@@ -191,7 +194,8 @@ def _tenants(entries: Any) -> tuple[TenantSpec, ...]:
             priority=_priority(t.get("priority", 0), where),
             start_s=_opt("start_s", t.get("start_s", 0.0), f"{where}.start_s"),
             requests=_opt("requests", t["requests"], f"{where}.requests") if "requests" in t else None,
-            reasoning=parse_length(t["reasoning_tokens"], f"{where}.reasoning_tokens")
+            # 0 reasoning tokens is a plain request: one tenant may mix plain and reasoning requests
+            reasoning=parse_length(t["reasoning_tokens"], f"{where}.reasoning_tokens", least=0)
             if "reasoning_tokens" in t
             else None,
             slo_class=_class_name(t["slo_class"], f"{where}.slo_class") if "slo_class" in t else None,
@@ -268,6 +272,27 @@ def class_sources(spec: WorkloadSpec, data: dict[str, Any], located: SpecText) -
     return out
 
 
+def _slo_classes(entries: Any) -> tuple[ClassTargets, ...]:
+    """A spec's [[slo_classes]]: each a `name` and any of the target fields (workloads/slo_targets.py)."""
+    if not isinstance(entries, list) or not entries:
+        raise _fail("expected one or more [[slo_classes]] tables", "slo_classes")
+    out: list[ClassTargets] = []
+    for i, entry in enumerate(entries):
+        where = f"slo_classes[{i}]"
+        table = _table(entry, where)
+        _no_unknown(table, {"name", *TARGET_FIELDS}, where)
+        if "name" not in table:
+            raise _fail("missing 'name'", f"{where}.name")
+        name = _class_name(table["name"], f"{where}.name")
+        if any(c.name == name for c in out):
+            raise _fail(f"class {name!r} given twice", f"{where}.name")
+        try:
+            out.append(class_targets(name, [(k, v) for k, v in table.items() if k != "name"], source=where))
+        except WorkloadError as exc:
+            raise _fail(exc.what, f"{where}.{exc.field}") from None
+    return tuple(out)
+
+
 def _priority(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(f"expected an integer, found {value!r}", f"{where}.priority")
@@ -308,7 +333,8 @@ def parse_spec(data: dict[str, Any], name: str, base: Path) -> WorkloadSpec:
         duration = _opt("duration_s", data["duration_s"], "duration_s") if "duration_s" in data else None
         source = SyntheticSource(_tenants(data["tenants"]), requests, duration)
     description = data.get("description", "")
-    return WorkloadSpec(str(data.get("name", name)), source, options, str(description))
+    classes = _slo_classes(data["slo_classes"]) if "slo_classes" in data else ()
+    return WorkloadSpec(str(data.get("name", name)), source, options, str(description), slo_classes=classes)
 
 
 def load_spec_file(path: Path, display: str | None = None) -> WorkloadSpec:
@@ -332,4 +358,6 @@ def load_spec_file(path: Path, display: str | None = None) -> WorkloadSpec:
         if exc.file is not None:
             raise
         raise located.error(exc) from None
-    return replace(spec, class_sources=class_sources(spec, data, located))
+    # each class's targets say where they were given: "FILE:LINE" of its table
+    classes = tuple(replace(c, source=f"{display}:{located.line_of(c.source)}") for c in spec.slo_classes)
+    return replace(spec, class_sources=class_sources(spec, data, located), slo_classes=classes)

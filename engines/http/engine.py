@@ -4,8 +4,9 @@ One `aiohttp.ClientSession` per engine: pooled keep-alive connections and a read
 that long streams never stall on the client (aiohttp's 64 KiB default cut throughput ~10x at 50K-token
 contexts). Per request:
 
-- `AdmitEvent`: the server cannot be seen admitting a request, so this is the time the request was
-  sent (taken just before the POST), emitted once the server answered 2xx.
+- no `AdmitEvent`: the server cannot be seen admitting a request, so the record's admission time stays
+  unknown and queueing delay, slowdown and the longest wait are n/a (harness/metrics/latency.py
+  `admission_unseen`), not 0 (they were once the send time taken as admission).
 - `TokenEvent`: one per output token, stamped with `time.perf_counter()` when the network read that
   carried it arrived. A chunk that carries several tokens (its `token_ids`, or a running usage total)
   gives several events with the same time. Without either, a chunk with content counts as one token.
@@ -39,7 +40,6 @@ from yarl import URL
 
 from engines.api import (
     REPLICA_HEADER,
-    AdmitEvent,
     Engine,
     EngineEvent,
     FinishEvent,
@@ -234,7 +234,7 @@ class HttpEngine(Engine):
         chat = self._chat
         perf_counter = time.perf_counter
         try:
-            response, t_sent = await self._open(request, flight)
+            response, _ = await self._open(request, flight)  # its send time is no admission time
             stream.responded = True
             stream.replica = response.headers.get(REPLICA_HEADER)  # behind a router: which replica answered
             if response.content_type == "application/json":
@@ -243,7 +243,6 @@ class HttpEngine(Engine):
                     f"HTTP {response.status} with one JSON body, not an event "
                     "stream: the server ignored stream=true, so its tokens have no times",
                 )
-            yield AdmitEvent(rid, t_sent)
             if flight.aborted:
                 raise _Aborted
             decoder = SSEDecoder()
@@ -260,6 +259,8 @@ class HttpEngine(Engine):
                     data = event.data
                     if fast and is_plain_token_chunk(data, chat):
                         stream.last_token_time = now
+                        # a content token: tokens the usage adds later are on its channel, not a reasoning one's
+                        stream.last_reasoning = False
                         stream.count += 1
                         yield TokenEvent(rid, -1, stream.count - 1, now)
                         if flight.aborted:

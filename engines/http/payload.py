@@ -157,7 +157,9 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
         if isinstance(text, str):
             info.content = text
         info.reasoning = thought is not None and not text  # a chunk with both is content: the answer has begun
-        if ids is None and (text or thought):  # one chunk = one token unless the server says how many
+        # one chunk = one token unless the server says how many; a reasoning key even with "" is a token (batchmark
+        # serve names a reasoning token's channel before its text is complete: it was counted only from usage)
+        if ids is None and (text or thought is not None):
             info.tokens = 1
         reason = choice.get("finish_reason")
         if reason is not None and not isinstance(reason, str):

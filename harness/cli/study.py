@@ -73,10 +73,11 @@ def study_command(args: argparse.Namespace) -> int:
         raise HarnessInputError(f"study {plan.path}: {estimate}: more than {MAX_UNITS} units; add --yes to run it")
     print(f"estimate: {estimate}", flush=True)
     workload = load_workload(plan.workload, **{**plan.workload_options, "seed": plan.seed})
-    from harness.loadgen.classes import check_request_classes
+    from harness.loadgen.classes import check_request_classes, run_classes
     from harness.metrics.slo_classes import parse_slo_class
 
-    check_request_classes(workload, [parse_slo_class(text) for text in plan.slo_classes])  # before any unit
+    classes, _ = run_classes(workload, [parse_slo_class(text) for text in plan.slo_classes])
+    check_request_classes(workload, classes)  # before any unit
     last = max((r.arrival_s for r in workload.requests), default=0.0)
     for window in plan.slices:  # an empty slice has no metrics to compare: every verdict would be n/a
         if not any(window.start_s <= r.arrival_s < window.end_s for r in workload.requests):

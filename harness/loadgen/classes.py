@@ -25,8 +25,29 @@ from typing import Any
 from harness.engine_specs import ADMISSION_HEADROOM
 from harness.errors import HarnessInputError
 from harness.loadgen.scenarios import Scheduled
-from harness.metrics.slo import SLO
+from harness.metrics.slo import SLO, describe_limits
 from harness.metrics.slo_classes import SLOClass
+
+
+def run_classes(workload: Any, cli: Sequence[SLOClass]) -> tuple[tuple[SLOClass, ...], list[str]]:
+    """The classes a run uses and notes on them: the spec's `[[slo_classes]]` in its order, a `--slo-class` of
+    the same name taking its place with the CLI's targets (said in a note: the CLI overrides the spec, as a
+    workload flag does), then the CLI's other classes in their order."""
+    given = {c.name: c for c in cli}
+    out: list[SLOClass] = []
+    notes: list[str] = []
+    for targets in getattr(workload, "slo_classes", ()):
+        spec = SLOClass.of(targets)
+        if spec.name in given:
+            cls = given.pop(spec.name)
+            out.append(replace(cls, source=f"--slo-class (overrides {spec.source})"))
+            notes.append(
+                f"--slo-class {cls.name} overrides the spec's targets ({describe_limits(spec.slo.to_json())}, "
+                f"{spec.source}) with {describe_limits(cls.slo.to_json())}"
+            )
+        else:
+            out.append(spec)
+    return (*out, *given.values()), notes
 
 
 def check_request_classes(workload: Any, classes: Sequence[SLOClass]) -> list[str]:
@@ -36,12 +57,15 @@ def check_request_classes(workload: Any, classes: Sequence[SLOClass]) -> list[st
     if not named:
         return []
     if not classes:
-        return [f"the workload names SLO classes ({', '.join(named)}) but no --slo-class gives their targets: unused"]
+        return [
+            f"the workload names SLO classes ({', '.join(named)}) but neither --slo-class nor the spec's "
+            "[[slo_classes]] gives their targets: unused"
+        ]
     defined = [c.name for c in classes]
     for name in named:
         if name not in defined:
             where = workload.class_sources.get(name, f"workload {workload.name}: slo_class")
-            raise HarnessInputError(f"{where}: unknown SLO class {name!r}; --slo-class defines {', '.join(defined)}")
+            raise HarnessInputError(f"{where}: unknown SLO class {name!r}; the run defines {', '.join(defined)}")
     return []
 
 

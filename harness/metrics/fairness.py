@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.frame import flatten_token_times
-from harness.metrics.latency import done_time, request_latencies
+from harness.metrics.latency import admission_unseen, done_time, request_latencies
 
 INPUT_WEIGHT = 1.0
 OUTPUT_WEIGHT = 2.0
@@ -205,6 +205,9 @@ def starvation(records: pd.DataFrame) -> dict[str, Any]:
         "never_admitted": int(never.sum()),
         "never_admitted_max_wait_s": None,
     }
+    unseen = admission_unseen(records)
+    if unseen:  # no admission was seen: "never admitted" would count every request
+        return {**out, "never_admitted": None, "measured": False, "reason": unseen}
     if wait.notna().any():
         i = wait.idxmax()
         out.update(

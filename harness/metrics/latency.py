@@ -22,6 +22,8 @@ lower bounds where a censored value reaches them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -42,6 +44,30 @@ LATENCY_COLUMNS = (
     "normalized_latency",
     "slowdown",
 )
+
+
+# Figures that need the engine's admission time: n/a (null, with this reason) where the engine cannot see it
+QUEUEING_METRICS = ("queue_delay", "queue_delay_sent", "slowdown")
+ADMISSION_UNSEEN = (
+    "the engine cannot see when the server admitted a request (an HTTP target: a client sees only the send and "
+    "the tokens), so queueing delay, slowdown and the longest wait are unknown"
+)
+
+
+def admission_unseen(records: pd.DataFrame) -> str | None:
+    """ADMISSION_UNSEEN when some request has a first token (so it was admitted) but no admission time: its
+    engine reports none (an HTTP target, an imported result); None when every admission was seen. Queueing
+    figures are then n/a with this reason, never the send time taken as admission (0 queueing)."""
+    return ADMISSION_UNSEEN if (records["t_admitted"].isna() & records["t_first_token"].notna()).any() else None
+
+
+def describe_unseen(summary: dict[str, Any]) -> str:
+    """The line the console, summary.md and the report print for a run whose queueing was not measured; ""
+    for one whose was."""
+    block = (summary.get("latency") or {}).get("queue_delay") or {}
+    if block.get("measured") is not False:
+        return ""
+    return f"queueing delay, slowdown and the longest wait n/a: {block.get('reason')}"
 
 
 def succeeded(records: pd.DataFrame) -> pd.Series:

@@ -7,7 +7,6 @@ class against its own targets (attainment and goodput with intervals, the bindin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,39 +18,32 @@ from harness.metrics.intervals import wilson
 from harness.metrics.slo import SLO, describe_limits, goodput
 from harness.metrics.stats import scipy_stats
 from harness.metrics.throughput import steady_window
-
-_FIELDS = ("ttft_ms", "tpot_ms", "e2e_ms")
+from workloads.errors import WorkloadError
+from workloads.slo_targets import ClassTargets, class_targets
 
 
 @dataclass(frozen=True)
 class SLOClass:
     name: str
     slo: SLO
+    source: str = "--slo-class"  # where its targets were given: "--slo-class" or a spec's "FILE:LINE"
+
+    @staticmethod
+    def of(targets: ClassTargets) -> SLOClass:
+        return SLOClass(targets.name, SLO(targets.ttft_s, targets.tpot_s, targets.e2e_s), targets.source)
 
 
 def parse_slo_class(text: str) -> SLOClass:
-    """One `--slo-class` value; HarnessInputError (one line) when malformed, unknown, NaN or non-positive."""
+    """One `--slo-class` value; HarnessInputError (one line) when malformed, unknown, NaN or non-positive (the
+    fields and checks are a spec's too: workloads/slo_targets.py)."""
     name, sep, body = text.partition(":")
     if not sep or not name.strip() or not body.strip():
         raise HarnessInputError(f"--slo-class {text!r}: expected NAME:ttft_ms=...,tpot_ms=...,e2e_ms=...")
-    targets: dict[str, float] = {}
-    for part in body.split(","):
-        key, eq, value = part.partition("=")
-        key = key.strip()
-        if not eq or key not in _FIELDS:
-            raise HarnessInputError(f"--slo-class {name}: unknown field {key!r} (expected one of {', '.join(_FIELDS)})")
-        if key in targets:  # the last would silently win: which one the user meant is unknowable
-            raise HarnessInputError(f"--slo-class {name}: {key} given twice")
-        try:
-            number = float(value)
-        except ValueError:
-            raise HarnessInputError(f"--slo-class {name}: {key}={value!r} is not a number") from None
-        # NaN would compare False everywhere and silently fail every request; refuse it.
-        if not math.isfinite(number) or number <= 0:
-            raise HarnessInputError(f"--slo-class {name}: {key}={value!r} must be a positive finite number")
-        targets[key] = number / 1e3
-    slo = SLO(ttft_s=targets.get("ttft_ms"), tpot_s=targets.get("tpot_ms"), e2e_s=targets.get("e2e_ms"))
-    return SLOClass(name=name.strip(), slo=slo)
+    items = [(key.strip(), value) for key, _, value in (part.partition("=") for part in body.split(","))]
+    try:
+        return SLOClass.of(class_targets(name.strip(), items, "--slo-class", text=True))
+    except WorkloadError as exc:
+        raise HarnessInputError(f"--slo-class {name.strip()}: {exc.what}") from None
 
 
 # -- per-class attainment and goodput -----------------------------------------------------------------

@@ -22,6 +22,8 @@ from harness.metrics.jobs import JOB_PERCENTILES, job_completion
 from harness.metrics.latency import (
     CENSORED_METRICS,
     LATENCY_COLUMNS,
+    QUEUEING_METRICS,
+    admission_unseen,
     inter_token_latencies,
     request_latencies,
     succeeded,
@@ -119,6 +121,9 @@ def summarize(
     for m in CENSORED_METRICS:  # requests cut off while they waited count, as lower bounds (harness.metrics.latency)
         latency[m] = describe(lat[f"{m}_or_wait"], censored=lat[f"{m}_censored"], **stats_kw)
     latency["itl"] = describe(inter_token_latencies(records), **stats_kw)
+    unseen = admission_unseen(records)
+    for m in QUEUEING_METRICS if unseen else ():  # null, not the send time taken as admission (0 queueing)
+        latency[m].update(measured=False, reason=unseen)
     slo_result = goodput(records, slo, warmup_fraction=warmup_fraction)
     wall, wall_source = _wall_time(records, steps, wall_time_s)
     run_cost = cost(

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.fairness import INPUT_WEIGHT, OUTPUT_WEIGHT, backlog_intervals, service_events
-from harness.metrics.latency import done_time
+from harness.metrics.latency import admission_unseen, done_time
 from harness.metrics.slo import SLO
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
@@ -149,7 +149,10 @@ def _leave_times(records: pd.DataFrame) -> np.ndarray:
 
 
 def longest_wait(records: pd.DataFrame, t: np.ndarray) -> np.ndarray:
-    """The longest wait, at each time of `t`, of a request that had arrived and was not yet admitted."""
+    """The longest wait, at each time of `t`, of a request that had arrived and was not yet admitted; NaN where
+    the engine cannot see admission (`admission_unseen`: the wait would end at the send)."""
+    if admission_unseen(records):
+        return np.full(t.size, np.nan)
     sched = records["t_scheduled"].to_numpy(dtype=np.float64)
     leave = _leave_times(records)
     order = np.argsort(leave, kind="stable")
@@ -268,6 +271,8 @@ def early_warnings(
             "peak": float(np.nanmax(values)) if np.isfinite(values).any() else None,
             "measured": bool(np.isfinite(values).any()),
         }
+        if name == "longest_wait" and (unseen := admission_unseen(records)):
+            entry["reason"] = unseen
         if name == "vtc_gap" and when is not None:
             entry["least_served_tenant"] = timeline.loc[timeline["t"] == when, "least_served_tenant"].iloc[0]
         if name == "longest_wait" and when is not None:

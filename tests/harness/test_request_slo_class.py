@@ -103,7 +103,7 @@ def test_an_unknown_class_is_one_line_at_its_source_before_any_work(
     code, out = _run(tmp_path, path, *CLASSES)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert f"{tmp_path / where}: unknown SLO class 'platinum'; --slo-class defines gold, bronze" in err, err
+    assert f"{tmp_path / where}: unknown SLO class 'platinum'; the run defines gold, bronze" in err, err
     assert not out.exists()
 
 
@@ -114,7 +114,7 @@ def test_classes_named_without_slo_class_flags_are_unused_and_said(
     trace.write_text(TRACE)
     code, out = _run(tmp_path, trace)
     assert code == 0
-    assert "names SLO classes (bronze, gold) but no --slo-class" in capsys.readouterr().out
+    assert "names SLO classes (bronze, gold) but neither --slo-class" in capsys.readouterr().out
     assert {r["slo_class"] for r in _records(out).values()} == {None}
 
 

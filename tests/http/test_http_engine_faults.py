@@ -222,23 +222,20 @@ def test_mixed_faults_in_one_open_loop_run(faulty):
     assert outcome.errors == sum(1 for r in records if r.error_type)
 
 
-def test_admit_event_is_the_send_time(faulty):
+def test_no_admit_event_the_server_is_not_seen_admitting(faulty):
+    """The send time is no admission time: an HTTP engine reports none, so queueing is n/a, not 0."""
+
     async def go():
         eng = engine(faulty)
         await eng.start()
         try:
-            before = time.perf_counter()
-            events = await collect(eng, request("slow_ok"))
-            return before, events
+            return await collect(eng, request("slow_ok"))
         finally:
             await eng.stop()
 
-    before, events = run(go())
-    admit = events[0]
-    assert isinstance(admit, AdmitEvent)
-    first_token = next(e for e in events if isinstance(e, TokenEvent))
-    assert before <= admit.time < first_token.time
-    assert first_token.time - admit.time >= 0.05  # the server's 50 ms before answering is in TTFT, not before admit
+    events = run(go())
+    assert not any(isinstance(e, AdmitEvent) for e in events)
+    assert any(isinstance(e, TokenEvent) for e in events) and isinstance(events[-1], FinishEvent)
 
 
 def test_describe_never_shows_the_api_key():

@@ -35,6 +35,9 @@ def _chat(delta: dict) -> bytes:
         (_chat({"content": "Hi", "reasoning_content": None}), True, 1, False),
         (_chat({"content": "Hi", "reasoning_content": "so"}), True, 1, False),  # both: the answer has begun
         (_chat({"role": "assistant", "content": ""}), True, 0, False),
+        (_chat({"reasoning_content": ""}), True, 1, True),  # a reasoning token whose text is not complete yet
+        (json.dumps({"choices": [{"text": "", "reasoning_content": "", "finish_reason": None}]}).encode(), False, 1,
+         True),  # the same in batchmark serve's completions
         (json.dumps({"choices": [{"delta": {"reasoning_content": ""}, "token_ids": [7], "finish_reason": None}]})
          .encode(), True, 1, True),  # a token whose text ends a character later: its channel is still named
         (json.dumps({"choices": [{"text": "", "reasoning_content": "x", "finish_reason": None}]}).encode(), False, 1,

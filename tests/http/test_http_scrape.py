@@ -71,12 +71,35 @@ def test_hit_rate_and_warnings_come_from_the_server_series(scraped):
 def test_scrape_off_writes_no_series_and_says_n_a(server, tmp_path, capsys):
     assert _run(tmp_path, server.url, "--scrape", "off", requests="2") == 0
     assert not (tmp_path / "server").exists()
-    line = next(x for x in capsys.readouterr().out.splitlines() if "prefix cache hit rate" in x)
+    said = capsys.readouterr().out
+    line = next(x for x in said.splitlines() if "prefix cache hit rate" in x)
     assert "n/a (no scrape of the server" in line and "0.0%" not in line.split("(")[0]
+    assert "http: queueing delay, slowdown and the longest wait n/a: the engine cannot see when the server" in said
     # a client sees no preemption: unknown per request and in the summary, never 0 (issue #33 audit)
     records = [json.loads(row) for row in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert [r["preemptions"] for r in records] == [None, None]
     assert json.loads((tmp_path / "metrics.json").read_text())["engines"]["http"]["requests"]["preemptions"] is None
+
+
+def test_an_http_targets_queueing_is_n_a_with_the_reason(scraped, capsys):
+    """A client cannot see the server admit a request: queueing delay, slowdown, the longest wait and starvation
+    are n/a with the reason (they were the send time taken as admission: 'measured', about 0)."""
+    from reports.markdown import markdown_summary
+    from reports.report import build_report
+
+    summary = json.loads((scraped / "metrics.json").read_text())["engines"]["http"]
+    for metric in ("queue_delay", "queue_delay_sent", "slowdown"):
+        block = summary["latency"][metric]
+        assert block["measured"] is False and "cannot see when the server admitted" in block["reason"]
+        assert block["count"] == 0 and block["percentiles"]["p50"]["value"] is None
+    wait = summary["warnings"]["signals"]["longest_wait"]
+    assert wait["measured"] is False and wait["peak"] is None and "cannot see" in wait["reason"]
+    starving = summary["fairness"]["starvation"]
+    assert starving["never_admitted"] is None and starving["max_queue_delay_s"] is None and not starving["measured"]
+    assert all(row["max_queue_delay"] is None for row in summary["tenants"].values())
+    assert "queueing delay, slowdown and the longest wait n/a: the engine cannot see" in markdown_summary(scraped)
+    html = build_report([scraped])
+    assert "queueing delay, slowdown and the longest wait n/a" in html and 'title="the engine cannot see' in html
 
 
 def test_unreachable_scrape_url_is_one_line_exit_2(server, tmp_path, capsys):

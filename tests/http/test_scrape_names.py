@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engines.http.scrape_names import ScrapeParseError, parse_prometheus, server_fields, spec_decode
@@ -35,6 +37,14 @@ def test_sglang_and_tgi_names():
     assert sglang == {"running": 2.0, "waiting": 9.0, "kv_usage": 0.5}
     tgi = server_fields(parse_prometheus("tgi_batch_current_size 4\ntgi_queue_size 1\n"))
     assert tgi == {"running": 4.0, "waiting": 1.0}  # TGI says nothing of KV use: absent, not 0
+
+
+def test_sglang_names_in_a_real_sglang_metrics_text():
+    """SGLang v0.5.10's /metrics as DataDog's integration tests it (tests/fixtures/sglang/SOURCE.md): the name map
+    reads its running, queued and KV-use gauges, labelled by model and tp rank; it has no preemption counter and
+    batchmark reads no prefix counter of it (`sglang:cached_tokens_total` is not mapped), so both are absent."""
+    text = (Path(__file__).parent.parent / "fixtures" / "sglang" / "metrics-after-one-request.prom").read_text()
+    assert server_fields(parse_prometheus(text)) == {"running": 0.0, "waiting": 0.0, "kv_usage": 0.25}
 
 
 def test_spec_decode_from_counter_deltas():

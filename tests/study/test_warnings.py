@@ -66,7 +66,8 @@ def test_the_streaming_monitor_agrees_with_the_table(overload_run: Path) -> None
 
 def test_longest_wait_counts_only_requests_not_yet_admitted() -> None:
     records = pd.DataFrame({"t_scheduled": [0.0, 1.0], "t_admitted": [5.0, 1.5], "t_finish": [6.0, 2.0],
-                            "token_times": [[5.5], [1.8]], "t_sent": [0.0, 1.0]})  # fmt: skip
+                            "token_times": [[5.5], [1.8]], "t_first_token": [5.5, 1.8],
+                            "t_sent": [0.0, 1.0]})  # fmt: skip
     waits = longest_wait(records, np.array([1.2, 4.0, 5.0, 7.0]))
     assert waits.tolist() == pytest.approx([1.2, 4.0, 0.0, 0.0])
 

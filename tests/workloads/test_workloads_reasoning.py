@@ -36,10 +36,43 @@ def test_a_tenant_draws_reasoning_after_its_lengths_so_they_do_not_change(write:
     assert to_requests(from_requests(thinking.requests)) == thinking.requests  # transforms keep the field
 
 
-def test_a_bad_reasoning_distribution_names_its_line(write: Write) -> None:
-    path = write("bad.toml", SPEC.format(extra="reasoning_tokens = -3"))
-    with pytest.raises(WorkloadError, match=r"bad.toml:7: tenants\[0\].reasoning_tokens.value: expected an integer"):
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("reasoning_tokens = -3", r"bad.toml:7: tenants\[0\].reasoning_tokens.value: expected an integer >= 0"),
+        ("reasoning_tokens = nan", r"bad.toml:7: tenants\[0\].reasoning_tokens: expected a token count"),
+        ('reasoning_tokens = { dist = "uniform", low = -1, high = 4 }', r"reasoning_tokens.low: expected an integer"),
+        (
+            'reasoning_tokens = { dist = "normal", mean = nan, std = 1 }',
+            r"reasoning_tokens.mean: expected a number > 0, found nan",
+        ),
+        ('reasoning_tokens = { dist = "uniform", low = 5, high = 0 }', r"reasoning_tokens.high: high \(0\) is below"),
+    ],
+)
+def test_a_bad_reasoning_distribution_names_its_line(write: Write, extra: str, said: str) -> None:
+    path = write("bad.toml", SPEC.format(extra=extra))
+    with pytest.raises(WorkloadError, match=said):
         load_workload(str(path))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        'reasoning_tokens = { dist = "uniform", low = 0, high = 8 }',
+        'reasoning_tokens = { dist = "mixture", components = [{ weight = 1, dist = "fixed", value = 0 }, '
+        '{ weight = 1, dist = "fixed", value = 6 }] }',
+        'reasoning_tokens = { dist = "normal", mean = 2, std = 4, min = 0 }',
+    ],
+)
+def test_one_tenant_mixes_plain_and_reasoning_requests(write: Write, extra: str) -> None:
+    """0 reasoning tokens is a plain request: a tenant's distribution may draw it (it drew at least 1 before)."""
+    w = load_workload(str(write("mix.toml", SPEC.format(extra=extra))))
+    drawn = [r.reasoning_tokens for r in w.requests]
+    assert min(drawn) == 0 and max(drawn) > 0 and all(x >= 0 for x in drawn)
+    assert (
+        load_workload(str(write("zero.toml", SPEC.format(extra="reasoning_tokens = 0")))).requests[0].reasoning_tokens
+        == 0
+    )
 
 
 def test_a_canonical_trace_carries_reasoning_per_request(write: Write) -> None:
