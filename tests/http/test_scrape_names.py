@@ -47,6 +47,15 @@ def test_sglang_names_in_a_real_sglang_metrics_text():
     assert server_fields(parse_prometheus(text)) == {"running": 0.0, "waiting": 0.0, "kv_usage": 0.25}
 
 
+def test_tgi_names_in_a_real_tgi_metrics_text():
+    """The head of a TGI /metrics text from DataDog's TGI integration tests (tests/fixtures/tgi/SOURCE.md): the name
+    map reads its batch size and queue gauges; TGI exposes no KV-use, preemption or prefix gauge, so those are
+    absent, not 0. The text's own request counters (111 requests, 2 refused) are not fields batchmark reads."""
+    text = (Path(__file__).parent.parent / "fixtures" / "tgi" / "metrics-head.prom").read_text()
+    samples = parse_prometheus(text)
+    assert server_fields(samples) == {"running": 0.0, "waiting": 0.0}
+
+
 def test_spec_decode_from_counter_deltas():
     start = server_fields(parse_prometheus(VLLM))
     end = dict(start, spec_drafts=20.0, spec_draft_tokens=60.0, spec_accepted_tokens=30.0)
