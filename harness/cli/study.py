@@ -126,8 +126,8 @@ def study_command(args: argparse.Namespace) -> int:
         results = execute(units, map_fn=executor_map(executor, cpus), on_result=progress)
     mark_pairings(results)  # which arms' trials replayed the baseline's schedule (the judge's pairing)
     verdict = decide(plan, results, metrics)
-    verdict["flags"] = study_flags(plan, arms, workload, results, units[0].slo_ttft_s, units[0].slo_tpot_s)
-    verdict["classes"] = class_panels(results, [parse_slo_class(text).name for text in plan.slo_classes])
+    verdict["flags"] = study_flags(plan, arms, workload, results, units[0].slo_ttft_s, units[0].slo_tpot_s, classes)
+    verdict["classes"] = class_panels(results, [c.name for c in classes])  # the spec's and the plan's
     save_json(out / "study.json", _document(plan, arms, results, verdict, manifest))
     from harness.study.table import format_study
 

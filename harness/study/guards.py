@@ -46,10 +46,19 @@ def _policy(arm: Arm, tenants: set[str], priorities: set[int]) -> str:
     return policy
 
 
-def _known_noop(plan: StudyPlan, arms: dict[str, Arm], workload: Any) -> dict[str, str]:
-    """variant -> why it changes no request's treatment, decided from the plan and the workload alone."""
+def _priorities(workload: Any, classes: Sequence[Any]) -> set[int]:
+    """The priorities the units serve: with SLO classes each request's class rank (unclassed last), as
+    harness/loadgen/classes.py `apply_classes` sets them; without, the workload's own."""
+    if not classes:
+        return {r.priority for r in workload.requests}
+    rank = {c.name: i for i, c in enumerate(classes)}
+    return {rank.get(r.slo_class if r.slo_class is not None else r.tenant, len(classes)) for r in workload.requests}
+
+
+def _known_noop(plan: StudyPlan, arms: dict[str, Arm], workload: Any, classes: Sequence[Any]) -> dict[str, str]:
+    """variant -> why it changes no request's treatment, decided from the plan, the workload and its classes."""
     tenants = {r.tenant for r in workload.requests}
-    priorities = {r.priority for r in workload.requests}
+    priorities = _priorities(workload, classes)
     out = {}
     for v in plan.variants:
         arm, base = arms[v.name], arms[v.base or "baseline"]
@@ -100,10 +109,12 @@ def study_flags(
     results: Sequence[dict[str, Any]],
     slo_ttft_s: float,
     slo_tpot_s: float,
+    classes: Sequence[Any] = (),
 ) -> list[str]:
-    """Every flag of a finished study, as sentences (empty: nothing to flag)."""
+    """Every flag of a finished study, as sentences (empty: nothing to flag). `classes`: the SLO classes the
+    units ran with (the spec's and the plan's, harness/loadgen/classes.py `run_classes`)."""
     by_name = {a.name: a for a in arms}
-    known = _known_noop(plan, by_name, workload)
+    known = _known_noop(plan, by_name, workload, classes)
     flags = [f"variant {name} changes no request's treatment: {why}" for name, why in known.items()]
     for name in _seen_noop(plan, results):
         if name not in known:

@@ -94,7 +94,9 @@ def slice_workload(workload: Any, window: Slice, load: float = 1.0, keep: Callab
         if window.start_s <= r.arrival_s < window.end_s and (keep is None or keep(r.tenant))
     ]
     spec = {**workload.spec, "study_slice": [window.start_s, window.end_s], "load": load}
-    return Workload(f"{workload.name}[{window.name}]", requests, spec, list(workload.notes))
+    # the classes travel with the slice: a spec's [[slo_classes]] rank its requests in every unit, as in a run
+    return Workload(f"{workload.name}[{window.name}]", requests, spec, list(workload.notes),
+                    class_sources=dict(workload.class_sources), slo_classes=workload.slo_classes)  # fmt: skip
 
 
 def run_unit(unit: Unit) -> dict[str, Any]:

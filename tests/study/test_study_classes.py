@@ -74,6 +74,42 @@ def test_per_class_panels_per_arm_with_intervals(tmp_path: Path, capsys: pytest.
     assert "per SLO class" in console and "interactive" in console and "attainment" in console
     html = (out / "study.html").read_text()
     assert 'id="classes"' in html and "goodput (steady)" in html and "over trials" in html
+    # the classes rank the requests, so the priority variant changes their order: no "changes nothing" flag
+    assert "changes no request's treatment" not in console
+
+
+SPEC_CLASSES = """[[slo_classes]]
+name = "interactive"
+ttft_ms = 1000
+
+[[slo_classes]]
+name = "batch"
+ttft_ms = 30000
+
+"""
+
+
+def test_classes_from_the_workload_spec_alone_rank_and_get_panels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spec's [[slo_classes]] with a plan that defines none: every unit ranks its requests by them (the slice
+    keeps the spec's classes) and the study shows their panels, the same figures as the plan giving them."""
+    head, tenants = WORKLOAD.format(cls="interactive").split("\n", 1)  # top-level keys come before any table
+    (tmp_path / "two.toml").write_text(f"{head}\n{SPEC_CLASSES}{tenants}")
+    plan = PLAN.format().replace('slo_classes = ["interactive:ttft_ms=1000", "batch:ttft_ms=30000"]\n', "")
+    assert "slo_classes" not in plan
+    (tmp_path / "plan.toml").write_text(plan)
+    out = tmp_path / "out"
+    assert main(["study", str(tmp_path / "plan.toml"), "--out", str(out)]) == 0
+    console = capsys.readouterr().out
+    assert "changes no request's treatment" not in console
+    spec_panels = json.loads((out / "study.json").read_text())["verdict"]["classes"]
+    assert set(spec_panels["tuning"]) == {"interactive", "batch"}
+    (tmp_path / "plan-given").mkdir()
+    code, plan_out = _study(tmp_path / "plan-given", "interactive")
+    assert code == 0
+    plan_panels = json.loads((plan_out / "study.json").read_text())["verdict"]["classes"]
+    assert spec_panels == plan_panels
 
 
 def test_a_class_the_plan_does_not_define_stops_the_study_first(
