@@ -203,7 +203,9 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
             raise fail(path, f"line {n}: field metrics.time_to_first_token", "missing (a non-streaming run?)")
         rec, many = streamed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, ttft=ttft,
                              gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
-                             tokens=count.tokens or 0, finish=finish)  # fmt: skip
+                             tokens=count.tokens or 0, finish=finish, path=path,
+                             fields=(f"line {n}: field metrics.time_to_first_token",
+                                     f"line {n}: field metrics.inter_chunk_latency"))  # fmt: skip
         records.append(rec)
         multi += many
         used.append(count)
