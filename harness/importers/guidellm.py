@@ -310,6 +310,7 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str, scena
             times = spread_evenly(
                 first - t0, (last if last is not None else first) - t0, int(t.get("token_iterations") or tokens), tokens
             )
+        if failure is None:  # a failed request's token times are dropped, so only a success's must be whole
             at_t = f"field {at}.info.timings"
             within_request(path, times, sent, None if end is None else end - t0,
                            (f"{at_t}.first_token_iteration", f"{at_t}.last_token_iteration"))  # fmt: skip
