@@ -314,6 +314,7 @@ BAD = [
     (BR, _set("scenario", "load", "standardized", "concurrency", value=2.5),
      "field scenario.load.standardized.concurrency: expected a whole number of users up to 1048576"),
     (BR, _set("scenario", "load", "standardized", "concurrency", value=1e300), "concurrency: expected a whole number"),
+    (AIPERF_JSON, _set("time_to_first_token", value=[1, 2]), "field time_to_first_token: expected a dictionary"),
     (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=1e30),
      "line 2: field metrics.time_to_first_token: 1e+27 s after the first request"),
     (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=5000.0),
