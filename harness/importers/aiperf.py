@@ -166,9 +166,11 @@ def looks_like_jsonl(first: Any) -> bool:
 
 
 def looks_like_json(data: Any) -> bool:
+    """Either metric block as a dictionary: a file with one of them mistyped is still AIPerf's, and its
+    validation then names the field."""
     blocks = data.get("records", data) if isinstance(data, dict) else None
-    return isinstance(blocks, dict) and isinstance(
-        blocks.get("time_to_first_token", blocks.get("request_latency")), dict
+    return isinstance(blocks, dict) and any(
+        isinstance(blocks.get(name), dict) for name in ("time_to_first_token", "request_latency")
     )
 
 
@@ -203,7 +205,9 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
             raise fail(path, f"line {n}: field metrics.time_to_first_token", "missing (a non-streaming run?)")
         rec, many = streamed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, ttft=ttft,
                              gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
-                             tokens=count.tokens or 0, finish=finish)  # fmt: skip
+                             tokens=count.tokens or 0, finish=finish, path=path,
+                             fields=(f"line {n}: field metrics.time_to_first_token",
+                                     f"line {n}: field metrics.inter_chunk_latency"))  # fmt: skip
         records.append(rec)
         multi += many
         used.append(count)

@@ -87,6 +87,30 @@ def in_span(seconds: float, path: Path, where: str) -> float:
     return seconds
 
 
+# Slack for a token time past its request's end: the tools sum float chunk gaps, and AIPerf and GuideLLM stamp
+# the end after the last chunk, so a real file's last token lands at or a hair before the end.
+END_SLACK_S = 1e-3
+
+
+def within_request(path: Path, times: list[float], sent: float, finish: float | None, fields: tuple[str, str]) -> None:
+    """Refuse token times outside their request (a first token before the send, a token after the end, or past
+    ten years): they would make a TTFT longer than the E2E and a negative TPOT, or an inf mean. `fields` names
+    the file's fields the first and the last token time came from."""
+    if not times:
+        return
+    first, last = fields
+    if times[0] < sent - END_SLACK_S:
+        raise fail(path, first, f"the first token {sent - times[0]:.6g} s before the send: expected after it")
+    if times[-1] < times[0] - END_SLACK_S:
+        raise fail(path, last, f"the last token {times[0] - times[-1]:.6g} s before the first: expected after it")
+    in_span(times[0], path, first)
+    in_span(times[-1], path, last)
+    if finish is not None and times[-1] > finish + END_SLACK_S:
+        which, where, t = ("the first", first, times[0]) if times[0] > finish + END_SLACK_S else ("a", last, times[-1])
+        raise fail(path, where, f"{which} token {t - sent:.6g} s after the send, past the request's end "
+                                f"({finish - sent:.6g} s): expected within the request")  # fmt: skip
+
+
 def number(value: Any, path: Path, where: str, *, optional: bool = False) -> float | None:
     if value is None and optional:
         return None
@@ -167,13 +191,16 @@ def record(
 
 
 def streamed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, ttft: float,
-             gaps: list[float], tokens: int, finish: float | None) -> tuple[RequestRecord, bool]:  # fmt: skip
+             gaps: list[float], tokens: int, finish: float | None, path: Path,
+             fields: tuple[str, str]) -> tuple[RequestRecord, bool]:  # fmt: skip
     """A record from a streaming tool's chunk timings (first chunk `ttft` after the send, then `gaps`), and
-    whether it streamed more tokens than chunks (its tokens then share their chunks' times)."""
+    whether it streamed more tokens than chunks (its tokens then share their chunks' times). `fields`: the
+    file's fields of the TTFT and the gaps, named when a time falls outside the request."""
     chunks = [sent + ttft]
     for gap in gaps:
         chunks.append(chunks[-1] + gap)
     times = spread_over_chunks(chunks, tokens)
+    within_request(path, times, sent, finish, fields)
     rec = record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=times,
                  finish=finish)  # fmt: skip
     return rec, tokens > len(chunks)

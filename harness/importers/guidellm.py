@@ -35,6 +35,7 @@ from harness.importers.common import (
     number,
     record,
     spread_evenly,
+    within_request,
 )
 from harness.importers.schema import (
     Clock,
@@ -44,6 +45,7 @@ from harness.importers.schema import (
     Positive,
     PromptTokens,
     Seconds,
+    Users,
     check_total_tokens,
     validated,
 )
@@ -117,8 +119,8 @@ class Metrics(Doc):
 class Strategy(Doc):
     type_: str | None = None
     rate: Positive | None = None
-    streams: Count | None = None
-    max_concurrency: Count | None = None
+    streams: Users | None = None
+    max_concurrency: Users | None = None
 
 
 class Config(Doc):
@@ -308,6 +310,10 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str, scena
             times = spread_evenly(
                 first - t0, (last if last is not None else first) - t0, int(t.get("token_iterations") or tokens), tokens
             )
+        if failure is None:  # a failed request's token times are dropped, so only a success's must be whole
+            at_t = f"field {at}.info.timings"
+            within_request(path, times, sent, None if end is None else end - t0,
+                           (f"{at_t}.first_token_iteration", f"{at_t}.last_token_iteration"))  # fmt: skip
         error = str(req["info"].get("error") or "errored") if failure == "error" else None
         out.append(
             record(

@@ -23,10 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from harness.importers.common import Imported, ImportedRun, Mapping, Reported
-from harness.importers.schema import Count, Doc, Positive, Seconds, validated
+from harness.importers.schema import MAX_USERS, Count, Doc, Positive, Seconds, validated
 from harness.loadgen.scenarios import Scenario
 
 VERSION = "0.2"
@@ -123,11 +123,18 @@ class Results(Doc):
     request_performance: RequestPerformance | None = None
 
 
+def _users_or_all(value: float) -> float:
+    """A closed loop's users (a whole number, bounded as every import's users are) or infinity (all at once)."""
+    if value != float("inf") and (value != int(value) or value > MAX_USERS):
+        raise ValueError(f"a whole number of users up to {MAX_USERS}, or .inf (every request at once)")
+    return value
+
+
 class LoadStandardized(Doc):
     tool: str | None = None
     tool_version: str | None = None
     rate_qps: Positive | None = None
-    concurrency: Annotated[float, Field(strict=True, ge=1)] | None = None  # an integer, or infinity (all at once)
+    concurrency: Annotated[float, Field(strict=True, ge=1), AfterValidator(_users_or_all)] | None = None
 
 
 class Load(Doc):

@@ -32,6 +32,10 @@ Count = Annotated[int, Field(strict=True, ge=0, le=10**12)]
 Nanoseconds = Annotated[int, Field(strict=True, ge=0)]
 OutputTokens = Annotated[int, Field(strict=True, ge=0, le=MAX_OUTPUT_TOKENS)]
 PromptTokens = Annotated[int, Field(strict=True, ge=0, le=MAX_PROMPT_TOKENS)]
+# A closed loop's users (vLLM's --max-concurrency, GuideLLM's streams, llm-d's concurrency): at least one, and
+# bounded because an import assigns each request a user slot and a typo of 10^12 would exhaust memory.
+MAX_USERS = 2**20
+Users = Annotated[int, Field(strict=True, ge=1, le=MAX_USERS)]
 TimeUnit = Literal[tuple(UNITS)]  # type: ignore[valid-type]  # the units a time may be given in
 
 

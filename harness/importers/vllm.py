@@ -46,6 +46,7 @@ from harness.importers.schema import (
     Positive,
     PromptTokens,
     Seconds,
+    Users,
     check_total_tokens,
     validated,
 )
@@ -97,7 +98,7 @@ class VllmResult(Doc):
     # vLLM writes an unlimited rate as the string "inf" (an older writer's Infinity reads as float inf)
     request_rate: Annotated[float, Field(strict=True, gt=0)] | Literal["inf"] | None = None
     burstiness: Positive | None = None
-    max_concurrency: Annotated[int, Field(strict=True, ge=1)] | None = None
+    max_concurrency: Users | None = None
     request_throughput: Seconds | None = None
     request_goodput: Seconds | None = None
     output_throughput: Seconds | None = None
@@ -234,7 +235,8 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str], sce
         else:
             rec, many = streamed(label, rid, scheduled=arrivals[i], sent=sends[i], prompt_tokens=prompt,
                                  ttft=data["ttfts"][i], gaps=data["itls"][i], tokens=data["output_lens"][i],
-                                 finish=sends[i] + data["latencies"][i])  # fmt: skip
+                                 finish=sends[i] + data["latencies"][i], path=path,
+                                 fields=(f"field ttfts[{i}]", f"field itls[{i}]"))  # fmt: skip
             multi += many
         rec.user = users[i]
         records.append(rec)

@@ -295,6 +295,30 @@ BAD = [
     (GUIDELLM, _set("benchmarks", value={}), "top level: not a known tool's result: expected GuideLLM's benchmarks"),
     (AIPERF, _set(1, "metrics", "time_to_first_token", "unit", value=""), "time_to_first_token.unit: expected"),
     (AIPERF_JSON, _set("time_to_first_token", "p50", value=-1), "time_to_first_token.p50: expected greater"),
+    # issue 34's audit (docs/measurements/2026-12-06-issue-34-audit.md): a token time outside its request passed,
+    # as an inf mean TTFT, a negative TPOT or a first token after the end; a closed loop of 0 or 10^12 users
+    # passed (10^12 slots exhausted memory)
+    (VLLM, _set("ttfts", 0, value=1e300), "field ttfts[0]: 1e+300 s after the first request"),
+    (VLLM, _set("ttfts", 0, value=5.0), "field ttfts[0]: the first token 5 s after the send, past the request's end"),
+    (VLLM, _set("itls", 0, 1, value=1e300), "field itls[0]: 1e+300 s after the first request"),
+    (VLLM, _set("itls", 0, 1, value=5.0), "field itls[0]: a token"),
+    (VLLM, _set("max_concurrency", value=10**12), "field max_concurrency: expected less than or equal to 1048576"),
+    (GUIDELLM, _set("benchmarks", 0, "config", "strategy", value={"type_": "concurrent", "streams": 0}),
+     "field benchmarks[0].config.strategy.streams: expected greater than or equal to 1, got 0"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "first_token_iteration", value=1773482200.0),
+     "timings.last_token_iteration: the last token 99.4489 s before the first"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "last_token_iteration", value=1773482200.0),
+     "timings.last_token_iteration: a token 99.7496 s after the send, past the request's end"),
+    (GUIDELLM, _set(*G_REQ, "info", "timings", "request_start", value=1773482100.32),
+     "timings.first_token_iteration: the first token 0.0118678 s before the send"),
+    (BR, _set("scenario", "load", "standardized", "concurrency", value=2.5),
+     "field scenario.load.standardized.concurrency: expected a whole number of users up to 1048576"),
+    (BR, _set("scenario", "load", "standardized", "concurrency", value=1e300), "concurrency: expected a whole number"),
+    (AIPERF_JSON, _set("time_to_first_token", value=[1, 2]), "field time_to_first_token: expected a dictionary"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=1e30),
+     "line 2: field metrics.time_to_first_token: 1e+27 s after the first request"),
+    (AIPERF, _set(1, "metrics", "time_to_first_token", "value", value=5000.0),
+     "line 2: field metrics.time_to_first_token: the first token 5 s after the send, past the request's end"),
 ]
 # fmt: on
 WHOLE_FILE = [
