@@ -145,10 +145,7 @@ def calibrate(
         results.sort(key=lambda x: (x.index, KINDS.index(x.kind)))
         shown = ", ".join(f"{x['rule']}: {_pct(x['change'])} p={_num(x['p_value'])} {x['status']}" for x in r.rules)
         where = f", on {r.node}" if r.node else ""
-        log(
-            f"  {r.kind:8} pair {r.index:2d}: {'FAIL' if r.failed else 'pass'}  {shown}  "
-            f"({r.seconds:.0f} s, load {r.load_average:.1f}{where})"
-        )
+        log(f"  {r.kind:8} pair {r.index:2d}: {r.word}  {shown}  ({r.seconds:.0f} s, load {r.load_average:.1f}{where})")
         _write(out, plan, config, results)
 
     if executor is None or executor.kind == "local":

@@ -36,6 +36,8 @@ def point(e: Estimate, formatter: Callable[[Any], str]) -> str:
 
 def interval(e: Estimate, formatter: Callable[[Any], str]) -> str:
     """ "[1.0 s, 1.4 s]", "[12.3 s, unknown]" for a lower bound, or "" without one."""
+    if e.extreme_of is not None:  # the judge's bound (harness.judge.verdict): no interval to show
+        return f"(≈ the extreme of {e.extreme_of} values: unresolved)"
     if e.at_least and not fmt.missing(e.low):
         return f"[{formatter(e.low)}, unknown]"
     return fmt.ci(e.low, e.high, formatter) if e.has_ci else ""

@@ -12,7 +12,8 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn
+import warnings
+from typing import Any, NoReturn
 
 from engines import compute_threads
 from harness.errors import printable, user_errors
@@ -42,12 +43,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message: Any, category: type[Warning], *_: Any, **__: Any) -> str:
+    """A warning on the command line as one line, like an error: no source path, no quoted code line."""
+    return f"batchmark: warning: {printable(str(message))}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     # No hub access anywhere: every model and tokenizer is local.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     # before torch loads libgomp: idle OpenMP workers must not spin on a shared machine (docs/threads.md)
     compute_threads.wait_passively()
+    if argv is None:  # the command line itself (a caller of main keeps its own warning format)
+        warnings.formatwarning = _one_line_warning
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -45,6 +45,14 @@ class PairResult:
     rules: list[dict[str, Any]]
     node: str | None = None  # the cluster node that ran the pair (--executor ray); None: this machine
 
+    @property
+    def word(self) -> str:
+        """The pair's gate verdict as the gate would say it: a rule that cannot tell (or had no data) does not
+        pass the gate (exit 3), though calibration counts only regressions as alarms and detections."""
+        if self.failed:
+            return "FAIL"
+        return "cannot tell" if any(r["status"] in ("inconclusive", "no_data") for r in self.rules) else "pass"
+
 
 def rule_rows(verdict: Any) -> list[dict[str, Any]]:
     """A pair's verdict (`harness.gate.Verdict`) per rule, as `PairResult.rules` holds it."""

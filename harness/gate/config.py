@@ -7,6 +7,7 @@ its string; a setting's line by searching for `key =`.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 import typing
@@ -80,6 +81,10 @@ def settings_problem(config: GateConfig) -> tuple[str, str] | None:
     for name, bad, allowed in checks:
         if bad:
             return name, f"{getattr(config, name)!r} must be {allowed}"
+    for name in ("slo_ttft_ms", "slo_tpot_ms", "slo_e2e_ms"):  # NaN fails both comparisons
+        value = getattr(config, name)
+        if value is not None and not 0 < value < math.inf:
+            return name, f"{value!r} must be a number of milliseconds > 0"
     for rule in config.rules:
         if rule.alpha is not None and not 0 < rule.alpha <= 1:
             return "alpha", f"rule {rule.text!r}: alpha {rule.alpha!r} must be in (0, 1]"

@@ -147,8 +147,9 @@ def _decide(rule: Rule, r: RuleResult, ctx: _Context) -> RuleResult:
     elif r.status == "inconclusive":
         r.needed, r.needed_unit = _needed(rule, r, ctx, low, high)
         more = f"about {r.needed} {r.needed_unit} per side" if r.needed else "more data than is practical"
-        r.note = (f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
-                  "at the observed change and noise")  # fmt: skip
+        straddles = (f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
+                     "at the observed change and noise")  # fmt: skip
+        r.note = f"{straddles}; {r.note}" if r.note else straddles
     return r
 
 
@@ -276,6 +277,7 @@ def _latency_change(rule: Rule, ctx: _Context, rng: np.random.Generator, r: Rule
     r.change = sig.change(r.baseline, r.candidate, relative)
     q = quantile_of(stat)
     if _judge_trials(rule, ctx, r, lambda p, t: sig.stat_value(p.latency_values(metric, t), stat), f"{rule.name}"):
+        _trial_tail_note(rule, ctx, r, q)
         return
     sa, sb = sig.bootstrap_stat(a, b, stat, paired=paired, n_boot=ctx.config.n_boot, rng=rng)
     r.ci_low, r.ci_high = sig.interval(sig.change_replicates(sa, sb, relative), r.alpha)
@@ -297,6 +299,21 @@ def _unresolved(rule: Rule, r: RuleResult, q: float | None, n: int) -> bool:
     r.undecidable, r.needed, r.needed_unit = True, need, "requests"
     r.note = f"{rule.stat} of {n} values is about their extreme, not a resolved percentile: it needs {need} per side"
     return True
+
+
+def _trial_tail_note(rule: Rule, ctx: _Context, r: RuleResult, q: float | None) -> None:
+    """Judged by trials, a percentile each trial cannot resolve is a trial's extreme: the trials' noise is real,
+    so the rule is decided on it, but the note says that it judged that extreme, not a resolved percentile."""
+    if q is None or is_central(rule.stat or "mean") or ctx.trials is None or ctx.base is None:
+        return
+    sides = [(ctx.base, ctx.trials[0]), (ctx.cand, ctx.trials[1])]
+    n = min(p.latency_values(rule.metric, t).size for p, trials in sides for t in trials)
+    if tail_is_resolved(n, q):
+        return
+    need = values_to_resolve(q)
+    caveat = (f"each trial's {rule.stat} is of as few as {n} values, about their extreme: the trials judge "
+              f"that extreme, not a resolved {rule.stat} (it needs {need} values per trial)")  # fmt: skip
+    r.note = f"{r.note}; {caveat}" if r.note else caveat
 
 
 def _column(rule: Rule) -> str:

@@ -73,6 +73,7 @@ def to_markdown(verdict: Verdict) -> str:
     lines.append("")
     lines += [f"- `{r.rule}`: **no data**: {r.note}" for r in verdict.results if r.status == "no_data"]
     lines += [f"- `{r.rule}`: **cannot tell**: {r.note}" for r in verdict.results if r.status == "inconclusive"]
+    lines += [f"- `{r.rule}`: {r.note}" for r in verdict.results if r.status in ("pass", "fail") and r.note]
     lines.append("")
     lines += [f"- `{r.rule}` tests {r.quantity}" for r in verdict.results if r.quantity]
     lines.append("")

@@ -121,6 +121,9 @@ def _parse_threshold(info: MetricInfo, raw: str, text: str) -> Threshold:
     if signed and unit == "%":
         return Threshold("relative", value / 100.0, raw)
     scale = _unit_scale(info, unit, raw, text)
+    if info.unit == "share" and not (signed or 0.0 <= value * scale <= 1.0):
+        # a share lies in 0..100%: a limit outside it holds (or breaks) whatever the runs did
+        raise RuleError(f"threshold {raw!r} in {text!r}: a limit on a share lies in 0..100%", "threshold")
     return Threshold("delta" if signed else "absolute", value * scale, raw)
 
 

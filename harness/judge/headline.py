@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from harness.judge.verdict import tail_is_resolved
 from harness.metrics.intervals import Estimate, wilson
 from harness.metrics.steady_rates import EngineRunView, goodput_estimate, throughput_estimate
 
@@ -60,8 +61,13 @@ class Headline:
 
 
 def _percentile(er: LabelledRun, metric: str, label: str) -> Estimate:
-    row = (((er.summary.get("latency") or {}).get(metric) or {}).get("percentiles") or {}).get(label) or {}
-    return Estimate(row.get("value"), row.get("ci_low"), row.get("ci_high"), at_least=bool(row.get("lower_bound")))
+    block = (er.summary.get("latency") or {}).get(metric) or {}
+    row = (block.get("percentiles") or {}).get(label) or {}
+    at_least, count = bool(row.get("lower_bound")), block.get("count")
+    if count and not tail_is_resolved(int(count), float(label[1:]) / 100.0):
+        # the sample's extreme: its bootstrap interval would look tight, so it carries none and never wins clearly
+        return Estimate(row.get("value"), at_least=at_least, extreme_of=int(count))
+    return Estimate(row.get("value"), row.get("ci_low"), row.get("ci_high"), at_least=at_least)
 
 
 def headlines(series: list[LabelledRun]) -> list[Headline]:

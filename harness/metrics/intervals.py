@@ -32,6 +32,7 @@ class Estimate:
     high: float | None = None
     reason: str | None = None  # why value is None, when it is undefined rather than unknown
     at_least: bool = False  # a lower bound: requests cut off while waiting reach it (its `high` is unknown)
+    extreme_of: int | None = None  # a percentile of this few values is about their extreme: no interval
 
     @property
     def known(self) -> bool:

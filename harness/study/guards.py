@@ -121,7 +121,8 @@ def study_flags(
             base = next(v.base for v in plan.variants if v.name == name) or "baseline"
             flags.append(
                 f"variant {name} changes no request's treatment: every request was admitted, started and finished "
-                f"as under {base} in every slice and trial (the engine ignores {by_name[name].change})"
+                f"as under {base} in every slice and trial ({by_name[name].change} acted on no request here: the "
+                "engine ignores it, or no request waited long enough for it to act)"
             )
     region = _slo_region(plan, results, slo_ttft_s, slo_tpot_s)
     return [*flags, *([region] if region else [])]

@@ -186,6 +186,28 @@ def test_calibration_reports_the_noise_and_the_trials_a_gate_needs(tmp_path):
     assert all(x["trial_sd"] is not None for p in data["pairs"] for x in p["rules"])
 
 
+@pytest.mark.parametrize(
+    ("statuses", "failed", "word"),
+    [(["pass"], False, "pass"), (["pass", "inconclusive"], False, "cannot tell"), (["no_data"], False, "cannot tell"),
+     (["fail", "inconclusive"], True, "FAIL")],
+)  # fmt: skip
+def test_a_pair_line_says_cannot_tell_as_the_gate_would(statuses, failed, word):
+    """Three outcomes in calibrate's pair lines too: a pair whose gate cannot tell did not pass (exit 3)."""
+    rows = [{**_row(0.0, 0.1), "status": s} for s in statuses]
+    assert PairResult("aa", 0, 0, failed, 0.0, 0.0, rows).word == word
+
+
+def test_the_header_says_the_gate_cannot_tell_with_fewer_trials_than_it_judges(tmp_path, capsys):
+    from harness.cli import main
+
+    out = tmp_path / "cal"
+    argv = ["calibrate", "--workload", "chat-small", "--requests", "8", "--engine", "sim", "--pairs", "1"]
+    main([*argv, "--trials", "2", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "the gate cannot tell a change rule: 2 trial(s) per side show no run-to-run noise" in printed
+    assert "the gate judges" not in printed and ": cannot tell  tpot.p50" in printed
+
+
 def _row(change: float, trial_sd: float) -> dict:
     return {"rule": "tpot.p50 <= +5%", "status": "pass", "change": change, "p_value": None, "trial_sd": trial_sd,
             "threshold_kind": "relative", "threshold": 0.05}  # fmt: skip

@@ -47,6 +47,10 @@ def test_rules_parse(text, name, op, kind, value):
         ("goodput >= +5%", "threshold"),
         ("ttft.p99 <= fast", "threshold"),
         ("just words", "rule"),
+        # a limit on a share outside 0..100% holds (or breaks) whatever the runs did (issue #31 audit)
+        ("error_rate <= 150%", "threshold"),
+        ("error_rate <= 1.5", "threshold"),
+        ("slo_attainment >= 101%", "threshold"),
     ],
 )
 def test_bad_rules_name_the_field(text, field):
@@ -97,6 +101,11 @@ def test_rules_file_reads_settings_rules_and_lines(tmp_path):
         (GOOD.replace("alpha = 0.01", "alpha = = 0.01"), ":3: field alpha: not valid TOML"),
         ("[gate]\nalpha = 0.05\n", ":?: field rules: the file holds no rule"),
         (GOOD + "\n[extra]\nx = 1\n", ":15: field extra: unknown table"),
+        # an SLO for goodput and slo_attainment that no latency can meet, or every latency meets (#31 audit)
+        (GOOD.replace("alpha = 0.01", "slo_ttft_ms = nan"), ":3: field gate.slo_ttft_ms: nan must be"),
+        (GOOD.replace("alpha = 0.01", "slo_tpot_ms = -5"), ":3: field gate.slo_tpot_ms: -5.0 must be"),
+        (GOOD.replace("alpha = 0.01", "slo_e2e_ms = inf"), ":3: field gate.slo_e2e_ms: inf must be"),
+        (GOOD.replace("alpha = 0.01", "slo_ttft_ms = 0"), ":3: field gate.slo_ttft_ms: 0.0 must be"),
     ],
 )
 def test_malformed_rules_file_is_one_line_with_file_line_and_field(tmp_path, text, needle):

@@ -189,3 +189,25 @@ def _editable_copy(run_dir, tmp_path):
     shutil.copytree(run_dir, run)
     (run / "metrics.json").unlink()
     return run, run / "records.jsonl"
+
+
+def test_a_run_directory_of_one_unreadable_line_is_one_line_per_message(tmp_path):
+    """On the command line a warning (here: the last line skipped as truncated) is one line like the error
+    after it, with no source path or quoted code (harness.cli.main's warning format; #31 audit)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = tmp_path / "garbage"
+    run.mkdir()
+    (run / "records.jsonl").write_text("not json\n")
+    repo = Path(__file__).resolve().parents[2]
+    argv = [sys.executable, "-m", "harness.cli", "gate", "--baseline", str(run), "--candidate", str(run)]
+    done = subprocess.run(
+        [*argv, "--rule", "tpot.p50 <= +5%"], capture_output=True, text=True, cwd=repo, env={"PYTHONPATH": str(repo)}
+    )
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 2, done.stderr
+    skipped = "skipped unparseable last line 1 (truncated by a crash?)"
+    assert lines[0] == f"batchmark: warning: {run}/records.jsonl: {skipped}"
+    assert lines[1] == f"batchmark: error: {run}/records.jsonl: holds no records"

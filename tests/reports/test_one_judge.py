@@ -1,16 +1,23 @@
 """One judge: metrics.json's comparison, `batchmark compare` and the report show one estimate, interval and
-p-value for one pair of engine runs, because all three take them from harness.judge.comparison."""
+p-value for one pair of engine runs, because all three take them from harness.judge.comparison. Every fixture
+run directory of the report tests with two engine runs goes through it."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
 
 from reports.analysis import analyse
 
+# tests/reports/conftest.py's run directories holding two engine runs (other_schedule_dir holds one)
+TWO_ENGINE_DIRS = ["run_dir", "after_dir"]
 
-def test_metrics_json_compare_and_report_show_one_comparison(run_dir):
+
+@pytest.mark.parametrize("fixture", TWO_ENGINE_DIRS)
+def test_metrics_json_compare_and_report_show_one_comparison(fixture, request):
+    run_dir = request.getfixturevalue(fixture)
     metrics = json.loads((run_dir / "metrics.json").read_text())["comparison"]
     (other, pair) = next(iter(metrics["pairs"].items()))
     (comparison,) = analyse(run_dir).comparisons  # what the report and `batchmark compare` render
@@ -27,7 +34,9 @@ def test_metrics_json_compare_and_report_show_one_comparison(run_dir):
         assert row["verdict"] == shown["verdict"]
 
 
-def test_the_gate_pairs_and_measures_as_the_comparison_does(run_dir):
+@pytest.mark.parametrize("fixture", TWO_ENGINE_DIRS)
+def test_the_gate_pairs_and_measures_as_the_comparison_does(fixture, request):
+    run_dir = request.getfixturevalue(fixture)
     from harness.gate import GateConfig, evaluate, load_run, rules_from_texts
 
     (comparison,) = analyse(run_dir).comparisons

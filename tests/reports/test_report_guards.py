@@ -26,3 +26,19 @@ def test_a_percentile_the_sample_cannot_resolve_says_so(run_dir):
     assert fmt.unresolved(600, "p99") is None and fmt.unresolved(4, "p50") is None
     table = tables.metric_table(analyse(run_dir).series)  # 600 requests: p99 is resolved, p99.9 is not
     assert "unresolved, p99.9 needs 2000" in table and "unresolved, p99 needs" not in table
+
+
+def test_an_unresolved_headline_percentile_shows_no_interval_and_never_wins_clearly(run_dir):
+    """The headline table too (#31 audit): a p99 of too few values is the sample's extreme, shown as such,
+    with no bootstrap interval that would look tight, and ranked on its point value only."""
+    from harness.judge.headline import headlines
+
+    a = analyse(run_dir)
+    few = [replace(er, summary={**er.summary, "latency": {
+        m: {**b, "count": 64} for m, b in er.summary["latency"].items()}}) for er in a.series]  # fmt: skip
+    by_key = {h.key: h for h in headlines(few)}
+    p99, p50 = by_key["ttft_p99"], by_key["ttft_p50"]
+    assert all(e.extreme_of == 64 and e.low is None for e in p99.estimates.values())
+    assert p99.point_only and not p99.clear and all(e.extreme_of is None for e in p50.estimates.values())
+    table = markdown_summary(replace(a, series=few, verdict=replace(a.verdict, headlines=list(by_key.values()))))
+    assert "(≈ the extreme of 64 values: unresolved)" in table
