@@ -260,7 +260,7 @@ def build_study_report(study_dir: Path) -> str:
                 "decision": plan["decision"],
                 "plan": plan["path"],
                 "sha256": plan.get("sha256") or data["plan_sha256"],
-                "outcome": verdict.get("outcome", "incomplete"),
+                "outcome": verdict.get("outcome", "incomplete").replace("_", " "),
                 "workload": plan["workload"],
                 "trials": str(plan["trials"]),
                 "slices": ", ".join(f"{name} {a:g}-{b:g} s" for name, (a, b) in plan["slices"].items()),

@@ -5,7 +5,8 @@
 - `variants.py` one-assumption changes, expressed through the engine option table
 - `metrics.py`  the metrics a plan can name
 - `runner.py`   units (arm x slice x trial), each a plain function call; `execute` maps them
-- `verdict.py`  pick on tuning, confirm on held-out: "held" or "falsified"; wins with intervals, Pareto front
+- `verdict.py`  pick on tuning, confirm on held-out: "held", "falsified" or "cannot tell", each threshold
+                decided by the judge on an interval; wins with intervals, Pareto front
 
 Imports `harness.metrics`, `harness.run`, `engines` and `workloads`; never the CLI or `reports`.
 """

@@ -4,12 +4,17 @@
   trials; its change against the baseline is taken per trial, then averaged, when every trial replayed the
   baseline's schedule (the judge's pairing decision, harness.study.pairing); otherwise it is the ratio of
   the two means, with no interval (so never a clear win).
-- A variant *passes* a slice when every threshold of the plan holds at its mean.
-- The pick: the passing variant best on the plan's `pick` metric on the tuning slice (none: no variant
-  passed, the baseline stays).
-- Confirmation: on the held-out slice the pick must pass again and still beat the baseline on `pick`.
-  Then the pick "held"; otherwise it is "falsified", and the verdict says which threshold broke and what
-  the held-out slice would have picked instead.
+- Each threshold is decided by the judge (harness.judge.verdict.decide) on an interval, never on a mean:
+  a relative threshold on the arm's change interval, an absolute one on its value interval. It *holds*,
+  *fails*, or the data *cannot tell*; an arm with one trial or an unpaired schedule has no interval, so
+  its thresholds cannot be told.
+- The pick: among the variants whose every threshold holds on the tuning slice, the best mean on the
+  plan's `pick` metric (none: the baseline stays, and the verdict says which thresholds failed or could
+  not be told).
+- Confirmation on the held-out slice: every threshold again, and the change on `pick` against the
+  baseline no worse than no change, each decided by the judge. The pick "held" when all hold, is
+  "falsified" when one fails (the verdict says which, and what the held-out slice would have picked),
+  and otherwise the held-out slice "cannot tell".
 - Wins: per metric and slice, the best arm (never a reference arm), and whether its paired interval against the baseline
   excludes no change. The Pareto front is over throughput (higher) and p99 TTFT (lower).
 """
@@ -21,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.judge.verdict import Outcome
+from harness.judge.verdict import decide as judge
 from harness.metrics import bootstrap_ci
 from harness.study.metrics import Metric
 from harness.study.plan import StudyPlan
@@ -78,22 +85,43 @@ def aggregate(results: list[dict[str, Any]], metric_labels: list[str]) -> dict[s
     return out
 
 
-def _passes(plan: StudyPlan, table: dict[str, dict[str, Any]], arm: str) -> tuple[bool, list[str]]:
-    broken = []
+def _threshold(cell: dict[str, Any], op: str, tolerance: float, relative: bool) -> Outcome:
+    """The judge's outcome for "value (or change) op tolerance" on this arm's interval."""
+    low, high = cell["change_ci"] if relative else cell["ci"]
+    nan = float("nan")
+    return judge(nan if low is None else low, nan if high is None else high, tolerance, higher_is_worse=op == "<=")
+
+
+def _judged(plan: StudyPlan, table: dict[str, dict[str, Any]], arm: str) -> list[tuple[Outcome, str]]:
+    """Each of the plan's thresholds on `arm`: (outcome, what it says)."""
+    out = []
     for pm in plan.metrics:
         if pm.threshold is None:
             continue
-        label = pm.metric.label
-        ok = pm.threshold.met(table[arm][label]["mean"], table["baseline"][label]["mean"])
-        if not ok:
-            broken.append(f"{label} {pm.threshold.text()} ({'no data' if ok is None else _show(table, arm, label)})")
+        t, label = pm.threshold, pm.metric.label
+        outcome = _threshold(table[arm][label], t.op, t.value / 100.0 if t.relative else t.value, t.relative)
+        out.append((outcome, f"{label} {t.text()} ({_show(table, arm, label)})"))
+    return out
+
+
+def _passes(plan: StudyPlan, table: dict[str, dict[str, Any]], arm: str) -> tuple[bool, list[str]]:
+    """Whether every threshold holds on `arm`, and those that do not, with the judge's word for each."""
+    broken = [f"{what}: {WORD[o]}" for o, what in _judged(plan, table, arm) if o != "holds"]
     return not broken, broken
+
+
+WORD = {"holds": "holds", "fails": "fails", "cannot_tell": "cannot tell"}
 
 
 def _show(table: dict[str, dict[str, Any]], arm: str, label: str) -> str:
     cell = table[arm][label]
-    change = cell["change"]
-    return f"{cell['mean']:.4g}" + (f", {change:+.1%} vs baseline" if change is not None else "")
+    if cell["mean"] is None:
+        return "no data"
+    change, (low, high) = cell["change"], cell["change_ci"]
+    shown = f"{cell['mean']:.4g}" + (f", {change:+.1%} vs baseline" if change is not None else "")
+    if arm == "baseline" or change is None:
+        return shown
+    return shown + (f" [{low:+.1%}, {high:+.1%}]" if low is not None else ", no interval")
 
 
 def _better(metric: Metric, a: float | None, b: float | None) -> bool:
@@ -173,22 +201,30 @@ def decide(plan: StudyPlan, results: list[dict[str, Any]], metrics: list[Metric]
     held_pick = _best(plan, held, [v for v in variants if _passes(plan, held, v)[0]])
     if pick is None:
         why = "; ".join(f"{v}: {', '.join(_passes(plan, tuning, v)[1])}" for v in variants)
-        outcome = "no_pick"
-        lines.append(f"no variant met the plan's thresholds on the tuning slice; the baseline stays ({why})")
+        # a variant none of whose thresholds fails might hold with more data: the study cannot tell yet
+        open_ = [v for v in variants if all(o != "fails" for o, _ in _judged(plan, tuning, v))]
+        outcome = "cannot_tell" if open_ else "no_pick"
+        if open_:
+            lines.append(f"CANNOT TELL on the tuning slice: the data do not decide {', '.join(open_)}")
+        lines.append(f"no variant's thresholds all hold on the tuning slice; the baseline stays ({why})")
         broken: list[str] = []
     else:
-        ok, broken = _passes(plan, held, pick)
-        beats = _better(plan.pick, held[pick][plan.pick.label]["mean"], held["baseline"][plan.pick.label]["mean"])
-        if not beats:
-            broken.append(f"{plan.pick.label} no better than the baseline ({_show(held, pick, plan.pick.label)})")
-        outcome = "held" if ok and beats else "falsified"
-        lines.append(f"picked on the tuning slice: {pick} ({plan.pick.label} {_show(tuning, pick, plan.pick.label)})")
+        judged = _judged(plan, held, pick)
+        metric = plan.pick
+        beats = _threshold(held[pick][metric.label], ">=" if metric.higher_is_better else "<=", 0.0, True)
+        judged.append((beats, f"{metric.label} no worse than the baseline ({_show(held, pick, metric.label)})"))
+        broken = [f"{what}: {WORD[o]}" for o, what in judged if o != "holds"]
+        found = {o for o, _ in judged}
+        outcome = "falsified" if "fails" in found else "cannot_tell" if "cannot_tell" in found else "held"
+        lines.append(f"picked on the tuning slice: {pick} ({metric.label} {_show(tuning, pick, metric.label)})")
         if outcome == "held":
-            lines.append(f"HELD on the held-out slice: {pick} ({plan.pick.label} {_show(held, pick, plan.pick.label)})")
-        else:
+            lines.append(f"HELD on the held-out slice: {pick} ({metric.label} {_show(held, pick, metric.label)})")
+        elif outcome == "falsified":
             lines.append(f"FALSIFIED on the held-out slice: {pick} broke {'; '.join(broken)}")
-            if held_pick != pick:
-                lines.append(f"the held-out slice would pick {held_pick or 'no variant (the baseline stays)'}")
+        else:
+            lines.append(f"CANNOT TELL on the held-out slice: the data do not decide {pick}: {'; '.join(broken)}")
+        if outcome != "held" and held_pick != pick:
+            lines.append(f"the held-out slice would pick {held_pick or 'no variant (the baseline stays)'}")
     return {
         "outcome": outcome,
         "pick": pick,

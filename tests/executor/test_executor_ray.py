@@ -64,7 +64,8 @@ def test_a_simulated_study_on_ray_gives_the_local_verdict(cluster, tmp_path):
     assert main(["study", plan, "--sim", "--no-report", "--out", str(tmp_path / "local")]) == 0
     assert main(["study", plan, "--sim", "--no-report", "--executor", "ray", "--out", str(tmp_path / "ray")]) == 0
     local, remote = (json.loads((tmp_path / side / "study.json").read_text()) for side in ("local", "ray"))
-    assert remote["verdict"] == local["verdict"] and remote["verdict"]["outcome"] == "falsified"
+    # the plan's one trial gives the judge no interval: its threshold cannot be told (docs/study.md)
+    assert remote["verdict"] == local["verdict"] and remote["verdict"]["outcome"] == "cannot_tell"
     assert all(Path(u["run_dir"], "records.jsonl").exists() for u in remote["units"])  # files came back
     assert all("ray node" in u["node"] for u in remote["units"])  # each unit says where it ran
 
