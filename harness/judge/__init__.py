@@ -1,7 +1,8 @@
 """One judge for every comparison of two runs: `metrics.json`, `compare`, the report, `gate` and `study`.
 
 - `pairing.py`: whether two samples are compared request by request (one rule, used by all);
-- `tests.py`: the paired and unpaired tests, bootstrap intervals and the one multiplicity correction (Holm);
+- `tests.py`: the paired and unpaired tests, bootstrap intervals (a study's over trials too) and the one
+  multiplicity correction (Holm);
 - `verdict.py`: three outcomes (holds / fails / cannot tell) from an interval against a tolerance, and the
   bound below which a percentile is not resolved.
 - `headline.py`: the report's headline metrics across engine runs, and which one clearly wins each

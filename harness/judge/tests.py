@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 
-from harness.metrics.stats import bootstrap_quantiles, scipy_stats
+from harness.metrics.stats import bootstrap_ci, bootstrap_quantiles, scipy_stats
 
 Side = Literal["greater", "less"]
 MAX_CHUNK_ELEMENTS = 4_000_000  # bounds the memory of a joint bootstrap of large runs
@@ -159,6 +159,17 @@ def interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
     if r.size == 0:
         return float("nan"), float("nan")
     low, high = np.quantile(r, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def trial_mean_interval(
+    values: list[float], *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float | None, float | None]:
+    """Bootstrap interval of the mean over trials (a study arm's value, or its per-trial changes); None
+    for fewer than two trials, which have no interval, so a claim on them cannot be told."""
+    if len(values) < 2:
+        return None, None
+    low, high = bootstrap_ci(np.asarray(values), np.mean, n_boot=n_boot, confidence=confidence, seed=seed)
     return float(low), float(high)
 
 

@@ -26,21 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from harness.judge.tests import trial_mean_interval
 from harness.judge.verdict import Outcome
 from harness.judge.verdict import decide as judge
-from harness.metrics import bootstrap_ci
 from harness.study.metrics import Metric
 from harness.study.plan import StudyPlan
-
-CONFIDENCE = 0.95
-N_BOOT = 2000
-
-
-def _interval(values: list[float], seed: int) -> tuple[float | None, float | None]:
-    if len(values) < 2:
-        return None, None
-    low, high = bootstrap_ci(np.asarray(values), np.mean, n_boot=N_BOOT, confidence=CONFIDENCE, seed=seed)
-    return float(low), float(high)
 
 
 def _ratio(values: list[float], baseline: list[float]) -> float | None:
@@ -67,10 +57,10 @@ def aggregate(results: list[dict[str, Any]], metric_labels: list[str]) -> dict[s
                     v, bv = r["metrics"].get(label), b["metrics"].get(label) if b else None
                     if v is not None and bv:
                         changes.append(v / bv - 1.0)
-                low, high = _interval(finite, seed=k)
+                low, high = trial_mean_interval(finite, seed=k)  # the judge's 95% bootstrap over trials
                 paired = all((r.get("pairing") or {}).get("paired", True) for r in mine)
                 change = float(np.mean(changes)) if changes else None
-                c_low, c_high = _interval(changes, seed=k)
+                c_low, c_high = trial_mean_interval(changes, seed=k)
                 if not paired:  # another schedule: the ratio of the means, no per-trial interval
                     theirs = [b["metrics"].get(label) for b in base.values() if b["slice"] == slice_name]
                     change, c_low, c_high = _ratio(finite, [float(v) for v in theirs if v is not None]), None, None
