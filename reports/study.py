@@ -78,13 +78,17 @@ def tradeoff_figure(table: dict[str, Any], front: list[str], colors: dict[str, s
     return base_layout(fig, height=420, title=title)
 
 
+# The judge's three outcomes of "the best arm beats the baseline" (harness/study/verdict.py `wins`)
+WIN_WORDS = {"holds": '<span class="ok">clear</span>', "cannot_tell": "cannot tell", "fails": "not better"}
+
+
 def wins_table(rows: list[dict[str, Any]]) -> str:
     body = []
     for r in rows:
         low, high = r["change_ci"]
         interval = "" if low is None else f"[{low:+.1%}, {high:+.1%}]"
         change = "" if r["change"] is None else f"{r['change']:+.1%}"
-        verdict = '<span class="ok">clear</span>' if r["clear"] else "within noise" if r["best"] != "baseline" else "-"
+        verdict = WIN_WORDS.get(r.get("outcome") or "", "-")
         body.append(
             [
                 esc(r["metric"]),
@@ -278,8 +282,9 @@ def build_study_report(study_dir: Path) -> str:
         "Failure mode: utilisation against tail latency and fairness",
         "Each arm's throughput against its p99 TTFT, worst-tenant slowdown and Jain's index (means over "
         "trials; stars: the Pareto front of throughput and p99 TTFT). Then which arm wins each metric, with "
-        "the 95% bootstrap interval over trials of its paired change against the baseline ('clear' when it "
-        "excludes no change), per-tenant p99 TTFT, when each early warning first fired against when SLO "
+        "the 95% bootstrap interval over trials of its paired change against the baseline ('clear' when the "
+        "judge finds the whole interval on the better side of no change, 'cannot tell' when it straddles it or "
+        "one trial gives none), per-tenant p99 TTFT, when each early warning first fired against when SLO "
         "violations began (lead = onset - firing; positive warned before harm), and what the recovery "
         "controls did.",
     )

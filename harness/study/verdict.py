@@ -160,7 +160,13 @@ def wins(
             continue
         cell = table[best][label]
         low, high = cell["change_ci"]
-        clear = best != "baseline" and low is not None and (low > 0 or high < 0)
+        # the claim "best beats the baseline" decided by the judge on the change's interval (no interval: one
+        # trial or unpaired, so the data cannot tell); the baseline itself claims nothing
+        outcome: Outcome | None = None
+        if best != "baseline":
+            nan = float("nan")
+            lo, hi = (nan, nan) if low is None else (low, high)
+            outcome = judge(lo, hi, 0.0, higher_is_worse=not metric.higher_is_better)
         rows.append(
             {
                 "metric": label,
@@ -170,7 +176,8 @@ def wins(
                 "ci": cell["ci"],
                 "change": cell["change"],
                 "change_ci": cell["change_ci"],
-                "clear": clear,
+                "outcome": outcome,
+                "clear": outcome == "holds",
             }
         )
     return rows

@@ -139,3 +139,19 @@ def test_a_reference_arm_never_wins() -> None:
     }
     assert wins(table, [Metric("ttft.p99")])[0]["best"] == "light-alone"  # the guard is what bites
     assert wins(table, [Metric("ttft.p99")], reference=["light-alone"])[0]["best"] == "fair"
+
+
+@pytest.mark.parametrize(
+    ("change_ci", "outcome"),
+    [((-0.6, -0.4), "holds"), ((-0.6, 0.1), "cannot_tell"), ((None, None), "cannot_tell"), ((0.1, 0.3), "fails")],
+)
+def test_a_win_is_the_judges_three_outcomes(change_ci: tuple, outcome: str) -> None:
+    """ "Which arm wins" decides "the best arm beats the baseline" with the judge on the change's interval: an
+    interval on the better side holds (a clear win), one across no change or none at all (one trial) cannot
+    tell, one on the worse side fails; the baseline claims nothing."""
+    cell = {"mean": 1.0, "ci": (0.9, 1.1), "change": 0.0, "change_ci": (None, None)}
+    table = {"baseline": {"ttft.p99": {**cell, "mean": 2.0}}, "fair": {"ttft.p99": {**cell, "change_ci": change_ci}}}
+    (row,) = wins(table, [Metric("ttft.p99")])
+    assert (row["best"], row["outcome"], row["clear"]) == ("fair", outcome, outcome == "holds")
+    alone = {"baseline": {"ttft.p99": cell}}
+    assert wins(alone, [Metric("ttft.p99")])[0]["outcome"] is None
