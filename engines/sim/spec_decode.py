@@ -85,8 +85,13 @@ def histogram_from_series(rows: list[dict[str, object]], source: str) -> Accepta
         raise EngineInputError(
             f"{source}: the draft positions changed during the trial ({len(before)} -> {len(after)})"
         )
-    drafts = round(float(last["spec_drafts"]) - float(first["spec_drafts"]))  # type: ignore[arg-type]
-    reached = [round(float(b) - float(a)) for a, b in zip(before, after, strict=True)]
+    try:
+        drafts = round(float(last["spec_drafts"]) - float(first["spec_drafts"]))  # type: ignore[arg-type]
+        reached = [round(float(b) - float(a)) for a, b in zip(before, after, strict=True)]
+    except (TypeError, ValueError, OverflowError):  # a count that is no finite number ("x", null, inf)
+        raise EngineInputError(
+            f"{source}: spec_drafts or spec_accepted_per_pos holds a value that is not a count"
+        ) from None
     counts = [drafts - reached[0], *(reached[a - 1] - reached[a] for a in range(1, len(reached))), reached[-1]]
     if drafts <= 0 or any(c < 0 for c in counts):
         raise EngineInputError(f"{source}: no drafts in the trial, or counters that went back (a server restart?)")
@@ -97,13 +102,13 @@ def load_histogram(path: Path) -> AcceptanceHistogram:
     if path.suffix == ".jsonl":  # a scraped server series: derive the histogram from its counters
         try:
             rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        except (OSError, json.JSONDecodeError) as err:
+        except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or not UTF-8 (a binary file)
             raise EngineInputError(f"{path}: cannot read a server series ({type(err).__name__})") from None
         return histogram_from_series([r for r in rows if isinstance(r, dict)], str(path))
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise EngineInputError(f"{path}:{err.lineno}: acceptance histogram is not JSON ({err.msg})") from None
-    except OSError as err:
+    except (OSError, UnicodeDecodeError, RecursionError) as err:  # unreadable, binary, or nested past json's reach
         raise EngineInputError(f"{path}: cannot read acceptance histogram ({type(err).__name__})") from None
     return histogram_from_json(data, str(path))

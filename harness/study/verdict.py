@@ -15,8 +15,9 @@
   baseline no worse than no change, each decided by the judge. The pick "held" when all hold, is
   "falsified" when one fails (the verdict says which, and what the held-out slice would have picked),
   and otherwise the held-out slice "cannot tell".
-- Wins: per metric and slice, the best arm (never a reference arm), and whether its paired interval against the baseline
-  excludes no change. The Pareto front is over throughput (higher) and p99 TTFT (lower).
+- Wins: per metric and slice, the best arm (never a reference arm), and the judge's outcome of "it beats the
+  baseline" on its paired change interval (holds: a clear win; cannot tell without an interval or across no
+  change). The Pareto front is over throughput (higher) and p99 TTFT (lower).
 """
 
 from __future__ import annotations

@@ -164,6 +164,16 @@ def test_a_scraped_vllm_run_gives_its_histogram_exactly(tmp_path: Path) -> None:
              {"t": 1, "ok": True, "spec_drafts": 4.0, "spec_accepted_per_pos": [1.0, 0.0]}],
             "draft positions changed",
         ),
+        (  # a count that is no number: a hand-edited or foreign series
+            [{"t": 0, "ok": True, "spec_drafts": "x", "spec_accepted_per_pos": [1.0]},
+             {"t": 1, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [2.0]}],
+            "not a count",
+        ),
+        (
+            [{"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [None]},
+             {"t": 1, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [2.0]}],
+            "not a count",
+        ),
     ],
 )  # fmt: skip
 def test_a_series_that_cannot_give_a_histogram_is_one_line(tmp_path: Path, rows: list[dict], said: str) -> None:
@@ -172,3 +182,13 @@ def test_a_series_that_cannot_give_a_histogram_is_one_line(tmp_path: Path, rows:
     with pytest.raises(EngineInputError) as err:
         build_engine(parse_engine_specs([f"sim:spec_decode={_series(tmp_path, rows)}"], {})[0], None)
     assert said in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith(str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["histogram.json", "series.jsonl"])
+def test_a_binary_histogram_or_series_is_one_line(tmp_path: Path, name: str) -> None:
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    (tmp_path / name).write_bytes(b"\x00\xf7\xfe binary, not UTF-8 \xff")
+    with pytest.raises(EngineInputError) as err:
+        build_engine(parse_engine_specs([f"sim:spec_decode={tmp_path / name}"], {})[0], None)
+    assert "UnicodeDecodeError" in str(err.value) and "\n" not in str(err.value)
