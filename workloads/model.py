@@ -35,6 +35,9 @@ class WorkloadRequest:
     # finish before the next turn is sent (the join).
     tool_s: float = 0.0
     branch: int = 0
+    # A later turn whose client cut its context (compaction): its prompt starts over, opening with the
+    # session's shared blocks like a sub-agent's, and is no extension of the history
+    fresh: bool = False
 
 
 @dataclass

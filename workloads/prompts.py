@@ -61,7 +61,7 @@ def token_id_prompts(
     history: dict[str, tuple[list[int], int, int]] = {}  # session -> (last prompt, its answer length, its index)
     for index, request in enumerate(workload.requests):
         n = request.input_tokens
-        if request.session is not None and request.turn > 0 and not request.branch:
+        if request.session is not None and request.turn > 0 and not request.branch and not request.fresh:
             before, answer, parent = history[request.session]
             answer_ids = allowed[np.random.default_rng([seed, ANSWER_STREAM, parent]).integers(0, len(allowed), answer)]
             new = allowed[

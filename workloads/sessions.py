@@ -24,7 +24,9 @@ Sources:
   `{"session": "s1", "turn": 1, "think_s": 2.5, "new_tokens": 30, "output_tokens": 60}`
   Turns of a session come in order; turn 0 first. Optional: `tenant` (turn 0), `think_s` and `tool_s` (later
   turns), and `branch`: a line `{"session": "s1", "turn": 1, "branch": 1, "new_tokens": 40, "output_tokens": 90}`
-  right after branch 0 (or branch 1, ...) of that turn is a sub-agent sent with it.
+  right after branch 0 (or branch 1, ...) of that turn is a sub-agent sent with it; `"fresh": true` (a later
+  turn's branch 0): the client cut its context, so the prompt starts over (shared blocks, then `new_tokens`).
+- WEKA agentic-coding traces (`format = "weka"`, `workloads/readers/weka.py`).
 - ShareGPT-style JSON (`[{"id": ..., "conversations": [{"from": "human"|"gpt"|"system", "value": ...}]}]`):
   each human message and the reply after it is one turn; lengths are estimated at 4 characters per token
   (the texts are not replayed); sessions start as a Poisson process at `rate` per second.
@@ -37,6 +39,7 @@ Sources:
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -55,7 +58,7 @@ from workloads.readers.raw import read_text
 CHARS_PER_TOKEN = 4  # OpenAI's rule of thumb for English text, for ShareGPT files that carry text only
 SYSTEM_HASH_BASE = 1 << 48  # generated system-prompt blocks: ids no trace file uses
 TURN_KEYS = {"session", "turn", "branch", "at_s", "think_s", "tool_s", "new_tokens", "output_tokens",
-             "prefix_hash_ids", "tenant"}  # fmt: skip
+             "prefix_hash_ids", "tenant", "fresh"}  # fmt: skip
 MAX_FANOUT = 64  # branches of one turn: beyond any agent framework's parallel tool calls
 
 
@@ -73,6 +76,7 @@ class Turn:
     tenant: str = "default"
     tool_s: float = 0.0  # later turns: the tool's run time, after the think time
     branch: int = 0  # 0: the main line; 1..: a sub-agent sent with branch 0 of the same turn
+    fresh: bool = False  # a later turn whose context starts over (the client compacted it): no history
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ class SessionSource:
     """A spec's [sessions]: a file (canonical or ShareGPT) or a generator."""
 
     file: Path | None = None
-    format: str = "auto"  # sessions | sharegpt | auto (by content)
+    format: str = "auto"  # sessions | sharegpt | weka | auto (by content)
     count: int = 16  # generated: how many sessions
     rate: float = 0.5  # sessions per second (generated and ShareGPT; a canonical file has its own times)
     turns: LengthDist = field(default_factory=lambda: Fixed(4))
@@ -128,12 +132,28 @@ def _seconds(obj: dict[str, Any], key: str, display: str, line: int) -> float:
     return float(value)
 
 
+def session_text(path: Path, display: str) -> str:
+    """A session file's text; a `.gz` one decompressed (the bundled Weka sessions are 4 MiB as text)."""
+    if path.suffix.lower() != ".gz":
+        return read_text(path, display)
+    try:
+        data = gzip.decompress(path.read_bytes())
+    except FileNotFoundError:
+        raise _fail(display, 1, "file", "no such file") from None
+    except (OSError, EOFError) as exc:  # BadGzipFile is an OSError; a cut file ends early
+        raise _fail(display, 1, "file", f"not a whole gzip file ({exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(display, data[: exc.start].count(b"\n") + 1, "file", "not UTF-8 text once decompressed") from None
+
+
 def read_session_file(path: Path, display: str) -> list[Turn]:
     """The canonical session format; the first bad line is one error naming its line and field."""
     turns: list[Turn] = []
     last_turn: dict[str, int] = {}
     last_branch: dict[str, int] = {}
-    for number, line in enumerate(read_text(path, display).split("\n"), start=1):
+    for number, line in enumerate(session_text(path, display).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -174,7 +194,7 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
             raise _fail(display, number, "turn", f"session {session!r} starts twice")
         if turn == 0 and "at_s" not in obj:
             raise _fail(display, number, "at_s", "turn 0 needs the session's start time in seconds")
-        for key in ("at_s", "prefix_hash_ids", "tenant") if turn > 0 else ("think_s", "tool_s"):
+        for key in ("at_s", "prefix_hash_ids", "tenant") if turn > 0 else ("think_s", "tool_s", "fresh"):
             if key in obj:
                 raise _fail(display, number, key, f"only {'turn 0' if turn > 0 else 'a later turn'} has {key}")
         hashes = obj.get("prefix_hash_ids", [])
@@ -185,10 +205,13 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
         tenant = obj.get("tenant", "default")
         if not isinstance(tenant, str):
             raise _fail(display, number, "tenant", f"expected a string, found {tenant!r}")
+        fresh = obj.get("fresh", False)
+        if not isinstance(fresh, bool):
+            raise _fail(display, number, "fresh", f"expected true or false, found {fresh!r}")
         new = _int(obj, "new_tokens", display, number, 0 if hashes else 1)
         turns.append(Turn(session, turn, new, _int(obj, "output_tokens", display, number, 1),
                           _seconds(obj, "at_s", display, number), _seconds(obj, "think_s", display, number),
-                          tuple(hashes), tenant, _seconds(obj, "tool_s", display, number)))  # fmt: skip
+                          tuple(hashes), tenant, _seconds(obj, "tool_s", display, number), fresh=fresh))  # fmt: skip
         last_turn[session] = turn
         last_branch[session] = 0
     if not turns:
@@ -202,7 +225,7 @@ def _sub_agent(obj: dict[str, Any], display: str, number: int, session: str, tur
     if seen != turn or last != branch - 1:
         what = f"branch {branch} of session {session!r} turn {turn} must follow its branch {branch - 1}"
         raise _fail(display, number, "branch", what)
-    for key in ("at_s", "think_s", "tool_s", "prefix_hash_ids", "tenant"):
+    for key in ("at_s", "think_s", "tool_s", "prefix_hash_ids", "tenant", "fresh"):
         if key in obj:
             raise _fail(display, number, key, f"a branch shares its turn's {key}: only branch 0 has it")
     return Turn(session, turn, _int(obj, "new_tokens", display, number, 1),
@@ -301,8 +324,9 @@ def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple
         if t.session in cut:
             continue
         history, earliest, system = state.get(t.session, (0, t.at_s, t.prefix_hash_ids))
-        hashes = system if t.branch else t.prefix_hash_ids  # a sub-agent opens with the system prompt alone
-        fresh = t.turn == 0 or t.branch > 0
+        # a sub-agent, and a turn whose context starts over, open with the system prompt alone
+        hashes = system if t.branch or t.fresh else t.prefix_hash_ids
+        fresh = t.turn == 0 or t.branch > 0 or t.fresh
         prompt = (len(hashes) * BLOCK_TOKENS + t.new_tokens) if fresh else history + t.new_tokens
         if prompt + t.output_tokens > limit or (t.branch and history + t.output_tokens > limit):
             cut.add(t.session)
@@ -310,7 +334,7 @@ def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple
         at = earliest if t.branch else earliest + t.think_s + t.tool_s
         request = WorkloadRequest("", at, prompt, t.output_tokens, t.tenant, prefix_hash_ids=hashes,
                                   session=t.session, turn=t.turn, think_s=t.think_s, tool_s=t.tool_s,
-                                  branch=t.branch)  # fmt: skip
+                                  branch=t.branch, fresh=t.fresh)  # fmt: skip
         rows.append((at, order, request))
         # the main line's history takes its own prompt and answer; a sub-agent's answer joins it
         state[t.session] = (history + t.output_tokens if t.branch else prompt + t.output_tokens, at, system)
@@ -345,8 +369,12 @@ def load_turns(source: SessionSource, seed: int) -> list[Turn]:
         return generate_sessions(source, seed)
     display = str(source.file)
     fmt = source.format
+    if fmt == "weka":  # here, not at the top: the Weka reader builds on this module's Turn
+        from workloads.readers.weka import read_weka
+
+        return read_weka(source.file, display, source.rate, seed)[0]
     if fmt == "auto":
-        head = read_text(source.file, display).lstrip()[:1]
+        head = session_text(source.file, display).lstrip()[:1]
         fmt = "sharegpt" if head == "[" else "sessions"
     if fmt == "sharegpt":
         return read_sharegpt(source.file, display, source.rate, source.think_s, seed)

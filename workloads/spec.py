@@ -212,8 +212,8 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
         if not isinstance(table["file"], str):
             raise _fail(f"expected a file name, found {table['file']!r}", "sessions.file")
         given["file"] = base / table["file"]
-    if table.get("format", "auto") not in ("auto", "sessions", "sharegpt"):
-        raise _fail(f"unknown format {table['format']!r}; expected auto, sessions or sharegpt", "sessions.format")
+    if table.get("format", "auto") not in ("auto", "sessions", "sharegpt", "weka"):
+        raise _fail(f"unknown format {table['format']!r}; expected auto, sessions, sharegpt or weka", "sessions.format")
     given["format"] = table.get("format", "auto")
     for key in ("turns", "first_tokens", "new_tokens", "output", "tool_ms", "fanout", "sub_tokens", "sub_output"):
         if key in table:

@@ -89,25 +89,36 @@ def reasoning_summary(workload: Workload) -> dict[str, Any]:
 
 
 def agentic_summary(workload: Workload) -> dict[str, Any]:
-    """`agentic`: jobs (sessions), later turns, those that fan out, branches per turn and tool time in seconds,
-    for a workload with tool time or fan-out; nothing for one without, so its description is as it was."""
+    """`agentic`: jobs (sessions), later turns, those that fan out, branches per turn, tool time in seconds
+    (every later turn's, 0 included), turns per job, think time (the turns that have one) and the turns whose
+    context starts over, for a workload with tool time or fan-out; nothing for one without."""
     if not any(r.branch or r.tool_s for r in workload.requests):
         return {}
     branches: dict[tuple[str | None, int], int] = {}
-    tools = []
+    tools, thinks = [], []
     for r in workload.requests:
         branches[(r.session, r.turn)] = branches.get((r.session, r.turn), 0) + 1
         if r.turn and not r.branch:
             tools.append(r.tool_s)
+            thinks += [r.think_s] if r.think_s else []
     later = [n for (_, turn), n in branches.items() if turn]
+    per_job: dict[str | None, int] = {}
+    for session, _ in branches:
+        per_job[session] = per_job.get(session, 0) + 1
+
+    def quantiles(values: list[float] | list[int]) -> dict[str, float] | None:
+        qs = (round(float(v), 6) for v in np.percentile(values, (50, 90, 100))) if values else ()
+        return dict(zip(("p50", "p90", "max"), qs, strict=True)) if values else None
+
     return {"agentic": {
         "jobs": len({r.session for r in workload.requests}),
         "later_turns": len(later),
         "fanned_out_turns": sum(1 for n in later if n > 1),
         "branches_max": max(branches.values()),
-        "tool_s": None if not tools else dict(zip(("p50", "p90", "max"),
-                                                  (round(float(v), 6) for v in np.percentile(tools, (50, 90, 100))),
-                                                  strict=True)),
+        "tool_s": quantiles(tools),
+        "turns_per_job": quantiles(list(per_job.values())),
+        "think_s": quantiles(thinks),
+        "fresh_turns": sum(1 for r in workload.requests if r.fresh),
     }}  # fmt: skip
 
 

@@ -1,7 +1,9 @@
 """`batchmark workload ...`: inspect workloads (presets, spec files, trace files) without running anything.
 
 `workload describe NAME|FILE` prints the request count, span, rates, length percentiles, tenants and the
-fingerprint. The workloads package is imported inside the run functions so `batchmark --help` stays fast.
+fingerprint. `workload convert-weka SRC OUT` writes WEKA agentic-coding traces as a session file
+(what it infers: workloads/readers/weka.py). The workloads package is imported inside the run functions so
+`batchmark --help` stays fast.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ def register(subparsers: Any) -> None:
 
     listing = commands.add_parser("list", help="list the presets")
     listing.set_defaults(run=run_list)
+
+    weka = commands.add_parser("convert-weka", help="WEKA agentic-coding traces to a session file")
+    weka.add_argument("source", metavar="SRC", help="a trace .json, a directory of them, or JSON lines of them")
+    weka.add_argument("out", metavar="OUT", help="the session file to write (.jsonl, or .jsonl.gz compressed)")
+    weka.add_argument("--rate", type=float, default=0.05, help="session starts per second (Poisson; default 0.05)")
+    weka.add_argument("--seed", type=int, default=0, help="seed of the session starts (default 0)")
+    weka.set_defaults(run=run_convert_weka)
 
 
 def format_text(d: dict[str, Any]) -> str:
@@ -61,6 +70,11 @@ def format_text(d: dict[str, Any]) -> str:
                      f"later turns fan out (up to {num(a['branches_max'])} branches)"
                      + ("" if tool is None else f"; tool time p50 {num(tool['p50'], ' s')}  p90 "
                         f"{num(tool['p90'], ' s')}  max {num(tool['max'], ' s')}")))  # fmt: skip
+        per, think = a["turns_per_job"], a["think_s"]
+        rows.append(("agentic turns", f"per job p50 {num(per['p50'])}  p90 {num(per['p90'])}  max {num(per['max'])}"
+                     + ("" if think is None else f"; think time p50 {num(think['p50'], ' s')}  p90 "
+                        f"{num(think['p90'], ' s')}  max {num(think['max'], ' s')}")
+                     + (f"; {num(a['fresh_turns'])} start a fresh context" if a["fresh_turns"] else "")))  # fmt: skip
     if d["closed_loop_users"] is not None:
         rows.append(("closed loop", f"{d['closed_loop_users']} users, think time {num(d['think_time_s'], ' s')}"))
     if d["prefix_blocks"]:
@@ -83,6 +97,25 @@ def run_describe(args: argparse.Namespace) -> int:
     workload = load_workload(args.source, **shared.workload_overrides(args))
     description = workload.describe()
     print(json.dumps(description, indent=2) if args.json else format_text(description))
+    return 0
+
+
+def run_convert_weka(args: argparse.Namespace) -> int:
+    import gzip
+    from pathlib import Path
+
+    from workloads.readers.weka import read_weka, session_lines
+
+    if not 0 < args.rate <= 1e6:
+        raise SystemExit(f"--rate: expected session starts per second in (0, 1e6], found {args.rate}")
+    turns, facts = read_weka(Path(args.source), args.source, args.rate, args.seed)
+    data = ("\n".join(session_lines(turns)) + "\n").encode()
+    out = Path(args.out)
+    # mtime 0: the same traces give the same bytes, so a bundled file's sha256 reproduces
+    out.write_bytes(gzip.compress(data, 9, mtime=0) if out.suffix == ".gz" else data)
+    print(f"{len({t.session for t in turns}):,} sessions, {len(turns):,} requests written to {out}")
+    for key, value in vars(facts).items():
+        print(f"{key.replace('_', ' '):<22} {value:,}")
     return 0
 
 

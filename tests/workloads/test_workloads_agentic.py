@@ -44,7 +44,9 @@ def test_branches_start_from_the_system_prompt_and_join_into_the_next_turn(tmp_p
     assert ids[(1, 1)][512:] != ids[(0, 0)][512:552]
     described = w.describe()["agentic"]
     assert described == {"jobs": 1, "later_turns": 2, "fanned_out_turns": 1, "branches_max": 3,
-                         "tool_s": {"p50": 0.375, "p90": 0.475, "max": 0.5}}  # fmt: skip
+                         "tool_s": {"p50": 0.375, "p90": 0.475, "max": 0.5},
+                         "turns_per_job": {"p50": 3.0, "p90": 3.0, "max": 3.0},
+                         "think_s": {"p50": 1.0, "p90": 1.0, "max": 1.0}, "fresh_turns": 0}  # fmt: skip
 
 
 def test_the_agentic_preset_describes_its_tool_time_and_fan_out(capsys: pytest.CaptureFixture[str]) -> None:
