@@ -27,6 +27,7 @@ Sources:
   right after branch 0 (or branch 1, ...) of that turn is a sub-agent sent with it; `"fresh": true` (a later
   turn's branch 0): the client cut its context, so the prompt starts over (shared blocks, then `new_tokens`).
 - WEKA agentic-coding traces (`format = "weka"`, `workloads/readers/weka.py`).
+A file's `first_sessions = N` keeps the N sessions that start first, whole.
 - ShareGPT-style JSON (`[{"id": ..., "conversations": [{"from": "human"|"gpt"|"system", "value": ...}]}]`):
   each human message and the reply after it is one turn; lengths are estimated at 4 characters per token
   (the texts are not replayed); sessions start as a Poisson process at `rate` per second.
@@ -98,11 +99,13 @@ class SessionSource:
     fanout: LengthDist = field(default_factory=lambda: Fixed(1))  # generated: branches of each later turn
     sub_tokens: LengthDist | None = None  # sub-agents' task text (None: as new_tokens)
     sub_output: LengthDist | None = None  # sub-agents' answers (None: as output)
+    first_sessions: int | None = None  # a file: keep the first N sessions to start (whole ones: none is cut)
 
     def to_spec(self) -> dict[str, Any]:
         if self.file is not None:
+            first = {} if self.first_sessions is None else {"first_sessions": self.first_sessions}
             return {"kind": "sessions", "file": self.file.name, "format": self.format, "rate": self.rate,
-                    "think_s": self.think_s}  # fmt: skip
+                    "think_s": self.think_s} | first  # fmt: skip
         spec = {"kind": "sessions", "count": self.count, "rate": self.rate, "turns": self.turns.to_spec(),
                 "first_tokens": self.first_tokens.to_spec(), "new_tokens": self.new_tokens.to_spec(),
                 "output": self.output.to_spec(), "think_s": self.think_s,
@@ -364,9 +367,22 @@ def scaled(turns: list[Turn], factor: float) -> list[Turn]:
     return [replace(t, at_s=t.at_s / factor, think_s=t.think_s / factor, tool_s=t.tool_s / factor) for t in turns]
 
 
+def first_sessions(turns: list[Turn], n: int) -> list[Turn]:
+    """The turns of the n sessions that start first (file order breaks ties)."""
+    starts = sorted((t.at_s, i, t.session) for i, t in enumerate(turns) if t.turn == 0 and not t.branch)
+    keep = {session for _, _, session in starts[:n]}
+    return [t for t in turns if t.session in keep]
+
+
 def load_turns(source: SessionSource, seed: int) -> list[Turn]:
     if source.file is None:
         return generate_sessions(source, seed)
+    turns = _file_turns(source, seed)
+    return turns if source.first_sessions is None else first_sessions(turns, source.first_sessions)
+
+
+def _file_turns(source: SessionSource, seed: int) -> list[Turn]:
+    assert source.file is not None
     display = str(source.file)
     fmt = source.format
     if fmt == "weka":  # here, not at the top: the Weka reader builds on this module's Turn

@@ -52,6 +52,7 @@ SESSION_KEYS = {
     "fanout",
     "sub_tokens",
     "sub_output",
+    "first_sessions",
 }
 SESSION_TRANSFORMS = {"seed", "max_context", "time_scale"}  # a session's turns depend on each other: no sampling
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
@@ -222,7 +223,8 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
         raise _fail(f"draws must stay <= {MAX_FANOUT} branches (set max)", "sessions.fanout")
     # bounded above too: NaN passed `v < low`, and a NaN rate or 1e300 s think time broke the schedule
     for key, kind, low, high in (("count", int, 1, MAX_REQUESTS), ("shared_prefix_blocks", int, 0, MAX_TOKENS),
-                                 ("rate", float, 0.0, 1e6), ("think_s", float, 0.0, MAX_SPAN_S)):  # fmt: skip
+                                 ("rate", float, 0.0, 1e6), ("think_s", float, 0.0, MAX_SPAN_S),
+                                 ("first_sessions", int, 1, MAX_REQUESTS)):  # fmt: skip
         if key in table:
             v = table[key]
             ok = isinstance(v, int) if kind is int else isinstance(v, int | float)
@@ -234,6 +236,10 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
             given[key] = kind(v)
     if "tenant" in table:
         given["tenant"] = str(table["tenant"])
+    if "first_sessions" in given and "file" not in given:
+        raise _fail(
+            "keeps the first sessions of a file; generated sessions are sized by count", "sessions.first_sessions"
+        )
     return SessionSource(**given)
 
 

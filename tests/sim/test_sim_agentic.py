@@ -68,3 +68,50 @@ def test_a_bad_job_slo_is_one_line_and_exit_2(value: str, why: str, capsys: pyte
     err = capsys.readouterr().err
     assert code == 2 and err == f"batchmark: error: --slo-job-s {value}: {why}\n"
     assert not (tmp_path / "r").exists()  # validated before any work
+
+
+def test_real_weka_sessions_replay_their_recorded_tool_time_and_fan_out(tmp_path: Path) -> None:
+    """Two real Claude Code conversations (tests/fixtures/weka): each later turn goes its recorded tool or
+    think time after the join of the turn before, and the job metric covers both sessions."""
+    slice_dir = Path(__file__).resolve().parents[1] / "fixtures" / "weka"
+    spec = tmp_path / "weka.toml"
+    spec.write_text(f'[sessions]\nfile = "{slice_dir}"\nformat = "weka"\nrate = 1.0\n')
+    out = tmp_path / "run"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["run", "--out", str(out), "--no-progress", "--engine", "sim", "--workload", str(spec)]) == 0
+    plan = {r.request_id: r for r in load_workload(str(spec)).requests}
+    records = load_records(out / "records.jsonl").set_index("request_id")
+    turns: dict[tuple[str, int], list[str]] = {}
+    for rid, r in plan.items():
+        turns.setdefault((r.session, r.turn), []).append(rid)
+    waits = []
+    for (session, turn), rids in turns.items():
+        if turn:
+            main_line = next(plan[rid] for rid in rids if plan[rid].branch == 0)
+            joined = records.loc[turns[(session, turn - 1)], "t_finish"].max()
+            sent = records.loc[rids, "t_scheduled"].min()
+            assert sent == pytest.approx(joined + main_line.think_s + main_line.tool_s, abs=1e-6)
+            waits.append(main_line.think_s + main_line.tool_s)
+    # trace_0277's turn 1: its tool result came 228 - 211.347 s after its three sub-agents' join, as recorded
+    assert len(waits) == 10 and pytest.approx(228.0 - 211.347) in waits
+    jobs = json.loads((out / "metrics.json").read_text())["engines"]["sim-continuous"]["jobs"]
+    assert jobs["jobs"] == 2 and jobs["complete"] == 2
+
+
+def test_the_weka_preset_first_sessions_reach_the_job_metric(tmp_path: Path) -> None:
+    """The bundled sessions (workloads/traces/weka_agentic), cut to the first three whole sessions, in the
+    simulator: each session cut before its first turn past the simulated model's 131,072-token context (a
+    note says so), every request answered, and each session one complete job in metrics.json."""
+    spec = tmp_path / "weka3.toml"
+    bundled = Path(__file__).resolve().parents[2] / "workloads" / "traces" / "weka_agentic" / "sessions.jsonl.gz"
+    spec.write_text(f'[sessions]\nfile = "{bundled}"\nformat = "sessions"\nfirst_sessions = 3\n')
+    workload = load_workload(str(spec), max_context=131_072)
+    assert {r.session for r in workload.requests} == {"trace_0001", "trace_0002", "trace_0003"}
+    assert "2 sessions cut at the first turn past the context of 131072 tokens" in workload.notes
+    out = tmp_path / "run"
+    with contextlib.redirect_stdout(io.StringIO()):
+        argv = ["run", "--out", str(out), "--no-progress", "--engine", "sim", "--workload", str(spec)]
+        assert main([*argv, "--max-context", "131072", "--slo-job-s", "3600"]) == 0
+    assert len(load_records(out / "records.jsonl")) == len(workload.requests)
+    jobs = json.loads((out / "metrics.json").read_text())["engines"]["sim-continuous"]["jobs"]
+    assert jobs["jobs"] == 3 and jobs["complete"] == 3 and jobs["slo"]["limit_s"] == 3600.0

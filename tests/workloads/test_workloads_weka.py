@@ -158,3 +158,14 @@ def test_fresh_is_a_boolean_and_a_cut_gzip_is_one_line(tmp_path: Path, capsys: p
     assert main(["workload", "describe", str(_spec(tmp_path, cut, "sessions", 1.0))]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{cut}:1: file: not a whole gzip file" in err, err
+
+
+def test_first_sessions_is_for_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "gen.toml"
+    spec.write_text("[sessions]\ncount = 4\nfirst_sessions = 2\n")
+    assert main(["workload", "describe", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{spec}:3: sessions.first_sessions: keeps the first sessions of a file" in err
+    one = _spec(tmp_path, SLICE, "weka", 1.0)
+    one.write_text(one.read_text() + "first_sessions = 1\n")
+    assert {r.session for r in load_workload(str(one)).requests} == {"trace_0026"}  # the first to start
