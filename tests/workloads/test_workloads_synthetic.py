@@ -29,7 +29,7 @@ SYNTHETIC = [
 
 
 def test_preset_list() -> None:
-    sessions = ["agentic", "agentic-fanout", "multi-turn-chat", "weka-agentic"]
+    sessions = ["agentic", "agentic-fanout", "multi-turn-chat", "weka-agentic", "weka-agentic-all"]
     traces = ["azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic"]
     assert list_presets() == sorted([*traces, *SYNTHETIC, *sessions])
 

@@ -87,8 +87,8 @@ def test_the_real_slice_reads_its_sub_agents_as_branches() -> None:
     assert facts.sub_agent_requests == 4 + 12 + 17 + 11 and facts.late_sub_agents == 0
 
 
-def test_the_bundled_preset_is_the_converted_traces() -> None:
-    w = load_workload("weka-agentic")
+def test_the_bundled_presets_are_the_converted_traces() -> None:
+    w = load_workload("weka-agentic-all")
     d = w.describe()
     assert d["requests"] == 48_721 and d["input_tokens"]["max"] == 894_371
     a = d["agentic"]
@@ -96,6 +96,9 @@ def test_the_bundled_preset_is_the_converted_traces() -> None:
     assert (a["tool_s"]["p50"], a["tool_s"]["p90"]) == (7.35, 63.363)
     assert (a["turns_per_job"]["p50"], a["fresh_turns"]) == (45.0, 422)
     assert sum(1 for r in w.requests if r.branch) == 63
+    first = load_workload("weka-agentic")  # the first 16 sessions to start, whole
+    assert len({r.session for r in first.requests}) == 16 and len(first.requests) == 1_746
+    assert {r.session for r in first.requests} <= {r.session for r in w.requests}
 
 
 def test_convert_writes_a_session_file_that_reads_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
