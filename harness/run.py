@@ -222,6 +222,7 @@ def run_benchmark(
                     **({"session": r.session, "turn": r.turn, "think_s": r.think_s} if r.session is not None else {}),
                     **({"tool_s": r.tool_s} if r.tool_s else {}),
                     **({"branch": r.branch} if r.branch else {}),
+                    **({"fresh": True} if r.fresh else {}),
                 }
             )
     run_settings = {

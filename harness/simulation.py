@@ -240,6 +240,16 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
     return "sim:" + ",".join(f"{k}={v}" for k, v in items.items() if v is not None)
 
 
+def _stand_in(first_row: dict[str, int], row: dict[str, Any], i: int) -> int:
+    """The row whose stand-in prompt this one extends: its session's first, or the session's last turn whose
+    context started over (`fresh`), which the turns after it extend."""
+    if not row.get("session"):
+        return i
+    if row.get("fresh"):
+        first_row[row["session"]] = i
+    return first_row.setdefault(row["session"], i)
+
+
 def schedule_from_run(run_dir: Path) -> list[Scheduled]:
     """The replayed schedule of a run (requests.jsonl), as the engines saw it: EOS ignored. The turns of a session
     keep their session, turn and think time, and share one stand-in prompt's ids (each turn's prompt starts with
@@ -253,8 +263,7 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
     try:
         schedule = [
             Scheduled(Request(str(r["request_id"]),
-                              distinct_prompt(first_row.setdefault(r["session"], i) if r.get("session") else i,
-                                              int(r["input_tokens"])),
+                              distinct_prompt(_stand_in(first_row, r, i), int(r["input_tokens"])),
                               int(r["output_tokens"]),
                               ignore_eos=True, tenant=str(r.get("tenant", "default")),
                               priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"]),

@@ -15,7 +15,8 @@ from workloads.ops import closed_loop_note
 from workloads.options import BY_NAME, SOURCE_OVERRIDES, Options, check_option
 from workloads.presets import list_presets, preset_path
 from workloads.readers import read_trace
-from workloads.sessions import SessionSource, is_session_file, load_turns, scaled, session_requests
+from workloads.session_sources import load_turns
+from workloads.sessions import SessionSource, is_session_file, scaled, session_requests
 from workloads.spec import SyntheticSource, TraceSource, WorkloadSpec, check_session_options, load_spec_file
 from workloads.synthetic import generate_closed, generate_open, scale_rates
 from workloads.transforms import TIMED_STEPS, Step, apply_step

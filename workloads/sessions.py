@@ -372,26 +372,3 @@ def first_sessions(turns: list[Turn], n: int) -> list[Turn]:
     starts = sorted((t.at_s, i, t.session) for i, t in enumerate(turns) if t.turn == 0 and not t.branch)
     keep = {session for _, _, session in starts[:n]}
     return [t for t in turns if t.session in keep]
-
-
-def load_turns(source: SessionSource, seed: int) -> list[Turn]:
-    if source.file is None:
-        return generate_sessions(source, seed)
-    turns = _file_turns(source, seed)
-    return turns if source.first_sessions is None else first_sessions(turns, source.first_sessions)
-
-
-def _file_turns(source: SessionSource, seed: int) -> list[Turn]:
-    assert source.file is not None
-    display = str(source.file)
-    fmt = source.format
-    if fmt == "weka":  # here, not at the top: the Weka reader builds on this module's Turn
-        from workloads.readers.weka import read_weka
-
-        return read_weka(source.file, display, source.rate, seed)[0]
-    if fmt == "auto":
-        head = session_text(source.file, display).lstrip()[:1]
-        fmt = "sharegpt" if head == "[" else "sessions"
-    if fmt == "sharegpt":
-        return read_sharegpt(source.file, display, source.rate, source.think_s, seed)
-    return read_session_file(source.file, display)

@@ -6,6 +6,7 @@ with distinct prompts (the suite's multi-turn pair: TTFT p50 +172%)."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 from harness.simulation import schedule_from_run
@@ -34,3 +35,14 @@ def test_a_run_without_sessions_keeps_distinct_prompts() -> None:
     schedule = schedule_from_run(RUN / "hol-blocking-continuous")
     assert all(item.session is None for item in schedule)
     assert len({item.request.prompt_token_ids[0] for item in schedule}) == len(schedule)
+
+
+def test_a_fresh_turn_starts_a_new_stand_in_that_later_turns_extend(tmp_path: Path) -> None:
+    rows = [{"request_id": f"r{i}", "arrival_s": 0.0, "input_tokens": n, "output_tokens": 1, "session": "s",
+             "turn": i, "think_s": 0.0, **({"fresh": True} if i == 2 else {})}
+            for i, n in enumerate((10, 20, 5, 15))]  # fmt: skip
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids = [list(item.request.prompt_token_ids) for item in schedule_from_run(tmp_path)]
+    assert ids[1][:10] == ids[0]  # the history
+    assert ids[2][0] != ids[0][0]  # the context started over: no shared prefix
+    assert ids[3][:5] == ids[2]  # and the next turn extends the fresh one
