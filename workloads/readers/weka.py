@@ -37,7 +37,7 @@ from workloads.readers.raw import read_text
 from workloads.sessions import MAX_FANOUT, Turn
 
 PARENT_TYPES = ("n", "s")  # non-streaming and streaming calls; both are one request of the conversation
-END_SLACK_S = 2.0  # a sub-agent that starts this long after its parent's answer ended is still its branch
+END_SLACK_S = 2.0  # a sub-agent starting later than this after its parent's answer is counted late (still its branch)
 
 
 @dataclass(frozen=True)
