@@ -116,6 +116,8 @@ def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleRe
     }
     handlers[(kind, absolute)](rule, ctx, rng, result)
     result = _decide(rule, result, ctx)
+    if result.identical_trials and result.status != "no_data":  # the outcome stands, said to rest on no noise
+        result.note = f"{result.note}; {sig.IDENTICAL_TRIALS}" if result.note else sig.IDENTICAL_TRIALS
     result.quantity = quantity(result)
     return result
 
@@ -233,6 +235,7 @@ def _judge_trials(
         return True
     r.change, r.ci_low, r.ci_high = found.change, found.ci_low, found.ci_high
     r.p_value, r.test, r.trial_sd = found.p_value, found.test, found.trial_sd
+    r.identical_trials = found.identical
     return True
 
 

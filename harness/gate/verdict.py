@@ -40,6 +40,7 @@ class RuleResult:
     ci_high: float | None = None
     p_value: float | None = None
     trial_sd: float | None = None  # judged by trials: sd of one trial's change (log scale for relative rules)
+    identical_trials: bool = False  # judged by trials, each side's one value repeated (harness.judge.tests)
     test: str = ""
     alpha: float = 0.05
     paired: bool = False
