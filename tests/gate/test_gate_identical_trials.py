@@ -4,6 +4,8 @@ simulator) and says that it rests on identical trials, in the Markdown, the one-
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
@@ -15,12 +17,25 @@ from harness.judge.tests import IDENTICAL_TRIALS, identical_trials
 @pytest.fixture(scope="module")
 def sim_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("identical")
-    runs = {}
+    runs, printed = {}, io.StringIO()
     for name, engine in (("h100", "sim"), ("a100", "sim:hardware=a100")):  # the a100 decodes ~40% slower
         runs[name] = root / name
         argv = ["run", "--workload", "chat-small", "--requests", "16", "--engine", engine, "--repeat", "3"]
-        assert main([*argv, "--out", str(runs[name])]) == 0
+        with contextlib.redirect_stdout(printed):
+            assert main([*argv, "--out", str(runs[name]), "--no-progress"]) == 0
+    runs["printed"] = printed.getvalue()
     return runs
+
+
+def test_the_run_console_and_report_say_identical_trials_instead_of_a_zero_width_ci(sim_runs):
+    from reports.load import load_runs
+    from reports.tables import repeat_table
+
+    copies = "every trial identical (a deterministic engine or the same seed): no run-to-run noise"
+    lines = [line for line in sim_runs["printed"].splitlines() if "TTFT p99 over 3 trials" in line]
+    assert len(lines) == 2 and all(line.endswith(f" ms ({copies})") for line in lines), lines
+    table = repeat_table(load_runs([sim_runs["h100"]]))
+    assert "identical trials: no run-to-run noise" in table and "95% CI" in table
 
 
 @pytest.mark.parametrize(
