@@ -63,7 +63,7 @@ def quantity(r: RuleResult) -> str:
     if r.threshold_kind == "absolute":
         return f"the candidate's {r.name}, one-sided against the limit"
     change = "candidate / baseline - 1" if r.threshold_kind == "relative" else "candidate - baseline"
-    if r.trial_sd is not None:  # judged by trials (harness.gate.trials)
+    if r.trial_sd is not None:  # judged by trials (harness.judge.trials)
         how = "mean of per-trial log ratios" if r.threshold_kind == "relative" else "mean of per-trial differences"
         pairs = "trials paired" if r.paired else "trials unpaired"
         return f"{r.name} of each trial, {change} ({how}, {pairs}), one-sided against the tolerance"
