@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.judge.comparison import QUANTITY
+from harness.judge.tests import identical_trials
 from harness.metrics import summary_table
 from harness.metrics.jobs import describe_jobs
 from harness.metrics.latency import describe_unseen
@@ -139,10 +140,12 @@ def format_summary(metrics: dict[str, Any]) -> str:
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:
-            lines.append(
-                f"{engine}: TTFT p99 over {ttft['n']} trials {ttft['mean'] * 1e3:.0f} ms "
-                f"(95% CI {ttft['ci_low'] * 1e3:.0f} to {ttft['ci_high'] * 1e3:.0f} ms)"
+            spread = (
+                "every trial identical (a deterministic engine or the same seed): no run-to-run noise"
+                if identical_trials(ttft["values"])  # a zero-width CI from copies is not certainty
+                else f"95% CI {ttft['ci_low'] * 1e3:.0f} to {ttft['ci_high'] * 1e3:.0f} ms"
             )
+            lines.append(f"{engine}: TTFT p99 over {ttft['n']} trials {ttft['mean'] * 1e3:.0f} ms ({spread})")
     return "\n".join(lines)
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 from harness.metrics import SLO, load_records, request_latencies, summarize
 from harness.metrics.arrow import ARROW_ERRORS, parse_records, read_json_lines
 from harness.metrics.columns import RowError
-from harness.metrics.frame import RECORD_COLUMNS
+from harness.metrics.frame import RECORD_COLUMNS, read_jsonl
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 from harness.records import RecordError
 from reports.steps import StepTrace, read_trace
@@ -173,8 +173,8 @@ def read_schedule(path: Path) -> pd.DataFrame | None:
         return None
     try:
         return read_json_lines(path, None).to_pandas()
-    except (pa.ArrowInvalid, OSError):
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (pa.ArrowInvalid, OSError):  # the records' reader names the bad line, as for records and steps
+        rows, _ = read_jsonl(path)
         return pd.DataFrame(rows)
 
 

@@ -82,6 +82,9 @@ def tradeoff_figure(table: dict[str, Any], front: list[str], colors: dict[str, s
 WIN_WORDS = {"holds": '<span class="ok">clear</span>', "cannot_tell": "cannot tell", "fails": "not better"}
 
 
+COPIES = "identical trials: no run-to-run noise"  # instead of a zero-width [x, x] (harness.judge.tests)
+
+
 def wins_table(rows: list[dict[str, Any]]) -> str:
     body = []
     for r in rows:
@@ -89,6 +92,10 @@ def wins_table(rows: list[dict[str, Any]]) -> str:
         interval = "" if low is None else f"[{low:+.1%}, {high:+.1%}]"
         change = "" if r["change"] is None else f"{r['change']:+.1%}"
         verdict = WIN_WORDS.get(r.get("outcome") or "", "-")
+        if r.get("needs"):  # what would decide a claim the data cannot tell (the judge's sizing)
+            verdict += f'<br><span class="ci">{esc(r["needs"])}</span>'
+        if r.get("identical_trials"):  # a zero-width interval from copies, not certainty
+            verdict += f'<br><span class="ci">{esc(COPIES)}</span>'
         body.append(
             [
                 esc(r["metric"]),
@@ -139,6 +146,7 @@ def arm_table(table: dict[str, Any], labels: list[str]) -> str:
             c = cells[label]
             low, high = c["ci"]
             ci = "" if low is None else f'<br><span class="ci">[{_value(label, low)}, {_value(label, high)}]</span>'
+            ci = f'<br><span class="ci">{esc(COPIES)}</span>' if c.get("identical") else ci
             change = "" if c["change"] is None or arm == "baseline" else f" ({c['change']:+.0%})"
             row.append(_value(label, c["mean"]) + change + ci)
         rows.append(row)

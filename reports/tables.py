@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.judge.headline import Headline
+from harness.judge.tests import identical_trials
 from harness.metrics.jobs import describe_jobs
 from harness.metrics.latency import describe_unseen
 from harness.metrics.slo_classes import describe_class
@@ -346,7 +347,10 @@ def repeat_table(runs: list[RunData]) -> str:
                             fmt.esc(engine),
                             fmt.esc(metric),
                             fmt.number(s.get("mean")),
-                            fmt.ci(s.get("ci_low"), s.get("ci_high"), fmt.number),
+                            # a zero-width CI from copies is not certainty (harness.judge.tests)
+                            "identical trials: no run-to-run noise"
+                            if identical_trials(s.get("values") or [])
+                            else fmt.ci(s.get("ci_low"), s.get("ci_high"), fmt.number),
                             fmt.esc(", ".join(fmt.number(v) for v in s.get("values") or [])),
                         ]
                     )

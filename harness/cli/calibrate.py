@@ -123,7 +123,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
 
 def _header(args: argparse.Namespace, config: Any, workload: Any, plan: Any, executor: Any) -> None:
-    from harness.gate.trials import use_trials
+    from harness.judge.trials import use_trials
 
     print(
         f"calibrating {', '.join(r.text for r in config.rules)} (alpha {config.alpha}) on {workload.name}, "

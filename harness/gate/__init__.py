@@ -1,8 +1,8 @@
 """The CI regression gate: noise-aware rules comparing a candidate run with a baseline (docs/gate.md).
 
 Pure judging: rules and their settings (`rules.py`, `config.py`, what a rule may name in `catalog.py`),
-trial statistics, the verdict, and the calibration statistics (`calibration.py`), on top of the judge
-(`harness.judge`: pairing, the tests, and the three-outcome decision). It never runs an engine
+the verdict, and the calibration statistics (`calibration.py`), on top of the judge (`harness.judge`:
+pairing, the tests, the trial-level test, and the three-outcome decision). It never runs an engine
 (`harness/calibrate.py` does, for calibration). Imports: `harness.judge`, `harness.metrics` and the
 harness's errors only.
 

@@ -20,10 +20,10 @@ from harness.gate.config import GateConfig
 from harness.gate.inputs import RunSample
 from harness.gate.prepare import Prepared, Rates, prepare
 from harness.gate.rules import Rule
-from harness.gate.trials import compare_trials, use_trials
 from harness.gate.verdict import RuleResult, Verdict, quantity
 from harness.judge import tests as sig
 from harness.judge.pairing import Pairing, decide_pairing, paired_frame
+from harness.judge.trials import compare_trials, use_trials
 from harness.judge.verdict import decide, samples_needed, tail_is_resolved, values_to_resolve
 from harness.metrics import SLO
 
@@ -37,7 +37,7 @@ class _Context:
     base: Prepared | None
     cand: Prepared
     joined: pd.DataFrame | None  # both sides' per-request columns matched on the pairing key
-    trials: tuple[list[int], list[int]] | None = None  # judged trial by trial (harness.gate.trials)
+    trials: tuple[list[int], list[int]] | None = None  # judged trial by trial (harness.judge.trials)
     trial_paired: bool = False  # trial k replayed the same schedule on both sides
     few_trials: str | None = None  # unit auto, too few trials to see run-to-run noise: why a change is undecidable
 
@@ -116,6 +116,8 @@ def evaluate_rule(rule: Rule, ctx: _Context, rng: np.random.Generator) -> RuleRe
     }
     handlers[(kind, absolute)](rule, ctx, rng, result)
     result = _decide(rule, result, ctx)
+    if result.identical_trials and result.status != "no_data":  # the outcome stands, said to rest on no noise
+        result.note = f"{result.note}; {sig.IDENTICAL_TRIALS}" if result.note else sig.IDENTICAL_TRIALS
     result.quantity = quantity(result)
     return result
 
@@ -233,6 +235,7 @@ def _judge_trials(
         return True
     r.change, r.ci_low, r.ci_high = found.change, found.ci_low, found.ci_high
     r.p_value, r.test, r.trial_sd = found.p_value, found.test, found.trial_sd
+    r.identical_trials = found.identical
     return True
 
 

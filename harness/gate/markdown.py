@@ -58,6 +58,7 @@ def to_markdown(verdict: Verdict) -> str:
     lines.append("|---|---|---|---|---|---|---|---|")
     for r in verdict.results:
         interval = "-" if r.ci_low is None else f"{fmt_change(r, r.ci_low)} … {fmt_change(r, r.ci_high)}"
+        interval += " (identical trials: no noise)" if r.identical_trials else ""
         p = "-" if r.p_value is None else f"{r.p_value:.2g}"
         cells = [
             f"`{r.rule}`",
@@ -92,13 +93,16 @@ def _test(r: RuleResult) -> str:
 
 
 def one_line(verdict: Verdict) -> str:
-    """For the console: the verdict and the failing rules."""
+    """For the console: the verdict and the failing rules, and whether it rests on trials that are copies."""
+    copies = sum(r.identical_trials for r in verdict.results)
+    said = f" [{copies} of {len(verdict.results)} rules on identical trials: no run-to-run noise]" if copies else ""
     if verdict.passed:
         allowed = sum(r.status == "inconclusive" for r in verdict.results)
-        return f"gate: pass ({len(verdict.results)} rules" + (f", {allowed} cannot tell, allowed)" if allowed else ")")
+        head = f"gate: pass ({len(verdict.results)} rules" + (f", {allowed} cannot tell, allowed)" if allowed else ")")
+        return head + said
     failed = "; ".join(_failure(r) for r in verdict.failed)
     head = {"fail": "REGRESSION", "no_data": "NO DATA", "cannot_tell": "CANNOT TELL"}[verdict.word]
-    return f"gate: {head}: {failed}"
+    return f"gate: {head}: {failed}{said}"
 
 
 def _failure(r: RuleResult) -> str:

@@ -40,6 +40,7 @@ class RuleResult:
     ci_high: float | None = None
     p_value: float | None = None
     trial_sd: float | None = None  # judged by trials: sd of one trial's change (log scale for relative rules)
+    identical_trials: bool = False  # judged by trials, each side's one value repeated (harness.judge.tests)
     test: str = ""
     alpha: float = 0.05
     paired: bool = False
@@ -62,7 +63,7 @@ def quantity(r: RuleResult) -> str:
     if r.threshold_kind == "absolute":
         return f"the candidate's {r.name}, one-sided against the limit"
     change = "candidate / baseline - 1" if r.threshold_kind == "relative" else "candidate - baseline"
-    if r.trial_sd is not None:  # judged by trials (harness.gate.trials)
+    if r.trial_sd is not None:  # judged by trials (harness.judge.trials)
         how = "mean of per-trial log ratios" if r.threshold_kind == "relative" else "mean of per-trial differences"
         pairs = "trials paired" if r.paired else "trials unpaired"
         return f"{r.name} of each trial, {change} ({how}, {pairs}), one-sided against the tolerance"

@@ -20,6 +20,7 @@ the chance of evidence at least this strong for a regression if there were none.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,6 +31,7 @@ from harness.metrics.stats import bootstrap_ci, bootstrap_quantiles, scipy_stats
 Side = Literal["greater", "less"]
 MAX_CHUNK_ELEMENTS = 4_000_000  # bounds the memory of a joint bootstrap of large runs
 EXACT_SIGNED_RANK_MAX_N = 16  # 2**16 sign patterns: exact and still a few milliseconds
+TRIAL_CONFIDENCE = 0.95  # a study's interval over trials: each end a one-sided 97.5% bound
 
 
 @dataclass(frozen=True)
@@ -162,8 +164,21 @@ def interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+IDENTICAL_TRIALS = (
+    "the trials are identical copies (a deterministic engine such as the simulator, or the same seed): "
+    "the interval shows no run-to-run noise, so the outcome is a fact of these runs, not a margin over noise"
+)
+
+
+def identical_trials(*sides: Sequence[float]) -> bool:
+    """Whether every side holds two or more trials, each side one value repeated exactly: an interval over
+    them has zero width because nothing varied, not because the estimate is certain."""
+    arrays = [np.asarray(side, dtype=np.float64) for side in sides]
+    return bool(arrays) and all(a.size >= 2 and bool(np.all(a == a[0])) for a in arrays)
+
+
 def trial_mean_interval(
-    values: list[float], *, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+    values: list[float], *, confidence: float = TRIAL_CONFIDENCE, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float | None, float | None]:
     """Bootstrap interval of the mean over trials (a study arm's value, or its per-trial changes); None
     for fewer than two trials, which have no interval, so a claim on them cannot be told."""

@@ -9,6 +9,7 @@ would decide it if the change and the noise stay as observed.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -68,3 +69,25 @@ def samples_needed(sd: float, gap: float, alpha: float, *, small: bool, power: f
         if scipy_stats().nct.sf(scipy_stats().t.ppf(1.0 - alpha, n - 1), n - 1, gap / (sd / math.sqrt(n))) >= power:
             return n
     return None
+
+
+TOO_FEW_TRIALS = "needs at least 2 trials to estimate noise"  # one trial has no spread to size anything from
+
+
+def trials_to_decide(per_trial: Sequence[float], tolerance: float, alpha: float) -> int | None:
+    """Trials a side that would decide "the mean of `per_trial` against `tolerance`" if its mean and its
+    trial-to-trial spread stay as observed: `samples_needed` on trials (Student's t), as the gate sizes its
+    trial rules. None below two trials, with no spread, or with the mean on the tolerance."""
+    x = np.asarray(per_trial, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return None
+    return samples_needed(float(x.std(ddof=1)), tolerance - float(x.mean()), alpha, small=True)
+
+
+def trials_needed_words(per_trial: Sequence[float], tolerance: float, alpha: float, side: str = "side") -> str:
+    """What a claim the data cannot tell would need, in words: trials per `side`, or why no number."""
+    if sum(1 for v in per_trial if math.isfinite(v)) < 2:
+        return TOO_FEW_TRIALS
+    n = trials_to_decide(per_trial, tolerance, alpha)
+    return f"about {n} trials per {side} would decide it" if n else "more trials than is practical would decide it"

@@ -83,7 +83,8 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     """Parse a JSON-lines file; returns (objects, skipped) where skipped describes a dropped last line.
 
     Only the last line may be bad: that is what a crash mid-write leaves. A bad line anywhere else
-    means the file is corrupt, and silently dropping it would bias every metric.
+    means the file is corrupt, and silently dropping it would bias every metric. A file whose only line
+    is bad holds nothing to read: one error naming that line, not a warning and then "holds no records".
     """
     objects, _, skipped = _read_numbered(path)
     return objects, skipped
@@ -110,7 +111,7 @@ def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], l
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:
-            if pos == len(numbered) - 1:
+            if 0 < pos == len(numbered) - 1:
                 skipped.append({"path": str(path), "line": lineno, "reason": str(exc), "text": line[:80]})
                 warnings.warn(
                     f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)",

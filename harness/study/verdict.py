@@ -27,11 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.judge.tests import trial_mean_interval
-from harness.judge.verdict import Outcome
+from harness.judge.tests import IDENTICAL_TRIALS, TRIAL_CONFIDENCE, identical_trials, trial_mean_interval
+from harness.judge.verdict import Outcome, trials_needed_words
 from harness.judge.verdict import decide as judge
 from harness.study.metrics import Metric
 from harness.study.plan import StudyPlan
+
+ALPHA = (1.0 - TRIAL_CONFIDENCE) / 2.0  # each end of the interval over trials, as a one-sided bound
+UNPAIRED = "no interval: the arm replayed another schedule than the baseline's; pair the schedules to decide it"
 
 
 def _ratio(values: list[float], baseline: list[float]) -> float | None:
@@ -52,26 +55,31 @@ def aggregate(results: list[dict[str, Any]], metric_labels: list[str]) -> dict[s
             for k, label in enumerate(metric_labels):
                 values = [r["metrics"].get(label) for r in mine]
                 finite = [float(v) for v in values if v is not None]
-                changes = []
+                changes, theirs = [], []
                 for r in mine:
                     b = base.get((slice_name, r["trial"]))
                     v, bv = r["metrics"].get(label), b["metrics"].get(label) if b else None
                     if v is not None and bv:
                         changes.append(v / bv - 1.0)
+                        theirs.append(bv)
                 low, high = trial_mean_interval(finite, seed=k)  # the judge's 95% bootstrap over trials
                 paired = all((r.get("pairing") or {}).get("paired", True) for r in mine)
                 change = float(np.mean(changes)) if changes else None
                 c_low, c_high = trial_mean_interval(changes, seed=k)
                 if not paired:  # another schedule: the ratio of the means, no per-trial interval
-                    theirs = [b["metrics"].get(label) for b in base.values() if b["slice"] == slice_name]
-                    change, c_low, c_high = _ratio(finite, [float(v) for v in theirs if v is not None]), None, None
+                    others = [b["metrics"].get(label) for b in base.values() if b["slice"] == slice_name]
+                    change, c_low, c_high = _ratio(finite, [float(v) for v in others if v is not None]), None, None
                 arms[arm][label] = {
                     "mean": float(np.mean(finite)) if finite else None,
                     "ci": [low, high],
                     "values": values,
                     "change": change,
                     "change_ci": [c_low, c_high],
+                    "changes": changes if paired else [],
                     "paired": paired,
+                    # zero-width intervals from copies, not certainty: the value's, and the change's (both sides)
+                    "identical": identical_trials(finite),
+                    "change_identical": paired and identical_trials(finite, theirs),
                 }
     return out
 
@@ -83,21 +91,44 @@ def _threshold(cell: dict[str, Any], op: str, tolerance: float, relative: bool) 
     return judge(nan if low is None else low, nan if high is None else high, tolerance, higher_is_worse=op == "<=")
 
 
+def needs(cell: dict[str, Any], tolerance: float, relative: bool) -> str:
+    """What a claim on this cell that the data cannot tell would need: trials per arm, sized by the judge
+    from the spread over trials of the value (absolute) or of the paired change (relative)."""
+    if relative and not cell.get("paired", True):
+        return UNPAIRED
+    per_trial = cell.get("changes", []) if relative else [v for v in cell.get("values", []) if v is not None]
+    return trials_needed_words(per_trial, tolerance, ALPHA, side="arm")
+
+
 def _judged(plan: StudyPlan, table: dict[str, dict[str, Any]], arm: str) -> list[tuple[Outcome, str]]:
-    """Each of the plan's thresholds on `arm`: (outcome, what it says)."""
+    """Each of the plan's thresholds on `arm`: (outcome, what it says, with what it needs when undecided)."""
     out = []
     for pm in plan.metrics:
         if pm.threshold is None:
             continue
         t, label = pm.threshold, pm.metric.label
-        outcome = _threshold(table[arm][label], t.op, t.value / 100.0 if t.relative else t.value, t.relative)
-        out.append((outcome, f"{label} {t.text()} ({_show(table, arm, label)})"))
+        tolerance = t.value / 100.0 if t.relative else t.value
+        cell, what = table[arm][label], f"{label} {t.text()} ({_show(table, arm, label)})"
+        outcome = _threshold(cell, t.op, tolerance, t.relative)
+        out.append((outcome, _said(outcome, what, cell, tolerance, t.relative)))
     return out
+
+
+def _said(outcome: Outcome, what: str, cell: dict[str, Any], tolerance: float, relative: bool) -> str:
+    """`what: outcome`, with what would decide it when the data cannot tell, and whether an outcome rests on
+    identical trials (the outcome stands: a fact of a deterministic engine, said as such)."""
+    said = f"{what}: {WORD[outcome]}"
+    if outcome == "cannot_tell":
+        return f"{said}, {needs(cell, tolerance, relative)}"
+    return f"{said} ({ON_COPIES})" if not relative and cell.get("identical") else said  # `_show` says the change's
+
+
+ON_COPIES = "on identical trials: no run-to-run noise"  # instead of a zero-width [x, x]
 
 
 def _passes(plan: StudyPlan, table: dict[str, dict[str, Any]], arm: str) -> tuple[bool, list[str]]:
     """Whether every threshold holds on `arm`, and those that do not, with the judge's word for each."""
-    broken = [f"{what}: {WORD[o]}" for o, what in _judged(plan, table, arm) if o != "holds"]
+    broken = [said for o, said in _judged(plan, table, arm) if o != "holds"]
     return not broken, broken
 
 
@@ -112,6 +143,8 @@ def _show(table: dict[str, dict[str, Any]], arm: str, label: str) -> str:
     shown = f"{cell['mean']:.4g}" + (f", {change:+.1%} vs baseline" if change is not None else "")
     if arm == "baseline" or change is None:
         return shown
+    if cell.get("change_identical"):
+        return f"{shown}, {ON_COPIES}"
     return shown + (f" [{low:+.1%}, {high:+.1%}]" if low is not None else ", no interval")
 
 
@@ -168,6 +201,8 @@ def wins(
             nan = float("nan")
             lo, hi = (nan, nan) if low is None else (low, high)
             outcome = judge(lo, hi, 0.0, higher_is_worse=not metric.higher_is_better)
+        undecided = needs(cell, 0.0, True) if outcome == "cannot_tell" else None
+        copies = outcome is not None and bool(cell.get("change_identical"))
         rows.append(
             {
                 "metric": label,
@@ -178,6 +213,8 @@ def wins(
                 "change": cell["change"],
                 "change_ci": cell["change_ci"],
                 "outcome": outcome,
+                "needs": undecided,
+                "identical_trials": copies,
                 "clear": outcome == "holds",
             }
         )
@@ -210,8 +247,9 @@ def decide(plan: StudyPlan, results: list[dict[str, Any]], metrics: list[Metric]
         judged = _judged(plan, held, pick)
         metric = plan.pick
         beats = _threshold(held[pick][metric.label], ">=" if metric.higher_is_better else "<=", 0.0, True)
-        judged.append((beats, f"{metric.label} no worse than the baseline ({_show(held, pick, metric.label)})"))
-        broken = [f"{what}: {WORD[o]}" for o, what in judged if o != "holds"]
+        beat = f"{metric.label} no worse than the baseline ({_show(held, pick, metric.label)})"
+        judged.append((beats, _said(beats, beat, held[pick][metric.label], 0.0, True)))
+        broken = [said for o, said in judged if o != "holds"]
         found = {o for o, _ in judged}
         outcome = "falsified" if "fails" in found else "cannot_tell" if "cannot_tell" in found else "held"
         lines.append(f"picked on the tuning slice: {pick} ({metric.label} {_show(tuning, pick, metric.label)})")
@@ -223,6 +261,8 @@ def decide(plan: StudyPlan, results: list[dict[str, Any]], metrics: list[Metric]
             lines.append(f"CANNOT TELL on the held-out slice: the data do not decide {pick}: {'; '.join(broken)}")
         if outcome != "held" and held_pick != pick:
             lines.append(f"the held-out slice would pick {held_pick or 'no variant (the baseline stays)'}")
+    if any(ON_COPIES in line for line in lines):
+        lines.append(f"identical trials: {IDENTICAL_TRIALS}")
     return {
         "outcome": outcome,
         "pick": pick,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.gate import GateConfig, evaluate, rules_from_texts, sample_from_records
-from harness.gate.trials import compare_trials, use_trials
+from harness.judge.trials import compare_trials, use_trials
 from tests.fixtures.gate_runs import synthetic_run
 
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)

@@ -191,9 +191,9 @@ def _editable_copy(run_dir, tmp_path):
     return run, run / "records.jsonl"
 
 
-def test_a_run_directory_of_one_unreadable_line_is_one_line_per_message(tmp_path):
-    """On the command line a warning (here: the last line skipped as truncated) is one line like the error
-    after it, with no source path or quoted code (harness.cli.main's warning format; #31 audit)."""
+def test_a_run_directory_of_one_unreadable_line_is_one_line(tmp_path):
+    """On the command line a records file whose only line is not JSON is one error naming that line: not a
+    warning (the line skipped as truncated) and then "holds no records" (#31); no source path or quoted code."""
     import subprocess
     import sys
     from pathlib import Path
@@ -207,7 +207,5 @@ def test_a_run_directory_of_one_unreadable_line_is_one_line_per_message(tmp_path
         [*argv, "--rule", "tpot.p50 <= +5%"], capture_output=True, text=True, cwd=repo, env={"PYTHONPATH": str(repo)}
     )
     lines = done.stderr.splitlines()
-    assert done.returncode == 2 and len(lines) == 2, done.stderr
-    skipped = "skipped unparseable last line 1 (truncated by a crash?)"
-    assert lines[0] == f"batchmark: warning: {run}/records.jsonl: {skipped}"
-    assert lines[1] == f"batchmark: error: {run}/records.jsonl: holds no records"
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"batchmark: error: {run}/records.jsonl:1: not a JSON object: ")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.study.plan import load_plan
 from harness.study.runner import PICTURE
 from harness.study.verdict import decide
@@ -64,3 +66,50 @@ def test_several_trials_that_miss_the_threshold_clearly_find_no_pick(tmp_path: P
 def test_several_trials_whose_interval_straddles_the_threshold_cannot_tell(tmp_path: Path) -> None:
     verdict = _verdict(tmp_path, [1.0, 1.0, 1.0], [0.6, 0.95, 0.7])  # -25% at the mean, -40%..-5% by trial
     assert verdict["outcome"] == "cannot_tell" and verdict["pick"] is None
+
+
+def test_a_cannot_tell_names_the_trials_that_would_decide_it(tmp_path: Path) -> None:
+    """The study sizes an undecided claim as the gate sizes its trial rules (harness.judge.verdict)."""
+    from harness.judge.verdict import samples_needed
+    from harness.study.verdict import ALPHA
+
+    baseline, fair = [1.0, 1.0, 1.0], [0.6, 0.95, 0.7]  # -25% at the mean, straddling -20%
+    verdict = _verdict(tmp_path, baseline, fair)
+    changes = np.array(fair) - 1.0
+    n = samples_needed(float(changes.std(ddof=1)), -0.20 - float(changes.mean()), ALPHA, small=True)
+    assert n is not None and n > 3
+    said = f"ttft.p99 <= -20% (0.75, -25.0% vs baseline [-40.0%, -5.0%]): cannot tell, about {n} trials per arm"
+    assert any(said in line for line in verdict["lines"]), verdict["lines"]
+    # the wins table carries the same sizing for "fair beats the baseline"
+    row = next(r for r in verdict["wins"]["tuning"] if r["metric"] == "ttft.p99")
+    assert row["outcome"] == "holds" and row["needs"] is None
+
+
+def test_one_trial_says_it_needs_two_to_estimate_noise(tmp_path: Path) -> None:
+    verdict = _verdict(tmp_path, [1.0], [0.5])
+    assert any("cannot tell, needs at least 2 trials to estimate noise" in line for line in verdict["lines"])
+    row = next(r for r in verdict["wins"]["tuning"] if r["metric"] == "ttft.p99")
+    assert row["outcome"] == "cannot_tell" and row["needs"] == "needs at least 2 trials to estimate noise"
+
+
+def test_identical_trials_keep_the_outcome_and_say_they_show_no_noise(tmp_path: Path) -> None:
+    """A deterministic engine repeats itself: three identical trials a side give a zero-width interval. The
+    outcome stands (a fact of that engine), and every place that shows it says it rests on copies."""
+    from harness.judge.tests import IDENTICAL_TRIALS
+    from reports.study import COPIES, arm_table, wins_table
+
+    verdict = _verdict(tmp_path, [1.0, 1.0, 1.0], [0.5, 0.5, 0.5])
+    assert verdict["outcome"] == "held" and verdict["pick"] == "fair"
+    assert (
+        "HELD on the held-out slice: fair (ttft.p99 0.5, -50.0% vs baseline, on identical trials: no run-to-run noise)"
+        in verdict["lines"]
+    )
+    assert verdict["lines"][-1] == f"identical trials: {IDENTICAL_TRIALS}"
+    table = verdict["tables"]["tuning"]
+    assert table["fair"]["ttft.p99"]["identical"] and table["fair"]["ttft.p99"]["change_identical"]
+    row = next(r for r in verdict["wins"]["tuning"] if r["metric"] == "ttft.p99")
+    assert row["outcome"] == "holds" and row["identical_trials"]
+    assert COPIES in wins_table([row]) and COPIES in arm_table(table, ["ttft.p99"])
+    assert "[0.5" not in arm_table(table, ["ttft.p99"])  # no silent [x, x]
+    noisy = _verdict(tmp_path, [1.0, 1.02, 0.98, 1.01, 0.99], [0.5, 0.52, 0.49, 0.51, 0.5])
+    assert not any("identical" in line for line in noisy["lines"])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from harness.judge.tests import Side
+from harness.judge.tests import Side, identical_trials
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class TrialComparison:
     p_value: float
     test: str
     trial_sd: float  # of one trial's change, on the tested scale (log for relative rules): the run-to-run noise
+    identical: bool = False  # each side's trials one value repeated: a zero-width interval, not certainty
 
 
 def use_trials(mode: str, trials_a: list[int], trials_b: list[int], min_trials: int) -> bool:
@@ -56,7 +57,7 @@ def compare_trials(
         scale = float(a.mean())
         if scale <= 0:
             edge = 0.0 if diff.change == 0 else float(np.sign(diff.change)) * float("inf")
-            return TrialComparison(edge, edge, edge, diff.p_value, diff.test, diff.trial_sd)
+            return TrialComparison(edge, edge, edge, diff.p_value, diff.test, diff.trial_sd, diff.identical)
         return TrialComparison(
             diff.change / scale,
             diff.ci_low / scale,
@@ -64,6 +65,7 @@ def compare_trials(
             diff.p_value,
             diff.test,
             diff.trial_sd / scale,
+            diff.identical,
         )
     xa, xb = (np.log(a), np.log(b)) if relative else (a, b)
     if paired:
@@ -86,4 +88,4 @@ def compare_trials(
         margin = float(stats.t.ppf(1.0 - alpha, df)) * se
         low, high = mean - margin, mean + margin
     back = (lambda x: float(np.expm1(x))) if relative else float
-    return TrialComparison(back(mean), back(low), back(high), p, name, trial_sd)
+    return TrialComparison(back(mean), back(low), back(high), p, name, trial_sd, identical_trials(a, b))
