@@ -9,7 +9,10 @@ docs/cluster/real_router.sh saves, beside each run's records, every replica's sh
 - server TTFT: the replicas' mean time from a request reaching the server to its first token (/metrics'
   TTFT histogram, sum over count, differenced across the run);
 - path: the client's mean TTFT (the run's metrics) minus the server TTFT: the HTTP client, the router hop,
-  the frontend before the engine and the tokens' way back.
+  the frontend before the engine and the tokens' way back. A mean: one request the machine stalled moves it.
+- paired path (`paired_path_s`): one request at a time, the median over requests of a served run's TTFT minus
+  the same request's TTFT in process (two runs of one schedule): everything `batchmark serve` adds to what the
+  profile was fitted on, robust to a stalled request; what the twin takes when the bench measured it.
 
 `serving_path` turns a CALIBRATION run's evidence into the two options of the cluster twin (`slowdown` of
 every replica's steps, `path_ms` of every request) and writes them with their provenance; `sim fidelity
@@ -32,6 +35,7 @@ from engines.sim.files import read_json_object
 from engines.sim.fitted import load_profile
 from engines.step_features import StepFeatures
 from harness.errors import HarnessInputError
+from harness.metrics.frame import read_jsonl
 from harness.simulation import trace_steps
 
 TTFT = "batchmark_time_to_first_token_seconds"
@@ -108,13 +112,28 @@ def run_evidence(run_dir: Path, profile_path: Path) -> Evidence:
     )
 
 
-def serving_path(run_dir: Path, profile_path: Path) -> tuple[ServingPath, Evidence]:
-    """The twin's options from a calibration run. A path or contention measured below zero (the real run faster
-    than the profile's price) is kept at 0: the options add time, they never take it away."""
+def paired_path_s(served: Path, in_process: Path) -> tuple[float, int]:
+    """(median over requests of TTFT served minus TTFT in process, requests paired): two runs of one schedule."""
+    served_ttft, in_process_ttft = _ttfts(served), _ttfts(in_process)
+    both = sorted(served_ttft.keys() & in_process_ttft.keys())
+    if not both:
+        raise HarnessInputError(f"{served} and {in_process}: no request served in both (runs of one schedule?)")
+    return float(np.median([served_ttft[r] - in_process_ttft[r] for r in both])), len(both)
+
+
+def serving_path(run_dir: Path, profile_path: Path, paired: tuple[Path, Path] | None = None
+                 ) -> tuple[ServingPath, Evidence]:  # fmt: skip
+    """The twin's options from a calibration run: its step contention, and its path (or, given `paired` runs,
+    their paired path). A path or contention measured below zero (the real run faster than the profile's
+    price) is kept at 0: the options add time, they never take it away."""
     evidence = run_evidence(run_dir, profile_path)
-    options = ServingPath(path_ms=round(max(0.0, evidence.path_s) * 1e3, 3),
+    path_s, measured_on = evidence.path_s, str(run_dir)
+    if paired is not None:
+        path_s, _ = paired_path_s(*paired)
+        measured_on = f"{run_dir} (contention), {paired[0]} against {paired[1]} (path)"
+    options = ServingPath(path_ms=round(max(0.0, path_s) * 1e3, 3),
                           slowdown=round(max(0.0, evidence.contention - 1.0), 4),
-                          measured_on=str(run_dir), profile=str(profile_path))  # fmt: skip
+                          measured_on=measured_on, profile=str(profile_path))  # fmt: skip
     return options, evidence
 
 
@@ -157,6 +176,13 @@ def _prometheus(path: Path) -> dict[str, float]:
         raise HarnessInputError(f"{path}: cannot read the replica's /metrics ({exc.strerror or exc})") from None
     except ScrapeParseError as exc:
         raise HarnessInputError(f"{path}: {exc}") from None
+
+
+def _ttfts(run_dir: Path) -> dict[str, float]:
+    """Request id -> TTFT (first token - scheduled arrival) of the run's served requests."""
+    rows, _ = read_jsonl(run_dir / "records.jsonl")
+    return {str(r["request_id"]): float(r["t_first_token"]) - float(r["t_scheduled"])
+            for r in rows if r.get("t_first_token") is not None and r.get("t_scheduled") is not None}  # fmt: skip
 
 
 def _client_ttft(run_dir: Path) -> float:

@@ -7,8 +7,9 @@
 # 1. fits a step-time profile of the embedded model on this machine (an in-process continuous engine, one thread,
 #    `batchmark serve`'s 2048-token step);
 # 2. starts REPLICAS `batchmark serve --threads 1` replicas and, per policy, vllm-router in front of them;
-# 3. a CALIBRATION run (round_robin, the workload under another seed): `batchmark sim serving-path` measures on it
-#    the replicas' step contention and the serving path, the cluster twin's two options (OUT/serving.json);
+# 3. CALIBRATION runs (the workload under another seed): in process, at one replica directly, and through the
+#    router; `batchmark sim serving-path` measures on them the serving path (request by request, served against
+#    in process) and the replicas' step contention, the cluster twin's two options (OUT/serving.json);
 # 4. per policy, drives the router with `batchmark run --engine http:url=ROUTER,router=POLICY,replicas=N` (the
 #    manifest records the fleet), prints the run's own split (`sim serving-path`), then judges its cluster twin
 #    with `batchmark sim fidelity`, plain and with `--serving OUT/serving.json` (measured on the other run).
@@ -87,10 +88,20 @@ measured_run() {  # NAME POLICY SEED (empty: the workload's): one run through th
     done
 }
 
-# the twin's serving path and contention, measured once on a run of their own (never on a run they judge)
+# The twin's serving path and contention, measured on runs of their own under another seed (never on a run they
+# judge): the path, request by request, as one replica driven directly against the same schedule in process
+# (the engine the profile was fitted on); the contention as the fleet's steps against the profile's price.
 if [ "${CALIBRATE:-1}" != 0 ]; then
+    rm -rf "$OUT/calibration-inprocess" "$OUT/calibration-direct"
+    load "calibration: before the runs"
+    "$BM" run --workload "$WORKLOAD" --requests "$REQUESTS" ${RATE:+--rate "$RATE"} --seed "$CALIBRATION_SEED" \
+        --engine continuous --threads 1 --max-batched-tokens 2048 --no-report --out "$OUT/calibration-inprocess"
+    curl -sf -X POST "${WORKERS[0]}/reset_prefix_cache" >/dev/null
+    "$BM" run --workload "$WORKLOAD" --requests "$REQUESTS" ${RATE:+--rate "$RATE"} --seed "$CALIBRATION_SEED" \
+        --engine "http:url=${WORKERS[0]},label=direct" --no-report --out "$OUT/calibration-direct"
     measured_run calibration round_robin "$CALIBRATION_SEED"
-    "$BM" sim serving-path "$OUT/calibration" --profile "$OUT/profile.json" -o "$OUT/serving.json"
+    "$BM" sim serving-path "$OUT/calibration" --profile "$OUT/profile.json" -o "$OUT/serving.json" \
+        --paired "$OUT/calibration-direct" "$OUT/calibration-inprocess"
 fi
 
 for policy in $POLICIES; do

@@ -88,22 +88,29 @@ def add_serving_path_command(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--profile", type=Path, required=True, help="the profile whose price the steps are set against")
     cmd.add_argument("-o", "--out", type=Path, help="write the twin's options (path_ms, slowdown) here: a CALIBRATION "
                      "run's, for `sim fidelity --serving` on other runs")  # fmt: skip
+    cmd.add_argument("--paired", type=Path, nargs=2, metavar=("SERVED_RUN", "IN_PROCESS_RUN"),
+                     help="take the path from these two runs of one schedule instead: the median over requests of "
+                          "TTFT served minus TTFT in process")  # fmt: skip
     cmd.set_defaults(run=serving_path_command)
 
 
 def serving_path_command(args: argparse.Namespace) -> int:
     from harness.cli.args import writable_dir
     from harness.errors import HarnessInputError
-    from harness.serving_path import evidence_lines, save_serving, serving_path
+    from harness.serving_path import evidence_lines, paired_path_s, save_serving, serving_path
 
     if args.out is not None:
         if args.out.is_dir():
             raise HarnessInputError(f"-o {args.out}: is a directory; name the file")
         writable_dir(args.out.parent, "-o")
-    options, evidence = serving_path(args.run_dir, args.profile)
+    options, evidence = serving_path(args.run_dir, args.profile, args.paired)
     print(f"{args.run_dir} (profile {args.profile}):")
     for line in evidence_lines(evidence):
         print(f"  {line}")
+    if args.paired:
+        path, pairs = paired_path_s(*args.paired)
+        print(f"  paired path: {path * 1e3:.2f} ms, median over {pairs} requests of TTFT in {args.paired[0]} "
+              f"minus TTFT in {args.paired[1]}")  # fmt: skip
     if args.out is not None:
         save_serving(options, args.out)
         print(f"the twin's options: {options.describe()} -> {args.out}")

@@ -13,7 +13,7 @@ from engines.sim.fitted import load_profile
 from engines.step_features import FEATURE_NAMES, StepFeatures
 from harness.cli import main
 from harness.cli.sim import simulate_twin
-from harness.serving_path import ServingPath, serving_path
+from harness.serving_path import ServingPath, paired_path_s, serving_path
 from harness.simulation import TRACE_FIELDS
 from tests.sim.test_cluster_twin import PROFILE, router_run
 
@@ -119,3 +119,22 @@ def test_a_run_without_replica_traces_is_one_line(tmp_path: Path, capsys: pytest
     assert main(["sim", "serving-path", str(run), "--profile", str(PROFILE)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "step-trace" in err, err
+
+
+def records(folder: Path, ttft_s: dict[str, float]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"request_id": r, "t_scheduled": float(i), "t_first_token": i + t}) + "\n"
+             for i, (r, t) in enumerate(ttft_s.items())]  # fmt: skip
+    (folder / "records.jsonl").write_text("".join(lines))
+    return folder
+
+
+def test_the_paired_path_is_the_median_difference_a_stalled_request_does_not_move(tmp_path: Path) -> None:
+    in_process = {f"r{i}": 0.010 + 0.001 * (i % 4) for i in range(21)}
+    served = {r: t + 0.004 for r, t in in_process.items()} | {"r7": 0.600}  # one request the machine stalled
+    served_run, in_process_run = records(tmp_path / "served", served), records(tmp_path / "inproc", in_process)
+    assert paired_path_s(served_run, in_process_run) == (pytest.approx(0.004), 21)
+    calibration = calibration_run(tmp_path / "cal", 1.25, 0.010, 0.030)  # its own mean path (20 ms) is not used
+    options, _ = serving_path(calibration, PROFILE, (served_run, in_process_run))
+    assert options.path_ms == pytest.approx(4.0) and options.slowdown == pytest.approx(0.25)
+    assert str(served_run) in options.measured_on and str(calibration) in options.measured_on
