@@ -216,6 +216,8 @@ def fidelity_command(args: argparse.Namespace) -> int:
             writable_dir(args.json.parent, "--json")  # checked before any run
         if args.twin_dir is not None:
             raise HarnessInputError("sim fidelity: --twin-dir goes with RUN only: give a pair's run and its profile")
+        if args.serving is not None:
+            raise HarnessInputError("sim fidelity: --serving goes with RUN only (a router's run and its profile)")
         return suite_command(args, simulate_twin)
     if args.real_run is None or args.profile is None:
         raise HarnessInputError("sim fidelity: give RUN and --profile P, or --suite FILE")
