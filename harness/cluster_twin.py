@@ -7,18 +7,24 @@ defaults (the "serve" option profile, which the replicas ran without scheduler f
 times and KV pool, and the router is batchmark's policy of the same name. What the twin cannot know: the
 real router's own latency, its load polls (vllm-router's power_of_two reads /get_load every 5 s and adds its
 in-flight count), and the replicas' contention for the machine's cores; `sim fidelity` measures the sum.
+Two of those can be measured on a separate calibration run and given to the twin (`sim fidelity --serving
+FILE`, harness/serving_path.py): the serving path every request takes (`path_ms` of the cluster) and the
+replicas' contention (`slowdown` of every replica's steps).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engines.fleet_names import TWIN_POLICY
 from engines.options import defaults
 from engines.sim.fitted import load_profile
 from harness.errors import HarnessInputError
+
+if TYPE_CHECKING:  # harness.serving_path reads traces with harness.simulation, which builds this module's twins
+    from harness.serving_path import ServingPath
 
 IN_PROCESS_KINDS = ("static", "continuous")
 
@@ -52,8 +58,11 @@ def replica_description(profile: Path) -> dict[str, Any]:
     }
 
 
-def cluster_twin_spec(engine: Mapping[str, Any], label: str, seed: int, replica: str) -> str:
-    """The `--engine cluster:...` spec of the fleet `engine` measured, each replica `replica` (a sim spec)."""
+def cluster_twin_spec(
+    engine: Mapping[str, Any], label: str, seed: int, replica: str, serving: ServingPath | None = None
+) -> str:
+    """The `--engine cluster:...` spec of the fleet `engine` measured, each replica `replica` (a sim spec);
+    `serving` adds its measured path to every request and its contention to every replica's steps."""
     named = fleet(engine)
     if named is None:
         raise HarnessInputError(f"engine {engine.get('name')!r}: not a router over replicas (http: router=, replicas=)")
@@ -62,4 +71,8 @@ def cluster_twin_spec(engine: Mapping[str, Any], label: str, seed: int, replica:
     if twin_policy is None:
         raise HarnessInputError(f"engine {engine.get('name')!r}: router policy {policy!r} has no simulated "
                                 "counterpart (engines/fleet_names.py), so the run has no twin")  # fmt: skip
-    return f"cluster:replicas={replicas},router={twin_policy},seed={seed},label={label},replica={replica}"
+    path = ""
+    if serving is not None:
+        path = f"path_ms={serving.path_ms},"
+        replica = f"{replica},slowdown={serving.slowdown}"  # replica= takes the rest of the spec
+    return f"cluster:replicas={replicas},router={twin_policy},seed={seed},{path}label={label},replica={replica}"

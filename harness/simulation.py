@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from harness.loadgen import Scheduled
 from harness.loadgen.classes import apply_classes, recorded_classes
 from harness.loadgen.replay import distinct_prompt
 from harness.metrics.frame import read_jsonl
+
+if TYPE_CHECKING:  # harness.serving_path reads step traces with this module's trace_steps
+    from harness.serving_path import ServingPath
 
 # The trace field each step feature is read from (pad and held rows were traced before the features were).
 _TRACED_BEFORE = {"padded_rows": "padded_tokens", "held_rows": "idle_slots"}
@@ -211,14 +214,16 @@ def profile_mismatch(engine: Mapping[str, Any], fitted: Mapping[str, Any]) -> st
 # ------------------------------------------------------------------------------------------------ twins
 
 
-def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True, seed: int = 0) -> str:
-    """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile`."""
+def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True, seed: int = 0,
+                   serving: ServingPath | None = None) -> str:  # fmt: skip
+    """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile` (a router's
+    run: its cluster twin, with `serving`'s measured path and contention when given)."""
     kind = engine.get("kind")
     if kind == "http":  # a router over replicas (or refused there by name): the cluster twin
         from harness.cluster_twin import cluster_twin_spec, replica_description
 
         replica = twin_spec_text(replica_description(profile), profile, f"{label}-replica", noise, seed)
-        return cluster_twin_spec(engine, label, seed, replica)
+        return cluster_twin_spec(engine, label, seed, replica, serving)
     if kind not in ("static", "continuous"):
         raise HarnessInputError(f"engine {engine.get('name')!r} is {kind!r}: only in-process engines have twins")
     o = engine.get("options") or {}

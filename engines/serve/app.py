@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -29,11 +30,14 @@ from engines.serve.state import (
     STATE,
     ServerState,
 )
+from engines.serve.step_trace import StepTrace
+from engines.step_record import StepRecord
 
 log = logging.getLogger("batchmark.serve")
 # what a load balancer's probe must reach without a secret; every other route needs the key when one is set
 PUBLIC_PATHS = frozenset({"/health"})
 PUBLIC: web.AppKey[frozenset[str]] = web.AppKey("public_paths", frozenset)
+TRACE: web.AppKey[StepTrace | None] = web.AppKey("step_trace")
 
 
 def make_app(
@@ -51,6 +55,7 @@ def make_app(
     manage_engine: bool = True,
     metrics_public: bool = False,
     replica_id: str | None = None,
+    step_trace: Path | None = None,
 ) -> web.Application:
     state = ServerState(
         engine,
@@ -70,6 +75,7 @@ def make_app(
     # aiohttp's own limit stops a body that lies about (or omits) its length; a 413 either way.
     app = web.Application(client_max_size=max_body_bytes, middlewares=[_errors, _auth])
     app[STATE] = state
+    app[TRACE] = StepTrace(step_trace) if step_trace is not None else None
     app[PUBLIC] = PUBLIC_PATHS | ({"/metrics"} if metrics_public else set())
     log_redact.install([api_key] if api_key else [])
     app.router.add_post("/v1/completions", handlers.completions)
@@ -108,8 +114,16 @@ def _wire_engine_gauges(state: ServerState) -> None:
 
 
 async def _start_engine(app: web.Application) -> None:
-    state = app[STATE]
-    state.engine.set_step_sink(state.metrics.on_step)
+    state, trace = app[STATE], app[TRACE]
+    if trace is None:
+        state.engine.set_step_sink(state.metrics.on_step)
+    else:
+
+        def both(record: StepRecord) -> None:
+            state.metrics.on_step(record)
+            trace.write(record)
+
+        state.engine.set_step_sink(both)
     if state.manage_engine:
         await state.engine.start()
 
@@ -125,6 +139,8 @@ async def _stop_engine(app: web.Application) -> None:
     state.engine.set_step_sink(None)
     if state.manage_engine:
         await state.engine.stop()
+    if app[TRACE] is not None:
+        app[TRACE].close()
 
 
 @web.middleware

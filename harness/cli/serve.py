@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engines.server_options import SERVER_OPTIONS
@@ -28,6 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="the name every completion response carries in its x-batchmark-replica header, so that a client "
         "behind a router knows which replica served each request (default: HOST:PORT as bound)",
+    )
+    serve.add_argument(
+        "--step-trace",
+        type=Path,
+        metavar="FILE",
+        help="append every engine step's record to FILE (JSON lines, a run directory's step trace), to price "
+        "the served engine's steps against a profile (docs/cluster.md)",
     )
     serve.add_argument("--api-key", help="require Authorization: Bearer KEY on every route but /health")
     serve.add_argument("--api-key-env", help="like --api-key, read from this environment variable (not shown by ps)")
@@ -62,6 +70,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise HarnessInputError(
             f"--replica-id {args.replica_id!r}: must be printable ASCII and not empty (a header value)"
         )
+    if args.step_trace is not None:
+        from harness.cli.args import writable_dir
+
+        if args.step_trace.is_dir():
+            raise HarnessInputError(f"--step-trace {args.step_trace}: is a directory; name the trace's file")
+        writable_dir(args.step_trace.parent, "--step-trace")
     if args.api_key is not None and not args.api_key.strip():
         raise HarnessInputError("--api-key: must not be empty")
     if args.api_key_env is not None:
@@ -148,6 +162,7 @@ def run_serve(args: argparse.Namespace) -> int:
         keepalive_timeout_s=args.keepalive_timeout,
         metrics_public=args.metrics_public,
         replica_id=args.replica_id.strip() if args.replica_id else None,
+        step_trace=args.step_trace,
     )
 
     announce(f"{args.engine} engine, model {name!r}, {engine.num_blocks} KV blocks")

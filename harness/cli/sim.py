@@ -7,7 +7,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.serving_path import ServingPath
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,8 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid.add_argument("--seeds", type=_positive_int, default=5,
                      help="twins per engine, each drawing the profile's noise with its own seed; the table "
                           "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
+    fid.add_argument("--serving", type=Path, metavar="FILE",
+                     help="a router's run: give its cluster twin the serving path and the replicas' contention "
+                          "measured on ANOTHER run (`batchmark sim serving-path CALIBRATION_RUN -o FILE`)")  # fmt: skip
     add_suite_arguments(fid)
     fid.set_defaults(run=fidelity_command)
+    add_serving_path_command(commands)
     val = commands.add_parser("validate", help="the roofline's error against public GPU step times, per regime")
     val.add_argument("--cost", default="roofline", metavar="roofline|CALIBRATION",
                      help="the plain roofline's defaults, or a calibration (a name under engines/sim/calibrations/ "
@@ -70,6 +77,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     probe = commands.add_parser("probe", help="measure step times on this machine's GPU: truth rows for validate")
     add_probe_arguments(probe)
     probe.set_defaults(run=probe_command)
+
+
+def add_serving_path_command(commands: argparse._SubParsersAction) -> None:
+    cmd = commands.add_parser(
+        "serving-path",
+        help="a router's run over `batchmark serve --step-trace` replicas: step contention and the serving path",
+    )
+    cmd.add_argument("run_dir", type=Path, metavar="RUN", help="the run, with RUN/replicas/ (docs/cluster.md)")
+    cmd.add_argument("--profile", type=Path, required=True, help="the profile whose price the steps are set against")
+    cmd.add_argument("-o", "--out", type=Path, help="write the twin's options (path_ms, slowdown) here: a CALIBRATION "
+                     "run's, for `sim fidelity --serving` on other runs")  # fmt: skip
+    cmd.add_argument("--paired", type=Path, nargs=2, metavar=("SERVED_RUN", "IN_PROCESS_RUN"),
+                     help="take the path from these two runs of one schedule instead: the median over requests of "
+                          "TTFT served minus TTFT in process")  # fmt: skip
+    cmd.set_defaults(run=serving_path_command)
+
+
+def serving_path_command(args: argparse.Namespace) -> int:
+    from harness.cli.args import writable_dir
+    from harness.errors import HarnessInputError
+    from harness.serving_path import evidence_lines, paired_path_s, save_serving, serving_path
+
+    if args.out is not None:
+        if args.out.is_dir():
+            raise HarnessInputError(f"-o {args.out}: is a directory; name the file")
+        writable_dir(args.out.parent, "-o")
+    options, evidence = serving_path(args.run_dir, args.profile, args.paired)
+    print(f"{args.run_dir} (profile {args.profile}):")
+    for line in evidence_lines(evidence):
+        print(f"  {line}")
+    if args.paired:
+        path, pairs = paired_path_s(*args.paired)
+        print(f"  paired path: {path * 1e3:.2f} ms, median over {pairs} requests of TTFT in {args.paired[0]} "
+              f"minus TTFT in {args.paired[1]}")  # fmt: skip
+    if args.out is not None:
+        save_serving(options, args.out)
+        print(f"the twin's options: {options.describe()} -> {args.out}")
+    return 0
 
 
 def add_suite_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,6 +216,8 @@ def fidelity_command(args: argparse.Namespace) -> int:
             writable_dir(args.json.parent, "--json")  # checked before any run
         if args.twin_dir is not None:
             raise HarnessInputError("sim fidelity: --twin-dir goes with RUN only: give a pair's run and its profile")
+        if args.serving is not None:
+            raise HarnessInputError("sim fidelity: --serving goes with RUN only (a router's run and its profile)")
         return suite_command(args, simulate_twin)
     if args.real_run is None or args.profile is None:
         raise HarnessInputError("sim fidelity: give RUN and --profile P, or --suite FILE")
@@ -199,12 +246,23 @@ def fidelity_command(args: argparse.Namespace) -> int:
         mismatch = profile_mismatch(engine, fitted)
         if mismatch:
             print(f"warning: {engine['name']}: {mismatch}; the twin predicts another engine", file=sys.stderr)
+    serving = None
+    if args.serving is not None:
+        from harness.serving_path import load_serving
+
+        serving = load_serving(args.serving)
+        if not any(e.get("kind") == "http" for e in engines):
+            raise HarnessInputError(f"--serving {args.serving}: {args.real_run} has no router's run to apply it to")
+        if Path(serving.measured_on).resolve() == args.real_run.resolve():
+            raise HarnessInputError(f"--serving {args.serving}: measured on {args.real_run} itself; calibrate on "
+                                    "another run, or the twin is fitted to the run it is judged on")  # fmt: skip
+        print(f"cluster twin's serving path ({args.serving}): {serving.describe()}")
     seeds = range(args.seeds if args.noise else 1)
     table = []
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
     for engine in engines:
         simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins,
-                                   trace_dir=args.twin_dir) for s in seeds]  # fmt: skip
+                                   trace_dir=args.twin_dir, serving=serving) for s in seeds]  # fmt: skip
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
@@ -261,10 +319,12 @@ def simulate_twin(
     seed: int = 0,
     described: list[dict[str, Any]] | None = None,
     trace_dir: Path | None = None,
+    serving: ServingPath | None = None,
 ) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
     `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range);
-    `trace_dir` gets its records and step trace, as a run directory holds a trial's (the trial is the seed)."""
+    `trace_dir` gets its records and step trace, as a run directory holds a trial's (the trial is the seed);
+    `serving` (a router's run): the measured serving path and contention its cluster twin adds."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.classes import recorded_classes
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
@@ -273,7 +333,7 @@ def simulate_twin(
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest.get("settings") or {}
-    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed)], {})[0]
+    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed, serving)], {})[0]
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []
     steps: list[Any] = []  # StepRecords

@@ -83,6 +83,8 @@ def test_every_policy_serves_every_request(policy: str) -> None:
         ("cluster:balance_rel=nan," + REPLICA, "balance_rel"),
         ("cluster:replicas=2,replica=http:url=x", "replica="),
         ("cluster:colour=blue," + REPLICA, "colour"),
+        ("cluster:path_ms=nan," + REPLICA, "path_ms"),
+        ("cluster:path_ms=-1," + REPLICA, "path_ms"),
     ],
 )
 def test_bad_cluster_specs_name_the_field(text: str, named: str) -> None:
@@ -123,3 +125,23 @@ def test_power_of_two_breaks_ties_by_its_seeded_draw() -> None:
     loaded.route(Request("busy", [1] * 16, 4))  # one request in flight on whichever replica took it
     busy = loaded.served.index(1)
     assert loaded.route(Request("next", [1] * 16, 4)) != busy  # unequal loads: the idle one, whichever is drawn
+
+
+def test_path_ms_adds_its_delay_to_ttft_and_e2e_and_nothing_to_tpot() -> None:
+    """Requests far apart (no queue): each one's tokens come exactly D later, its token gaps unchanged; requests
+    sent together still all arrive, each routed on the load it finds D later."""
+    apart = [Scheduled(Request(f"r{i}", [i + 1] * 64, 8, ignore_eos=True), i * 1.0) for i in range(6)]
+    base = {r.request_id: r for r in run_open(cluster(f"cluster:replicas=2,{REPLICA}")[1], apart)}
+    held = {r.request_id: r for r in run_open(cluster(f"cluster:replicas=2,path_ms=25,{REPLICA}")[1], apart)}
+    for rid, r in held.items():
+        assert r.token_times == pytest.approx([t + 0.025 for t in base[rid].token_times])
+        assert r.t_scheduled == base[rid].t_scheduled and r.replica == base[rid].replica
+    burst = [Scheduled(Request(f"b{i}", [i + 1] * 64, 8, ignore_eos=True), 0.0) for i in range(10)]
+    _, engine = cluster(f"cluster:replicas=3,router=least_outstanding,path_ms=5,{REPLICA}")
+    records = run_open(engine, burst)
+    assert len(records) == 10 and all(r.output_tokens == 8 and min(r.token_times) > 0.005 for r in records)
+    assert engine.describe()["path_ms"] == 5 and sorted(engine.describe()["router"]["requests_per_replica"]) == [
+        3,
+        3,
+        4,
+    ]
