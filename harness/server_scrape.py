@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.engine_specs import EngineSpec, scrape_headers
+from harness.metrics.frame import read_jsonl
 
 if TYPE_CHECKING:  # the scraper brings aiohttp: imported by the trials that scrape, not by every run
     from engines.http.scraper import ServerScraper
@@ -57,5 +58,5 @@ async def start_scrape(spec: EngineSpec, out_dir: Path, trial: int) -> TrialScra
 
 
 def read_series(path: Path) -> list[dict[str, Any]]:
-    with path.open() as rows:
-        return [json.loads(line) for line in rows if line.strip()]
+    """The rows of a server series, read as records are: a bad line is one error naming it."""
+    return read_jsonl(path)[0]

@@ -107,22 +107,36 @@ def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], l
     skipped: list[dict[str, Any]] = []
     for pos, (lineno, line) in enumerate(numbered):
         try:
-            obj = orjson.loads(line)  # json.loads' values, several times faster (a simulated trace: 400k lines)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
+            obj = parse_line(line)
         except ValueError as exc:
             if 0 < pos == len(numbered) - 1:
-                skipped.append({"path": str(path), "line": lineno, "reason": str(exc), "text": line[:80]})
-                warnings.warn(
-                    f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)",
-                    TruncatedLineWarning,
-                    stacklevel=3,
-                )
+                skipped.append(skip_last_line(path, lineno, line, exc))
                 continue
-            raise RecordError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
+            raise line_error(path, lineno, exc) from exc
         objects.append(obj)
         at.append(lineno)
     return objects, at, skipped
+
+
+def parse_line(line: str | bytes) -> dict[str, Any]:
+    """One line of a JSON-lines file as an object; ValueError when it is not one."""
+    obj = orjson.loads(line)  # json.loads' values, several times faster (a simulated trace: 400k lines)
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return obj
+
+
+def line_error(path: str | Path, lineno: int, exc: ValueError) -> RecordError:
+    """The one error for a line that `parse_line` refused, anywhere but last after whole lines."""
+    return RecordError(f"{path}:{lineno}: not a JSON object: {exc}")
+
+
+def skip_last_line(path: str | Path, lineno: int, line: str | bytes, exc: ValueError) -> dict[str, Any]:
+    """Warn that a bad last line after whole ones (a crash mid-write) was skipped; returns its description."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    warnings.warn(f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)", TruncatedLineWarning,
+                  stacklevel=4)  # fmt: skip
+    return {"path": str(path), "line": lineno, "reason": str(exc), "text": text[:80]}
 
 
 def _parse_all(numbered: list[tuple[int, str]]) -> list[dict[str, Any]] | None:
