@@ -86,11 +86,11 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     means the file is corrupt, and silently dropping it would bias every metric. A file whose only line
     is bad holds nothing to read: one error naming that line, not a warning and then "holds no records".
     """
-    objects, _, skipped = _read_numbered(path)
+    objects, _, skipped = read_numbered(path)
     return objects, skipped
 
 
-def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
+def read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
     """`read_jsonl`, plus the line number of each object."""
     path = Path(path)
     try:
@@ -197,7 +197,7 @@ def load_steps(path: str | Path, *, id_lists: bool = True) -> pd.DataFrame:
 
 def _load(path: str | Path, make: Any) -> pd.DataFrame:
     with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
-        objects, lines, skipped = _read_numbered(path)
+        objects, lines, skipped = read_numbered(path)
         try:
             frame = make(objects)
         except RowError as exc:

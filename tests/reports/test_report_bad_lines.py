@@ -91,6 +91,7 @@ def _server_series(run: Path, bad: bytes) -> tuple[Path, int]:
         ("windowed steps", b'{"step": 1, oops', "not a JSON object: "),
         ("windowed steps", b"t_start", "t_start: expected a number or null, found 'x'"),
         ("server series", b'{"t": 2, "ok": tru', "not a JSON object: "),
+        ("server series", b'{"ok": true, "running": 3}', "t: expected seconds (a number), found None"),
     ],
 )
 def test_a_bad_line_past_the_records_reader_is_one_line_and_exit_2(
@@ -131,3 +132,13 @@ def test_the_window_names_a_bad_line_it_reads_and_skips_a_truncated_last_one(run
     with pytest.warns(TruncatedLineWarning, match=rf"{path}: skipped unparseable last line {len(lines) + 1} "):
         window = read_trace(path, full_read_bytes=MIN_CHUNK_BYTES).window(float(t_start.iloc[-2]), 10)
     assert window["t_start"].tolist() == t_start.iloc[-2:].tolist()
+
+
+def test_server_samples_without_ok_are_gaps_not_a_traceback(run_dir, tmp_path):
+    """`ok` absent: a failed scrape, as the summary counts it (harness.metrics.server_series); was a KeyError."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    path, _ = _server_series(run, b'{"t": 2, "running": 3}')
+    path.write_text(path.read_text().replace('"ok": true, ', ""))
+    assert main(["report", str(run), "--out", str(tmp_path / "r.html")]) == 0
+    assert "requests running (server)" in (tmp_path / "r.html").read_text(encoding="utf-8")
