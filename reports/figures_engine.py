@@ -311,10 +311,12 @@ def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | 
                         vertical_spacing=0.08)  # fmt: skip
     for er in scraped:
         frame = er.server
+        # a sample without `ok` is a failed one, as the summary counts it (harness.metrics.server_series)
+        ok = frame["ok"].eq(True).to_numpy() if "ok" in frame else np.zeros(len(frame), dtype=bool)
         for r, (field, _) in enumerate(SERVER_PANELS):
             if field not in frame:
                 continue  # the server does not expose it
-            y = frame[field].where(frame["ok"].astype(bool))
+            y = frame[field].where(ok)
             fig.add_trace(
                 go.Scatter(
                     x=frame["t"], y=y, mode="lines", name=er.label, legendgroup=er.label, showlegend=r == 0,

@@ -27,6 +27,7 @@ from harness.metrics.columns import RowError
 from harness.metrics.frame import RECORD_COLUMNS, read_jsonl
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 from harness.records import RecordError
+from harness.server_scrape import read_series
 from reports.steps import StepTrace, read_trace
 
 
@@ -245,7 +246,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         er = EngineRun(run_label, str(engine), int(trial), records, tokens.take(rows), trace)
         server_path = path / "server" / f"{engine}-t{trial}.jsonl"
         if server_path.exists():
-            er.server = pd.read_json(server_path, lines=True)
+            er.server = pd.DataFrame(read_series(server_path))
         entry = known.get((str(engine), int(trial)))
         if scheduled is not None:
             never = len(scheduled - set(records["request_id"]))

@@ -41,7 +41,6 @@ A file's `first_sessions = N` keeps the N sessions that start first, whole.
 from __future__ import annotations
 
 import gzip
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,7 +53,7 @@ from workloads.lengths import Fixed, LengthDist
 from workloads.model import WorkloadRequest
 from workloads.options import MAX_SPAN_S, MAX_TOKENS
 from workloads.prompts import BLOCK_TOKENS
-from workloads.readers.raw import read_text
+from workloads.readers.raw import parse_json, read_text
 
 CHARS_PER_TOKEN = 4  # OpenAI's rule of thumb for English text, for ShareGPT files that carry text only
 SYSTEM_HASH_BASE = 1 << 48  # generated system-prompt blocks: ids no trace file uses
@@ -159,10 +158,7 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
     for number, line in enumerate(session_text(path, display).split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _fail(display, number, "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        obj = parse_json(line, display, "a session turn", number)
         if not isinstance(obj, dict):
             raise _fail(display, number, "json", f"expected a JSON object per line, found {type(obj).__name__}")
         unknown = sorted(set(obj) - TURN_KEYS)
@@ -237,13 +233,7 @@ def _sub_agent(obj: dict[str, Any], display: str, number: int, session: str, tur
 
 def read_sharegpt(path: Path, display: str, rate: float, think_s: float, seed: int) -> list[Turn]:
     """ShareGPT-style conversations: one session each, a turn per human message and its reply."""
-    text = read_text(path, display)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _fail(display, exc.lineno, "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:  # the parser's own limit: nesting no conversation has
-        raise _fail(display, 1, "json", "nested too deeply for a list of conversations") from None
+    data = parse_json(read_text(path, display), display, "a list of conversations")
     if not isinstance(data, list):
         raise _fail(display, 1, "json", "expected a list of conversations")
     starts = np.cumsum(np.random.default_rng([seed, 11]).exponential(1.0 / rate, len(data)))

@@ -22,6 +22,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engines.errors import EngineInputError
 
@@ -100,11 +101,7 @@ def histogram_from_series(rows: list[dict[str, object]], source: str) -> Accepta
 
 def load_histogram(path: Path) -> AcceptanceHistogram:
     if path.suffix == ".jsonl":  # a scraped server series: derive the histogram from its counters
-        try:
-            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        except (OSError, ValueError, RecursionError) as err:  # ValueError: bad JSON or not UTF-8 (a binary file)
-            raise EngineInputError(f"{path}: cannot read a server series ({type(err).__name__})") from None
-        return histogram_from_series([r for r in rows if isinstance(r, dict)], str(path))
+        return histogram_from_series(_series_rows(path), str(path))
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
@@ -112,3 +109,24 @@ def load_histogram(path: Path) -> AcceptanceHistogram:
     except (OSError, UnicodeDecodeError, RecursionError) as err:  # unreadable, binary, or nested past json's reach
         raise EngineInputError(f"{path}: cannot read acceptance histogram ({type(err).__name__})") from None
     return histogram_from_json(data, str(path))
+
+
+def _series_rows(path: Path) -> list[dict[str, Any]]:
+    """A server series' rows; a line that is no JSON object is one error naming it (engines/ cannot use the
+    harness's records reader, which says it in the same words)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:  # UnicodeDecodeError: a binary file
+        raise EngineInputError(f"{path}: cannot read a server series ({type(err).__name__})") from None
+    rows = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as err:  # RecursionError: nested past the parser's limit
+            raise EngineInputError(f"{path}:{number}: not a JSON object: {err}") from None
+        if not isinstance(row, dict):
+            raise EngineInputError(f"{path}:{number}: not a JSON object: found {type(row).__name__}")
+        rows.append(row)
+    return rows

@@ -86,11 +86,11 @@ def read_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     means the file is corrupt, and silently dropping it would bias every metric. A file whose only line
     is bad holds nothing to read: one error naming that line, not a warning and then "holds no records".
     """
-    objects, _, skipped = _read_numbered(path)
+    objects, _, skipped = read_numbered(path)
     return objects, skipped
 
 
-def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
+def read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], list[dict[str, Any]]]:
     """`read_jsonl`, plus the line number of each object."""
     path = Path(path)
     try:
@@ -107,22 +107,36 @@ def _read_numbered(path: str | Path) -> tuple[list[dict[str, Any]], list[int], l
     skipped: list[dict[str, Any]] = []
     for pos, (lineno, line) in enumerate(numbered):
         try:
-            obj = orjson.loads(line)  # json.loads' values, several times faster (a simulated trace: 400k lines)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
+            obj = parse_line(line)
         except ValueError as exc:
             if 0 < pos == len(numbered) - 1:
-                skipped.append({"path": str(path), "line": lineno, "reason": str(exc), "text": line[:80]})
-                warnings.warn(
-                    f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)",
-                    TruncatedLineWarning,
-                    stacklevel=3,
-                )
+                skipped.append(skip_last_line(path, lineno, line, exc))
                 continue
-            raise RecordError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
+            raise line_error(path, lineno, exc) from exc
         objects.append(obj)
         at.append(lineno)
     return objects, at, skipped
+
+
+def parse_line(line: str | bytes) -> dict[str, Any]:
+    """One line of a JSON-lines file as an object; ValueError when it is not one."""
+    obj = orjson.loads(line)  # json.loads' values, several times faster (a simulated trace: 400k lines)
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return obj
+
+
+def line_error(path: str | Path, lineno: int, exc: ValueError) -> RecordError:
+    """The one error for a line that `parse_line` refused, anywhere but last after whole lines."""
+    return RecordError(f"{path}:{lineno}: not a JSON object: {exc}")
+
+
+def skip_last_line(path: str | Path, lineno: int, line: str | bytes, exc: ValueError) -> dict[str, Any]:
+    """Warn that a bad last line after whole ones (a crash mid-write) was skipped; returns its description."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    warnings.warn(f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)", TruncatedLineWarning,
+                  stacklevel=4)  # fmt: skip
+    return {"path": str(path), "line": lineno, "reason": str(exc), "text": text[:80]}
 
 
 def _parse_all(numbered: list[tuple[int, str]]) -> list[dict[str, Any]] | None:
@@ -183,7 +197,7 @@ def load_steps(path: str | Path, *, id_lists: bool = True) -> pd.DataFrame:
 
 def _load(path: str | Path, make: Any) -> pd.DataFrame:
     with collector_paused():  # millions of dicts and lists, no cycle: a collection would re-scan them all
-        objects, lines, skipped = _read_numbered(path)
+        objects, lines, skipped = read_numbered(path)
         try:
             frame = make(objects)
         except RowError as exc:

@@ -192,3 +192,15 @@ def test_a_binary_histogram_or_series_is_one_line(tmp_path: Path, name: str) -> 
     with pytest.raises(EngineInputError) as err:
         build_engine(parse_engine_specs([f"sim:spec_decode={tmp_path / name}"], {})[0], None)
     assert "UnicodeDecodeError" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("bad", ['{"t": 1, "ok": tru', "[1]", "[" * 100_000], ids=["cut", "a list", "too deep"])
+def test_a_series_line_that_is_not_json_is_one_line_naming_it(tmp_path: Path, bad: str) -> None:
+    from harness.engine_specs import build_engine, parse_engine_specs
+
+    path = tmp_path / "http-t0.jsonl"
+    good = '{"t": 0, "ok": true, "spec_drafts": 5.0, "spec_accepted_per_pos": [3.0]}'
+    path.write_text(f"{good}\n{bad}\n{good}\n")
+    with pytest.raises(EngineInputError) as err:
+        build_engine(parse_engine_specs([f"sim:spec_decode={path}"], {})[0], None)
+    assert str(err.value).startswith(f"{path}:2: not a JSON object: ") and "\n" not in str(err.value), err.value

@@ -61,6 +61,19 @@ def read_text(path: Path, display: str) -> str:
     return text
 
 
+def parse_json(text: str, display: str, what: str, line: int = 1, hint: str = "") -> Any:
+    """`text`, which starts at `line` of `display`, as JSON; else one error naming the line: not JSON, or
+    nested past the parser's own limit (a RecursionError: nesting that no `what` has)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = line + exc.lineno - 1
+        raise WorkloadError(f"not valid JSON ({exc.msg} at column {exc.colno}){hint}", file=display, line=at,
+                            field="json") from None  # fmt: skip
+    except RecursionError:
+        raise WorkloadError(f"nested too deeply for {what}", file=display, line=line, field="json") from None
+
+
 def _csv_rows(text: str, display: str) -> tuple[list[list[str]], list[int]]:
     """Non-blank rows and their line numbers, through `csv` (quoted fields may hold commas or newlines)."""
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -158,17 +171,7 @@ def read_jsonl_raw(path: Path, display: str) -> RawTable:
     for number, line in enumerate(read_text(path, display).split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise WorkloadError(
-                f"not valid JSON ({exc.msg} at column {exc.colno}); expected one JSON object per line",
-                file=display,
-                line=number,
-                field="json",
-            ) from None
-        except RecursionError:  # json recurses per nesting level: `{"a":` x 100000 is no trace row
-            raise WorkloadError("nested too deeply for a trace row", file=display, line=number, field="json") from None
+        obj = parse_json(line, display, "a trace row", number, "; expected one JSON object per line")
         if not isinstance(obj, dict):
             raise WorkloadError(
                 f"expected a JSON object per line, found {type(obj).__name__}", file=display, line=number, field="json"

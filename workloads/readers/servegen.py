@@ -22,7 +22,6 @@ requests. Only language data is read (`input_tokens`, `output_tokens`); other fi
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np
 
 from workloads.errors import WorkloadError
 from workloads.options import MAX_REQUESTS, MAX_SPAN_S, MAX_TOKENS
-from workloads.readers.raw import RawTable, read_text
+from workloads.readers.raw import RawTable, parse_json, read_text
 
 SEED = 0
 PATTERNS = ("Gamma", "Weibull")
@@ -117,11 +116,7 @@ def _histogram(text: Any, display: str, where: str) -> tuple[np.ndarray, np.ndar
 
 
 def _datasets(path: Path, display: str) -> dict[int, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    try:
-        data = json.loads(read_text(path, display))
-    except json.JSONDecodeError as exc:
-        raise WorkloadError(f"not valid JSON ({exc.msg} at column {exc.colno})", file=display, line=exc.lineno,
-                            field="json") from None  # fmt: skip
+    data = parse_json(read_text(path, display), display, "a dataset of windows")
     if not isinstance(data, dict) or not data:
         raise WorkloadError("expected an object of windows", file=display, line=1, field="json")
     out = {}

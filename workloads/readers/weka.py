@@ -33,7 +33,7 @@ import numpy as np
 
 from workloads.errors import WorkloadError
 from workloads.options import MAX_SPAN_S, MAX_TOKENS
-from workloads.readers.raw import read_text
+from workloads.readers.raw import parse_json, read_text
 from workloads.sessions import MAX_FANOUT, Turn
 
 PARENT_TYPES = ("n", "s")  # non-streaming and streaming calls; both are one request of the conversation
@@ -185,11 +185,7 @@ def _conversations(path: Path, display: str) -> list[tuple[Any, str, int]]:
         lines = [(n, s) for n, s in enumerate(text.split("\n"), start=1) if s.strip()]
         chunks = lines if file.suffix.lower() == ".jsonl" else [(1, text)]
         for number, chunk in chunks:
-            try:
-                found.append((json.loads(chunk), shown, number))
-            except json.JSONDecodeError as exc:
-                at = number + exc.lineno - 1
-                raise _fail(shown, at, "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            found.append((parse_json(chunk, shown, "a conversation", number), shown, number))
     return found
 
 
