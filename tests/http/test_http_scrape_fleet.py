@@ -13,7 +13,7 @@ from aiohttp import web
 
 from engines.serve.background import BackgroundServer
 from harness.cli import main
-from harness.metrics.server_series import WENT_BACKWARDS, behind_router, server_summary
+from harness.metrics.server_series import WENT_BACKWARDS, behind_router
 
 pytestmark = pytest.mark.slow  # the CLI end to end
 
@@ -84,11 +84,3 @@ def test_counters_of_two_servers_are_n_a_with_the_reason_everywhere(
     # gauges are one server's at a time: a restart leaves them known, a router's mix of replicas does not
     assert (summary["running_peak"] is None) == bool(fleet)
     assert ("requests running (server)" in html) != bool(fleet)
-
-
-def test_a_single_servers_counters_are_deltas_as_before() -> None:
-    rows = [{"t": 0.0, "ok": True, "prefix_queries": 100, "prefix_hits": 10, "preemptions": 1},
-            {"t": 1.0, "ok": True, "prefix_queries": 300, "prefix_hits": 90, "preemptions": 1}]  # fmt: skip
-    summary = server_summary(rows)
-    assert summary["prefix_cache"] == {"hit_rate": 0.4, "hit_tokens": 80, "query_tokens": 200}
-    assert summary["preemptions"] == 0 and summary["unknown"] == {}
