@@ -1,7 +1,9 @@
 """The server series of an HTTP engine's trial: `server/<engine>-t<trial>.jsonl` (docs/run-directory.md).
 
 The scrape runs beside the replay; its rows are written at the trial's end with times on the records' clock
-(seconds from the trial's t0), so that the report overlays them on the request timeline.
+(seconds from the trial's t0), so that the report overlays them on the request timeline. When the engine spec
+names a fleet (`router=`, `replicas=`), every row carries `router_replicas`: each sample came from whichever
+replica the router picked, so no per-server figure can be read from the series (harness/metrics/server_series.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class TrialScrape:
     path: Path
     scraper: ServerScraper
     origin: list[float] = field(default_factory=lambda: [0.0])
+    router_replicas: int | None = None  # the URL is a router's over this many replicas (scrape= takes one URL)
 
     def describe(self) -> dict[str, Any]:
         return {"url": self.scraper.url, "interval_ms": self.scraper.interval_s * 1000, "file": str(self.path.name)}
@@ -34,9 +37,10 @@ class TrialScrape:
     async def finish(self) -> None:
         rows = await self.scraper.stop()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fleet = {} if self.router_replicas is None else {"router_replicas": self.router_replicas}
         with self.path.open("w") as out:
             for row in rows:
-                out.write(json.dumps({**row, "t": round(row["t"] - self.origin[0], 6)}) + "\n")
+                out.write(json.dumps({**row, **fleet, "t": round(row["t"] - self.origin[0], 6)}) + "\n")
 
 
 async def start_scrape(spec: EngineSpec, out_dir: Path, trial: int) -> TrialScrape | None:
@@ -55,7 +59,9 @@ async def start_scrape(spec: EngineSpec, out_dir: Path, trial: int) -> TrialScra
     interval_s = float(spec.options.get("scrape_interval_ms") or 250.0) / 1000
     scraper = ServerScraper(url, interval_s, headers)
     await scraper.start()
-    return TrialScrape(out_dir / "server" / f"{spec.label}-t{trial}.jsonl", scraper)
+    replicas = spec.options.get("replicas")
+    path = out_dir / "server" / f"{spec.label}-t{trial}.jsonl"
+    return TrialScrape(path, scraper, router_replicas=None if replicas is None else int(replicas))
 
 
 def read_series(path: Path) -> list[dict[str, Any]]:

@@ -303,8 +303,9 @@ SERVER_PANELS = (("waiting", "requests queued (server)"), ("running", "requests 
 
 def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | None:
     """The scraped server's queue, running requests and KV use on the request timeline's clock (HTTP targets
-    with a scrape); None when no run has a server series. Failed scrapes are gaps, not zeros."""
-    scraped = [er for er in series if er.server is not None and len(er.server)]
+    with a scrape); None when no run has a server series. Failed scrapes are gaps, not zeros. A series scraped at
+    a router's URL is left out: each sample is whichever replica answered (harness/metrics/server_series.py)."""
+    scraped = [er for er in series if er.server is not None and len(er.server) and "router_replicas" not in er.server]
     if not scraped:
         return None
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, subplot_titles=[t for _, t in SERVER_PANELS],

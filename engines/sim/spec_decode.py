@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,11 @@ def histogram_from_series(rows: list[dict[str, object]], source: str) -> Accepta
             f"{source}: no two samples with vLLM's spec_decode_num_drafts and _accepted_tokens_per_pos counters "
             "(a run against vLLM with speculative decoding, scraped)"
         )
+    if (replicas := ok[0].get("router_replicas")) is not None:  # harness/server_scrape.py marks a fleet's series
+        raise EngineInputError(
+            f"{source}: scraped at a router's URL (each scrape reached one replica of {replicas}): "
+            "no one server's counts"
+        )
     first, last = ok[0], ok[-1]
     before, after = first["spec_accepted_per_pos"], last["spec_accepted_per_pos"]
     if len(before) != len(after):
@@ -89,12 +95,14 @@ def histogram_from_series(rows: list[dict[str, object]], source: str) -> Accepta
     try:
         drafts = round(float(last["spec_drafts"]) - float(first["spec_drafts"]))  # type: ignore[arg-type]
         reached = [round(float(b) - float(a)) for a, b in zip(before, after, strict=True)]
+        # a restart between the ends can count past where it began: every step must count up
+        back = any(float(b["spec_drafts"]) < float(a["spec_drafts"]) for a, b in pairwise(ok))  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):  # a count that is no finite number ("x", null, inf)
         raise EngineInputError(
             f"{source}: spec_drafts or spec_accepted_per_pos holds a value that is not a count"
         ) from None
     counts = [drafts - reached[0], *(reached[a - 1] - reached[a] for a in range(1, len(reached))), reached[-1]]
-    if drafts <= 0 or any(c < 0 for c in counts):
+    if back or drafts <= 0 or any(c < 0 for c in counts):
         raise EngineInputError(f"{source}: no drafts in the trial, or counters that went back (a server restart?)")
     return histogram_from_json({"k": len(reached), "accepted_counts": counts}, f"{source} (derived)")
 

@@ -87,6 +87,8 @@ def hit_rate_said(summary: dict[str, Any]) -> str:
         why = "no scrape of the server"
     elif not server.get("samples"):
         why = f"every one of the {server.get('gaps', 0)} scrapes of the server failed"
+    elif (unknown := (server.get("unknown") or {}).get("prefix_cache")) is not None:
+        why = unknown  # harness.metrics.server_series: counters that went backwards, a router's URL
     else:
         why = "the scrape exposed no prefix-cache counters"
     if reported:
@@ -118,7 +120,8 @@ def prefix_cache_views(summaries: dict[str, dict[str, Any]], predicted: dict[str
     """One view per engine that has anything to say (a measured or predicted hit rate, or turns)."""
     views = []
     for engine, summary in summaries.items():
-        served = (summary.get("server") or {}).get("prefix_cache")
+        server = summary.get("server") or {}
+        served = server.get("prefix_cache") or (server.get("unknown") or {}).get("prefix_cache")
         turns = (summary.get("sessions") or {}).get("ttft_by_turn") or None
         if summary.get("prefix_cache") is None and served is None and not predicted and not turns:
             continue

@@ -3,10 +3,16 @@
 Counters are read as deltas between the first and the last successful sample of the trial (a server's counters
 run from its start, not the trial's); when the scrape failed at the trial's start or end, those deltas cover only
 `counted_s` of it, and `partial` says so. A field the server never exposed is absent or None, never 0.
+
+A figure the series cannot know is None with the reason in `unknown` (figure -> reason), said the same way by
+every reader (console, summary.md, report.html): a counter that went backwards between two samples (a restart, or
+another server answering) leaves every counter delta unknown; a series scraped at a router's URL (rows carrying
+`router_replicas`, harness/server_scrape.py) mixes its replicas' samples, so no per-server figure is known.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -17,6 +23,44 @@ from engines.http.scrape_names import spec_decode
 
 def _ok(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("ok")]
+
+
+# metrics.json's figure -> the series fields it is derived from; the counters are the `_total` ones
+FIGURES: dict[str, tuple[str, ...]] = {
+    "running_peak": ("running",),
+    "waiting_peak": ("waiting",),
+    "kv_usage_peak": ("kv_usage",),
+    "preemptions": ("preemptions",),
+    "prefix_cache": ("prefix_hits", "prefix_queries"),
+    "spec_decode": ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"),
+}
+COUNTER_FIGURES = ("preemptions", "prefix_cache", "spec_decode")
+WENT_BACKWARDS = "the server's counters went backwards between scrapes: restarted, or a different server answered"
+
+
+def behind_router(replicas: int) -> str:
+    return f"a router's URL: each scrape reaches one replica of {replicas}"
+
+
+def _went_backwards(ok: list[dict[str, Any]]) -> bool:
+    counters = {key for figure in COUNTER_FIGURES for key in FIGURES[figure]}
+    return any(
+        key in before and key in after and after[key] < before[key]
+        for before, after in pairwise(ok)
+        for key in counters
+    )
+
+
+def _unknown(ok: list[dict[str, Any]]) -> dict[str, str]:
+    """figure -> why the series cannot know it, for the figures whose fields the server exposed."""
+    replicas = ok[0].get("router_replicas")
+    if replicas is not None:
+        why, figures = behind_router(int(replicas)), tuple(FIGURES)
+    elif _went_backwards(ok):
+        why, figures = WENT_BACKWARDS, COUNTER_FIGURES
+    else:
+        return {}
+    return {f: why for f in figures if any(all(k in r for k in FIGURES[f]) for r in ok)}
 
 
 def _delta(first: dict[str, Any], last: dict[str, Any], key: str) -> float | None:
@@ -46,14 +90,19 @@ def server_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         else None
     )
     out["spec_decode"] = spec_decode(first, last)
+    out["unknown"] = _unknown(ok)
+    for figure in out["unknown"]:
+        out[figure] = None
     return out
 
 
 def as_step_frame(rows: list[dict[str, Any]]) -> pd.DataFrame | None:
     """The series in the step trace's columns that the early warnings read (`waiting`, KV use as blocks of a
     pool of 1, preemptions since the last sample), so HTTP targets get the engine-view signals too. None when
-    the server exposed neither a queue nor KV use."""
+    the server exposed neither a queue nor KV use, or the series came through a router (its replicas mixed)."""
     ok = [r for r in _ok(rows) if "waiting" in r or "kv_usage" in r]
+    if ok and ok[0].get("router_replicas") is not None:
+        return None
     if not ok:
         return None
     preempt = np.array([r.get("preemptions", np.nan) for r in ok], dtype=np.float64)

@@ -68,6 +68,9 @@ def describe_spec_decode(engine: str, summary: dict[str, Any]) -> str | None:
     counts, else per trial only from the scrape's counters (saying so); None when neither says anything."""
     mine, server = summary.get("spec_decode"), (summary.get("server") or {}).get("spec_decode")
     row = mine or server
+    unknown = ((summary.get("server") or {}).get("unknown") or {}).get("spec_decode")
+    if row is None and unknown is not None:  # the server counts drafts, but its deltas are not knowable
+        return f"{engine}: speculative decoding: n/a ({unknown})"
     if row is None or row.get("mean_acceptance_length") is None:
         return None
     rate_text = "n/a (no draft token)" if row["acceptance_rate"] is None else f"{row['acceptance_rate']:.1%}"

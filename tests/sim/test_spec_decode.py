@@ -159,6 +159,17 @@ def test_a_scraped_vllm_run_gives_its_histogram_exactly(tmp_path: Path) -> None:
              {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0, 6.0]}],
             "counters that went back",
         ),
+        (  # restarted, then counted past where it began: last - first looks like a trial's counts
+            [{"t": 0, "ok": True, "spec_drafts": 50.0, "spec_accepted_per_pos": [40.0]},
+             {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0]},
+             {"t": 2, "ok": True, "spec_drafts": 60.0, "spec_accepted_per_pos": [45.0]}],
+            "counters that went back",
+        ),
+        (  # issue #35: a router passed each scrape to one of its replicas
+            [{"t": t, "ok": True, "spec_drafts": 5.0 * t, "spec_accepted_per_pos": [2.0 * t], "router_replicas": 2}
+             for t in (0, 1)],
+            "scraped at a router's URL (each scrape reached one replica of 2)",
+        ),
         (
             [{"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [0.0]},
              {"t": 1, "ok": True, "spec_drafts": 4.0, "spec_accepted_per_pos": [1.0, 0.0]}],
