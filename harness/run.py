@@ -29,12 +29,13 @@ from harness.machine import measured
 from harness.manifest import build_manifest
 from harness.metrics import SLO, load_records, load_steps, summarize
 from harness.metrics.prefix_cache import predicted_hit_rate
+from harness.metrics.server_series import read_series
 from harness.metrics.slo_classes import SLOClass
 from harness.metrics.stats import DEFAULT_N_BOOT
 from harness.metrics.workers import worker_table
 from harness.progress import Mode, ProgressPrinter
 from harness.prompts import RunPrompts, build_prompts, prompt_kind
-from harness.server_scrape import read_series, start_scrape
+from harness.server_scrape import start_scrape
 from harness.shards import SHARDABLE, ShardedLoad
 from harness.side_by_side import replay_side_by_side, side_by_side
 

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.engine_specs import EngineSpec, scrape_headers
-from harness.metrics.frame import read_numbered
-from harness.records import RecordError
 
 if TYPE_CHECKING:  # the scraper brings aiohttp: imported by the trials that scrape, not by every run
     from engines.http.scraper import ServerScraper
@@ -62,14 +60,3 @@ async def start_scrape(spec: EngineSpec, out_dir: Path, trial: int) -> TrialScra
     replicas = spec.options.get("replicas")
     path = out_dir / "server" / f"{spec.label}-t{trial}.jsonl"
     return TrialScrape(path, scraper, router_replicas=None if replicas is None else int(replicas))
-
-
-def read_series(path: Path) -> list[dict[str, Any]]:
-    """The rows of a server series, read as records are: a bad line, or a sample without its time (which
-    every reader places it by), is one error naming the line."""
-    rows, lines, _ = read_numbered(path)
-    for row, line in zip(rows, lines, strict=True):
-        t = row.get("t")
-        if isinstance(t, bool) or not isinstance(t, int | float):
-            raise RecordError(f"{path}:{line}: t: expected seconds (a number), found {t!r}")
-    return rows

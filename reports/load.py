@@ -25,9 +25,9 @@ from harness.metrics import SLO, load_records, request_latencies, summarize
 from harness.metrics.arrow import ARROW_ERRORS, parse_records, read_json_lines
 from harness.metrics.columns import RowError
 from harness.metrics.frame import RECORD_COLUMNS, read_jsonl
+from harness.metrics.server_series import read_series
 from harness.metrics.summary import SUMMARY_SCHEMA_VERSION
 from harness.records import RecordError
-from harness.server_scrape import read_series
 from reports.steps import StepTrace, read_trace
 
 

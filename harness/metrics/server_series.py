@@ -13,12 +13,15 @@ another server answering) leaves every counter delta unknown; a series scraped a
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from engines.http.scrape_names import spec_decode
+from harness.metrics.frame import read_numbered
+from harness.records import RecordError
 
 
 def _ok(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -119,3 +122,14 @@ def as_step_frame(rows: list[dict[str, Any]]) -> pd.DataFrame | None:
             "preempted": [[None] * n for n in new],
         }
     )
+
+
+def read_series(path: Path) -> list[dict[str, Any]]:
+    """The rows of a server series, read as records are: a bad line, or a sample without its time (which
+    every reader places it by), is one error naming the line."""
+    rows, lines, _ = read_numbered(path)
+    for row, line in zip(rows, lines, strict=True):
+        t = row.get("t")
+        if isinstance(t, bool) or not isinstance(t, int | float):
+            raise RecordError(f"{path}:{line}: t: expected seconds (a number), found {t!r}")
+    return rows

@@ -60,7 +60,7 @@ def test_a_line_that_is_not_json_is_one_line_and_exit_2(run_dir, tmp_path, capsy
 
 # Two readers past the records' one: the report's step trace sampled then read in a window (a trace over
 # `reports.steps.FULL_READ_BYTES`, lowered here so that a fixture's trace is sampled), and the server series
-# (server/<engine>-t<trial>.jsonl, harness.server_scrape.read_series). Each names the line the records' reader
+# (server/<engine>-t<trial>.jsonl, harness.metrics.server_series.read_series). Each names the line the records' reader
 # would, in its words.
 
 
