@@ -77,7 +77,7 @@ def load_speed(model: str | None, dtype: str) -> EngineSpeed | None:
         prefill, decode = float(saved["prefill_tok_s"]), float(saved["decode_tok_s"])
         if prefill > 0 and decode > 0 and np.isfinite([prefill, decode]).all():
             return EngineSpeed(prefill, decode, f"the last `batchmark demo` calibration here ({path})")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         pass
     if model is None:
         return EngineSpeed(

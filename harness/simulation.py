@@ -10,7 +10,6 @@ measured numbers are computed by the same code.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engines.api import Request
+from engines.sim.files import read_json_object
 from engines.sim.fitted import FittedCost, TraceSteps, fit_steps
 from engines.step_features import FEATURE_NAMES, StepFeatures
 from harness.errors import HarnessInputError
@@ -36,22 +36,9 @@ TRACE_FIELDS = {name: _TRACED_BEFORE.get(name, name) for name in FEATURE_NAMES}
 _SPLIT_SINCE = frozenset(StepFeatures._fields[StepFeatures._fields.index("decode_context") :])
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise HarnessInputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise HarnessInputError(f"{path}: not UTF-8 text (a binary file?)") from None
-    except RecursionError:  # json recurses per nesting level
-        raise HarnessInputError(f"{path}: nested too deeply") from None
-
-
 def run_engines(run_dir: Path) -> list[dict[str, Any]]:
     """The engine descriptions in a run's manifest (in-process, served or simulated)."""
-    manifest = _read_json(run_dir / "manifest.json")
+    manifest = read_json_object(run_dir / "manifest.json", "run's manifest")
     engines = manifest.get("engines") or []
     if not isinstance(engines, list):
         raise HarnessInputError(f"{run_dir / 'manifest.json'}: field 'engines' is not a list")
@@ -263,7 +250,11 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
     requests.jsonl keeps each request's class and its workload priority, not the class's rank."""
     rows, _ = read_jsonl(run_dir / "requests.jsonl")
     manifest = run_dir / "manifest.json"  # a schedule alone (no manifest) replays unclassed
-    classes = recorded_classes(_read_json(manifest).get("settings") or {}) if manifest.is_file() else ()
+    classes = (
+        recorded_classes(read_json_object(manifest, "run's manifest").get("settings") or {})
+        if manifest.is_file()
+        else ()
+    )
     first_row: dict[str, int] = {}  # a session's stand-in: the ids of its first turn's row, grown turn by turn
     try:
         schedule = [

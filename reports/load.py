@@ -145,13 +145,16 @@ class RunData:
         return list(seen.values())
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path` (a run's or study's own file); else one RecordError naming the file."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RecordError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise RecordError(f"{path}: not valid JSON: {exc}") from exc
+    except RecursionError:  # json recurses per nesting level
+        raise RecordError(f"{path}: nested too deeply") from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object")
     return data
@@ -223,8 +226,8 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     records_path = path / "records.jsonl"
     if not records_path.exists():
         raise RecordError(f"{path}: no records.jsonl (is this a batchmark run directory?)")
-    manifest = _read_json(path / "manifest.json") if (path / "manifest.json").exists() else {}
-    metrics = _read_json(path / "metrics.json") if (path / "metrics.json").exists() else None
+    manifest = read_json(path / "manifest.json") if (path / "manifest.json").exists() else {}
+    metrics = read_json(path / "metrics.json") if (path / "metrics.json").exists() else None
     notes: list[str] = []
     if not manifest:
         notes.append("no manifest.json: lineage unknown")

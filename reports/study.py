@@ -8,7 +8,6 @@ violations began; and what the recovery controls did. Reads study.json (metrics 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from plotly.subplots import make_subplots
 from reports import tables
 from reports.fmt import esc, number, seconds, share
 from reports.html import Section, page
+from reports.load import read_json
 from reports.style import base_layout, series_colors
 
 TRADE_OFFS = (
@@ -256,7 +256,7 @@ def recovery_table(units: list[dict[str, Any]], arms: list[dict[str, Any]]) -> s
 
 
 def build_study_report(study_dir: Path) -> str:
-    data = json.loads((Path(study_dir) / "study.json").read_text(encoding="utf-8"))
+    data = read_json(Path(study_dir) / "study.json")
     plan, verdict, units = data["plan"], data.get("verdict") or {}, data["units"]
     arm_names = [a["name"] for a in data["arms"]]
     colors = series_colors(arm_names)

@@ -29,3 +29,10 @@ class WorkloadError(ValueError):
         parts.append(what)
         # A newline would break the one-line contract with the CLI.
         super().__init__(": ".join(parts).replace("\n", " ").replace("\r", " "))
+
+
+def deepest_line(text: str) -> int:
+    """The line a parser's RecursionError most likely came from: the one opening the most brackets (TOML and
+    JSON parsers recurse per nesting level and do not say where they gave up)."""
+    lines = text.splitlines() or [""]
+    return max(range(len(lines)), key=lambda i: lines[i].count("[") + lines[i].count("{")) + 1

@@ -15,7 +15,7 @@ from typing import Any
 
 from workloads.arrivals import ArrivalProcess, parse_arrival
 from workloads.bundled import BUNDLED
-from workloads.errors import WorkloadError
+from workloads.errors import WorkloadError, deepest_line
 from workloads.lengths import Mixture, parse_length
 from workloads.options import MAX_REQUESTS, MAX_SPAN_S, MAX_TOKENS, TRANSFORM_KEYS, Options, check_option
 from workloads.readers.schemas import FORMATS, user_column_map
@@ -358,6 +358,8 @@ def load_spec_file(path: Path, display: str | None = None) -> WorkloadSpec:
         match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         what = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc)) or "invalid TOML"
         raise WorkloadError(what, file=display, line=int(match.group(1)) if match else 1, field="toml") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise WorkloadError("nested too deeply", file=display, line=deepest_line(text), field="toml") from None
     try:
         spec = parse_spec(data, path.stem, path.parent)
     except WorkloadError as exc:

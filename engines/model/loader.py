@@ -159,7 +159,13 @@ def _load_checkpoint(directory: Path, torch_dtype: Any) -> LoadedModel:
         raw = json.loads(config_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelLoadError(f"{config_path}: invalid JSON ({exc})") from None
+    except RecursionError:  # json recurses per nesting level
+        raise ModelLoadError(f"{config_path}: nested too deeply to be a model config") from None
+    if not isinstance(raw, dict):
+        raise ModelLoadError(f"{config_path}: holds {type(raw).__name__}, not one JSON object")
     architectures = raw.get("architectures") or []
+    if not isinstance(architectures, list):
+        raise ModelLoadError(f"{config_path}: field architectures: {architectures!r} is not a list of names")
     if not any(arch in SUPPORTED_ARCHITECTURES for arch in architectures):
         raise ModelLoadError(
             f"{config_path}: architectures {architectures}: supported are {', '.join(SUPPORTED_ARCHITECTURES)}"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
+from workloads.errors import deepest_line
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,16 @@ def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 def load_suite(path: Path) -> Suite:
     """The suite at `path`, every pair's workload, engine and profile checked to exist."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except OSError as exc:
         raise HarnessInputError(f"--suite {path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise HarnessInputError(f"--suite {path}: not UTF-8 text (a binary file?)") from None
     except tomllib.TOMLDecodeError as exc:
         raise HarnessInputError(f"--suite {path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise HarnessInputError(f"--suite {path}:{deepest_line(text)}: not valid TOML (nested too deeply)") from None
     where = str(path)
     targets = _get(data, "targets", dict, where)
     fit = _get(data, "fit_run", dict, where)

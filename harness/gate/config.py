@@ -18,6 +18,7 @@ from typing import Any, Literal
 from harness.errors import HarnessInputError
 from harness.gate.rules import Rule, RuleError, parse_rule
 from harness.judge.pairing_mode import PairingMode
+from workloads.errors import deepest_line
 
 Unit = Literal["auto", "request", "trial"]
 
@@ -121,6 +122,9 @@ def load_rules_file(path: Path) -> GateConfig:
         raise HarnessInputError(
             f"{path}:{line or '?'}: field {_key_on_line(lines, line)}: not valid TOML: {problem}"
         ) from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        line = deepest_line(source)
+        raise HarnessInputError(f"{path}:{line}: field {_key_on_line(lines, line)}: nested too deeply") from None
 
     def fail(line: int | None, name: str, problem: str) -> HarnessInputError:
         return HarnessInputError(f"{path}:{line or '?'}: field {name}: {problem}")

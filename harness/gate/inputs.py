@@ -6,13 +6,13 @@ All trials of the chosen engine are kept (column `trial`); a paired comparison m
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from engines.sim.files import read_json_object
 from harness.errors import HarnessInputError
 from harness.judge.pairing import follows_engine
 from harness.metrics import SLO, load_records, records_frame
@@ -123,8 +123,4 @@ def load_runs(paths: list[Path], *, engine: str | None = None, trial: int | None
 def _manifest(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise HarnessInputError(f"{path}: not valid JSON (line {exc.lineno})") from None
-    return data if isinstance(data, dict) else {}
+    return read_json_object(path, "run's manifest")

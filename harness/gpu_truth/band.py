@@ -49,7 +49,7 @@ def trust_text(engine: dict[str, Any]) -> str | None:
     path = VALIDATION_DIR / f"{name}.json"
     try:
         groups = {(g["section"], g["key"]): g for g in json.loads(path.read_text(encoding="utf-8"))["groups"]}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return f"no validation table {path.name}: the error of {name} is unmeasured (batchmark sim validate --json)"
     hw = str((cm.get("hardware") or {}).get("name"))
     command = "batchmark sim validate" + ("" if name == ROOFLINE else f" --cost {name}")

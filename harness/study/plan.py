@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
-from harness.gate.config import _find_key, _find_string, _find_table, _line_from_message
+from harness.gate.config import _find_key, _find_string, _find_table, _key_on_line, _line_from_message
 from harness.study.metrics import Metric, metric_problem
+from workloads.errors import deepest_line
 
 # a study repeats every unit this many times at most: more is a typo (1e9 exhausted memory), not a plan
 MAX_TRIALS = 1000
@@ -179,6 +180,9 @@ def load_plan(path: Path) -> StudyPlan:
     except tomllib.TOMLDecodeError as exc:
         problem = re.sub(r"\s*\(at line.*", "", str(exc))
         raise fail(_line_from_message(str(exc)), "?", f"not valid TOML: {problem}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        line = deepest_line(text)
+        raise fail(line, _key_on_line(lines, line), "nested too deeply") from None
     unknown = sorted(set(data) - set(TOP_KEYS))
     if unknown:
         raise fail(_find_table(lines, unknown[0]), unknown[0], f"unknown key (known: {', '.join(TOP_KEYS)})")
