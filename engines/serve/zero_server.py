@@ -182,13 +182,13 @@ class ZeroProtocol(asyncio.Protocol):
             req = json.loads(body)
             n = int(req.get("max_tokens") or req.get("max_completion_tokens") or DEFAULT_MAX_TOKENS)
             reasoning = int(req.get("reasoning_tokens") or 0)
-        except (ValueError, TypeError, AttributeError):
-            self._send(_error("400 Bad Request", "body: invalid JSON or max_tokens"), close)
+            want_usage = bool((req.get("stream_options") or {}).get("include_usage"))
+        except (ValueError, TypeError, AttributeError, RecursionError):  # RecursionError: `[` x 100000
+            self._send(_error("400 Bad Request", "body: invalid JSON, max_tokens or stream_options"), close)
             return
         chat = path.endswith("chat/completions")
         prompt = req.get("prompt")
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt or req.get("messages", "")).split())
-        want_usage = bool((req.get("stream_options") or {}).get("include_usage"))
         ids = bool(req.get("return_token_ids"))
         events = _events(max(n, 0), chat, ids, prompt_tokens if want_usage else None, max(reasoning, 0))
         if not req.get("stream"):

@@ -7,6 +7,7 @@ import json
 import time
 
 import aiohttp
+import pytest
 
 from engines.api import FinishEvent, Request, TokenEvent
 from engines.http import HttpEngine
@@ -93,3 +94,14 @@ def test_many_requests_on_few_connections_are_fast():
     finishes, elapsed = asyncio.run(_with_server(0.0, body))
     assert all(f.reason == "length" and f.output_tokens == 16 for f in finishes)
     assert elapsed < 10.0  # ~1 s on an idle 2-core machine; generous for a shared one
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"stream_options": 3}', b'{"max_tokens": "x"}'])
+def test_a_bad_body_is_a_400_not_a_dropped_connection(body):
+    async def send(url):
+        async with aiohttp.ClientSession() as session:
+            bad = await session.post(url + "/v1/completions", data=body)
+            health = await session.get(url + "/health")  # the server is still up after it
+            return bad.status, health.status
+
+    assert asyncio.run(_with_server(0.0, send)) == (400, 200)
