@@ -102,8 +102,13 @@ async def one_engine_run(
     engine = build_engine(spec, loaded)
     steps: Any = None
     write_step: Any = None
+    ahead = None
     if steps_path is not None and spec.simulated:  # a simulated hour is half a million steps: Arrow batches
-        steps = BatchedJsonlWriter(steps_path)
+        from harness.metrics.arrow import STEP_SCHEMA  # pyarrow: only for a run that will read a trace
+        from harness.metrics.parse_ahead import ParseAhead
+
+        ahead = ParseAhead(STEP_SCHEMA)  # the metrics' parse of the trace, on the core the simulation leaves idle
+        steps = BatchedJsonlWriter(steps_path, on_flush=ahead.feed)
         write_step = steps.write
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
@@ -132,6 +137,8 @@ async def one_engine_run(
             await scrape.finish()
         if steps is not None:
             steps.close()
+        if ahead is not None:
+            ahead.finish(steps_path)
         if progress is not None:
             progress.close()
     described = engine.describe()
