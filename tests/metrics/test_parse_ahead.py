@@ -34,8 +34,9 @@ def _written(path, lines: list[str], monkeypatch, piece_bytes: int = 300) -> Non
 def test_the_trace_parsed_ahead_is_the_table_the_reader_finds_and_equals_its_own_parse(tmp_path, monkeypatch) -> None:
     path = tmp_path / "steps.jsonl"
     _written(path, _step_lines(40), monkeypatch)
+    assert len(arrow._TABLES) == 1  # kept before any reading
     ahead = read_json_lines(path, STEP_SCHEMA)
-    assert len(arrow._TABLES) == 1 and ahead.num_rows == 40 and ahead.column(0).num_chunks > 1  # parsed in pieces
+    assert ahead is next(iter(arrow._TABLES.values())) and ahead.column(0).num_chunks > 1  # parsed in pieces
     frame = load_steps(path, id_lists=False)
     arrow._TABLES.clear()
     assert read_json_lines(path, STEP_SCHEMA) is not ahead
@@ -66,3 +67,22 @@ def test_the_writer_hands_on_every_byte_it_writes_in_whole_lines(tmp_path) -> No
         for line in _step_lines(7):
             writer.write(json.loads(line))
     assert b"".join(fed) == path.read_bytes() and len(fed) > 1 and all(data.endswith(b"\n") for data in fed)
+
+
+def test_the_records_writer_hands_on_each_line_and_a_records_file_parsed_ahead_is_kept(tmp_path) -> None:
+    from harness.jsonl import JsonlWriter
+    from harness.metrics import load_records
+    from harness.metrics.arrow import RECORD_SCHEMA
+    from tests.fixtures.records import make_record
+
+    path = tmp_path / "records.jsonl"
+    ahead = ParseAhead(RECORD_SCHEMA, "infer")
+    with JsonlWriter(path, on_write=ahead.feed) as writer:
+        for i in range(3):
+            writer.write_fast(make_record(f"r{i}"))
+    ahead.finish(path)
+    assert len(arrow._TABLES) == 1  # kept before any reading
+    assert read_json_lines(path, RECORD_SCHEMA, unexpected="infer") is next(iter(arrow._TABLES.values()))
+    frame = load_records(path)
+    arrow._TABLES.clear()
+    pd.testing.assert_frame_equal(frame, load_records(path), check_exact=True)
