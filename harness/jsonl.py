@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -14,13 +13,11 @@ import orjson
 class JsonlWriter:
     """Thread-safe: engine threads write step records while the event loop writes request records."""
 
-    def __init__(self, path: Path, on_write: Callable[[bytes], None] | None = None) -> None:
-        """`on_write`: handed each line written (`harness.metrics.parse_ahead`: parsed while the run goes on)."""
+    def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[bytes] = path.open("ab")
         self._lock = threading.Lock()
-        self._on_write = on_write
         self.count = 0
 
     def write(self, item: dict[str, Any]) -> None:
@@ -36,8 +33,6 @@ class JsonlWriter:
             self._file.write(line)
             self._file.flush()  # in the OS's hands now: a killed process loses nothing written
             self.count += 1
-            if self._on_write is not None:
-                self._on_write(line)
 
     def append_file(self, path: Path) -> None:
         """Every line of another JSON Lines file, as they are (one writer's part of a file written in parts)."""

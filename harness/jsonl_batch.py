@@ -5,13 +5,11 @@ record (`harness.jsonl.JsonlWriter`, right for a real engine's few steps per sec
 than simulating them. orjson serialises a record (a dict or a dataclass such as `StepRecord`, fields in
 order) several times faster, straight into the file's buffer, and the file is written every `BUFFER_BYTES`,
 so an interrupted simulation keeps all but its last megabyte. (Joining batches of lines first cost more:
-each batch is a fresh 10 MB object.) The lines hold the same JSON values `json.dumps` writes. Each buffer
-written is also handed to `on_flush`, if given (`harness.metrics.parse_ahead`: parsed while the run goes on).
+each batch is a fresh 10 MB object.) The lines hold the same JSON values `json.dumps` writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,31 +22,15 @@ _LINE = orjson.OPT_APPEND_NEWLINE
 class BatchedJsonlWriter:
     """`write(item)` per record: a dict or a dataclass instance."""
 
-    def __init__(
-        self, path: Path, buffer_bytes: int = BUFFER_BYTES, on_flush: Callable[[bytes], None] | None = None
-    ) -> None:
+    def __init__(self, path: Path, buffer_bytes: int = BUFFER_BYTES) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: IO[bytes] = path.open("ab")  # each write a whole buffer: straight through
-        self._buffer = bytearray()
-        self._limit = buffer_bytes
-        self._on_flush = on_flush
+        self._file: IO[bytes] = path.open("ab", buffering=buffer_bytes)
 
     def write(self, item: Any) -> None:
-        self._buffer += orjson.dumps(item, option=_LINE)
-        if len(self._buffer) >= self._limit:
-            self._flush()
-
-    def _flush(self) -> None:
-        data = bytes(self._buffer)  # whole lines
-        self._buffer.clear()
-        self._file.write(data)
-        if self._on_flush is not None:
-            self._on_flush(data)
+        self._file.write(orjson.dumps(item, option=_LINE))
 
     def close(self) -> None:
-        if self._buffer:
-            self._flush()
         self._file.close()
 
     def __enter__(self) -> BatchedJsonlWriter:

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from engines.model.loader import LoadedModel, LoadedTokenizer
-    from harness.metrics.parse_ahead import ParseAhead
 
 
 @dataclass
@@ -103,13 +102,8 @@ async def one_engine_run(
     engine = build_engine(spec, loaded)
     steps: Any = None
     write_step: Any = None
-    ahead = None
     if steps_path is not None and spec.simulated:  # a simulated hour is half a million steps: Arrow batches
-        from harness.metrics.arrow import STEP_SCHEMA  # pyarrow: only for a run that will read a trace
-        from harness.metrics.parse_ahead import ParseAhead
-
-        ahead = ParseAhead(STEP_SCHEMA)  # the metrics' parse of the trace, on the core the simulation leaves idle
-        steps = BatchedJsonlWriter(steps_path, on_flush=ahead.feed)
+        steps = BatchedJsonlWriter(steps_path)
         write_step = steps.write
     elif steps_path is not None:
         steps = JsonlWriter(steps_path)
@@ -138,8 +132,6 @@ async def one_engine_run(
             await scrape.finish()
         if steps is not None:
             steps.close()
-        if ahead is not None:
-            ahead.finish(steps_path)
         if progress is not None:
             progress.close()
     described = engine.describe()
@@ -258,9 +250,8 @@ def run_benchmark(
         else:
             kind = executor.kind if executor is not None else "local"
             shards = ShardedLoad(kind, settings.workers) if _sharded(specs, settings) else None
-            ahead = _records_ahead(specs)
             try:
-                with JsonlWriter(out / "records.jsonl", on_write=ahead.feed if ahead else None) as records:
+                with JsonlWriter(out / "records.jsonl") as records:
                     for trial in range(settings.repeat):
                         done = _replay_trial(specs, loaded, prompts, settings, trial, records, shards, summaries)
                         for outcome, described in done:
@@ -268,8 +259,6 @@ def run_benchmark(
             finally:
                 if shards is not None:
                     shards.close()
-                if ahead is not None:
-                    ahead.finish(out / "records.jsonl")
     manifest["finished_at_unix"] = time.time()
     manifest["outcomes"] = outcomes
     _write_json(out / "manifest.json", manifest)
@@ -277,17 +266,6 @@ def run_benchmark(
     metrics["prefix_cache_predicted"] = predicted_prefix_reuse(workload, specs, prompts)
     _write_json(out / "metrics.json", metrics)
     return metrics
-
-
-def _records_ahead(specs: list[EngineSpec]) -> ParseAhead | None:
-    """The metrics' parse of records.jsonl, on the core a simulation leaves idle; none where a real engine
-    runs, whose measurement the parse would disturb."""
-    if not all(spec.simulated for spec in specs):
-        return None
-    from harness.metrics.arrow import RECORD_SCHEMA  # pyarrow: only for a run that will read its records
-    from harness.metrics.parse_ahead import ParseAhead
-
-    return ParseAhead(RECORD_SCHEMA, "infer")
 
 
 def _sharded(specs: list[EngineSpec], settings: RunSettings) -> bool:

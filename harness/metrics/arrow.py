@@ -63,47 +63,26 @@ KEPT_TABLES = 2  # a run's records and one step trace
 def read_json_lines(source: Path | io.BytesIO, schema: pa.Schema | None, unexpected: str = "ignore") -> pa.Table:
     """JSON lines into a table of `schema`'s columns, missing keys null and other keys handled as
     `unexpected` says ("ignore", "error" or "infer"); schema None: every column, types inferred. A file's
-    bytes read the same way as one of the last `KEPT_TABLES` (or parsed ahead, `remember`) are not parsed again."""
+    bytes read the same way as one of the last `KEPT_TABLES` are not parsed again."""
     # from bytes read at once: a fifth faster than pyarrow reading the path itself (280 MB, 1.0 s against 1.3)
     data = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
     key = None
     if isinstance(source, Path):  # bytes in memory (a sample of a trace) are not kept
-        key = _key(source, len(data), zlib.crc32(data), schema, unexpected)
+        key = (str(source.resolve()), len(data), zlib.crc32(data), None if schema is None else schema.to_string(),
+               unexpected)  # fmt: skip
         if key in _TABLES:
             _TABLES.move_to_end(key)
             return _TABLES[key]
-    table = parse_json_lines(data, schema, unexpected)
+    parse = (pj.ParseOptions() if schema is None
+             else pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected))  # fmt: skip
+    table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=_BLOCK), parse_options=parse)
     if any(_left_to_pandas(column) for column in table.columns):  # the pandas reader names the line
         raise pa.ArrowInvalid("NaN or Infinity (JSON has neither), or a nested field of no schema")
     if key is not None:
-        _keep(key, table)
+        _TABLES[key] = table
+        while len(_TABLES) > KEPT_TABLES:
+            _TABLES.popitem(last=False)
     return table
-
-
-def parse_json_lines(data: bytes, schema: pa.Schema | None, unexpected: str, *, threads: bool = True) -> pa.Table:
-    """pyarrow's parse of whole JSON lines, as `read_json_lines` reads them (`threads`: on every core)."""
-    parse = (pj.ParseOptions() if schema is None
-             else pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected))  # fmt: skip
-    read = pj.ReadOptions(block_size=_BLOCK, use_threads=threads)
-    return pj.read_json(pa.BufferReader(data), read_options=read, parse_options=parse)
-
-
-def remember(path: Path, size: int, crc: int, schema: pa.Schema | None, unexpected: str, table: pa.Table) -> None:
-    """Keep `table`, parsed elsewhere from the `size` bytes of CRC-32 `crc` now in `path`, as what
-    `read_json_lines(path, schema, unexpected)` returns (the file is still read and its CRC checked); a
-    table that reader would refuse is not kept, so the reader meets the same bytes and refuses them itself."""
-    if not any(_left_to_pandas(column) for column in table.columns):
-        _keep(_key(path, size, crc, schema, unexpected), table)
-
-
-def _key(path: Path, size: int, crc: int, schema: pa.Schema | None, unexpected: str) -> tuple[Any, ...]:
-    return (str(path.resolve()), size, crc, None if schema is None else schema.to_string(), unexpected)
-
-
-def _keep(key: tuple[Any, ...], table: pa.Table) -> None:
-    _TABLES[key] = table
-    while len(_TABLES) > KEPT_TABLES:
-        _TABLES.popitem(last=False)
 
 
 def _left_to_pandas(column: pa.ChunkedArray) -> bool:
