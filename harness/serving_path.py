@@ -35,7 +35,7 @@ from engines.sim.files import read_json_object
 from engines.sim.fitted import load_profile
 from engines.step_features import StepFeatures
 from harness.errors import HarnessInputError
-from harness.metrics.frame import read_jsonl
+from harness.metrics.frame import read_numbered
 from harness.simulation import trace_steps
 
 TTFT = "batchmark_time_to_first_token_seconds"
@@ -180,9 +180,18 @@ def _prometheus(path: Path) -> dict[str, float]:
 
 def _ttfts(run_dir: Path) -> dict[str, float]:
     """Request id -> TTFT (first token - scheduled arrival) of the run's served requests."""
-    rows, _ = read_jsonl(run_dir / "records.jsonl")
-    return {str(r["request_id"]): float(r["t_first_token"]) - float(r["t_scheduled"])
-            for r in rows if r.get("t_first_token") is not None and r.get("t_scheduled") is not None}  # fmt: skip
+    path = run_dir / "records.jsonl"
+    rows, lines, _ = read_numbered(path)
+    ttfts: dict[str, float] = {}
+    for row, line in zip(rows, lines, strict=True):
+        first, scheduled = row.get("t_first_token"), row.get("t_scheduled")
+        if first is None or scheduled is None:
+            continue  # failed before its first token, or never sent: no TTFT to pair
+        for name, value in (("t_first_token", first), ("t_scheduled", scheduled)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise HarnessInputError(f"{path}:{line}: field {name}: expected seconds (a number), found {value!r}")
+        ttfts[str(row.get("request_id"))] = float(first) - float(scheduled)
+    return ttfts
 
 
 def _client_ttft(run_dir: Path) -> float:

@@ -13,6 +13,7 @@ from engines.sim.fitted import load_profile
 from engines.step_features import FEATURE_NAMES, StepFeatures
 from harness.cli import main
 from harness.cli.sim import simulate_twin
+from harness.errors import HarnessInputError
 from harness.serving_path import ServingPath, paired_path_s, serving_path
 from harness.simulation import TRACE_FIELDS
 from tests.sim.test_cluster_twin import PROFILE, router_run
@@ -138,3 +139,10 @@ def test_the_paired_path_is_the_median_difference_a_stalled_request_does_not_mov
     options, _ = serving_path(calibration, PROFILE, (served_run, in_process_run))
     assert options.path_ms == pytest.approx(4.0) and options.slowdown == pytest.approx(0.25)
     assert str(served_run) in options.measured_on and str(calibration) in options.measured_on
+
+
+def test_a_non_numeric_ttft_field_is_one_line_naming_it(tmp_path: Path) -> None:
+    served = records(tmp_path / "served", {"r0": 0.01})
+    (served / "records.jsonl").write_text('{"request_id": "r0", "t_scheduled": 0.0, "t_first_token": "soon"}\n')
+    with pytest.raises(HarnessInputError, match=r"records.jsonl:1: field t_first_token: .*'soon'"):
+        paired_path_s(served, records(tmp_path / "inproc", {"r0": 0.01}))
