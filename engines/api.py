@@ -91,11 +91,24 @@ class FinishEvent:
     t_prefill_end: float | None = None  # simulated P/D disaggregation: the prefill step's end
     t_kv_arrived: float | None = None  # ... and when its KV reached the decode replica
     spec_decode: SpecDecodeCounts | None = None  # None: no speculative decoding, or the engine did not say
+    # an HTTP server's own timing of this request (SERVER_TIMING_FIELD): the request reaching the server -> its
+    # first token, and -> its first compute (its queue wait); None: the server did not say
+    server_ttft_s: float | None = None
+    server_queue_s: float | None = None
 
 
 # The response header naming the replica that served a completion (`batchmark serve --replica-id`): the HTTP
 # engine records it per request, so a run through a router knows where each request went (docs/cluster.md)
 REPLICA_HEADER = "x-batchmark-replica"
+
+# The extension field of a streamed completion's last chunk (and of a plain completion) where `batchmark serve`
+# says how long it held the request: {"ttft_s": S, "queue_s": S} (queue_s only when the engine saw the admission).
+# A field of the chunk's top level that OpenAI's schema lacks: clients that do not know it ignore it (the openai
+# SDK keeps it in `model_extra`), as vLLM's opt-in `metrics` object (`--enable-per-request-metrics`, vLLM PR
+# #46768; docs/features/per_request_metrics.md) rides the final usage chunk with `time_to_first_token_ms` and
+# `queue_time_ms`. Not vLLM's name: its TTFT counts from the request's scheduling, ours from the request reaching
+# the HTTP server, so the two are not one quantity (docs/http.md).
+SERVER_TIMING_FIELD = "batchmark_server_timing"
 
 EngineEvent = AdmitEvent | TokenEvent | FinishEvent
 StepSink = Callable[[StepRecord], None]

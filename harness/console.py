@@ -11,6 +11,7 @@ from harness.metrics.jobs import describe_jobs
 from harness.metrics.latency import describe_unseen
 from harness.metrics.prefix_cache import prefix_cache_views
 from harness.metrics.replicas import describe_replicas
+from harness.metrics.serving_path import describe_serving_path
 from harness.metrics.slo_classes import describe_class
 from harness.metrics.spec_decode import describe_spec_decode
 from harness.metrics.stops import describe_stop
@@ -137,6 +138,7 @@ def format_summary(metrics: dict[str, Any]) -> str:
     # a simulated cluster's router says the same in its CLUSTER line; a real fleet's replicas are said here
     replicas = {e: r for e, s in metrics["engines"].items() if (r := s.get("replicas")) and r["named_by"] == "server"}
     lines += [describe_replicas(e, r) for e, r in replicas.items()]
+    lines += [line for e, summary in metrics["engines"].items() if (line := describe_serving_path(e, summary))]
     for engine, repeat in (metrics.get("repeat") or {}).items():
         ttft = repeat["ttft_p99_s"]
         if ttft["n"] > 1 and ttft["ci_low"] is not None:

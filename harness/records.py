@@ -72,6 +72,11 @@ class RequestRecord:
     spec_drafts: int | None = None
     spec_draft_tokens: int | None = None
     spec_accepted_tokens: int | None = None
+    # an HTTP target's own timing of this request (`batchmark serve`'s SERVER_TIMING_FIELD, engines/api.py):
+    # seconds from the request reaching the server to its first token, and to its first compute (its queue
+    # wait). None: the server did not say (any other server), or said something that was not seconds
+    server_ttft_s: float | None = None
+    server_queue_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time

@@ -8,8 +8,11 @@ docs/cluster/real_router.sh saves, beside each run's records, every replica's sh
   one engine alone in process; here two engines, two frontends, the router and the client share the cores);
 - server TTFT: the replicas' mean time from a request reaching the server to its first token (/metrics'
   TTFT histogram, sum over count, differenced across the run);
-- path: the client's mean TTFT (the run's metrics) minus the server TTFT: the HTTP client, the router hop,
-  the frontend before the engine and the tokens' way back. A mean: one request the machine stalled moves it.
+- path: the client's TTFT minus the server's: the HTTP client, the router hop, the frontend before the engine
+  and the tokens' way back. Where the records carry each request's own server TTFT (`server_ttft_s`: replicas
+  of a `batchmark serve` that says it per request), the median over requests of client TTFT minus server TTFT,
+  robust to a stalled request; else the client's mean TTFT (the run's metrics) minus the server TTFT above, a
+  difference of means that one request the machine stalled moves. `Evidence.path_source` says which.
 - paired path (`paired_path_s`): one request at a time, the median over requests of a served run's TTFT minus
   the same request's TTFT in process (two runs of one schedule): everything `batchmark serve` adds to what the
   profile was fitted on, robust to a stalled request; what the twin takes when the bench measured it.
@@ -35,7 +38,8 @@ from engines.sim.files import read_json_object
 from engines.sim.fitted import load_profile
 from engines.step_features import StepFeatures
 from harness.errors import HarnessInputError
-from harness.metrics.frame import read_numbered
+from harness.metrics.frame import load_records, read_numbered
+from harness.metrics.serving_path import path_seconds
 from harness.simulation import trace_steps
 
 TTFT = "batchmark_time_to_first_token_seconds"
@@ -55,14 +59,28 @@ class Evidence:
     requests: int  # first tokens the servers counted
     server_ttft_s: float  # mean, request at the server -> its first token
     client_ttft_s: float  # mean, scheduled arrival -> first token at the client
+    # median over requests of client TTFT - the server's own TTFT of that request (records' `server_ttft_s`);
+    # None when no record carries one (a server that does not say: the path is the difference of means)
+    per_request_path_s: float | None = None
+    per_request_paths: int = 0  # the requests it is the median of
 
     @property
     def contention(self) -> float:
         return self.step_real_s / self.step_priced_s
 
     @property
-    def path_s(self) -> float:
+    def mean_path_s(self) -> float:
         return self.client_ttft_s - self.server_ttft_s
+
+    @property
+    def path_s(self) -> float:
+        return self.mean_path_s if self.per_request_path_s is None else self.per_request_path_s
+
+    @property
+    def path_source(self) -> str:
+        if self.per_request_path_s is None:
+            return "mean client TTFT - mean server TTFT (/metrics histograms): the records carry no server_ttft_s"
+        return f"per request: median over {self.per_request_paths} requests of client TTFT - server_ttft_s"
 
 
 @dataclass(frozen=True)
@@ -109,7 +127,20 @@ def run_evidence(run_dir: Path, profile_path: Path) -> Evidence:
         requests=int(count),
         server_ttft_s=ttft_sum / count,
         client_ttft_s=_client_ttft(run_dir),
+        **_per_request_path(run_dir),
     )
+
+
+def _per_request_path(run_dir: Path) -> dict[str, Any]:
+    """The median per-request path of the run's records, where they carry the servers' own TTFTs (a run kept
+    without its records, as a summary-only fixture, has none)."""
+    records = run_dir / "records.jsonl"
+    if not records.exists():
+        return {}
+    _, _, paths = path_seconds(load_records(records))
+    if not paths.size:
+        return {}
+    return {"per_request_path_s": float(np.median(paths)), "per_request_paths": int(paths.size)}
 
 
 def paired_path_s(served: Path, in_process: Path) -> tuple[float, int]:
@@ -145,7 +176,8 @@ def evidence_lines(evidence: Evidence) -> list[str]:
         f"(median step x{e.step_ratio_median:.3f})",
         f"gap between steps: {e.gap_real_s * 1e3:.3f} ms measured, {e.gap_priced_s * 1e3:.3f} ms in the profile",
         f"TTFT mean: client {e.client_ttft_s * 1e3:.2f} ms, servers {e.server_ttft_s * 1e3:.2f} ms "
-        f"({e.requests} first tokens): path {e.path_s * 1e3:.2f} ms",
+        f"({e.requests} first tokens): difference {e.mean_path_s * 1e3:.2f} ms",
+        f"path: {e.path_s * 1e3:.2f} ms, {e.path_source}",
     ]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
@@ -63,6 +64,7 @@ from engines.http.payload import (
     Api,
     ChunkInfo,
     PromptFormat,
+    ServerTiming,
     build_body,
     encode_body,
     endpoint_url,
@@ -74,6 +76,7 @@ from engines.http.sse import SSEDecoder, SSEError
 from engines.http.think import THINK_TAGS_MODES, ThinkTags, ThinkTagsMode
 from engines.options import url_problem
 
+log = logging.getLogger("batchmark.http")
 DEFAULT_READ_BUFSIZE = 4 * 2**20  # >= 2 MiB: a 50K-token context's chunks never wait on the buffer
 _FINISH_REASONS = {"length": "length", "stop": "stop", "abort": "abort"}
 
@@ -170,6 +173,10 @@ class HttpEngine(Engine):
         self._flights: dict[str, _Flight] = {}
         self._ids_refused = False  # the server answered 400 to a token-id prompt and took text instead
         self.prefix_cache_reset: str | None = None  # what `start` got from POST /reset_prefix_cache
+        # requests whose server timing (SERVER_TIMING_FIELD) was not seconds, so left out of their records, and
+        # the first such value: the manifest's note (the field is ignored, never a failed request)
+        self.server_timing_ignored = 0
+        self._server_timing_problem: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -313,10 +320,19 @@ class HttpEngine(Engine):
             finish = stream.finish("error", DISCONNECT, message)
         finally:
             self._flights.pop(rid, None)
+            if stream.server_timing is not None and stream.server_timing.problem is not None:
+                self._ignore_timing(stream.server_timing.problem)
             if response is not None:
                 response.close()  # aborted or failed mid-stream: drop the connection, so the server sees it
         assert finish is not None
         yield finish
+
+    def _ignore_timing(self, problem: str) -> None:
+        self.server_timing_ignored += 1
+        if self._server_timing_problem is None:
+            self._server_timing_problem = problem
+            log.warning("%s: the server's timing ignored (%s); its requests' records leave server_ttft_s out",
+                        self.name, problem)  # fmt: skip
 
     async def _open(self, request: Request, flight: _Flight) -> tuple[aiohttp.ClientResponse, float]:
         """POST the request; return a 2xx response and the send time, or raise a typed failure."""
@@ -376,7 +392,11 @@ class HttpEngine(Engine):
         options["endpoint"] = _redact(self._endpoint)
         options["api_key_set"] = bool(self._api_key)  # never the key itself
         options["prompts_as_text_after_fallback"] = self._ids_refused
-        return {"name": self.name, "kind": "http", "options": options, "prefix_cache_reset": self.prefix_cache_reset}
+        ignored = None
+        if self.server_timing_ignored:
+            ignored = {"requests": self.server_timing_ignored, "first": self._server_timing_problem}
+        return {"name": self.name, "kind": "http", "options": options, "prefix_cache_reset": self.prefix_cache_reset,
+                "server_timing_ignored": ignored}  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -392,6 +412,7 @@ class _Stream:
     usage_completion: int | None = None
     usage_cached: int | None = None
     spec_decode: SpecDecodeCounts | None = None
+    server_timing: ServerTiming | None = None  # the server's own timing of the request (a checked value)
     replica: str | None = None  # the answering server's name (`batchmark serve --replica-id`), if it said one
     last_token_time: float | None = None
     think: ThinkTags | None = None
@@ -414,6 +435,8 @@ class _Stream:
             self.usage_cached = info.usage_cached
         if info.spec_decode is not None:
             self.spec_decode = info.spec_decode
+        if info.server_timing is not None:
+            self.server_timing = info.server_timing
         if info.finish_reason is not None:
             self.finish_reason = info.finish_reason
         reasoning = info.reasoning
@@ -447,6 +470,7 @@ class _Stream:
     def finish(self, reason: str, error_type: str | None = None, message: str | None = None) -> FinishEvent:
         prompt = self.usage_prompt  # only what the server said: a guess would pass the prompt-length cross-check
         output = self.usage_completion if self.usage_completion is not None and reason != "error" else self.count
+        timing = self.server_timing
         return FinishEvent(
             self.request_id,
             reason,
@@ -459,6 +483,8 @@ class _Stream:
             cached_tokens=self.usage_cached,
             spec_decode=self.spec_decode,
             replica_id=self.replica,
+            server_ttft_s=None if timing is None else timing.ttft_s,
+            server_queue_s=None if timing is None else timing.queue_s,
         )
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engines.api import Request, SpecDecodeCounts
+from engines.api import SERVER_TIMING_FIELD, Request, SpecDecodeCounts
 from engines.http.errors import INVALID_REQUEST, MALFORMED_EVENT, SERVER_ERROR, RequestFailure
 
 Api = Literal["completions", "chat"]
@@ -103,6 +104,7 @@ class ChunkInfo:
     reasoning: bool = False  # the tokens are reasoning: reasoning text (REASONING_KEYS) and no content text
     content: str | None = None  # the content text, for `think.ThinkTags` to split
     spec_decode: SpecDecodeCounts | None = None  # vLLM's per-request `metrics.speculative_decoding`, if sent
+    server_timing: ServerTiming | None = None  # `batchmark serve`'s own timing of the request, if sent
 
 
 def is_plain_token_chunk(data: bytes, chat: bool) -> bool:
@@ -178,7 +180,37 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
     elif usage is not None:
         raise RequestFailure(MALFORMED_EVENT, f"chunk 'usage' is not an object: {data[:120]!r}")
     info.spec_decode = spec_decode_counts(obj.get("metrics"))
+    timing = obj.get(SERVER_TIMING_FIELD)
+    if timing is not None:
+        info.server_timing = server_timing(timing)
     return info
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTiming:
+    """What a server said of its own time on a request (`engines.api.SERVER_TIMING_FIELD`), checked: seconds
+    from the request reaching it to its first token, and to its first compute (None: not said). `problem` names
+    a value that was not seconds; then both are None (a field the client cannot trust is ignored, the request
+    stands: the tokens were fine)."""
+
+    ttft_s: float | None
+    queue_s: float | None = None
+    problem: str | None = None
+
+
+def server_timing(value: Any) -> ServerTiming:
+    if not isinstance(value, dict):
+        return ServerTiming(None, None, f"{SERVER_TIMING_FIELD} is not an object: {value!r:.60}")
+    seconds: list[float | None] = []
+    for key in ("ttft_s", "queue_s"):
+        v = value.get(key)
+        if v is None and key == "queue_s":  # the engine may not see its admissions
+            seconds.append(None)
+        elif isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            return ServerTiming(None, None, f"{SERVER_TIMING_FIELD}.{key} is not seconds >= 0: {v!r:.60}")
+        else:
+            seconds.append(float(v))
+    return ServerTiming(*seconds)
 
 
 def spec_decode_counts(metrics: Any) -> SpecDecodeCounts | None:

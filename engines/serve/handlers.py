@@ -14,13 +14,14 @@ from typing import Any
 
 from aiohttp import web
 
-from engines.api import REPLICA_HEADER, EngineEvent, FinishEvent, Request, TokenEvent
+from engines.api import REPLICA_HEADER, SERVER_TIMING_FIELD, AdmitEvent, EngineEvent, FinishEvent, Request, TokenEvent
 from engines.errors import EngineInputError
 from engines.serve.detokenize import IncrementalDetokenizer
 from engines.serve.errors import ApiError, invalid
 from engines.serve.protocol import GenerationParams, parse_chat, parse_completions
 from engines.serve.state import STATE, ServerState
 from engines.serve.submit import Place, submit
+from engines.serve.timing import RequestTiming
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -140,7 +141,7 @@ async def _stream(
         response = web.StreamResponse(headers={**SSE_HEADERS, **_replica(state)})
         try:
             await response.prepare(http)
-            await _send_events(response, state, chunks, _then(first, events))
+            await _send_events(response, state, chunks, _then(first, events), RequestTiming(t_arrival))
         except ConnectionResetError:  # aiohttp's ClientConnectionResetError is one: the client went away
             # an ordinary event (the sequence is aborted as the stream closes), not a fault: no traceback
             log.debug("%s: the client disconnected mid-stream", request.request_id)
@@ -148,19 +149,33 @@ async def _stream(
 
 
 async def _send_events(
-    response: web.StreamResponse, state: ServerState, chunks: _Chunks, events: AsyncIterator[EngineEvent]
+    response: web.StreamResponse,
+    state: ServerState,
+    chunks: _Chunks,
+    events: AsyncIterator[EngineEvent],
+    timing: RequestTiming,
 ) -> None:
     detok = IncrementalDetokenizer(state.tokenizer)
     async for event in events:
         if type(event) is TokenEvent:
+            if timing.t_first_token is None:
+                timing.t_first_token = event.time
             await response.write(chunks.token(detok.step(event.token_id), event.token_id, event.reasoning))
+        elif type(event) is AdmitEvent:
+            if timing.t_admitted is None:
+                timing.t_admitted = event.time
         elif type(event) is FinishEvent:
             if event.reason == "error":
                 tail = chunks.error(event)
             else:
-                tail = chunks.finish(detok.flush(), event.reason)
+                # the server's timing rides the stream's last chunk (the usage chunk when asked for, as vLLM's
+                # `metrics` does): a client that does not know the field ignores it (engines/api.py)
+                said = timing.field()
                 if chunks.params.include_usage:
-                    tail += chunks.usage(event.prompt_tokens, event.output_tokens, event.cached_tokens)
+                    tail = chunks.finish(detok.flush(), event.reason)
+                    tail += chunks.usage(event.prompt_tokens, event.output_tokens, event.cached_tokens, said)
+                else:
+                    tail = chunks.finish(detok.flush(), event.reason, said)
             await response.write_eof(tail + DONE)  # one write: the client can reuse the connection at once
 
 
@@ -170,11 +185,17 @@ async def _complete(
     ids: list[int] = []
     thought = 0  # reasoning tokens: a request's first ones (`Request.reasoning_tokens`)
     finish: FinishEvent | None = None
+    timing = RequestTiming(t_arrival)
     async with aclosing(submit(state, request, t_arrival, place)) as events:
         async for event in events:
             if type(event) is TokenEvent:
+                if timing.t_first_token is None:
+                    timing.t_first_token = event.time
                 ids.append(event.token_id)
                 thought += event.reasoning
+            elif type(event) is AdmitEvent:
+                if timing.t_admitted is None:
+                    timing.t_admitted = event.time
             elif type(event) is FinishEvent:
                 finish = event
     assert finish is not None  # the engine contract: the last event is always a finish
@@ -186,7 +207,10 @@ async def _complete(
     decode = state.tokenizer.decode
     text = decode(ids[thought:], skip_special_tokens=True)
     reasoning = decode(ids[:thought], skip_special_tokens=True) if thought else None
-    return web.json_response(chunks.complete(text, ids, finish, reasoning), headers=_replica(state))
+    body = chunks.complete(text, ids, finish, reasoning)
+    if (said := timing.field()) is not None:
+        body[SERVER_TIMING_FIELD] = said
+    return web.json_response(body, headers=_replica(state))
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -315,11 +339,13 @@ class _Chunks:
     def token(self, text: str, token_id: int, reasoning: bool = False) -> bytes:
         return self._chunk([self._choice(text, [token_id], None, reasoning)])
 
-    def finish(self, text: str, reason: str) -> bytes:
-        return self._chunk([self._choice(text, [], reason)])
+    def finish(self, text: str, reason: str, timing: dict[str, Any] | None = None) -> bytes:
+        extra = {} if timing is None else {SERVER_TIMING_FIELD: timing}
+        return self._chunk([self._choice(text, [], reason)], **extra)
 
-    def usage(self, prompt: int, output: int, cached: int | None) -> bytes:
-        return self._chunk([], usage=_usage(prompt, output, cached))
+    def usage(self, prompt: int, output: int, cached: int | None, timing: dict[str, Any] | None = None) -> bytes:
+        extra = {} if timing is None else {SERVER_TIMING_FIELD: timing}
+        return self._chunk([], usage=_usage(prompt, output, cached), **extra)
 
     def error(self, event: FinishEvent) -> bytes:
         status = 400 if event.error_type == "invalid_request" else 500

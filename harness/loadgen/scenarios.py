@@ -143,6 +143,7 @@ class _Run:
                     record.preemptions = event.preemptions
                     record.cached_tokens = event.cached_tokens
                     record.replica_id = event.replica_id  # a real fleet's replica names itself (HTTP)
+                    record.server_ttft_s, record.server_queue_s = event.server_ttft_s, event.server_queue_s
                     set_spec_decode(record, event.spec_decode)
                     record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:

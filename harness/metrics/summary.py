@@ -32,6 +32,7 @@ from harness.metrics.prefix_cache import measured_hit_rate
 from harness.metrics.reasoning import reasoning_summary
 from harness.metrics.replicas import replica_summary
 from harness.metrics.server_series import as_step_frame, server_summary
+from harness.metrics.serving_path import serving_path_summary
 from harness.metrics.sessions import session_e2e, ttft_by_turn
 from harness.metrics.slo import DEFAULT_SLO, SLO, goodput
 from harness.metrics.slo_classes import SLOClass, per_class
@@ -168,6 +169,7 @@ def summarize(
         "reasoning": reasoning_summary(records, **stats_kw),
         "spec_decode": spec_decode_summary(records),  # per request, from the engine's counts; None without
         "replicas": replica_summary(records),  # which replica answered each request (a cluster, a real fleet)
+        "serving_path": serving_path_summary(records),  # client TTFT - the server's own, where the server said
         "sessions": _sessions(records),
         "jobs": job_completion(records, slo.job_s, **{**stats_kw, "qs": JOB_PERCENTILES}),
         "cost": run_cost,
