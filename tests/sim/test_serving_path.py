@@ -16,6 +16,7 @@ from harness.cli.sim import simulate_twin
 from harness.errors import HarnessInputError
 from harness.serving_path import ServingPath, paired_path_s, serving_path
 from harness.simulation import TRACE_FIELDS
+from tests.fixtures.records import make_record
 from tests.sim.test_cluster_twin import PROFILE, router_run
 
 TTFT = "batchmark_time_to_first_token_seconds"
@@ -146,3 +147,38 @@ def test_a_non_numeric_ttft_field_is_one_line_naming_it(tmp_path: Path) -> None:
     (served / "records.jsonl").write_text('{"request_id": "r0", "t_scheduled": 0.0, "t_first_token": "soon"}\n')
     with pytest.raises(HarnessInputError, match=r"records.jsonl:1: field t_first_token: .*'soon'"):
         paired_path_s(served, records(tmp_path / "inproc", {"r0": 0.01}))
+
+
+def test_the_path_is_the_median_per_request_where_the_records_carry_server_ttfts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Records with each request's server TTFT (`batchmark serve` says it per request): the path is the median of
+    client TTFT - server TTFT over requests, which one stalled request does not move; the mean difference does."""
+    run = calibration_run(tmp_path, contention=1.0, server_ttft_s=0.010, client_ttft_s=0.0236)
+    rows = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.014, gaps=[0.01], engine="fleet", server_ttft_s=0.010)
+            for i in range(31)]  # fmt: skip
+    rows.append(make_record("stalled", t_scheduled=16.0, ttft=0.452, engine="fleet", server_ttft_s=0.010))
+    (run / "records.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    options, evidence = serving_path(run, PROFILE)
+    assert evidence.per_request_paths == 32 and evidence.path_s == pytest.approx(0.004)
+    assert evidence.mean_path_s == pytest.approx(0.0136)  # the stalled request's 438 ms over 32
+    assert options.path_ms == pytest.approx(4.0)
+    assert main(["sim", "serving-path", str(run), "--profile", str(PROFILE)]) == 0
+    out = capsys.readouterr().out
+    assert "path: 4.00 ms, per request: median over 32 requests of client TTFT - server_ttft_s" in out
+    for row in rows:
+        row["server_ttft_s"] = None  # any other server: no per-request value, so the means
+    (run / "records.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    options, evidence = serving_path(run, PROFILE)
+    assert evidence.per_request_path_s is None and options.path_ms == pytest.approx(13.6)
+    assert main(["sim", "serving-path", str(run), "--profile", str(PROFILE)]) == 0
+    assert "path: 13.60 ms, mean client TTFT - mean server TTFT" in capsys.readouterr().out
+
+
+def test_a_bad_server_ttft_in_the_records_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = calibration_run(tmp_path, contention=1.0, server_ttft_s=0.010, client_ttft_s=0.014)
+    row = make_record("r0", ttft=0.014, engine="fleet", server_ttft_s="fast")
+    (run / "records.jsonl").write_text(json.dumps(row) + "\n")
+    assert main(["sim", "serving-path", str(run), "--profile", str(PROFILE)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "server_ttft_s" in err and "Traceback" not in err, err
