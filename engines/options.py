@@ -158,6 +158,31 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+# between the replicas' URLs of `scrape=`: never in a URL unencoded (RFC 3986 has it in neither its reserved nor
+# its unreserved characters), never in an engine spec's syntax (`,` and the first `=` of an item)
+SCRAPE_SEPARATOR = "|"
+
+
+def scrape_urls(value: str) -> list[str]:
+    """The URLs of a `scrape=` value: one, or each replica's."""
+    return [url.strip() for url in value.split(SCRAPE_SEPARATOR)]
+
+
+def scrape_problem(value: str) -> str | None:
+    """What is wrong with a `scrape=` value other than `off`: an empty URL in the list, one given twice, or one
+    that is not a URL (reachability is probed when the spec is read: harness/engine_specs.py)."""
+    urls = scrape_urls(value)
+    for i, url in enumerate(urls):
+        where = "" if len(urls) == 1 else f"URL {i + 1} of {len(urls)} "
+        if not url:
+            return f"{where}is empty (separate the replicas' URLs by one '{SCRAPE_SEPARATOR}')"
+        if url in urls[:i]:
+            return f"{where}{url!r} is given twice: each replica once"
+        if (problem := url_problem(url)) is not None:
+            return f"{where}{url!r} {problem}"
+    return None
+
+
 _ALL = KINDS
 _SCHEDULED = (*IN_PROCESS, *SIMULATED)  # a simulated engine runs the same schedulers with the same options
 _STATIC = ("static", *SIMULATED)
@@ -364,10 +389,12 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         str,
         None,
         "http: the server's Prometheus metrics URL, sampled during every trial into server/ (default: the target's "
-        "own /metrics when it answers Prometheus text; 'off': none)",
+        f"own /metrics when it answers Prometheus text; 'off': none); behind a router, every replica's, separated "
+        f"by '{SCRAPE_SEPARATOR}' (a character no URL holds unencoded, RFC 3986; quote it in a shell): each replica "
+        "scraped on its own, the fleet's counters summed",
         _HTTP,
-        validate=lambda url: None if url == "off" else url_problem(url),
-        metavar="URL",
+        validate=lambda value: None if value == "off" else scrape_problem(value),
+        metavar="URL[|URL...]",
     ),
     Option(
         "scrape_interval_ms",

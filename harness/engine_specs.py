@@ -13,7 +13,16 @@ from typing import Any
 
 from engines.api import Engine
 from engines.model.embedded import EmbeddedModelConfig
-from engines.options import IN_PROCESS, KINDS, OPTIONS, SIMULATED, check_options, defaults, in_process_options
+from engines.options import (
+    IN_PROCESS,
+    KINDS,
+    OPTIONS,
+    SIMULATED,
+    check_options,
+    defaults,
+    in_process_options,
+    scrape_urls,
+)
 from harness.errors import HarnessInputError
 
 EMBEDDED_CONTEXT = EmbeddedModelConfig().max_position_embeddings
@@ -76,10 +85,7 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
         if kind == "http" and (options.get("router") is None) != (options.get("replicas") is None):
             raise HarnessInputError(f"--engine {label}: router= and replicas= go together (the fleet at the URL)")
         if kind == "http" and options.get("scrape") not in (None, "off"):
-            from engines.http.scraper import probe_problem
-
-            if (problem := probe_problem(options["scrape"], headers=scrape_headers(options))) is not None:
-                raise HarnessInputError(f"--engine {label}: --scrape {options['scrape']}: {problem}")
+            _check_scrape(label, options)
         specs.append(EngineSpec(kind, label, options))
     labels = [s.label for s in specs]
     seen: dict[str, int] = {}
@@ -93,6 +99,24 @@ def parse_engine_specs(texts: list[str], defaults: dict[str, Any]) -> list[Engin
         if spec.simulated:  # building one costs a config read: every bad value is caught before any work starts
             build_engine(spec, None)
     return specs
+
+
+def _check_scrape(label: str, options: dict[str, Any]) -> None:
+    """Every URL of an explicit `scrape=` answers Prometheus text, and several of them are the fleet's replicas:
+    as many as `replicas=` says when the spec names one (one URL is a router's, scraped as such)."""
+    from engines.http.scraper import probe_problem
+
+    urls = scrape_urls(options["scrape"])
+    replicas = options.get("replicas")
+    if len(urls) > 1 and replicas is not None and len(urls) != int(replicas):
+        raise HarnessInputError(
+            f"--engine {label}: --scrape: {len(urls)} URLs for replicas={replicas}: give every replica's "
+            "/metrics, or one URL (then the fleet's scraped figures are n/a)"
+        )
+    headers = scrape_headers(options)
+    for url in urls:
+        if (problem := probe_problem(url, headers=headers)) is not None:
+            raise HarnessInputError(f"--engine {label}: --scrape {url}: {problem}")
 
 
 def _key_values(text: str, rest: str) -> dict[str, str]:

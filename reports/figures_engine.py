@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -301,6 +302,14 @@ SERVER_PANELS = (("waiting", "requests queued (server)"), ("running", "requests 
                  ("kv_usage", "KV cache in use (server, share)"))  # fmt: skip
 
 
+def _per_replica(label: str, frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    if "replica" not in frame:
+        return [(label, frame)]
+    named = frame["replica"].notna()
+    return [(f"{label} {replica}", frame[named & frame["replica"].eq(replica)]) for replica in
+            dict.fromkeys(frame.loc[named, "replica"])]  # fmt: skip
+
+
 def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | None:
     """The scraped server's queue, running requests and KV use on the request timeline's clock (HTTP targets
     with a scrape); None when no run has a server series. Failed scrapes are gaps, not zeros. A series scraped at
@@ -311,20 +320,23 @@ def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, subplot_titles=[t for _, t in SERVER_PANELS],
                         vertical_spacing=0.08)  # fmt: skip
     for er in scraped:
-        frame = er.server
-        # a sample without `ok` is a failed one, as the summary counts it (harness.metrics.server_series)
-        ok = frame["ok"].eq(True).to_numpy() if "ok" in frame else np.zeros(len(frame), dtype=bool)
-        for r, (field, _) in enumerate(SERVER_PANELS):
-            if field not in frame:
-                continue  # the server does not expose it
-            y = frame[field].where(ok)
-            fig.add_trace(
-                go.Scatter(
-                    x=frame["t"], y=y, mode="lines", name=er.label, legendgroup=er.label, showlegend=r == 0,
-                    connectgaps=False, line={"color": colors[er.label], "width": 1.6, "shape": "hv"},
-                    hovertemplate=f"{er.label}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>",
-                ),
-                row=r + 1, col=1,
-            )  # fmt: skip
+        # a fleet scraped replica by replica (rows naming their `replica`): one line per replica, dashed apart
+        for n, (name, frame) in enumerate(_per_replica(er.label, er.server)):
+            # a sample without `ok` is a failed one, as the summary counts it (harness.metrics.server_series)
+            ok = frame["ok"].eq(True).to_numpy() if "ok" in frame else np.zeros(len(frame), dtype=bool)
+            dash = ("solid", "dash", "dot", "dashdot")[n % 4]
+            for r, (field, _) in enumerate(SERVER_PANELS):
+                if field not in frame:
+                    continue  # the server does not expose it
+                y = frame[field].where(ok)
+                fig.add_trace(
+                    go.Scatter(
+                        x=frame["t"], y=y, mode="lines", name=name, legendgroup=name, showlegend=r == 0,
+                        connectgaps=False,
+                        line={"color": colors[er.label], "width": 1.6, "shape": "hv", "dash": dash},
+                        hovertemplate=f"{name}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>",
+                    ),
+                    row=r + 1, col=1,
+                )  # fmt: skip
     fig.update_xaxes(title_text="seconds since the run started (the request timeline's clock)", row=3, col=1)
     return base_layout(fig, height=600)

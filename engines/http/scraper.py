@@ -3,6 +3,10 @@
 A sample every `interval_s` on the records' clock (`time.perf_counter()`; the caller shifts the rows to seconds
 from the trial's t0 when it knows it). A scrape that fails is a row with `ok: false` and the reason (a gap in the
 series), never the end of the run. Rows: docs/run-directory.md (`server/<engine>-t<trial>.jsonl`).
+
+Several URLs (each replica of a fleet behind a router, `scrape=URL|URL`): each tick samples every replica at
+once, each row labelled with its `replica` (its URL's HOST:PORT, `batchmark serve`'s default replica id; the
+whole URL where two share one) and the tick's number (`tick`), so a reader sums the replicas tick by tick.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
 from engines.http.scrape_names import ScrapeParseError, parse_prometheus, server_fields
+from engines.options import SCRAPE_SEPARATOR
 
 DEFAULT_INTERVAL_S = 0.25
 _SCRAPE_TIMEOUT_S = 5.0
@@ -50,15 +56,28 @@ def own_metrics_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, root + "/metrics", "", ""))
 
 
-class ServerScraper:
-    """`start()` a background task sampling `url`; `stop()` returns the rows (times absolute, perf_counter)."""
+def replica_labels(urls: Sequence[str]) -> list[str]:
+    """Each scraped replica's name in the series: its HOST:PORT, or its whole URL where two share one."""
+    hosts = [urlsplit(url).netloc.rsplit("@", 1)[-1] for url in urls]  # never credentials
+    return [host if hosts.count(host) == 1 else url for host, url in zip(hosts, urls, strict=True)]
 
-    def __init__(self, url: str, interval_s: float = DEFAULT_INTERVAL_S, headers: dict[str, str] | None = None):
-        self.url = url
+
+class ServerScraper:
+    """`start()` a background task sampling `url` (or each of several: a fleet's replicas); `stop()` returns the
+    rows (times absolute, perf_counter)."""
+
+    def __init__(
+        self, url: str | Sequence[str], interval_s: float = DEFAULT_INTERVAL_S, headers: dict[str, str] | None = None
+    ):
+        self.urls = [url] if isinstance(url, str) else list(url)
+        self.url = SCRAPE_SEPARATOR.join(self.urls)  # as given: one URL, or the replicas' in order
+        # label -> URL; None for one server, whose rows carry no label (as before fleets were scraped)
+        self.replicas = dict(zip(replica_labels(self.urls), self.urls, strict=True)) if len(self.urls) > 1 else None
         self.interval_s = interval_s
         self._headers = headers
         self.rows: list[dict[str, Any]] = []
         self._task: asyncio.Task | None = None
+        self._tick = 0
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -83,17 +102,25 @@ class ServerScraper:
                 await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
 
     async def _sample(self, session: aiohttp.ClientSession) -> None:
+        if self.replicas is None:
+            self.rows.append(await self._one(session, self.url))
+            return
+        tick, self._tick = self._tick, self._tick + 1
+        rows = await asyncio.gather(*(self._one(session, url) for url in self.replicas.values()))
+        for label, row in zip(self.replicas, rows, strict=True):
+            self.rows.append({**row, "replica": label, "tick": tick})
+
+    async def _one(self, session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
         t = time.perf_counter()
         try:
             timeout = aiohttp.ClientTimeout(total=max(self.interval_s * 4, 1.0))
-            async with session.get(self.url, timeout=timeout) as response:
+            async with session.get(url, timeout=timeout) as response:
                 if response.status != 200:
                     raise _Gap(f"HTTP {response.status}")
                 fields = server_fields(parse_prometheus(await response.text()))
         except (aiohttp.ClientError, TimeoutError, ScrapeParseError, UnicodeDecodeError, _Gap) as exc:
-            self.rows.append({"t": t, "ok": False, "error": str(exc) or type(exc).__name__})
-            return
-        self.rows.append({"t": t, "ok": True, **fields})
+            return {"t": t, "ok": False, "error": str(exc) or type(exc).__name__}
+        return {"t": t, "ok": True, **fields}
 
 
 class _Gap(Exception):

@@ -86,6 +86,11 @@ def histogram_from_series(rows: list[dict[str, object]], source: str) -> Accepta
             f"{source}: scraped at a router's URL (each scrape reached one replica of {replicas}): "
             "no one server's counts"
         )
+    if len(named := {r.get("replica") for r in ok}) > 1:  # a fleet scraped replica by replica (scrape=URL|URL)
+        raise EngineInputError(
+            f"{source}: {len(named)} replicas' series in one file: the per-position counts are one server's "
+            "(scrape that replica alone)"
+        )
     first, last = ok[0], ok[-1]
     before, after = first["spec_accepted_per_pos"], last["spec_accepted_per_pos"]
     if len(before) != len(after):
