@@ -70,6 +70,7 @@ def test_every_replica_scraped_gives_the_fleets_figures(
     fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from reports.markdown import markdown_summary
+    from reports.report import build_report
 
     router, a, b = fleet
     out = tmp_path / "run"
@@ -91,6 +92,9 @@ def test_every_replica_scraped_gives_the_fleets_figures(
     line = next(x for x in capsys.readouterr().out.splitlines() if "prefix cache hit rate" in x)
     assert line.startswith("fleet: prefix cache hit rate 45.5% (server counters:"), line
     assert "45.5%" in markdown_summary(out)
+    html = build_report([out])
+    assert "requests running (server)" in html  # the server panels, one line per replica
+    assert all(f"fleet {host}" in html for host in hosts)
     scrape = json.loads((out / "manifest.json").read_text())["engines"][0]["scrape"]
     assert scrape["replicas"] == {a.removeprefix("http://"): f"{a}/metrics", b.removeprefix("http://"): f"{b}/metrics"}
 
