@@ -10,7 +10,7 @@ import time
 import aiohttp
 import pytest
 
-from engines.api import Request
+from engines.api import SERVER_TIMING_FIELD, Request
 from engines.http import HttpEngine
 from engines.http.scrape_names import parse_prometheus, server_fields
 from engines.inprocess import EngineOptions, InProcessEngine, KVConfig
@@ -143,6 +143,21 @@ def test_streaming_without_usage_has_no_usage_chunk(server):
     assert events[-1] == "[DONE]"
     assert all("usage" not in e for e in events[:-1])
     assert sum(1 for e in events[:-1] if e["choices"][0]["finish_reason"] is None) == 3
+
+
+def test_every_completion_ends_with_the_servers_own_timing(server):
+    """The server's TTFT and queue wait of each request (SERVER_TIMING_FIELD): on the stream's last chunk only
+    (the usage chunk when asked for, else the finish chunk), at a plain completion's top level."""
+    base = {"model": MODEL, "prompt": [11, 22, 33], "max_tokens": 4, "ignore_eos": True}
+    _, _, whole = call(server.url, "POST", "/v1/completions", base)
+    with_usage = stream(server.url, "/v1/completions",
+                        {**base, "stream": True, "stream_options": {"include_usage": True}})  # fmt: skip
+    plain = stream(server.url, "/v1/completions", {**base, "stream": True})
+    for said, events in ((whole, []), (with_usage[-2], with_usage[:-2]), (plain[-2], plain[:-2])):
+        timing = said[SERVER_TIMING_FIELD]
+        assert 0 <= timing["queue_s"] <= timing["ttft_s"] < 10, timing  # the in-process engine reports admissions
+        assert all(SERVER_TIMING_FIELD not in e for e in events)
+    assert "usage" in with_usage[-2] and plain[-2]["choices"][0]["finish_reason"] == "length"
 
 
 def test_chat_streaming_and_not(server, embedded):
