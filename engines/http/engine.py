@@ -41,6 +41,7 @@ from yarl import URL
 
 from engines.api import (
     REPLICA_HEADER,
+    SERVER_TIMING_FIELD,
     Engine,
     EngineEvent,
     FinishEvent,
@@ -241,7 +242,7 @@ class HttpEngine(Engine):
         chat = self._chat
         perf_counter = time.perf_counter
         try:
-            response, _ = await self._open(request, flight)  # its send time is no admission time
+            response, t_sent = await self._open(request, flight)  # its send time is no admission time
             stream.responded = True
             stream.replica = response.headers.get(REPLICA_HEADER)  # behind a router: which replica answered
             if response.content_type == "application/json":
@@ -265,6 +266,8 @@ class HttpEngine(Engine):
                 for event in decoder.feed(chunk) if chunk else decoder.close():
                     data = event.data
                     if fast and is_plain_token_chunk(data, chat):
+                        if not stream.count:
+                            stream.first_token_time = now
                         stream.last_token_time = now
                         # a content token: tokens the usage adds later are on its channel, not a reasoning one's
                         stream.last_reasoning = False
@@ -296,6 +299,7 @@ class HttpEngine(Engine):
             response = None
             for token in stream.reconcile():
                 yield token
+            stream.check_server_timing(t_sent)
             finish = stream.finish(stream.reason())
         except _Aborted:
             finish = stream.finish("abort")
@@ -414,6 +418,7 @@ class _Stream:
     spec_decode: SpecDecodeCounts | None = None
     server_timing: ServerTiming | None = None  # the server's own timing of the request (a checked value)
     replica: str | None = None  # the answering server's name (`batchmark serve --replica-id`), if it said one
+    first_token_time: float | None = None
     last_token_time: float | None = None
     think: ThinkTags | None = None
     last_reasoning: bool = False  # the channel of the last token: tokens usage adds later are on it
@@ -447,12 +452,24 @@ class _Stream:
         ids = info.token_ids
         base = self.count
         self.count = base + n
+        if not base:
+            self.first_token_time = now
         self.last_token_time = now
         self.last_reasoning = reasoning
         rid = self.request.request_id
         if ids is not None and len(ids) == n:
             return [TokenEvent(rid, int(ids[k]), base + k, now, reasoning) for k in range(n)]
         return [TokenEvent(rid, -1, base + k, now, reasoning) for k in range(n)]
+
+    def check_server_timing(self, t_sent: float) -> None:
+        """A server TTFT longer than the client's own from send to first token is not one (the server's span lies
+        inside the client's, on any clocks that tick at one rate): ignored with the reason, as a bad value."""
+        timing, first = self.server_timing, self.first_token_time
+        if timing is None or timing.ttft_s is None or first is None or timing.ttft_s <= first - t_sent:
+            return
+        said, seen = timing.ttft_s, first - t_sent
+        why = f"{SERVER_TIMING_FIELD}.ttft_s {said:.6f} s is longer than the client's {seen:.6f} s to its first token"
+        self.server_timing = ServerTiming(None, None, why)
 
     def reconcile(self) -> list[TokenEvent]:
         """Tokens the usage numbers say were sent but no chunk counted (several tokens in one chunk)."""
