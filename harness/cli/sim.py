@@ -262,7 +262,8 @@ def fidelity_command(args: argparse.Namespace) -> int:
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
     for engine in engines:
         simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins,
-                                   trace_dir=args.twin_dir, serving=serving) for s in seeds]  # fmt: skip
+                                   trace_dir=args.twin_dir, serving=serving, headline=True)
+                     for s in seeds]  # fmt: skip  # headline: all the fidelity rows read
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
