@@ -262,7 +262,8 @@ def fidelity_command(args: argparse.Namespace) -> int:
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
     for engine in engines:
         simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins,
-                                   trace_dir=args.twin_dir, serving=serving) for s in seeds]  # fmt: skip
+                                   trace_dir=args.twin_dir, serving=serving, headline=True)
+                     for s in seeds]  # fmt: skip  # headline: all the fidelity rows read
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
@@ -320,15 +321,18 @@ def simulate_twin(
     described: list[dict[str, Any]] | None = None,
     trace_dir: Path | None = None,
     serving: ServingPath | None = None,
+    headline: bool = False,
 ) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
     `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range);
     `trace_dir` gets its records and step trace, as a run directory holds a trial's (the trial is the seed);
-    `serving` (a router's run): the measured serving path and contention its cluster twin adds."""
+    `serving` (a router's run): the measured serving path and contention its cluster twin adds; `headline`: only
+    what fidelity reads (`harness.metrics.summary.headline_summary`, the same numbers), for a suite's many twins."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.classes import recorded_classes
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
     from harness.metrics import SLO, records_frame, steps_frame, summarize
+    from harness.metrics.summary import headline_summary
     from harness.simulation import schedule_from_run, twin_spec_text
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
@@ -337,7 +341,8 @@ def simulate_twin(
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []
     steps: list[Any] = []  # StepRecords
-    sim.set_step_sink(steps.append)
+    if not headline or trace_dir is not None:  # a headline summary reads no steps (and the twin runs the same)
+        sim.set_step_sink(steps.append)
     schedule = schedule_from_run(run_dir)
     workload = manifest.get("workload") or {}
     sink = lambda record: records.append(record.to_json())  # noqa: E731
@@ -355,6 +360,8 @@ def simulate_twin(
     step_rows = [s.to_json() for s in steps]
     if trace_dir is not None:
         write_twin_trace(trace_dir, spec.label, seed, records, step_rows)
+    if headline:
+        return headline_summary(records_frame(records), seed=manifest.get("seed", 0))
     slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
     return summarize(records_frame(records), steps_frame(step_rows), slo=slo,
                      slo_classes=recorded_classes(settings),

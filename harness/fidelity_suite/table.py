@@ -17,7 +17,8 @@ from harness.judge.fidelity import fidelity_outcome, suite_outcome
 P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
 
 
-# (run dir, engine description, profile, noise=, seed=) -> the twin's summary: `harness.cli.sim.simulate_twin`
+# (run dir, engine description, profile, noise=, seed=, described=, headline=) -> the twin's summary:
+# `harness.cli.sim.simulate_twin`
 Simulate = Callable[..., dict[str, Any]]
 
 
@@ -39,8 +40,8 @@ def pair_entry(
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     profile = runs / suite.profiles[pair.profile].file
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
-    twins = [simulate(run, engine, profile, noise=noise, seed=s, described=described)
-             for s in range(seeds if noise else 1)]  # fmt: skip
+    twins = [simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True)
+             for s in range(seeds if noise else 1)]  # fmt: skip  # headline: the rows read no more
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
     rows = fidelity_rows(metrics["engines"][engine["name"]], *twins,
                          trials=(metrics.get("repeat") or {}).get(engine["name"]))  # fmt: skip

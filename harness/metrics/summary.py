@@ -118,9 +118,7 @@ def summarize(
     lat = request_latencies(records)
     ok = lat["succeeded"]
     stats_kw: dict[str, Any] = {"qs": percentiles, "n_boot": n_boot, "confidence": confidence, "seed": seed}
-    latency = {m: describe(lat[m], **stats_kw) for m in _LATENCY_METRICS}
-    for m in CENSORED_METRICS:  # requests cut off while they waited count, as lower bounds (harness.metrics.latency)
-        latency[m] = describe(lat[f"{m}_or_wait"], censored=lat[f"{m}_censored"], **stats_kw)
+    latency = _latency(lat, stats_kw, _LATENCY_METRICS)
     latency["itl"] = describe(inter_token_latencies(records), **stats_kw)
     unseen = admission_unseen(records)
     for m in QUEUEING_METRICS if unseen else ():  # null, not the send time taken as admission (0 queueing)
@@ -189,6 +187,41 @@ def summarize(
         },
     }
     return jsonable(summary)
+
+
+def headline_summary(
+    records_df: pd.DataFrame,
+    *,
+    seed: int = 0,
+    n_boot: int = DEFAULT_N_BOOT,
+    confidence: float = DEFAULT_CONFIDENCE,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+) -> dict[str, Any]:
+    """The part of `summarize`'s dict that fidelity reads (`harness.metrics.simulation.FIDELITY_METRICS`): TTFT,
+    TPOT and E2E under "latency" and the steady window under "throughput", computed as `summarize` computes
+    them (the same helpers and arguments, so the same numbers). A twin of a fidelity suite needs no more, and the
+    rest of a summary (tenants, fairness, goodput, utilisation, ...) is most of its cost."""
+    records = records_df
+    lat = request_latencies(records)
+    stats_kw: dict[str, Any] = {"qs": percentiles, "n_boot": n_boot, "confidence": confidence, "seed": seed}
+    steady = run_windows(records, warmup_fraction=warmup_fraction)["steady"]
+    ok_token_times, _ = flatten_token_times(records.loc[succeeded(records), "token_times"])
+    summary = {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "engine": _single(records, "engine"),
+        "trial": _single(records, "trial"),
+        "latency": _latency(lat, stats_kw, ("ttft", "tpot", "e2e")),
+        "throughput": {"steady": throughput(records, steady, kind="steady", token_times=ok_token_times)},
+    }
+    return jsonable(summary)
+
+
+def _latency(lat: pd.DataFrame, stats_kw: Mapping[str, Any], metrics: Sequence[str]) -> dict[str, Any]:
+    latency = {m: describe(lat[m], **stats_kw) for m in metrics}
+    for m in (m for m in CENSORED_METRICS if m in metrics):  # requests cut off while they waited count, as lower
+        latency[m] = describe(lat[f"{m}_or_wait"], censored=lat[f"{m}_censored"], **stats_kw)  # bounds (latency.py)
+    return latency
 
 
 def _sessions(records: pd.DataFrame) -> dict[str, Any] | None:

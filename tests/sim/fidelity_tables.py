@@ -19,7 +19,9 @@ def twin_errors(root: Path, runs: list[str], profile: Path) -> Tables:
     for run in runs:
         measured = json.loads((root / run / "metrics.json").read_text())["engines"]
         for engine in run_engines(root / run):
-            rows = fidelity_rows(measured[engine["name"]], simulate_twin(root / run, engine, profile))
+            # headline: the numbers fidelity reads, equal to a full summary's (test_fidelity.py checks)
+            twin = simulate_twin(root / run, engine, profile, headline=True)
+            rows = fidelity_rows(measured[engine["name"]], twin)
             out.setdefault(run, {})[engine["name"]] = {r["metric"]: r["error"] for r in rows}
     return out
 

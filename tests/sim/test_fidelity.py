@@ -73,6 +73,12 @@ def test_several_seeds_are_compared_by_their_median_beside_the_real_interval(tmp
     assert low <= p99["real"] <= high
     assert p99["within_real_ci"] == (low <= p99["simulated"] <= high)
     assert three["output tok/s"]["real_ci"] is None and three["output tok/s"]["within_real_ci"] is None
+    headline = simulate_twin(run, engine, PROFILE, seed=0, headline=True)  # what a fidelity suite's twins compute
+    assert {m: headline["latency"][m] for m in ("ttft", "tpot", "e2e")} == {
+        m: twins[0]["latency"][m] for m in ("ttft", "tpot", "e2e")
+    }
+    assert headline["throughput"]["steady"] == twins[0]["throughput"]["steady"]
+    assert {r["metric"]: r for r in fidelity_rows(real, headline)} == one
 
 
 def test_a_run_without_a_measured_engine_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

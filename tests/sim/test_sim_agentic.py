@@ -78,7 +78,8 @@ def test_real_weka_sessions_replay_their_recorded_tool_time_and_fan_out(tmp_path
     spec.write_text(f'[sessions]\nfile = "{slice_dir}"\nformat = "weka"\nrate = 1.0\n')
     out = tmp_path / "run"
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["run", "--out", str(out), "--no-progress", "--engine", "sim", "--workload", str(spec)]) == 0
+        argv = ["run", "--out", str(out), "--no-progress", "--no-report", "--engine", "sim", "--workload", str(spec)]
+        assert main(argv) == 0  # no report: this test reads the records and metrics.json
     plan = {r.request_id: r for r in load_workload(str(spec)).requests}
     records = load_records(out / "records.jsonl").set_index("request_id")
     turns: dict[tuple[str, int], list[str]] = {}
@@ -110,8 +111,8 @@ def test_the_weka_preset_first_sessions_reach_the_job_metric(tmp_path: Path) -> 
     assert "2 sessions cut at the first turn past the context of 131072 tokens" in workload.notes
     out = tmp_path / "run"
     with contextlib.redirect_stdout(io.StringIO()):
-        argv = ["run", "--out", str(out), "--no-progress", "--engine", "sim", "--workload", str(spec)]
-        assert main([*argv, "--max-context", "131072", "--slo-job-s", "3600"]) == 0
+        argv = ["run", "--out", str(out), "--no-progress", "--no-report", "--engine", "sim", "--workload", str(spec)]
+        assert main([*argv, "--max-context", "131072", "--slo-job-s", "3600"]) == 0  # no report: not read here
     assert len(load_records(out / "records.jsonl")) == len(workload.requests)
     jobs = json.loads((out / "metrics.json").read_text())["engines"]["sim-continuous"]["jobs"]
     assert jobs["jobs"] == 3 and jobs["complete"] == 3 and jobs["slo"]["limit_s"] == 3600.0

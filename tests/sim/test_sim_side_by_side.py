@@ -3,6 +3,8 @@ turn: the same records, in the same order, and the same step traces."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -14,16 +16,33 @@ ENGINES = ["--engine", "sim:scheduler=static,model=llama-3.1-8b,hardware=h100",
            "--engine", "sim:model=llama-3.1-8b,hardware=h100"]  # fmt: skip
 
 
-def simulate(out: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    argv = ["run", "--workload", "chat-small", "--requests", "40", *ENGINES, "--out", str(out), "--no-report",
+def run_argv(out: Path) -> list[str]:
+    return ["run", "--workload", "chat-small", "--requests", "40", *ENGINES, "--out", str(out), "--no-report",
             "--no-progress"]  # fmt: skip
-    assert main(argv) == 0
+
+
+def simulate(out: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(run_argv(out)) == 0
     return capsys.readouterr().out
 
 
-def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+@pytest.fixture(scope="module")
+def in_turns(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same trial one engine after the other, once for both tests that compare a side-by-side run with it."""
     import harness.run
+
+    out = tmp_path_factory.mktemp("turns") / "turns"
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        patch.setattr(harness.run, "side_by_side", lambda specs, requests: False)
+        assert main(run_argv(out)) == 0
+    assert "side by side" not in printed.getvalue()
+    return out
+
+
+def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             in_turns: Path) -> None:  # fmt: skip
     import harness.side_by_side
 
     monkeypatch.setattr(harness.side_by_side, "usable_cores", lambda: 2)  # a 1-core runner still runs both ways
@@ -31,9 +50,7 @@ def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, mon
     monkeypatch.setattr(harness.side_by_side, "others_load", lambda: 0.0)
     printed = simulate(tmp_path / "side", capsys)
     assert "side by side (2 processes)" in printed
-    monkeypatch.setattr(harness.run, "side_by_side", lambda specs, requests: False)
-    assert "side by side" not in simulate(tmp_path / "turns", capsys)
-    side, turns = tmp_path / "side", tmp_path / "turns"
+    side, turns = tmp_path / "side", in_turns
     assert (side / "records.jsonl").read_bytes() == (turns / "records.jsonl").read_bytes()
     for trace in sorted((turns / "steps").glob("*.jsonl")):
         assert (side / "steps" / trace.name).read_bytes() == trace.read_bytes()
@@ -50,7 +67,8 @@ def failing_summary(*args: object) -> None:
 
 
 def test_a_summary_failing_beside_its_simulation_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               in_turns: Path) -> None:  # fmt: skip
     """The records are appended and the parent summarises the engine runs itself, as if nothing had failed."""
     import harness.run
     import harness.side_by_side
@@ -62,9 +80,7 @@ def test_a_summary_failing_beside_its_simulation_loses_nothing(tmp_path: Path, m
     monkeypatch.setattr(harness.run, "replay_side_by_side",
                         lambda *args: real(*args[:7], failing_summary))  # fmt: skip
     assert "side by side (2 processes)" in simulate(tmp_path / "failing", capsys)
-    monkeypatch.setattr(harness.run, "side_by_side", lambda specs, requests: False)
-    simulate(tmp_path / "turns", capsys)
-    failing, turns = tmp_path / "failing", tmp_path / "turns"
+    failing, turns = tmp_path / "failing", in_turns
     assert (failing / "records.jsonl").read_bytes() == (turns / "records.jsonl").read_bytes()
     metrics = [json.loads((d / "metrics.json").read_text())["engines"] for d in (failing, turns)]
     assert metrics[0] == metrics[1] and len(metrics[0]) == 2
