@@ -59,10 +59,10 @@ def test_simulated_sweep_on_ray_equals_local(cluster, tmp_path):
 
 def test_a_simulated_study_on_ray_gives_the_local_verdict(cluster, tmp_path):
     study_dir = Path(__file__).parent.parent / "study"
-    # the overturned plan on the fleet test's 20 s load (~50 requests, not calm-then-rush's ~360): a unit's cost
+    # the overturned plan on the fleet test's 20 s load (~50 requests, not calm-then-rush's ~180): a unit's cost
     # is mostly its summary, and the verdict's path is the same
     overturned = (study_dir / "overturned.toml").read_text()
-    for old, new in (("calm-then-rush.toml", "fleet-load.toml"), ("[0, 30]", "[0, 10]"), ("[30, 60]", "[10, 20]")):
+    for old, new in (("calm-then-rush.toml", "fleet-load.toml"), ("[0, 15]", "[0, 10]"), ("[15, 30]", "[10, 20]")):
         assert old in overturned
         overturned = overturned.replace(old, new)
     (tmp_path / "overturned.toml").write_text(overturned)
