@@ -8,9 +8,11 @@ Each says whether lower or higher is better, so a change can be read as a win or
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +22,19 @@ from harness.metrics import SLO, fairness, request_latencies, slo_table
 _PERCENTILE = re.compile(r"^(ttft|tpot|e2e|queue_delay)\.p(\d+(?:\.\d+)?)$")
 
 
+@dataclass
+class RunRows:
+    """One run's records (or a tenant filter's share of them) and what the metrics read from them, each computed
+    once for all the metrics of a unit (latencies and fairness were recomputed per metric: a quarter of a study)."""
+
+    records: pd.DataFrame
+    lat: pd.DataFrame
+
+    @functools.cached_property
+    def fairness(self) -> dict[str, Any]:
+        return fairness(self.records)
+
+
 def _span(lat: pd.DataFrame) -> float | None:
     if lat.empty:
         return None
@@ -27,29 +42,30 @@ def _span(lat: pd.DataFrame) -> float | None:
     return span if span > 0 else None
 
 
-def _throughput(lat: pd.DataFrame, records: pd.DataFrame, slo: SLO) -> float | None:
+def _throughput(rows: RunRows, slo: SLO) -> float | None:
+    lat = rows.lat
     span = _span(lat)
     return None if span is None else float(lat.loc[lat["succeeded"], "output_tokens"].sum()) / span
 
 
-def _goodput(lat: pd.DataFrame, records: pd.DataFrame, slo: SLO) -> float | None:
-    span = _span(lat)
-    return None if span is None else float(slo_table(lat, slo)["meets_slo"].sum()) / span
+def _goodput(rows: RunRows, slo: SLO) -> float | None:
+    span = _span(rows.lat)
+    return None if span is None else float(slo_table(rows.lat, slo)["meets_slo"].sum()) / span
 
 
-def _attainment(lat: pd.DataFrame, records: pd.DataFrame, slo: SLO) -> float | None:
-    return None if lat.empty else float(slo_table(lat, slo)["meets_slo"].mean())
+def _attainment(rows: RunRows, slo: SLO) -> float | None:
+    return None if rows.lat.empty else float(slo_table(rows.lat, slo)["meets_slo"].mean())
 
 
-def _failed(lat: pd.DataFrame, records: pd.DataFrame, slo: SLO) -> float | None:
-    return None if lat.empty else float((~lat["succeeded"]).mean())
+def _failed(rows: RunRows, slo: SLO) -> float | None:
+    return None if rows.lat.empty else float((~rows.lat["succeeded"]).mean())
 
 
-def _fair(key: str) -> Callable[[pd.DataFrame, pd.DataFrame, SLO], float | None]:
-    def value(lat: pd.DataFrame, records: pd.DataFrame, slo: SLO) -> float | None:
-        if records["tenant"].nunique() < 2:
+def _fair(key: str) -> Callable[[RunRows, SLO], float | None]:
+    def value(rows: RunRows, slo: SLO) -> float | None:
+        if rows.records["tenant"].nunique() < 2:
             return None
-        f = fairness(records)
+        f = rows.fairness
         if key == "jain":
             return f["jain_index"]
         if key == "vtc_gap":
@@ -61,7 +77,7 @@ def _fair(key: str) -> Callable[[pd.DataFrame, pd.DataFrame, SLO], float | None]
 
 
 # name -> (function, higher is better, unit, what it is)
-RUN_METRICS: dict[str, tuple[Callable[[pd.DataFrame, pd.DataFrame, SLO], float | None], bool, str, str]] = {
+RUN_METRICS: dict[str, tuple[Callable[[RunRows, SLO], float | None], bool, str, str]] = {
     "throughput": (_throughput, True, "tok/s", "output tokens per second of the run"),
     "goodput": (_goodput, True, "req/s", "SLO-meeting requests per second"),
     "attainment": (_attainment, True, "share", "share of requests meeting every SLO limit (failures miss)"),
@@ -91,19 +107,31 @@ class Metric:
     def unit(self) -> str:
         return RUN_METRICS[self.name][2] if self.name in RUN_METRICS else "s"
 
-    def value(self, records: pd.DataFrame, slo: SLO) -> float | None:
-        if self.tenants is not None:
-            names = records["tenant"].astype(str)
-            records = records[names.map(lambda t: fnmatch.fnmatchcase(t, self.tenants or ""))]
-        lat = request_latencies(records)
+    def value(self, records: pd.DataFrame, slo: SLO, shared: dict[str | None, RunRows] | None = None) -> float | None:
+        """This metric on one run's records; `shared` (one dict per run, see `metric_values`) keeps each tenant
+        filter's rows for the run's other metrics."""
+        shared = {} if shared is None else shared
+        if self.tenants not in shared:
+            if self.tenants is not None:
+                names = records["tenant"].astype(str)
+                records = records[names.map(lambda t: fnmatch.fnmatchcase(t, self.tenants or ""))]
+            shared[self.tenants] = RunRows(records, request_latencies(records))
+        rows = shared[self.tenants]
+        lat = rows.lat
         if self.name in RUN_METRICS:
-            result = RUN_METRICS[self.name][0](lat, records, slo)
+            result = RUN_METRICS[self.name][0](rows, slo)
             return None if result is None or not np.isfinite(result) else float(result)
         m = _PERCENTILE.match(self.name)
         assert m is not None, self.name
         x = lat[m.group(1)].to_numpy(dtype=np.float64)
         x = x[np.isfinite(x)]
         return float(np.percentile(x, float(m.group(2)))) if x.size else None
+
+
+def metric_values(metrics: Sequence[Metric], records: pd.DataFrame, slo: SLO) -> dict[str, float | None]:
+    """Each metric's value on one run's records, by label."""
+    shared: dict[str | None, RunRows] = {}
+    return {m.label: m.value(records, slo, shared) for m in metrics}
 
 
 def metric_problem(name: str) -> str | None:

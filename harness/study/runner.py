@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.metrics import SLO
 from harness.study.guards import treatment_digest
-from harness.study.metrics import Metric
+from harness.study.metrics import Metric, metric_values
 from harness.study.plan import Slice, StudyPlan
 from harness.study.variants import Arm
 
@@ -150,7 +150,7 @@ def run_unit(unit: Unit) -> dict[str, Any]:
     summary = json.loads((out / "metrics.json").read_text())["runs"][0]["summary"]
     return {
         **result,
-        "metrics": {m.label: m.value(records, slo) for m in unit.metrics},
+        "metrics": metric_values(unit.metrics, records, slo),
         "tenants": tenant_figures(records),
         "warnings": summary.get("warnings"),
         "recovery": recovery_actions(steps),

@@ -47,6 +47,26 @@ def test_a_prompt_shorter_than_the_chat_template_is_reported(tokenizer):
     assert "could not be made exactly as long as asked" in prompts.notes()[0]
 
 
+# chat-small's prompts with 4..16-token outputs (chat-small: 8..128): what is checked is the prompts' lengths
+SHORT_CHAT = """seed = 0
+requests = 8
+
+[[tenants]]
+name = "chat"
+rate = 2.0
+arrival = { process = "poisson" }
+input = { dist = "normal", mean = 64, std = 8, min = 16 }
+output = { dist = "uniform", low = 4, high = 16 }
+"""
+
+
+@pytest.fixture(scope="module")
+def short_chat(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("workload") / "short-chat.toml"
+    path.write_text(SHORT_CHAT)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def served(embedded):
     from engines.inprocess import EngineOptions, InProcessEngine
@@ -61,14 +81,14 @@ def served(embedded):
 
 
 @pytest.mark.parametrize("api", ["chat", "completions"])
-def test_http_runs_work_from_the_cli_and_cross_check_prompt_lengths(served, tmp_path, api, capsys):
+def test_http_runs_work_from_the_cli_and_cross_check_prompt_lengths(served, short_chat, tmp_path, api, capsys):
     # before: http:api=chat sent no text, every request failed invalid_request, and the run exited 0
     from harness.cli import main
 
     argv = [
         "run",
         "--workload",
-        "chat-small",
+        short_chat,
         "--requests",
         "8",
         "--time-scale",
@@ -145,7 +165,7 @@ def _other_tokenizer(directory):
     return directory
 
 
-def test_a_tokenizer_unlike_the_servers_shows_in_the_validity_figure(served, tmp_path, capsys):
+def test_a_tokenizer_unlike_the_servers_shows_in_the_validity_figure(served, short_chat, tmp_path, capsys):
     from harness.cli import main
 
     other = _other_tokenizer(tmp_path / "other-tokenizer")
@@ -153,7 +173,7 @@ def test_a_tokenizer_unlike_the_servers_shows_in_the_validity_figure(served, tmp
     argv = [
         "run",
         "--workload",
-        "chat-small",
+        short_chat,
         "--requests",
         "6",
         "--time-scale",

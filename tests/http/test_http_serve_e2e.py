@@ -148,7 +148,8 @@ def test_http_run_matches_in_process_run(servers, embedded):
     is printed here and held to its bound by the benchmark below. The server's engine worker is forked from
     it with the model loaded (not spawned to load it again): these tokens are that worker's."""
     assert any("(forked with the model)" in line for line in servers["continuous"].lines)
-    (attempt,) = attempts_until_within(servers["continuous"].url, embedded, workload(), tries=1)
+    # 8 requests: equality is checked request by request (the benchmark keeps 14 for its median overhead)
+    (attempt,) = attempts_until_within(servers["continuous"].url, embedded, workload(8), tries=1)
     print(f"\nE2E over HTTP vs in process: {attempt[3]}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,19 @@ def overload_argv(model: str) -> list[str]:
 
 @pytest.fixture(scope="session", params=list(CAPACITY))
 def overload_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp(f"overload-{request.param}") / "run"
-    assert main(["run", "--out", str(out), "--no-report", "--no-progress", *overload_argv(request.param)]) == 0
+    """Made once per test session, even across xdist workers (each has its own session, and the recovery and
+    warning modules may land on two of them): the first worker to need a cost model's run makes it under a
+    lock, in the directory this session's workers share, and the others read it."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # pytest-N/, above this worker's popen-gwK/: this session's alone
+    out = shared / f"overload-{request.param}" / "run"
+    with open(shared / f"overload-{request.param}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not out.exists():
+            making = tmp_path_factory.mktemp(f"overload-{request.param}-making") / "run"
+            argv = ["run", "--out", str(making), "--no-report", "--no-progress", *overload_argv(request.param)]
+            assert main(argv) == 0
+            out.parent.mkdir(exist_ok=True)
+            making.rename(out)  # whole or absent: another worker never reads a run still being written
     return out

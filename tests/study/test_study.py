@@ -38,7 +38,7 @@ def test_the_held_out_slice_overturns_the_tuning_pick(tmp_path: Path, capsys: py
     assert len(study["units"]) == 12 and all(Path(u["run_dir"], "records.jsonl").exists() for u in study["units"])
     html = (out / "study.html").read_text()
     assert "Failure mode" in html and "FALSIFIED" in html and "Pareto front" in html
-    # a real change that reaches the SLO's region (37.4 s p99 TTFT in the rush): nothing to flag
+    # a real change that reaches the SLO's region (18.7 s p99 TTFT in the rush): nothing to flag
     assert verdict["flags"] == [] and "flag:" not in printed
 
 

@@ -4,6 +4,8 @@ define stops the study before any unit."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -54,10 +56,19 @@ def _study(tmp_path: Path, cls: str) -> tuple[int, Path]:
     return main(["study", str(tmp_path / "plan.toml"), "--out", str(out)]), out
 
 
-def test_per_class_panels_per_arm_with_intervals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = _study(tmp_path, "interactive")
+@pytest.fixture(scope="module")
+def plan_classes_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The study with the plan's classes, run once: its panels are checked here and are the figures the spec's
+    classes must reproduce (its output directory and what it printed)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code, out = _study(tmp_path_factory.mktemp("plan-classes"), "interactive")
     assert code == 0
-    console = capsys.readouterr().out
+    return out, printed.getvalue()
+
+
+def test_per_class_panels_per_arm_with_intervals(plan_classes_study: tuple[Path, str]) -> None:
+    out, console = plan_classes_study
     panels = json.loads((out / "study.json").read_text())["verdict"]["classes"]
     assert set(panels) == {"tuning", "held_out"} and set(panels["tuning"]) == {"interactive", "batch"}
     for slice_name, by_class in panels.items():
@@ -90,7 +101,7 @@ ttft_ms = 30000
 
 
 def test_classes_from_the_workload_spec_alone_rank_and_get_panels(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], plan_classes_study: tuple[Path, str]
 ) -> None:
     """A spec's [[slo_classes]] with a plan that defines none: every unit ranks its requests by them (the slice
     keeps the spec's classes) and the study shows their panels, the same figures as the plan giving them."""
@@ -105,9 +116,7 @@ def test_classes_from_the_workload_spec_alone_rank_and_get_panels(
     assert "changes no request's treatment" not in console
     spec_panels = json.loads((out / "study.json").read_text())["verdict"]["classes"]
     assert set(spec_panels["tuning"]) == {"interactive", "batch"}
-    (tmp_path / "plan-given").mkdir()
-    code, plan_out = _study(tmp_path / "plan-given", "interactive")
-    assert code == 0
+    plan_out, _ = plan_classes_study
     plan_panels = json.loads((plan_out / "study.json").read_text())["verdict"]["classes"]
     assert spec_panels == plan_panels
 
