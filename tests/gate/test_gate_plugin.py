@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,8 +12,11 @@ import pytest
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 
-def test_run_and_absolute_rules_on_the_zero_engine(batchmark):
+def test_run_and_absolute_rules_on_the_zero_engine(batchmark, monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     run = batchmark.run("chat-small", engines=["zero"], requests=16, rate=100.0)
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"  # as under `batchmark run`: engine processes inherit it
     assert (run / "records.jsonl").is_file() and (run / "metrics.json").is_file()
     # no error in 16 requests bounds the error rate by 17% (exact, one-sided 95%), not by 0%
     verdict = batchmark.assert_rules(run, ["ttft.p50 <= 1s", "error_rate <= 20%"])
