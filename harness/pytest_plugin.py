@@ -98,6 +98,12 @@ class Batchmark:
         against the engines on the identical schedule; returns the run directory."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from engines import compute_threads
+
+        # as `batchmark run` does: idle OpenMP workers sleep (unless the user chose a policy), at least in the
+        # engine processes started from here if this process loaded torch already; spinning ones made every
+        # step of a run here up to 10x slower on a busy 2-core machine
+        compute_threads.wait_passively()
         from harness.engine_specs import load_for_engines, parse_engine_specs
         from harness.loadgen import Scenario
         from harness.metrics import SLO

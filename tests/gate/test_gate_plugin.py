@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -11,8 +12,11 @@ import pytest
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 
-def test_run_and_absolute_rules_on_the_zero_engine(batchmark):
+def test_run_and_absolute_rules_on_the_zero_engine(batchmark, monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     run = batchmark.run("chat-small", engines=["zero"], requests=16, rate=100.0)
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"  # as under `batchmark run`: engine processes inherit it
     assert (run / "records.jsonl").is_file() and (run / "metrics.json").is_file()
     # no error in 16 requests bounds the error rate by 17% (exact, one-sided 95%), not by 0%
     verdict = batchmark.assert_rules(run, ["ttft.p50 <= 1s", "error_rate <= 20%"])
@@ -21,12 +25,20 @@ def test_run_and_absolute_rules_on_the_zero_engine(batchmark):
         batchmark.assert_rules(run, ["ttft.p50 <= 1us"])
 
 
-def test_compare_catches_an_injected_slowdown(batchmark):
+def test_compare_catches_an_injected_slowdown(batchmark, tmp_path):
+    # short prompts and outputs (4..16 tokens, not chat-small's 8..128): every request still has several
+    # decode steps for its TPOT, and the run is ~15 engine steps a side instead of ~100 (the slowed side took
+    # minutes on a loaded machine)
+    spec = tmp_path / "short-chat.toml"
+    spec.write_text(
+        'seed = 0\nrequests = 16\n\n[[tenants]]\nname = "chat"\nrate = 4.0\narrival = { process = "poisson" }\n'
+        'input = { dist = "normal", mean = 32, std = 4, min = 8 }\noutput = { dist = "uniform", low = 4, high = 16 }\n'
+    )
     # ten times slower steps: the two runs are sequential, so on CI's two busy cores the baseline can meet
     # contention the candidate does not; a 4x slowdown was once judged "cannot tell" there (stop 41), 10x is
     # past anything a neighbour's load has been seen to fake or hide
     verdict = batchmark.compare(
-        "chat-small",
+        str(spec),
         baseline="continuous",
         candidate="continuous:slowdown=9",
         rules=["tpot.p50 <= +5%", "error_rate <= +1pp"],

@@ -20,6 +20,8 @@ def test_two_engines_in_a_closed_loop_end_with_metrics(tmp_path, capsys):
         "closed-loop-small",
         "--requests",
         "24",
+        "--think-time",  # not the preset's 0.5 s: users' pauses were most of the run; pairing is by user either way
+        "0.05",
         "--engine",
         "zero",
         "--engine",
@@ -58,6 +60,8 @@ def test_a_simulated_closed_loop_gives_users_the_same_requests(tmp_path, capsys)
         "closed-loop-small",
         "--requests",
         "24",
+        "--think-time",  # not the preset's 0.5 s: users' pauses were most of the run; pairing is by user either way
+        "0.05",
         "--engine",
         "zero",
         "--engine",
