@@ -22,6 +22,7 @@ import typing
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from engines.step_record import StepRecord
@@ -117,10 +118,17 @@ KIND_TEXT = {
 _CONVERSION_ERRORS = (TypeError, ValueError, OverflowError, UnicodeError)
 
 
+# kind -> the dtype a column of that kind is returned in, when it already has it unchanged
+_SETTLED = {"float": np.dtype("float64"), "count": np.dtype("float64"), "int": np.dtype("int64"),
+            "bool": np.dtype("bool")}  # fmt: skip
+
+
 def _convert(c: Column, col: pd.Series) -> Any:
     # A column pandas already holds as numbers (or booleans) cannot hide a string, list or object: only
     # object columns are checked value by value (a 400k-step trace has millions of values).
     numeric = col.dtype.kind in "iuf"
+    if col.dtype == _SETTLED.get(c.kind):
+        return col  # already what this kind reads as: no copy (a gate judges hundreds of small runs)
     if c.kind in ("float", "count"):
         if not numeric and col.map(lambda v: isinstance(v, bool | list | dict)).any():
             raise TypeError("a boolean, list or object where a number belongs")
@@ -160,6 +168,17 @@ def _first_bad(c: Column, col: pd.Series) -> tuple[int, Any]:
     return 0, col.iloc[0] if len(col) else None
 
 
+def _absent(c: Column, index: pd.Index) -> pd.Series:
+    """The column a frame without field `c` reads as: every row `c.absent`, numbers already in their dtype."""
+    if c.kind in ("float", "count"):
+        return pd.Series(np.full(len(index), np.nan if c.absent is None else float(c.absent)), index=index)
+    if c.kind == "int":
+        return pd.Series(np.full(len(index), int(c.absent), dtype=np.int64), index=index)
+    if c.kind == "bool":
+        return pd.Series(np.full(len(index), bool(c.absent)), index=index)
+    return pd.Series(c.absent, index=index, dtype=object if c.absent is None else None)
+
+
 def typed(frame: pd.DataFrame, columns: tuple[Column, ...], skip: tuple[str, ...] = ()) -> pd.DataFrame:
     """`frame` with every column present and typed as its kind says (in place; returned for chaining).
 
@@ -168,9 +187,14 @@ def typed(frame: pd.DataFrame, columns: tuple[Column, ...], skip: tuple[str, ...
         if c.name in skip:
             continue
         if c.name not in frame.columns:
-            frame[c.name] = c.absent
+            frame[c.name] = c.absent if c.required else _absent(c, frame.index)
+            if not c.required and c.kind in _SETTLED:
+                continue  # made in its final dtype, with nothing a value could get wrong
         try:
-            frame[c.name] = _convert(c, frame[c.name])
+            column = frame[c.name]
+            converted = _convert(c, column)
+            if converted is not column:
+                frame[c.name] = converted
         except _CONVERSION_ERRORS:
             row, value = _first_bad(c, frame[c.name])
             shown = repr(value).encode("ascii", "backslashreplace").decode()[:60]
