@@ -152,7 +152,7 @@ def _convert(c: Column, col: pd.Series) -> Any:
         values = (col if c.absent is None else col.fillna(c.absent)).astype("str")
         # a lone surrogate ("\ud800" in the JSON) is not text: it breaks every writer (one encode of the
         # column's text joined is a tenth of the time of one per value)
-        "".join(values.dropna().tolist()).encode("utf-8")
+        "".join([v for v in values.tolist() if isinstance(v, str)]).encode("utf-8")  # missing: NaN, skipped
         return values
     if c.kind == "floats":
         return [_floats(x) for x in col]
