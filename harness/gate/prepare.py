@@ -19,10 +19,10 @@ import pandas as pd
 from harness.gate.inputs import RunSample
 from harness.metrics import SLO, inter_token_latencies, request_latencies, slo_table, steady_window
 from harness.metrics.frame import flatten_token_times
-from harness.metrics.latency import CENSORED_METRICS, succeeded
+from harness.metrics.latency import CENSORED_METRICS
 from harness.metrics.reasoning import ttfo
 from harness.metrics.stats import censored_reaches
-from harness.metrics.throughput import EVENTS, Window, finished_in, rate_problem
+from harness.metrics.throughput import EVENTS, events_problem, missing_window_reason
 
 METRIC_RATES = {"output_tok_s": "output_token_rate", "total_tok_s": "total_token_rate"}  # gate name -> metrics
 
@@ -101,26 +101,21 @@ def prepare(sample: RunSample, slo: SLO, buckets: int) -> Prepared:
     return Prepared(sample, lat, buckets)
 
 
-def _events(records: pd.DataFrame, lat: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """(times, weights) of what a rate counts, as in harness.metrics.throughput and slo.goodput."""
-    ok = lat["succeeded"].to_numpy(dtype=bool)
+def _events(records: pd.DataFrame, ok: np.ndarray, meets_slo: np.ndarray, metric: str, flat: np.ndarray | None
+            ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(times, weights) of what a rate counts, as in harness.metrics.throughput and slo.goodput; `flat`: the
+    successful requests' token times (None for a rate of finishes)."""
     if metric in ("request_rate", "goodput"):
-        keep = ok & lat["meets_slo"].to_numpy(dtype=bool) if metric == "goodput" else ok
+        keep = ok & meets_slo if metric == "goodput" else ok
         times = records["t_finish"].to_numpy(dtype=np.float64)[keep]
         return times, np.ones(times.size)
-    flat, _ = flatten_token_times(records.loc[ok, "token_times"])
+    assert flat is not None
     weights = np.ones(flat.size)
     if metric == "total_tok_s":  # prompt tokens count once prefill is known done: at the first token
-        first = records.loc[ok, "t_first_token"].to_numpy(dtype=np.float64)
-        prompt = records.loc[ok, "prompt_tokens"].to_numpy(dtype=np.float64)
+        first = records["t_first_token"].to_numpy(dtype=np.float64)[ok]
+        prompt = records["prompt_tokens"].to_numpy(dtype=np.float64)[ok]
         flat, weights = np.concatenate([flat, first]), np.concatenate([weights, prompt])
     return flat, weights
-
-
-def streamed_in(records: pd.DataFrame, window: Window) -> int:
-    """Successful requests with at least one output token inside `window`."""
-    times = records.loc[succeeded(records), "token_times"]
-    return int(sum(any(window.start <= t <= window.end for t in row) for row in times))
 
 
 def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) -> Rates | None:
@@ -128,16 +123,35 @@ def _rates(records: pd.DataFrame, lat: pd.DataFrame, metric: str, buckets: int) 
     per_trial: dict[int, float] = {}
     total, duration, behind = 0.0, 0.0, 0
     event = EVENTS.get(METRIC_RATES.get(metric, metric), "finish")
-    groups = records.groupby("trial", sort=True).groups
-    for trial_id, idx in groups.items():
-        trial = records.loc[idx]
+    groups = records.groupby("trial", sort=True).indices  # trial -> its rows' positions
+    for trial_id, rows in sorted(groups.items()):
+        # one trial (the usual run) is the whole table: no copy of it (a gate judges hundreds of small runs)
+        whole = len(groups) == 1
+        trial = records if whole else records.iloc[rows]
+        ok = lat["succeeded"].to_numpy(dtype=bool)
+        meets_slo = lat["meets_slo"].to_numpy(dtype=bool)
+        if not whole:
+            ok, meets_slo = ok[rows], meets_slo[rows]
         window = steady_window(trial)
-        problem = rate_problem(trial, window, "steady", event)
+        # as harness.metrics.throughput.rate_problem, on the successful requests' events already at hand
+        flat, owner = flatten_token_times(trial["token_times"].to_numpy()[ok]) if event == "token" else (None, None)
+        if window is None:
+            problem: str | None = missing_window_reason(trial, "steady")
+        elif event == "finish":
+            problem = events_problem(trial["t_finish"].to_numpy(dtype=np.float64)[ok], window, "steady", "finish")
+        else:
+            assert flat is not None
+            problem = events_problem(flat, window, "steady", "token")
         if problem is not None or window is None:
             where = f"trial {trial_id}: " if len(groups) > 1 else ""
             return Rates(np.empty(0), float("nan"), "steady", problem=f"{where}{problem}")
-        behind += finished_in(trial, window) if event == "finish" else streamed_in(trial, window)
-        times, weights = _events(trial, lat.loc[idx], metric)
+        if event == "finish":  # harness.metrics.throughput.finished_in
+            finish = trial["t_finish"].to_numpy(dtype=np.float64)
+            behind += int((ok & (finish >= window.start) & (finish <= window.end)).sum())
+        else:  # requests that streamed a token inside the window
+            assert flat is not None and owner is not None
+            behind += int(np.unique(owner[(flat >= window.start) & (flat <= window.end)]).size)
+        times, weights = _events(trial, ok, meets_slo, metric, flat)
         keep = np.isfinite(times)
         counts, _ = np.histogram(
             times[keep], bins=np.linspace(window.start, window.end, buckets + 1), weights=weights[keep]
