@@ -19,7 +19,7 @@ import orjson
 import pandas as pd
 
 from harness.collector import collector_paused
-from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, RowError, typed
+from harness.metrics.columns import REQUEST_RECORD_COLUMNS, STEP_RECORD_COLUMNS, Column, RowError, typed, with_absent
 from harness.records import RecordError, RequestRecord
 
 RECORD_COLUMNS: tuple[str, ...] = tuple(c.name for c in REQUEST_RECORD_COLUMNS)
@@ -49,7 +49,7 @@ def _table(rows: list[Mapping[str, Any]], columns: tuple[Column, ...], what: str
     missing = [name for name in required if name not in frame.columns]
     if missing:
         raise RecordError(f"{what} required field(s): {', '.join(missing)}")
-    typed(frame, columns)
+    frame = typed(with_absent(frame, columns), columns)
     names = [c.name for c in columns]
     extra = [c for c in frame.columns if c not in names]  # a newer schema's keys are kept
     return frame[names + extra].reset_index(drop=True)
