@@ -122,8 +122,11 @@ def test_sweep_on_the_embedded_model_finds_continuous_capacity_above_static(tmp_
     out = tmp_path / "sweep"
     engines = ["--engine", "static:max_batch=8", "--engine", "continuous:max_running=8"]
     # the binary search narrows each engine's bracket: on the climb's coarse grid alone both engines once broke
-    # between the same two rates (67.7 and 107 req/s), which says nothing about which holds more
-    argv = ["sweep", "--workload", str(spec), *engines, "--points", "4", "--low-fraction", "0.25", *slo,
+    # between the same two rates (67.7 and 107 req/s), which says nothing about which holds more.
+    # 3 points from 0.397 x saturation are the upper three of the earlier 4 from 0.25 x (0.25 ** (2/3) = 0.397,
+    # the same geometric step): the dropped lowest rate, which both engines met by 100%, mostly slept (5 s per
+    # engine for 24 requests); an engine breaking at the lowest rate left is stepped down by the binary search
+    argv = ["sweep", "--workload", str(spec), *engines, "--points", "3", "--low-fraction", "0.397", *slo,
             "--search", "binary", "--search-steps", "3", "--threads", "1", "--out", str(out),
             "--no-progress"]  # fmt: skip
     assert main(argv) == 0
