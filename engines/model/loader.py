@@ -147,9 +147,9 @@ def load_model(path: str | None = None, *, dtype: str = "float32", seed: int = 0
     return _load_checkpoint(Path(path), torch_dtype)
 
 
-def _load_checkpoint(directory: Path, torch_dtype: Any) -> LoadedModel:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def check_checkpoint(directory: Path) -> dict[str, Any]:
+    """The checkpoint's config.json, refused (ModelLoadError) when it cannot be a model this loader takes.
+    Reads one file and imports nothing: a CLI calls it before it imports torch (seconds)."""
     if not directory.is_dir():
         raise ModelLoadError(f"--model {str(directory)!r}: no such directory")
     config_path = directory / "config.json"
@@ -170,6 +170,13 @@ def _load_checkpoint(directory: Path, torch_dtype: Any) -> LoadedModel:
         raise ModelLoadError(
             f"{config_path}: architectures {architectures}: supported are {', '.join(SUPPORTED_ARCHITECTURES)}"
         )
+    return raw
+
+
+def _load_checkpoint(directory: Path, torch_dtype: Any) -> LoadedModel:
+    raw = check_checkpoint(directory)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     try:
         model = AutoModelForCausalLM.from_pretrained(str(directory), local_files_only=True, dtype=torch_dtype).eval()
     except Exception as exc:  # transformers raises many types for a broken checkpoint

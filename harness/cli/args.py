@@ -295,9 +295,11 @@ def check_model_flags(args: argparse.Namespace) -> None:
 
 def load_model_from_args(args: argparse.Namespace) -> LoadedModel:
     from engines import compute_threads
-    from engines.model.loader import load_model
+    from engines.model.loader import check_checkpoint, load_model
 
     check_model_flags(args)
+    if args.model is not None:  # a directory that is no checkpoint is refused before torch is imported
+        check_checkpoint(Path(args.model))
     compute_threads.configure(args.threads)
     return load_model(args.model, dtype=args.dtype)
 

@@ -38,7 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_bench_engines(args: argparse.Namespace) -> int:
-    from harness.bench_engines import OfflineWorkload, bench_engines, format_table
     from harness.errors import HarnessInputError
 
     if args.requests < 1 or args.prompt_len < 1 or not 1 <= args.min_output <= args.max_output:
@@ -46,6 +45,8 @@ def run_bench_engines(args: argparse.Namespace) -> int:
     if args.batch < 1 or args.repeat < 1 or args.max_batched_tokens < 1:
         raise HarnessInputError("--batch, --repeat and --max-batched-tokens must be >= 1")
     loaded = shared.load_model_from_args(args)
+    from harness.bench_engines import OfflineWorkload, bench_engines, format_table  # torch: after the input checks
+
     workload = OfflineWorkload(args.requests, args.prompt_len, args.min_output, args.max_output, args.seed)
     result = bench_engines(loaded, workload, args.batch, args.repeat, args.max_batched_tokens)
     print(format_table(result))

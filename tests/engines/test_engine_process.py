@@ -24,7 +24,9 @@ pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 @pytest.mark.parametrize("kind", ["continuous", "static"])
 def test_a_process_engine_computes_what_the_thread_engine_computes(embedded, kind):
-    requests = mixed_requests(10, seed=3, vocab=embedded.vocab_size)
+    # 6 requests: more than the 4 running slots (some wait for a slot), prompts longer than a step's 64 tokens
+    # (chunked prefill), outputs of 5 to 19 tokens (requests finish and are admitted mid-decode)
+    requests = mixed_requests(6, seed=3, vocab=embedded.vocab_size)
     options = EngineOptions(kind=kind, continuous=ContinuousConfig(max_running=4, max_batched_tokens=64))  # type: ignore[arg-type]
     on_thread = run_engine(embedded, options, requests)
     in_process = run_engine(embedded, dataclasses.replace(options, engine_process=True), requests)
@@ -95,32 +97,6 @@ def test_abort_and_prefix_cache_reset_reach_the_child(embedded):
     assert finish.reason == "abort" and 3 <= tokens < 2000
 
 
-def test_a_killed_engine_process_fails_every_request_in_one_line(embedded):
-    engine = InProcessEngine(embedded, EngineOptions(engine_process=True))
-
-    async def go() -> list[FinishEvent]:
-        await engine.start()
-        try:
-            streams = [engine.generate(Request(f"r{i}", list(range(10, 30)), 5000, ignore_eos=True)) for i in range(3)]
-            first = await anext(streams[0])
-            assert first is not None
-            os.kill(engine.core.pid, signal.SIGKILL)  # as the kernel's OOM killer would
-            finishes = []
-            for stream in streams:
-                async for event in stream:
-                    if isinstance(event, FinishEvent):
-                        finishes.append(event)
-            return finishes
-        finally:
-            await engine.stop()
-
-    finishes = asyncio.run(asyncio.wait_for(go(), 60))
-    assert [f.error_type for f in finishes] == ["engine_failure"] * 3
-    assert finishes[0].error_message.startswith("engine loop failed: EngineProcessError: the engine process exited")
-    assert "\n" not in finishes[0].error_message
-    assert engine.failure is not None
-
-
 def test_a_child_that_loads_other_weights_is_refused(embedded):
     other = dataclasses.replace(embedded, weight_hash="0" * 64)
     engine = InProcessEngine(other, EngineOptions(engine_process=True))
@@ -158,6 +134,34 @@ def test_a_stopped_engine_frees_its_kv_pool_at_once(embedded, engine_process):
         gc.enable()
     if engine_process:
         assert sizes[-1] - sizes[0] < 128, sizes  # the same worker, the same footprint trial after trial
+
+
+# After the tests that reuse the shared worker: killing it makes the next engine spawn a new one, which
+# imports torch and loads the model again (about 6 s).
+def test_a_killed_engine_process_fails_every_request_in_one_line(embedded):
+    engine = InProcessEngine(embedded, EngineOptions(engine_process=True))
+
+    async def go() -> list[FinishEvent]:
+        await engine.start()
+        try:
+            streams = [engine.generate(Request(f"r{i}", list(range(10, 30)), 5000, ignore_eos=True)) for i in range(3)]
+            first = await anext(streams[0])
+            assert first is not None
+            os.kill(engine.core.pid, signal.SIGKILL)  # as the kernel's OOM killer would
+            finishes = []
+            for stream in streams:
+                async for event in stream:
+                    if isinstance(event, FinishEvent):
+                        finishes.append(event)
+            return finishes
+        finally:
+            await engine.stop()
+
+    finishes = asyncio.run(asyncio.wait_for(go(), 60))
+    assert [f.error_type for f in finishes] == ["engine_failure"] * 3
+    assert finishes[0].error_message.startswith("engine loop failed: EngineProcessError: the engine process exited")
+    assert "\n" not in finishes[0].error_message
+    assert engine.failure is not None
 
 
 def test_a_loop_that_fails_in_the_child_is_reported_and_its_worker_closed(embedded):
