@@ -102,17 +102,7 @@ def _server_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     # the counter deltas below miss part of the trial (a scrape that died mid-run), which must be said
     out["counted_s"] = [first["t"], last["t"]]
     out["partial"] = not (rows[0].get("ok") and rows[-1].get("ok"))
-    for key in ("running", "waiting", "kv_usage"):
-        values = [r[key] for r in ok if key in r]
-        out[f"{key}_peak"] = max(values) if values else None
-    out["preemptions"] = _delta(first, last, "preemptions")
-    hits, queries = _delta(first, last, "prefix_hits"), _delta(first, last, "prefix_queries")
-    out["prefix_cache"] = (
-        {"hit_rate": hits / queries, "hit_tokens": hits, "query_tokens": queries}
-        if hits is not None and queries
-        else None
-    )
-    out["spec_decode"] = spec_decode(first, last)
+    out.update(_figures(ok, first, last))
     out["unknown"] = _unknown(ok)
     for figure in out["unknown"]:
         out[figure] = None
@@ -166,19 +156,7 @@ def _fleet_summary(rows: list[dict[str, Any]], labels: list[str]) -> dict[str, A
             unknown.setdefault(figure, f"replica {label}: {why}")
     out["counted_s"] = [min(r["t"] for r in firsts), max(r["t"] for r in lasts)] if firsts else None
     out["partial"] = any(s.get("partial", True) for s in per.values())
-    ticks = _fleet_ticks(rows, labels)
-    for key in ("running", "waiting", "kv_usage"):
-        values = [r[key] for r in ticks if key in r]
-        out[f"{key}_peak"] = max(values) if values else None
-    first, last = _summed(firsts), _summed(lasts)
-    out["preemptions"] = _delta(first, last, "preemptions")
-    hits, queries = _delta(first, last, "prefix_hits"), _delta(first, last, "prefix_queries")
-    out["prefix_cache"] = (
-        {"hit_rate": hits / queries, "hit_tokens": hits, "query_tokens": queries}
-        if hits is not None and queries
-        else None
-    )
-    out["spec_decode"] = spec_decode(first, last)
+    out.update(_figures(_fleet_ticks(rows, labels), _summed(firsts), _summed(lasts)))
     # as for one server: only the figures whose fields some replica exposed
     out["unknown"] = {f: why for f, why in unknown.items() if any(all(k in r for k in FIGURES[f]) for r in ok)}
     for figure in out["unknown"]:
@@ -231,3 +209,20 @@ def read_series(path: Path) -> list[dict[str, Any]]:
         if isinstance(t, bool) or not isinstance(t, int | float):
             raise RecordError(f"{path}:{line}: t: expected seconds (a number), found {t!r}")
     return rows
+
+
+def _figures(samples: list[dict[str, Any]], first: dict[str, Any], last: dict[str, Any]) -> dict[str, Any]:
+    """The peaks over `samples` and the counters' changes from `first` to `last` (one server, or a fleet's sums)."""
+    out: dict[str, Any] = {}
+    for key in ("running", "waiting", "kv_usage"):
+        values = [r[key] for r in samples if key in r]
+        out[f"{key}_peak"] = max(values) if values else None
+    out["preemptions"] = _delta(first, last, "preemptions")
+    hits, queries = _delta(first, last, "prefix_hits"), _delta(first, last, "prefix_queries")
+    out["prefix_cache"] = (
+        {"hit_rate": hits / queries, "hit_tokens": hits, "query_tokens": queries}
+        if hits is not None and queries
+        else None
+    )
+    out["spec_decode"] = spec_decode(first, last)
+    return out
