@@ -218,10 +218,14 @@ def headline_summary(
 
 
 def _latency(lat: pd.DataFrame, stats_kw: Mapping[str, Any], metrics: Sequence[str]) -> dict[str, Any]:
-    latency = {m: describe(lat[m], **stats_kw) for m in metrics}
-    for m in (m for m in CENSORED_METRICS if m in metrics):  # requests cut off while they waited count, as lower
-        latency[m] = describe(lat[f"{m}_or_wait"], censored=lat[f"{m}_censored"], **stats_kw)  # bounds (latency.py)
-    return latency
+    """Each metric described once; in CENSORED_METRICS the requests cut off while they waited count, as lower
+    bounds (harness.metrics.latency)."""
+    return {
+        m: describe(lat[f"{m}_or_wait"], censored=lat[f"{m}_censored"], **stats_kw)
+        if m in CENSORED_METRICS
+        else describe(lat[m], **stats_kw)
+        for m in metrics
+    }
 
 
 def _sessions(records: pd.DataFrame) -> dict[str, Any] | None:
