@@ -65,9 +65,13 @@ class Prepared:
                 records = self.sample.records
                 x = inter_token_latencies(records[records["trial"] == trial])
         else:
-            lat = self.latencies if trial is None else self.latencies[self.latencies["trial"] == trial]
-            x = lat[metric].to_numpy(dtype=np.float64)
+            x = self.latencies[metric].to_numpy(dtype=np.float64)
+            if trial is not None:  # the one column's rows, not a copy of the whole table per trial and rule
+                x = x[self._trial_rows(trial)]
         return x[np.isfinite(x)]
+
+    def _trial_rows(self, trial: int) -> np.ndarray:
+        return self.latencies["trial"].to_numpy() == trial
 
     def cut_off_note(self, metric: str, side: str, q: float | None) -> str | None:
         """Why `metric`'s quantile q (the mean when None) cannot be judged on this side: requests the run cut
@@ -83,7 +87,7 @@ class Prepared:
                 f"so its {metric} is known only as a lower bound; gate error_rate or goodput on such runs")  # fmt: skip
 
     def trial_column(self, column: str, trial: int) -> np.ndarray:
-        return self.latencies.loc[self.latencies["trial"] == trial, column].to_numpy()
+        return self.latencies[column].to_numpy()[self._trial_rows(trial)]
 
     def rates(self, metric: str) -> Rates | None:
         if metric not in self._rates:  # computed on first use: most rule sets name one or two rates
