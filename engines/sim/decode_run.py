@@ -15,6 +15,11 @@ per sequence) was most of a simulated hour's cost. Here the stretch runs as one 
   by the same additions, so every time is the same float;
 - each step's record is the one `engines.engine_core.step_record` writes for such a plan.
 
+A static batch decodes the same way between its finishes, while its finished members hold their slots (a pad
+row each, priced and recorded as `engines.step_features` counts them); its queue only grows meanwhile, and it
+takes nothing from it until the batch ends. The step in which members of a static batch reach their length is
+known in advance too: `engines.sim.static_step` runs it without a plan.
+
 Records, step traces and metrics come out byte for byte as without it (tests/sim/test_decode_run.py).
 Runs only where that is guaranteed (`decode_run_steps`); everything else takes the step-by-step loop.
 """
@@ -38,16 +43,19 @@ if TYPE_CHECKING:
     from engines.sim.engine import SimEngine
 
 SIM_TOKEN = 0  # every simulated token: no model chooses tokens, and requests end at max_tokens
+FINISHING = -1  # `decode_run_steps`: no decode run, but the next step is a static batch's known finishing step
 
 
 def decode_run_steps(engine: SimEngine) -> int:
     """How many pure decode steps `engine` can run from now with every decision known in advance (0: none).
-    The step in which a sequence reaches its length is left to the step-by-step loop (it finishes)."""
+    The step in which a sequence reaches its length is left to the step-by-step loop (it finishes), except a
+    static batch's: FINISHING when that step is next and `engines.sim.static_step` can run it."""
     scheduler = engine.scheduler
     if engine.options.aging_s is not None or engine.options.spec_decode is not None:  # a verify step emits 1 + A
         return 0
     if isinstance(scheduler, StaticScheduler):
-        return _static_steps(scheduler)
+        steps = static_steps(scheduler)
+        return steps if steps > 0 else FINISHING if steps == 0 else 0
     if not isinstance(scheduler, ContinuousScheduler) or scheduler.fallback is not None:
         return 0
     if scheduler.admission is not None or len(scheduler.waiting):
@@ -71,13 +79,15 @@ def decode_run_steps(engine: SimEngine) -> int:
     return max(steps, 0)
 
 
-def _static_steps(scheduler: StaticScheduler) -> int:
-    """`decode_run_steps` of a static batch: once formed, a batch takes no new work until it ends, so the queue
-    does not matter (it only grows, between calls); its finished members hold their slots with a pad row each.
-    Its KV blocks were all allocated at formation, so a run never allocates (checked: a run that would is none)."""
+def static_steps(scheduler: StaticScheduler) -> int:
+    """The pure decode steps a static batch has before its next finish (0: a member finishes in the next step;
+    -1: a step not known in advance). Once formed, a batch takes no new work until it ends, so the queue does not
+    matter (it only grows, between calls); its finished members hold their slots with a pad row each. Its KV
+    blocks were all allocated at formation and the scheduler allocates none after, so a run (or a finishing
+    step) whose tokens would not fit them is none."""
     batch = scheduler.batch
     if not batch or scheduler.waiting.keeps_accounts:  # none: still forming (its formation step is a prefill)
-        return 0
+        return -1
     steps = 1 << 62
     running, done = SequenceStatus.RUNNING, SequenceStatus.FINISHED
     block_size = scheduler.blocks.block_size
@@ -89,16 +99,16 @@ def _static_steps(scheduler: StaticScheduler) -> int:
         request = seq.request
         computed = seq.num_computed_tokens
         if status is not running or len(seq.token_ids) - computed != 1:
-            return 0
+            return -1
         if not seq.num_output_tokens or not request.ignore_eos:
-            return 0
-        left = request.max_tokens - seq.num_output_tokens - 1
-        if computed + left > len(seq.block_table) * block_size:  # its tokens would need another block
-            return 0
+            return -1
+        left = request.max_tokens - seq.num_output_tokens - 1  # then its finishing step
+        if left < 0 or computed + left + 1 > len(seq.block_table) * block_size:  # its tokens would need a block
+            return -1
         if left < steps:
             steps = left
         decoding = True
-    return max(steps, 0) if decoding else 0
+    return steps if decoding else -1
 
 
 def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], list[float]]:

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 import engines.sim.decode_run
+import engines.sim.static_step
 from engines.api import Request
 from engines.sequence import SequenceStatus
 from engines.sim.engine import SimEngine
@@ -34,7 +35,8 @@ def simulate(
     spec: str, decode_runs: bool, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[bytes, bytes, list[tuple[int, int]]]:
     """(records, step trace, decode runs taken: of each, the slots held by finished members and the requests
-    waiting) of one run of `schedule()` on `spec`."""
+    waiting; a static batch's finishing steps run without a plan count as (-1, -1)) of one run of `schedule()`
+    on `spec`."""
     monkeypatch.setattr(SimEngine, "decode_runs", decode_runs)
     runs: list[tuple[int, int]] = []
     real = engines.sim.decode_run.run_decode
@@ -45,6 +47,8 @@ def simulate(
         return real(engine, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr("engines.sim.engine.run_decode", counted)
+    finishing = engines.sim.static_step.finishing_step
+    monkeypatch.setattr("engines.sim.engine.finishing_step", lambda *a: runs.append((-1, -1)) or finishing(*a))
     (parsed,) = parse_engine_specs([spec], {})
     engine = build_engine(parsed, None)
     steps: list[bytes] = []
@@ -78,8 +82,10 @@ def test_decode_runs_write_what_the_step_by_step_loop_writes(spec: str, monkeypa
     assert not none_taken and taken  # the comparison is between the two loops
     assert fast_records == records and fast_steps == steps
     if "scheduler=static" in spec:  # runs with a finished member holding its slot and without, with a queue
-        assert any(held for held, _ in taken) and not all(held for held, _ in taken)
-        assert any(waiting for _, waiting in taken)
+        decode_runs = [run for run in taken if run != (-1, -1)]
+        assert any(held for held, _ in decode_runs) and not all(held for held, _ in decode_runs)
+        assert any(waiting for _, waiting in decode_runs)
+        assert (-1, -1) in taken  # and finishing steps
         if "kv_blocks=60" in spec:
             assert b'"why":"kv_blocks"' in steps  # the case meant to defer a batch for KV blocks did
     elif spec.startswith("sim:") and "kv_blocks=60" in spec:
