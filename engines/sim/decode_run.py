@@ -189,7 +189,8 @@ class Held(NamedTuple):
     @classmethod
     def of(cls, members: list[Sequence]) -> Held:
         computed = [seq.num_computed_tokens for seq in members]
-        return cls(len(computed), sum(max(c, 1) for c in computed), sum(computed))
+        context = sum(computed)
+        return cls(len(computed), context + computed.count(0), context)  # max(c, 1) a row: c, or 1 for c = 0
 
 
 def _block_calls(blocks: BlockManager, grows: Iterable[Sequence], commits: Iterable[tuple[Sequence, int]]) -> None:
