@@ -15,6 +15,11 @@ per sequence) was most of a simulated hour's cost. Here the stretch runs as one 
   by the same additions, so every time is the same float;
 - each step's record is the one `engines.engine_core.step_record` writes for such a plan.
 
+A static batch decodes the same way between its finishes, while its finished members hold their slots (a pad
+row each, priced and recorded as `engines.step_features` counts them); its queue only grows meanwhile, and it
+takes nothing from it until the batch ends. The step in which members of a static batch reach their length is
+known in advance too: `engines.sim.static_step` runs it without a plan.
+
 Records, step traces and metrics come out byte for byte as without it (tests/sim/test_decode_run.py).
 Runs only where that is guaranteed (`decode_run_steps`); everything else takes the step-by-step loop.
 """
@@ -23,13 +28,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from engines.block_manager import BlockManager
 from engines.scheduler import ContinuousScheduler
 from engines.sequence import Sequence, SequenceStatus
+from engines.static_scheduler import StaticScheduler
 from engines.step_features import StepFeatures
 from engines.step_record import StepRecord
 
@@ -37,17 +43,22 @@ if TYPE_CHECKING:
     from engines.sim.engine import SimEngine
 
 SIM_TOKEN = 0  # every simulated token: no model chooses tokens, and requests end at max_tokens
+FINISHING = -1  # `decode_run_steps`: no decode run, but the next step is a static batch's known finishing step
 
 
 def decode_run_steps(engine: SimEngine) -> int:
     """How many pure decode steps `engine` can run from now with every decision known in advance (0: none).
-    The step in which a sequence reaches its length is left to the step-by-step loop (it finishes)."""
+    The step in which a sequence reaches its length is left to the step-by-step loop (it finishes), except a
+    static batch's: FINISHING when that step is next and `engines.sim.static_step` can run it."""
     scheduler = engine.scheduler
+    if engine.options.aging_s is not None or engine.options.spec_decode is not None:  # a verify step emits 1 + A
+        return 0
+    if isinstance(scheduler, StaticScheduler):
+        steps = static_steps(scheduler)
+        return steps if steps > 0 else FINISHING if steps == 0 else 0
     if not isinstance(scheduler, ContinuousScheduler) or scheduler.fallback is not None:
         return 0
-    if scheduler.admission is not None or engine.options.aging_s is not None or len(scheduler.waiting):
-        return 0
-    if engine.options.spec_decode is not None:  # a verify step emits 1 + A tokens: not one token per step
+    if scheduler.admission is not None or len(scheduler.waiting):
         return 0
     running = scheduler.running
     n = len(running)
@@ -68,11 +79,49 @@ def decode_run_steps(engine: SimEngine) -> int:
     return max(steps, 0)
 
 
+def static_steps(scheduler: StaticScheduler) -> int:
+    """The pure decode steps a static batch has before its next finish (0: a member finishes in the next step;
+    -1: a step not known in advance). Once formed, a batch takes no new work until it ends, so the queue does not
+    matter (it only grows, between calls); its finished members hold their slots with a pad row each. Its KV
+    blocks were all allocated at formation and the scheduler allocates none after, so a run (or a finishing
+    step) whose tokens would not fit them is none."""
+    batch = scheduler.batch
+    if not batch or scheduler.waiting.keeps_accounts:  # none: still forming (its formation step is a prefill)
+        return -1
+    steps = 1 << 62
+    running, done = SequenceStatus.RUNNING, SequenceStatus.FINISHED
+    block_size = scheduler.blocks.block_size
+    decoding = False
+    for seq in batch:
+        status = seq.status
+        if status is done:
+            continue
+        request = seq.request
+        computed = seq.num_computed_tokens
+        if status is not running or len(seq.token_ids) - computed != 1:
+            return -1
+        if not seq.num_output_tokens or not request.ignore_eos:
+            return -1
+        left = request.max_tokens - seq.num_output_tokens - 1  # then its finishing step
+        if left < 0 or computed + left + 1 > len(seq.block_table) * block_size:  # its tokens would need a block
+            return -1
+        if left < steps:
+            steps = left
+        decoding = True
+    return steps if decoding else -1
+
+
 def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], list[float]]:
     """Run up to `steps` decode steps of `engine` that start before `until` (at least one: the caller checked
     `engine.now < until`); returns the running ids and each step's end, the token time of every one of them."""
     scheduler, blocks = engine.scheduler, engine.blocks
-    running = list(scheduler.running)
+    held = Held()
+    if isinstance(scheduler, StaticScheduler):  # a static batch's finished members: a pad row each, every step
+        done = SequenceStatus.FINISHED
+        running = [seq for seq in scheduler.batch if seq.status is not done]
+        held = Held.of([seq for seq in scheduler.batch if seq.status is done])
+    else:
+        running = list(scheduler.running)
     n = len(running)
     bs = blocks.block_size
     # the step at which each sequence's token first starts a new block (then every block_size steps)
@@ -85,7 +134,7 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
             return [], []
     ids = [seq.request.request_id for seq in running]
     attended = sum(seq.num_computed_tokens for seq in running)
-    starts, ends = _clock(engine, n, attended, steps, until)  # before the block calls: it decides how many run
+    starts, ends = _clock(engine, n, attended, steps, until, held)  # before the block calls: it decides how many run
     ran = len(ends)
     # Stage 3 and 4 block calls of the steps that run, per step, in running order (the scheduler's order).
     grows: dict[int, list] = {}
@@ -108,7 +157,7 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
             _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
     else:
         total = blocks.num_blocks
-        template = _record_template(ids, n, scheduler.max_slots, total)
+        template = _record_template(ids, n, scheduler, total, held)
         step = engine._step
         for j in range(ran):
             _block_calls(blocks, grows.get(j, ()), commits.get(j, ()))
@@ -117,8 +166,8 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
             record.__dict__.update(template)
             record.step, record.t_start, record.t_end = step + j, starts[j], ends[j]
             record.kv_blocks_used, record.kv_blocks_free = used, total - used
-            record.attended_context, record.kv_read_tokens = kv_read + n, kv_read
-            record.decode_context = kv_read + n
+            record.attended_context, record.kv_read_tokens = kv_read + n + held.keys, kv_read + held.context
+            record.decode_context = kv_read + n + held.keys
             record.prefix_cached_blocks = blocks.num_cached
             sink(record)  # type: ignore[misc]
     for seq in running:
@@ -127,6 +176,21 @@ def run_decode(engine: SimEngine, steps: int, until: float) -> tuple[list[str], 
     engine.now = starts[ran]  # the next step's start: the last end plus its gap
     engine._step += ran
     return ids, ends
+
+
+class Held(NamedTuple):
+    """A static batch's finished members, as `engines.step_features` counts them: each computes one pad row over
+    its context (`keys`: at least one key a row; `context`: the cached tokens read), every step the same."""
+
+    rows: int = 0
+    keys: int = 0
+    context: int = 0
+
+    @classmethod
+    def of(cls, members: list[Sequence]) -> Held:
+        computed = [seq.num_computed_tokens for seq in members]
+        context = sum(computed)
+        return cls(len(computed), context + computed.count(0), context)  # max(c, 1) a row: c, or 1 for c = 0
 
 
 def _block_calls(blocks: BlockManager, grows: Iterable[Sequence], commits: Iterable[tuple[Sequence, int]]) -> None:
@@ -138,7 +202,9 @@ def _block_calls(blocks: BlockManager, grows: Iterable[Sequence], commits: Itera
         blocks.commit(seq)
 
 
-def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -> tuple[list[float], list[float]]:
+def _clock(
+    engine: SimEngine, n: int, attended: int, steps: int, until: float, held: Held
+) -> tuple[list[float], list[float]]:
     """Each step's start and end, for the steps of at most `steps` that start before `until` (starts has one
     more: where the step after the last would start). The step-by-step loop's arithmetic in its order: duration
     from the cost model (then noise, then slowdown), end = start + duration, next start = end + gap. A cost
@@ -148,7 +214,7 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
     noise, gap_noise, gap, slowdown = engine._step_noise, engine._gap_noise, options.step_gap_s, options.slowdown
     on_arrays = getattr(cost, "decode_step_times", None)
     now = engine.now
-    if on_arrays is not None and noise is None and gap_noise is None:
+    if on_arrays is not None and noise is None and gap_noise is None and not held.rows:
         starts, ends, done, chunk = [now], [], 0, 32  # in growing chunks: most runs end at the next arrival
         while done < steps:
             k = min(chunk, steps - done)
@@ -167,9 +233,11 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
             chunk *= 2
         return starts, ends
     starts, ends = [now], []
+    h, h_keys, h_context = held
     while len(ends) < steps and now < until:
         kv_read = attended + n * len(ends)
-        duration = cost.step_time(StepFeatures(0, 0, n, 0, 0, kv_read + n, kv_read, n, kv_read + n))
+        keys = kv_read + n + h_keys
+        duration = cost.step_time(StepFeatures(0, 0, n, h, h, keys, kv_read + h_context, n + h, keys))
         if noise is not None:
             duration = noise(duration)
         if slowdown:
@@ -181,14 +249,21 @@ def _clock(engine: SimEngine, n: int, attended: int, steps: int, until: float) -
     return starts, ends
 
 
-def _record_template(ids: list[str], n: int, slots: int, total: int) -> dict:
-    """The fields every step of a decode run shares, in `StepRecord`'s order (orjson writes that order)."""
+def _record_template(ids: list[str], n: int, scheduler: ContinuousScheduler | StaticScheduler, total: int,
+                     held: Held) -> dict:  # fmt: skip
+    """The fields every step of a decode run shares, in `StepRecord`'s order (orjson writes that order). A
+    continuous run has nothing waiting; a static batch ignores its queue while it runs (`_continue_batch`)."""
+    slots, h, waiting = scheduler.max_slots, held.rows, len(scheduler.waiting)
+    static = isinstance(scheduler, StaticScheduler)
+    batch_id = scheduler._batch_id if static else None  # type: ignore[union-attr]
+    blocked = "batch_running" if static and waiting else None
     return {
-        "step": 0, "scheduler": "continuous", "t_start": 0.0, "t_end": 0.0, "phase": "decode", "batch_id": None,
-        "running_ids": ids, "num_running": n, "max_slots": slots, "tokens_computed": n, "padded_tokens": 0,
-        "idle_slots": 0, "empty_slots": max(0, slots - n), "admitted": [], "finished": [], "preempted": [],
-        "waiting": 0, "blocked_reason": None, "kv_blocks_used": 0, "kv_blocks_free": 0, "kv_blocks_total": total,
-        "decisions": [], "prefill_tokens": 0, "prefill_chunks": 0, "decode_seqs": n, "attended_context": 0,
-        "kv_read_tokens": 0, "sampled_rows": n, "decode_context": 0, "prefill_self_pairs": 0,
-        "prefill_context_pairs": 0, "pad_pairs": 0, "prefix_cached_tokens": 0, "prefix_cached_blocks": 0,
+        "step": 0, "scheduler": scheduler.kind, "t_start": 0.0, "t_end": 0.0, "phase": "decode", "batch_id": batch_id,
+        "running_ids": ids, "num_running": n, "max_slots": slots, "tokens_computed": n, "padded_tokens": h,
+        "idle_slots": h, "empty_slots": max(0, slots - n - h), "admitted": [], "finished": [], "preempted": [],
+        "waiting": waiting, "blocked_reason": blocked, "kv_blocks_used": 0, "kv_blocks_free": 0,
+        "kv_blocks_total": total, "decisions": [], "prefill_tokens": 0, "prefill_chunks": 0, "decode_seqs": n,
+        "attended_context": 0, "kv_read_tokens": 0, "sampled_rows": n + h, "decode_context": 0,
+        "prefill_self_pairs": 0, "prefill_context_pairs": 0, "pad_pairs": 0, "prefix_cached_tokens": 0,
+        "prefix_cached_blocks": 0,
     }  # fmt: skip

@@ -23,8 +23,9 @@ from engines.engine_core import step_record
 from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence, SequenceStatus
-from engines.sim.decode_run import SIM_TOKEN, decode_run_steps, run_decode
+from engines.sim.decode_run import FINISHING, SIM_TOKEN, decode_run_steps, run_decode
 from engines.sim.spec_decode import AcceptanceHistogram
+from engines.sim.static_step import finishing_step
 from engines.static_scheduler import StaticConfig, StaticScheduler
 from engines.step_features import StepFeatures, step_features
 
@@ -149,6 +150,10 @@ class SimEngine:
                     self.now = until
                 return
             if on_decode is not None and self.decode_runs and (steps := decode_run_steps(self)):
+                if steps == FINISHING:  # a static batch's members reach their length: the step without a plan
+                    if finishing_step(self, on_step):
+                        return
+                    continue
                 ids, ends = run_decode(self, steps, until)
                 if ends:  # none when the pool could not grow every sequence: then the step-by-step loop preempts
                     if on_decode(ids, ends):
