@@ -16,7 +16,8 @@ Engines are `batchmark run --engine` specs (static, continuous, zero, http:url=.
 under pytest's tmp_path, or under --batchmark-out DIR to keep them. `--batchmark-executor ray` (and
 `--batchmark-ray-address`, `--batchmark-workers`: the executor option table's flags) runs the trials on a
 Ray cluster, connected once for the session. Heavy imports wait until a test
-uses the fixture, so the plugin costs nothing to suites that never do.
+uses the fixture, so the plugin costs nothing to suites that never do. What it does set for every session
+is OpenMP's passive wait policy (`OMP_WAIT_POLICY=PASSIVE`, unless the user chose one), before torch loads.
 """
 
 from __future__ import annotations
@@ -32,6 +33,21 @@ import pytest
 
 if TYPE_CHECKING:
     from harness.gate import Verdict
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Idle OpenMP workers wait passively in the pytest process itself, as under `batchmark` commands
+    (docs/threads.md), unless the user chose a policy or GOMP_SPINCOUNT: libgomp reads the policy once, when
+    torch loads it, so it is set here, before any conftest or test module can import torch. A test process that
+    loaded torch first kept libgomp's spinning workers, and every engine step in it ran up to 20x slower on a
+    busy 2-core machine (`pytest -n 2`: tests/engines/test_correctness.py's preemption run 87 s against 4 s).
+
+    The rule of `engines.compute_threads.wait_passively`, not imported: no package of batchmark's loads before
+    the suite's own conftests (a suite may hold a test package of the same name, as this repository's
+    tests/engines does)."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -69,3 +69,21 @@ def test_a_run_records_the_policy_in_its_manifest(tmp_path):
     assert done.returncode == 0, done.stderr
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["environment"]["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_the_pytest_plugin_sets_the_policy_before_any_conftest_loads(monkeypatch):
+    """A test process that loaded torch before the policy was set kept spinning OpenMP workers (engine steps up
+    to 20x slower under `pytest -n 2`): the plugin sets it in the hook pytest calls before the first conftest."""
+    from harness import pytest_plugin
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    pytest_plugin.pytest_load_initial_conftests(None, None, [])  # type: ignore[arg-type]
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    pytest_plugin.pytest_load_initial_conftests(None, None, [])  # type: ignore[arg-type]
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"  # the user's choice is kept
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "10000")
+    pytest_plugin.pytest_load_initial_conftests(None, None, [])  # type: ignore[arg-type]
+    assert "OMP_WAIT_POLICY" not in os.environ  # as compute_threads.wait_passively: a spin count is a choice
