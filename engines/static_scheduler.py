@@ -148,20 +148,21 @@ class StaticScheduler:
                 output_tokens=seq.num_output_tokens,
                 slot_held_until_batch_ends=True,
             )
+        self.end_batch_if_done()
+        return finished
+
+    def end_batch_if_done(self) -> None:
+        """The batch ends with its last member: every slot and block it held is freed at once."""
         if self.batch and all(seq.status is SequenceStatus.FINISHED for seq in self.batch):
             for seq in self.batch:
                 self.blocks.free(seq)
             self.batch.clear()
-        return finished
 
     def abort(self, request_id: str) -> Sequence | None:
         for seq in self.batch:
             if seq.request_id == request_id and seq.status is not SequenceStatus.FINISHED:
                 seq.status, seq.finish_reason = SequenceStatus.FINISHED, "abort"
                 self._chunks = None
-                if all(member.status is SequenceStatus.FINISHED for member in self.batch):
-                    for member in self.batch:
-                        self.blocks.free(member)
-                    self.batch.clear()
+                self.end_batch_if_done()
                 return seq  # otherwise it keeps its slot (pad rows) until the batch ends
         return abort_sequence(request_id, [], self.waiting, self.blocks)

@@ -43,8 +43,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     loaded torch first kept libgomp's spinning workers, and every engine step in it ran up to 20x slower on a
     busy 2-core machine (`pytest -n 2`: tests/engines/test_correctness.py's preemption run 87 s against 4 s).
 
-    The rule of `engines.compute_threads.wait_passively`, not imported: no package of batchmark's loads before
-    the suite's own conftests (a suite may hold a test package of the same name, as this repository's
+    The rule of `engines.compute_threads.wait_passively`, not imported: the plugin loads nothing of `engines`
+    before the suite's own conftests (a suite may hold a test package of that name, as this repository's
     tests/engines does)."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"

@@ -237,14 +237,9 @@ def _clock(
     while len(ends) < steps and now < until:
         kv_read = attended + n * len(ends)
         keys = kv_read + n + h_keys
-        duration = cost.step_time(StepFeatures(0, 0, n, h, h, keys, kv_read + h_context, n + h, keys))
-        if noise is not None:
-            duration = noise(duration)
-        if slowdown:
-            duration *= 1.0 + slowdown
-        t_end = now + duration
+        t_end = now + engine.step_duration(StepFeatures(0, 0, n, h, h, keys, kv_read + h_context, n + h, keys))
         ends.append(t_end)
-        now = t_end + (gap if gap_noise is None else gap_noise())
+        now = engine.next_start(t_end)
         starts.append(now)
     return starts, ends
 

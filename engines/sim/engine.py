@@ -138,12 +138,26 @@ class SimEngine:
         return FinishEvent(seq.request_id, "abort", seq.num_prompt_tokens, seq.num_output_tokens, self.now,
                            preemptions=seq.preemptions, spec_decode=self._spec_done(request_id))  # fmt: skip
 
+    def step_duration(self, features: StepFeatures) -> float:
+        """How long a step of `features` takes: the cost model's time, then its noise, then the slowdown (every
+        loop that runs steps prices them here, in this order, so their floats are the same)."""
+        duration = self.cost.step_time(features)
+        if self._step_noise is not None:
+            duration = self._step_noise(duration)
+        if self.options.slowdown:
+            duration *= 1.0 + self.options.slowdown
+        return duration
+
+    def next_start(self, t_end: float) -> float:
+        """When the step after one that ended at `t_end` starts: after the gap between steps (or its noise)."""
+        return t_end + (self.options.step_gap_s if self._gap_noise is None else self._gap_noise())
+
     def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None:
         """Run every step that starts before `until` (math.inf: until no work is left); idle time
         moves the clock to `until`. Returns early when `on_step` asks to pause. With `on_decode`, stretches of
         pure decode steps (no admission, finish or preemption) run at once and are reported to it instead:
         the caller must not need a pause after a step that finished nothing."""
-        scheduler, cost, gap, slowdown = self.scheduler, self.cost, self.options.step_gap_s, self.options.slowdown
+        scheduler = self.scheduler
         while self.now < until:
             if not scheduler.has_work():
                 if until != math.inf:
@@ -170,12 +184,7 @@ class SimEngine:
             t_start = self.now
             spec = self.options.spec_decode
             extra = self._speculate(plan, spec) if spec is not None else {}
-            duration = cost.step_time(features if spec is None else _verify_features(features, plan, spec.k))
-            if self._step_noise is not None:
-                duration = self._step_noise(duration)
-            if slowdown:
-                duration *= 1.0 + slowdown
-            t_end = t_start + duration
+            t_end = t_start + self.step_duration(features if spec is None else _verify_features(features, plan, spec.k))
             admitted = []
             if plan.admitted:  # a sequence is first planned in the step that admits it
                 for chunk in plan.chunks:
@@ -196,7 +205,7 @@ class SimEngine:
                 self.step_sink(step_record(self._step, scheduler, plan, finished, t_start, t_end, used,
                                            self.blocks.num_blocks, features))  # fmt: skip
             self._step += 1
-            self.now = t_end + (gap if self._gap_noise is None else self._gap_noise())
+            self.now = self.next_start(t_end)
             if on_step(t_start, t_end, admitted, sampled, done):
                 return
 

@@ -44,13 +44,7 @@ def finishing_step(engine: SimEngine, on_step: StepCallback) -> bool:
     features = StepFeatures(0, 0, n, h, h, keys, context + held.context, n + h, keys)
     waiting = len(scheduler.waiting)
     t_start = engine.now
-    duration = engine.cost.step_time(features)
-    if engine._step_noise is not None:
-        duration = engine._step_noise(duration)
-    slowdown = engine.options.slowdown
-    if slowdown:
-        duration *= 1.0 + slowdown
-    t_end = t_start + duration
+    t_end = t_start + engine.step_duration(features)
     # apply_step: each running member computes its row, offers the blocks it completed, takes its token
     block_size = blocks.block_size if blocks.prefix_caching else 0
     sampled: list[str] = []
@@ -70,10 +64,7 @@ def finishing_step(engine: SimEngine, on_step: StepCallback) -> bool:
     decisions = [{"stage": Stage.REMOVE, "action": "finish", "id": seq.request.request_id, "why": "length",
                   "output_tokens": seq.num_output_tokens, "slot_held_until_batch_ends": True}
                  for seq in finished]  # fmt: skip
-    if all(seq.status is done for seq in batch):
-        for seq in batch:
-            blocks.free(seq)
-        batch.clear()
+    scheduler.end_batch_if_done()
     events = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
                           s.num_output_tokens, t_end, preemptions=s.preemptions, cached_tokens=s.num_cached_tokens,
                           spec_decode=engine._spec_done(s.request_id))
@@ -92,5 +83,5 @@ def finishing_step(engine: SimEngine, on_step: StepCallback) -> bool:
             prefix_cached_blocks=blocks.num_cached,
         ))  # fmt: skip
     engine._step += 1
-    engine.now = t_end + (engine.options.step_gap_s if engine._gap_noise is None else engine._gap_noise())
+    engine.now = engine.next_start(t_end)
     return on_step(t_start, t_end, [], sampled, events)
