@@ -12,17 +12,21 @@ export TRANSFORMERS_OFFLINE := 1
 # (harness/warm_bytecode.py; compiling all of .venv/lib took 43.5 s, most of it modules never imported).
 unexport PYTHONDONTWRITEBYTECODE
 PIP := $(PY) -m pip install -q --disable-pip-version-check --no-compile
+# The project's own dependencies go through uv, which installs the same versions as pip (`pip freeze` of the
+# two environments identical) in 5 s against pip's 61 s with both caches warm, 43 s against 56 s cold.
+UV  := $(VENV)/bin/uv pip install -q --python $(PY)
 
 .PHONY: demo test bench router-bench lint install clean
 
 install: $(STAMP)
 
-# torch goes first, pinned: on this machine `pip install torch==2.13.0` takes the CPU wheel, and the
-# project's own pin is then already satisfied, so nothing pulls a CUDA build.
+# torch goes first, pinned, through pip: on this machine `pip install torch==2.13.0` takes the CPU wheel that
+# lies on disk (uv does not look there), and the project's own pin is then already satisfied, so nothing
+# pulls a CUDA build.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) torch==2.13.0
-	$(PIP) -e '.[dev]'
+	$(PIP) torch==2.13.0 uv==0.13.8
+	$(UV) -e '.[dev]'
 	$(PY) -m harness.warm_bytecode
 	touch $(STAMP)
 
@@ -43,7 +47,7 @@ bench: $(STAMP)
 # A real router (vllm-router, the optional extra `router`) over two `batchmark serve` replicas, measured and
 # judged against its simulated twin (docs/cluster.md "A real router"). The extra is installed here only.
 router-bench: $(STAMP)
-	$(PY) -c "import vllm_router" 2>/dev/null || $(PIP) -e '.[router]'
+	$(PY) -c "import vllm_router" 2>/dev/null || $(UV) -e '.[router]'
 	flock /tmp/batchmark-timing.lock bash docs/cluster/real_router.sh
 
 lint: $(STAMP)
