@@ -10,6 +10,7 @@ aiohttp. docs/http.md names each flag with its default; tests/http/test_keepaliv
 
 from __future__ import annotations
 
+from engines.errors import EngineInputError
 from engines.options import Option
 
 _SERVER = ()  # the rows configure the server, not an engine kind
@@ -54,3 +55,11 @@ SERVER_OPTIONS: tuple[Option, ...] = (
 )
 
 SERVER_OPTION: dict[str, Option] = {option.name: option for option in SERVER_OPTIONS}
+
+
+def check_replica_id(name: str) -> str:
+    """`--replica-id` of `batchmark serve` and the zero-delay server: the value of every completion's
+    `x-batchmark-replica` header (engines/api.py `REPLICA_HEADER`), so printable ASCII and not blank."""
+    if not name.strip() or not (name.isascii() and name.isprintable()):
+        raise EngineInputError(f"--replica-id {name!r}: must be printable ASCII and not empty (a header value)")
+    return name

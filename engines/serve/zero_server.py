@@ -8,6 +8,11 @@ chunked events that far apart. Responses honour `max_tokens` (default 16), `stre
 `batchmark serve` streams them); token i has id 3 + i % 100 and text " t". A request whose bytes take longer than
 `--request-read-timeout` to arrive (the same deadline and default as `batchmark serve`'s: read_deadline.py) gets
 408 and its connection closes, once any stream being written on it has ended.
+Like `batchmark serve`, every completion names its replica in the `x-batchmark-replica` header (`--replica-id`,
+default HOST:PORT as bound) and carries the server's own timing in `batchmark_server_timing` (docs/http.md):
+`ttft_s` from the request's last byte read to its first token written, `queue_s` to the start of its answer (a
+pipelined request waits for the stream before it). So a client behind a router sees which replica served each
+request, and its serving path (client TTFT - the server's) is the client's and the path's cost alone.
 It exits on SIGTERM/SIGINT, or when the process that started it exits.
 
     python -m engines.serve.zero_server --port 0     # prints "listening on http://127.0.0.1:PORT"
@@ -22,12 +27,15 @@ import json
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
 from functools import lru_cache
 
+from engines.api import REPLICA_HEADER, SERVER_TIMING_FIELD
 from engines.errors import EngineInputError
 from engines.serve.chunk_sizes import ChunkSizes
 from engines.serve.read_deadline import ReadDeadline, timeout_answer
-from engines.server_options import SERVER_OPTION
+from engines.server_options import SERVER_OPTION, check_replica_id
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 2**20
@@ -39,7 +47,9 @@ def _token_ids(n: int) -> list[int]:
     return [3 + i % 100 for i in range(n)]
 
 
-def _chunk(chat: bool, text: str, ids: list[int] | None, finish: str | None, reasoning: bool = False) -> bytes:
+def _chunk(
+    chat: bool, text: str, ids: list[int] | None, finish: str | None, reasoning: bool = False, **extra: object
+) -> bytes:
     key = "reasoning_content" if reasoning else "content"
     if chat:
         choice: dict = {"index": 0, "delta": {key: text} if text else {}, "finish_reason": finish}
@@ -55,36 +65,42 @@ def _chunk(chat: bool, text: str, ids: list[int] | None, finish: str | None, rea
         "created": 0,
         "model": "zero",
         "choices": [choice],
+        **extra,
     }
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
-def _usage(prompt: int, n: int) -> bytes:
+def _usage(prompt: int, n: int, **extra: object) -> bytes:
     usage = {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n}
     obj = {"id": "zero", "object": "text_completion", "created": 0, "model": "zero", "choices": [], "usage": usage}
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+    return b"data: " + json.dumps({**obj, **extra}, separators=(",", ":")).encode() + b"\n\n"
 
 
 @lru_cache(maxsize=4096)
-def _events(n: int, chat: bool, ids: bool, usage_prompt: int | None, reasoning: int = 0) -> tuple[bytes, ...]:
-    events = [_chunk(chat, " t", [t] if ids else None, None, i < reasoning) for i, t in enumerate(_token_ids(n))]
-    events.append(_chunk(chat, "", [] if ids else None, "length"))
-    if usage_prompt is not None:
-        events.append(_usage(usage_prompt, n))
-    events.append(b"data: [DONE]\n\n")
-    return tuple(events)
+def _tokens(n: int, chat: bool, ids: bool, reasoning: int = 0) -> tuple[bytes, ...]:
+    """A stream's token events, the same for every request of its shape (cached: the server must stay cheap)."""
+    return tuple(_chunk(chat, " t", [t] if ids else None, None, i < reasoning) for i, t in enumerate(_token_ids(n)))
 
 
-def _response(status: str, content_type: str, body: bytes, close: bool) -> bytes:
+def _ending(n: int, chat: bool, ids: bool, usage_prompt: int | None, timing: dict[str, float]) -> tuple[bytes, ...]:
+    """The finish chunk, the usage chunk if asked for and [DONE]; the last chunk before [DONE] carries the timing,
+    where `batchmark serve` puts it."""
+    said = {SERVER_TIMING_FIELD: timing}
+    finish = _chunk(chat, "", [] if ids else None, "length", **({} if usage_prompt is not None else said))
+    usage = () if usage_prompt is None else (_usage(usage_prompt, n, **said),)
+    return (finish, *usage, b"data: [DONE]\n\n")
+
+
+def _response(status: str, content_type: str, body: bytes, close: bool, headers: str = "") -> bytes:
     head = (
-        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{headers}"
         f"{'Connection: close' if close else 'Connection: keep-alive'}\r\n\r\n"
     )
     return head.encode() + body
 
 
-def _json(status: str, obj: dict, close: bool = False) -> bytes:
-    return _response(status, "application/json", json.dumps(obj).encode(), close)
+def _json(status: str, obj: dict, close: bool = False, headers: str = "") -> bytes:
+    return _response(status, "application/json", json.dumps(obj).encode(), close, headers)
 
 
 def _error(status: str, message: str) -> bytes:
@@ -94,9 +110,13 @@ def _error(status: str, message: str) -> bytes:
 class ZeroProtocol(asyncio.Protocol):
     """One HTTP/1.1 connection of the zero-delay server, on a bare asyncio protocol."""
 
-    def __init__(self, token_delay_s: float, read_timeout_s: float | None) -> None:
+    def __init__(self, token_delay_s: float, read_timeout_s: float | None, replica_id: str) -> None:
         self.delay = token_delay_s
+        self.replica_header = f"{REPLICA_HEADER}: {replica_id}\r\n"  # on every completion
         self.buf = b""
+        # (bytes read in all, when) per read not yet answered: a request's arrival is the read that completed it
+        self.reads: list[tuple[int, float]] = []
+        self.consumed = 0  # bytes of the requests taken from `buf` so far
         self.transport: asyncio.Transport | None = None
         self.busy: asyncio.Task | None = None  # a delayed stream being written; later requests wait
         self.read_timeout_s = read_timeout_s  # None: no read deadline
@@ -120,6 +140,7 @@ class ZeroProtocol(asyncio.Protocol):
         if self.timed_out:
             return
         self.buf += data
+        self.reads.append((self.consumed + len(self.buf), time.perf_counter()))
         if self.deadline is not None and not self.framing.stopped:
             self.framing.feed(data)  # it stops where this server refuses the request (chunked, too big) and closes
             self.deadline.watch(self.framing.receiving)
@@ -167,10 +188,18 @@ class ZeroProtocol(asyncio.Protocol):
                 return
             body = self.buf[end + 4 : end + 4 + length]
             self.buf = self.buf[end + 4 + length :]
-            self._handle(method, path, body, close)
+            self.consumed += end + 4 + length
+            self._handle(method, path, body, close, self._arrival())
 
-    def _handle(self, method: str, path: str, body: bytes, close: bool) -> None:
+    def _arrival(self) -> float:
+        """When the request just taken (ending at `consumed`) was read whole; reads it needs no more are dropped."""
+        arrived = next(t for total, t in self.reads if total >= self.consumed)
+        self.reads = [(total, t) for total, t in self.reads if total > self.consumed]
+        return arrived
+
+    def _handle(self, method: str, path: str, body: bytes, close: bool, t_arrival: float) -> None:
         assert self.transport is not None
+        t_answer = time.perf_counter()
         if method == "GET" and path in ("/health", "/v1/models"):
             obj = {"status": "ok"} if path == "/health" else {"object": "list", "data": [{"id": "zero"}]}
             self._send(_json("200 OK", obj, close), close)
@@ -190,26 +219,46 @@ class ZeroProtocol(asyncio.Protocol):
         prompt = req.get("prompt")
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt or req.get("messages", "")).split())
         ids = bool(req.get("return_token_ids"))
-        events = _events(max(n, 0), chat, ids, prompt_tokens if want_usage else None, max(reasoning, 0))
+        n = max(n, 0)
+        queue_s = max(0.0, t_answer - t_arrival)
+
+        def timing() -> dict[str, float]:  # called as the first token goes out (none: at the finish)
+            return {"ttft_s": max(0.0, time.perf_counter() - t_arrival), "queue_s": queue_s}
+
         if not req.get("stream"):
             text = " t" * n
             choice = {"index": 0, "finish_reason": "length"}
             choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
-            self._send(_json("200 OK", {"id": "zero", "choices": [choice], "usage": usage}, close), close)
+            whole = {"id": "zero", "choices": [choice], "usage": usage, SERVER_TIMING_FIELD: timing()}
+            self._send(_json("200 OK", whole, close, self.replica_header), close)
             return
+        tokens = _tokens(n, chat, ids, max(reasoning, 0))
+        usage_prompt = prompt_tokens if want_usage else None
         if self.delay <= 0:
-            self._send(_response("200 OK", "text/event-stream", b"".join(events), close), close)
+            events = (*tokens, *_ending(n, chat, ids, usage_prompt, timing()))
+            self._send(_response("200 OK", "text/event-stream", b"".join(events), close, self.replica_header), close)
             return
-        self.busy = asyncio.get_running_loop().create_task(self._stream_slowly(events, n, close))
+        ending = (n, chat, ids, usage_prompt)
+        self.busy = asyncio.get_running_loop().create_task(self._stream_slowly(tokens, ending, timing, close))
 
-    async def _stream_slowly(self, events: tuple[bytes, ...], n: int, close: bool) -> None:
+    async def _stream_slowly(
+        self, tokens: tuple[bytes, ...], ending: tuple, timing: Callable[[], dict[str, float]], close: bool
+    ) -> None:
+        """The tokens `delay` apart; the finish, usage and [DONE] follow the last one at once."""
         transport = self.transport
         assert transport is not None
-        transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-        for i, event in enumerate(events):
-            if 0 < i < n:  # tokens are spaced; the finish, usage and [DONE] follow the last one at once
+        transport.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n%s\r\n"
+            % self.replica_header.encode()
+        )
+        said = timing() if not tokens else None
+        for i, event in enumerate(tokens):
+            if i:
                 await asyncio.sleep(self.delay)
+            transport.write(b"%x\r\n%s\r\n" % (len(event), event))
+            said = said or timing()
+        for event in _ending(*ending, said):
             transport.write(b"%x\r\n%s\r\n" % (len(event), event))
         transport.write(b"0\r\n\r\n")
         if close or self.timed_out:
@@ -233,14 +282,24 @@ async def start_zero_server(
     port: int = 0,
     token_delay_s: float = 0.0,
     read_timeout_s: float | None = READ_TIMEOUT.default,
+    replica_id: str | None = None,
 ) -> asyncio.Server:
-    """The server listening; `read_timeout_s` None: no read deadline (to measure what it costs)."""
+    """The server listening; `read_timeout_s` None: no read deadline (to measure what it costs); `replica_id`
+    None: HOST:PORT as bound, as `batchmark serve` names itself."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: ZeroProtocol(token_delay_s, read_timeout_s), host, port, backlog=4096)
+    names: list[str] = []  # the protocol reads the name at each connection, once the port is bound
+
+    def protocol() -> ZeroProtocol:
+        return ZeroProtocol(token_delay_s, read_timeout_s, names[0])
+
+    server = await loop.create_server(protocol, host, port, backlog=4096)
+    bound = server.sockets[0].getsockname()
+    names.append(replica_id if replica_id is not None else f"{bound[0]}:{bound[1]}")
+    return server
 
 
 async def _main(args: argparse.Namespace, read_timeout_s: float) -> None:
-    server = await start_zero_server(args.host, args.port, args.token_delay_ms / 1e3, read_timeout_s)
+    server = await start_zero_server(args.host, args.port, args.token_delay_ms / 1e3, read_timeout_s, args.replica_id)
     host, port = server.sockets[0].getsockname()[:2]
     print(f"listening on http://{host}:{port}", flush=True)
     stop = asyncio.Event()
@@ -270,11 +329,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         READ_TIMEOUT.flag_name, dest="read_timeout", metavar=READ_TIMEOUT.metavar, help=READ_TIMEOUT.help_text()
     )
+    parser.add_argument("--replica-id", metavar="NAME", help="every completion's x-batchmark-replica header "
+                        "(default: HOST:PORT as bound)")  # fmt: skip
     args = parser.parse_args(argv)
     try:
         read_timeout_s = (
             READ_TIMEOUT.default if args.read_timeout is None else READ_TIMEOUT.check_flag(args.read_timeout)
         )
+        if args.replica_id is not None:
+            check_replica_id(args.replica_id)
     except EngineInputError as exc:  # one line, exit 2, before listening
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engines.server_options import SERVER_OPTIONS
+from engines.server_options import SERVER_OPTIONS, check_replica_id
 from harness.cli import args as shared
 
 if TYPE_CHECKING:  # commands load these late (torch), so `batchmark --help` starts fast
@@ -64,12 +64,8 @@ def check_args(args: argparse.Namespace) -> None:
     for o in SERVER_OPTIONS:  # each given value checked against its row; not given: the row's default
         given = getattr(args, o.name)
         setattr(args, o.name, o.default if given is None else o.check_flag(given))
-    if args.replica_id is not None and (
-        not args.replica_id.strip() or not (args.replica_id.isascii() and args.replica_id.isprintable())
-    ):
-        raise HarnessInputError(
-            f"--replica-id {args.replica_id!r}: must be printable ASCII and not empty (a header value)"
-        )
+    if args.replica_id is not None:
+        check_replica_id(args.replica_id)
     if args.step_trace is not None:
         from harness.cli.args import writable_dir
 

@@ -48,10 +48,12 @@ def test_the_fleet_is_recorded_in_the_engine_description() -> None:
 
 
 class Replica:
-    """A zero-delay server in a process of its own (tokens `delay_ms` apart), so the test can kill it."""
+    """A zero-delay server in a process of its own (tokens `delay_ms` apart, named `name` on every completion), so
+    the test can kill it."""
 
-    def __init__(self, delay_ms: float) -> None:
-        command = [sys.executable, "-m", "engines.serve.zero_server", "--port", "0", "--token-delay-ms", str(delay_ms)]
+    def __init__(self, delay_ms: float, name: str) -> None:
+        command = [sys.executable, "-m", "engines.serve.zero_server", "--port", "0", "--token-delay-ms", str(delay_ms),
+                   "--replica-id", name]  # fmt: skip
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().split("listening on ", 1)[1].strip()
@@ -66,8 +68,8 @@ def round_robin_router(replicas: list[str], routed: list[tuple[int, bool]], on_r
     """A tiny router as vllm-router forwards: each POST to the next replica, its stream passed through; a replica
     that refuses the connection is a 502; one that dies mid-stream cuts the client's stream. `routed` gets
     (replica, streamed to the end) per request; `on_request(n)` runs as the n-th request (from 0) arrives.
-    The zero servers name no replica, so the router names the one it chose (`replica-N`) in the header that
-    `batchmark serve --replica-id` sends through vllm-router: the client's records then say where each went."""
+    The replicas' own x-batchmark-replica header is passed on, as vllm-router does: the client's records then say
+    where each went."""
     turn = itertools.count()
 
     async def forward(request: web.Request) -> web.StreamResponse:
@@ -85,7 +87,6 @@ def round_robin_router(replicas: list[str], routed: list[tuple[int, bool]], on_r
             ):
                 # as vllm-router 0.1.17 does: the backend's response headers passed on (docs/cluster.md)
                 passed = {k: v for k, v in upstream.headers.items() if k.lower() == REPLICA_HEADER}
-                passed = passed or {REPLICA_HEADER: f"replica-{i}"}
                 response = web.StreamResponse(
                     status=upstream.status, headers={"Content-Type": "text/event-stream", **passed}
                 )
@@ -117,7 +118,7 @@ def round_robin_router(replicas: list[str], routed: list[tuple[int, bool]], on_r
 def test_a_replica_that_dies_mid_run_fails_its_requests_and_the_run_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    replicas = [Replica(20.0), Replica(20.0)]
+    replicas = [Replica(20.0, f"replica-{i}") for i in range(2)]
     routed: list[tuple[int, bool]] = []
     try:
         # replica 1 dies as the 10th request arrives (0.5 s in): some of its requests are streaming then (each

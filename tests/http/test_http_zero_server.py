@@ -9,8 +9,9 @@ import time
 import aiohttp
 import pytest
 
-from engines.api import FinishEvent, Request, TokenEvent
+from engines.api import REPLICA_HEADER, SERVER_TIMING_FIELD, FinishEvent, Request, TokenEvent
 from engines.http import HttpEngine
+from engines.serve import zero_server
 from engines.serve.zero_server import start_zero_server
 
 
@@ -105,3 +106,55 @@ def test_a_bad_body_is_a_400_not_a_dropped_connection(body):
             return bad.status, health.status
 
     assert asyncio.run(_with_server(0.0, send)) == (400, 200)
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.01])
+@pytest.mark.parametrize("usage", [False, True])
+def test_it_names_its_replica_and_times_each_request_as_batchmark_serve_does(delay_s, usage):
+    """The x-batchmark-replica header (HOST:PORT by default) and `batchmark_server_timing` on the last chunk reach
+    the HTTP engine's finish: the server's TTFT lies inside the client's, and its queue wait inside that."""
+
+    async def body(url):
+        engine = HttpEngine(url, "zero", include_usage=usage)
+        await engine.start()
+        try:
+            sent = time.perf_counter()
+            events = [e async for e in engine.generate(Request("t", [5, 6], 4, ignore_eos=True))]
+            return url, sent, events
+        finally:
+            await engine.stop()
+
+    url, sent, events = asyncio.run(_with_server(delay_s, body))
+    first = next(e for e in events if isinstance(e, TokenEvent))
+    finish = events[-1]
+    assert isinstance(finish, FinishEvent) and finish.reason == "length" and finish.output_tokens == 4
+    assert finish.replica_id == url.removeprefix("http://")
+    assert finish.server_ttft_s is not None and finish.server_queue_s is not None
+    assert 0 <= finish.server_queue_s <= finish.server_ttft_s <= first.time - sent
+
+
+def test_a_plain_completion_carries_the_header_and_timing_and_a_given_name():
+    async def body(url):
+        async with aiohttp.ClientSession() as session:
+            whole = await session.post(url + "/v1/completions", json={"prompt": "a b", "max_tokens": 2})
+            return whole.headers.get(REPLICA_HEADER), json.loads(await whole.text())
+
+    async def named(replica_id):
+        server = await start_zero_server(replica_id=replica_id)
+        try:
+            return await body(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    header, whole = asyncio.run(named("replica-7"))
+    assert header == "replica-7"
+    timing = whole[SERVER_TIMING_FIELD]
+    assert 0 <= timing["queue_s"] <= timing["ttft_s"] < 1.0
+
+
+@pytest.mark.parametrize("bad", ["", " ", "a\nb", "é"])
+def test_a_bad_replica_id_is_one_line_and_exit_2(bad, capsys):
+    assert zero_server.main(["--replica-id", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--replica-id" in err and "\n" not in err.strip()

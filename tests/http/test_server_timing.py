@@ -47,7 +47,10 @@ def test_a_served_run_records_each_requests_server_ttft_within_its_client_ttft(
     assert path["requests"] == 12
     assert 0 < path["path_p50_s"] <= path["path_p99_s"]
     assert path["server_ttft_p50_s"] < path["client_ttft_p50_s"]
-    assert "served: serving path (client TTFT - server's own TTFT, 12 requests): p50 " in capsys.readouterr().out
+    assert path["queue_requests"] == 12 and 0 <= path["server_queue_p50_s"] <= path["server_ttft_p50_s"]
+    out = capsys.readouterr().out
+    assert "served: serving path (client TTFT - server's own TTFT, 12 requests): p50 " in out
+    assert "; server queue p50 " in out
 
 
 def metrics(rows: list[dict]) -> dict:
@@ -82,6 +85,23 @@ def test_only_requests_with_both_ttfts_make_the_path() -> None:
     assert path["path_p99_s"] > 0.4
     assert path["server_ttft_p50_s"] == pytest.approx(0.004) and path["client_ttft_p50_s"] == pytest.approx(0.020)
     assert "e: serving path (client TTFT - server's own TTFT, 10 requests): p50 16.00 ms" in format_summary(out)
+    assert path["queue_requests"] == 0 and path["server_queue_p50_s"] is None  # no server said its queue: not 0
+    assert "server queue" not in format_summary(out)
+
+
+def test_the_servers_queue_wait_splits_its_ttft_where_it_said_it() -> None:
+    # 16 requests queued 1..16 ms of a 20 ms server TTFT; one more whose server said no queue, one whose server
+    # said nothing at all (neither counts)
+    rows = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.030, gaps=[0.01], server_ttft_s=0.020,
+                        server_queue_s=0.001 * (i + 1)) for i in range(16)]  # fmt: skip
+    rows.append(make_record("no-queue", t_scheduled=9.0, ttft=0.030, gaps=[0.01], server_ttft_s=0.020))
+    rows.append(make_record("unsaid", t_scheduled=9.5, ttft=0.030, gaps=[0.01], server_queue_s=0.5))
+    out = metrics(rows)
+    path = out["engines"]["e"]["serving_path"]
+    assert path["requests"] == 17 and path["queue_requests"] == 16
+    assert path["server_queue_p50_s"] == pytest.approx(0.0085)  # linear: the median of 1..16 ms
+    assert path["server_queue_p99_s"] == pytest.approx(0.01585)
+    assert "; server queue p50 8.50 ms, p99 15.85 ms)" in format_summary(out)
 
 
 def timing_app(raw: bytes) -> web.Application:
