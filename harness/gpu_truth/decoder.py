@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 from engines.sim.shape import ModelShape
 
@@ -146,6 +145,9 @@ class Decoder:
         start = total - n
         positions = torch.cat((torch.arange(start, total, device=self.device),
                                torch.full((batch,), position, device=self.device)))  # fmt: skip
+        # imported here: torch.nn.attention.bias loads torch._dynamo, 4.5 s, which only a mixed step needs
+        from torch.nn.attention.bias import causal_lower_right
+
         mask = causal_lower_right(n, total)  # chunk row i attends the cached prefix and rows 0..i
         x = self.embed[torch.cat((chunk_ids, decode_ids))]
         for layer, (ck, cv), (dk, dv) in zip(self.layers, chunk_cache, decode_cache, strict=True):

@@ -17,8 +17,6 @@ from tests.executor.zero_server import zero_server
 
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
-ray = pytest.importorskip("ray")
-
 # two rates and 16 requests: each rate point costs its fixed summary work, and equality needs no more
 SWEEP = ["sweep", "--workload", "chat-small", "--first", "16", "--engine", "sim:scheduler=static", "--engine", "sim",
          "--rates", "4,64", "--no-report"]  # fmt: skip
@@ -26,6 +24,8 @@ SWEEP = ["sweep", "--workload", "chat-small", "--first", "16", "--engine", "sim:
 
 @pytest.fixture(scope="module")
 def cluster():
+    # imported here, not at collection: every worker collects every file, and Ray takes 1.3 s to import
+    ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", _node_ip_address="127.0.0.1")
     try:
         yield
