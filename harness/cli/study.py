@@ -62,7 +62,7 @@ def study_command(args: argparse.Namespace) -> int:
     arms = resolve(base, list(plan.variants))
     from harness.engine_specs import parse_engine_specs
 
-    parse_engine_specs([a.spec for a in arms], {"admission_slo_ms": 1.0})  # every arm's options checked first
+    specs = parse_engine_specs([a.spec for a in arms], {"admission_slo_ms": 1.0})  # every arm's options checked first
     units_n = len(arms) * len(plan.slices) * plan.trials
     replay_s = len(arms) * plan.trials * sum(s.end_s - s.start_s for s in plan.slices)
     estimate = (
@@ -85,7 +85,8 @@ def study_command(args: argparse.Namespace) -> int:
                 f"{plan.path}: field slices.{window.name}: no request of {plan.workload} arrives in "
                 f"{window.start_s:g}-{window.end_s:g} s (its arrivals span 0-{last:g} s)"
             )
-    compute_threads.configure(args.threads)
+    if any(spec.in_process for spec in specs):  # torch only for arms that compute on it, as `run` does
+        compute_threads.configure(args.threads)
     out = args.out or shared.default_out("study", args.plan.stem)
     out.mkdir(parents=True, exist_ok=True)
     manifest = build_manifest(

@@ -105,8 +105,9 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     shared.check_run_flags(args)  # every flag, before any work
     plan = _plan(args)
-    compute_threads.configure(args.threads)
     specs = shared.engine_specs(args)
+    if any(spec.in_process for spec in specs):  # torch only for engines that compute on it, as `run` does
+        compute_threads.configure(args.threads)
     shared.executor_choice(args)  # Ray missing or its head unreachable: one line before the workload loads
     base, overrides = shared.load_run_workload(args, specs)
     settings = shared.run_settings(args, base)
