@@ -1,7 +1,6 @@
 #!/bin/bash
 # One round: the sweep gate test for each tree root given, then the plugin subprocess test's pytest with and
 # without hypothesis's plugin (test_theirs.py in /tmp/gf2_plug). Run it under the timing lock.
-# subprocess pytest with and without hypothesis's plugin
 for root in "$@"; do
   cd $root; l=$(uptime | sed 's/.*load average: //')
   s=$(date +%s.%N)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# usage: gf2_ident.sh CODE_ROOT OUT
+# usage: identity_runs.sh CODE_ROOT OUT: a simulated run and a torch run (two engines) with CODE_ROOT's code
 set -e
 cd "$1"
 export PYTHONPATH="$1"
