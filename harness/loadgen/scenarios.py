@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
-from harness.collector import collector_paused
+from harness.collector import collector_paused, full_collection
 from harness.loadgen.stop_rules import StopRules, StopState
 from harness.records import RequestRecord, set_spec_decode, token_channels
 
@@ -229,7 +229,7 @@ async def run_closed_loop(
     """`users` concurrent users, each sending the next request once its previous one is done (from `t0`,
     a perf_counter() instant, when given)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
-    gc.collect()
+    full_collection()
     if t0 is not None:
         await _sleep_until(t0)
     run.t0 = time.perf_counter() if t0 is None else t0

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.collector import survivors_frozen
 from harness.errors import HarnessInputError
 from harness.sweep.point import Point, measure_point
 from harness.sweep.search import Capacity, bisect, capacity, class_capacity, climb, spread
@@ -40,6 +41,7 @@ RunOne = Callable[[Any, Sequence[Any], Path], None]  # workload, engine specs, r
 RunMany = Callable[[list[tuple[Any, Sequence[Any], Path]]], None]  # several such runs, side by side
 
 
+@survivors_frozen()  # one scope for all its runs: a full collection never re-scans what an earlier run froze
 def run_sweep(
     plan: SweepPlan,
     specs: Sequence[Any],

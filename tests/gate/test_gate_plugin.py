@@ -65,6 +65,9 @@ def test_any_project_gets_the_fixture_from_the_installed_plugin(tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
+            # an unrelated plugin installed beside ours: importing hypothesis was 1-4 s of this test's 8
+            "-p",
+            "no:hypothesispytest",
             "--batchmark-out",
             str(keep),
             "test_theirs.py",
