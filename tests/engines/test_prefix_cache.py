@@ -221,3 +221,47 @@ def test_prefix_caching_off_computes_every_prompt_token(embedded, shared_and_ref
     assert run.tokens_by_request == reference
     assert sum(step["prefix_cached_tokens"] for step in run.steps) == 0
     assert sum(step["prefill_tokens"] for step in run.steps) == sum(len(r.prompt_token_ids) for r in requests)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_evicting_without_stale_entries_fast_equals_the_loop(seed: int) -> None:
+    """`_evict`'s path for an LRU without stale entries leaves every piece of state as the loop that skips them,
+    over random admissions (a small alphabet: prefix hits, so stale entries come and go), growth and frees."""
+    rng = np.random.default_rng(seed)
+    fast, loop = BlockManager(24, BS, prefix_caching=True), BlockManager(24, BS, prefix_caching=True)
+    loop.fast_evict = False
+    live: dict[BlockManager, list[Sequence]] = {fast: [], loop: []}
+    took_fast = 0
+    for step in range(400):
+        action, tokens = rng.integers(3), [int(t) for t in rng.integers(0, 2, size=rng.integers(1, 20))]
+        tokens[: 2 * BS] = [0] * min(len(tokens), 2 * BS) if rng.random() < 0.5 else tokens[: 2 * BS]  # shared: hits
+        pick = float(rng.random())  # which sequence to free: drawn once, for both managers
+        for blocks in (fast, loop):
+            seqs = live[blocks]
+            if action == 0 or not seqs:  # admit, as the schedulers do
+                seq = Sequence.from_request(Request(f"s{step}", tokens, 1), step, 0.0)
+                hit = blocks.match_prefix(seq)
+                need = blocks.blocks_for_tokens(len(tokens)) - len(hit)
+                if blocks.can_allocate(need + blocks.reactivated(hit)):
+                    blocks.take_prefix(seq, hit)
+                    no_stale = len(blocks._lru) == blocks._num_evictable
+                    took_fast += blocks is fast and no_stale and need > len(blocks._free)
+                    blocks.allocate(seq, need)
+                    seq.num_computed_tokens = len(tokens)
+                    blocks.commit(seq)
+                    seqs.append(seq)
+            elif action == 1:  # grow the oldest by a block's worth of tokens, if the pool has one
+                seq = seqs[0]
+                if blocks.can_allocate(1):
+                    seq.token_ids.extend(tokens[:BS] + [0] * (BS - len(tokens[:BS])))
+                    blocks.allocate(seq, blocks.blocks_needed(seq, BS))
+                    seq.num_computed_tokens += BS
+                    blocks.commit(seq)
+            else:
+                blocks.free(seqs.pop(int(pick * len(seqs))))
+        assert [s.block_table for s in live[fast]] == [s.block_table for s in live[loop]]
+        for name in ("_free", "_refs", "_hash_of", "_cached", "_lru_entries", "_num_evictable", "evictions"):
+            assert getattr(fast, name) == getattr(loop, name), name
+        assert list(fast._lru) == list(loop._lru)
+    assert took_fast, "the fast path never ran"
+    assert loop.stale_skipped, "no stale entry was evicted past"
