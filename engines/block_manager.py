@@ -37,8 +37,6 @@ class BlockManager:
     """A fixed pool of `num_blocks` KV blocks of `block_size` tokens, reference-counted; with
     `prefix_caching`, full blocks stay findable by their chained hash until evicted (LRU)."""
 
-    fast_evict = True  # evict without looking for stale LRU entries when there are none (tests compare: off)
-
     def __init__(self, num_blocks: int, block_size: int, prefix_caching: bool = False) -> None:
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError(f"need positive num_blocks and block_size, got {num_blocks}, {block_size}")
@@ -58,7 +56,6 @@ class BlockManager:
         self._lru_entries: list[int] = [0] * num_blocks  # entries of each block in `_lru`, live or stale
         self._num_evictable = 0
         self.evictions = 0
-        self.stale_skipped = 0  # stale LRU entries evictions passed over (tests check that both paths ran)
 
     @property
     def num_free(self) -> int:
@@ -107,29 +104,18 @@ class BlockManager:
         forgotten."""
         pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
         hash_of, cached = self._hash_of, self._cached
-        if self.fast_evict and len(self._lru) == self._num_evictable:
-            # no stale entry (the common case: one needs a prefix hit): the first `num_blocks` are live, one entry each
-            blocks = [pop() for _ in range(num_blocks)]
-            for block in blocks:
-                entries[block] = 0
-                del cached[hash_of[block]]  # type: ignore[index]
-                hash_of[block] = None
-                refs[block] = 1
-            table.extend(blocks)
-        else:
-            taken = 0
-            while taken < num_blocks:
-                block = pop()
-                left = entries[block] - 1
-                entries[block] = left
-                if left or refs[block]:
-                    self.stale_skipped += 1
-                    continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
-                del cached[hash_of[block]]  # type: ignore[index]
-                hash_of[block] = None
-                refs[block] = 1
-                table.append(block)
-                taken += 1
+        taken = 0
+        while taken < num_blocks:
+            block = pop()
+            left = entries[block] - 1
+            entries[block] = left
+            if left or refs[block]:
+                continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
+            del cached[hash_of[block]]  # type: ignore[index]
+            hash_of[block] = None
+            refs[block] = 1
+            table.append(block)
+            taken += 1
         self._num_evictable -= num_blocks
         self.evictions += num_blocks
 

@@ -66,7 +66,7 @@ def decode_run_steps(engine: SimEngine) -> int:
         return 0
     steps = 1 << 62
     status = SequenceStatus.RUNNING
-    for seq in reversed(running):  # newest first: a sequence admitted last is the likeliest still in prefill
+    for seq in running:
         request = seq.request
         # one uncomputed token (its last sampled one) and output already: a decode row, stopping only at its length
         if seq.status is not status or len(seq.token_ids) - seq.num_computed_tokens != 1:
