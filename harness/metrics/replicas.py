@@ -14,7 +14,7 @@ import pandas as pd
 def _names(records: pd.DataFrame) -> tuple[list[str | None], str] | None:
     """Each record's replica as a name, and who named them ("server" or "router"); None when no record does."""
     for column, named_by in (("replica_id", "server"), ("replica", "router")):
-        if column not in records:
+        if column not in records or records[column].isna().all():  # no name in it (most runs): not read one by one
             continue
         # a router's index reads back as a float in a column with gaps (NaN): its name is the integer; the
         # column as a list first (iterating pandas strings makes each a Python string one call at a time)
