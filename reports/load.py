@@ -233,7 +233,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         notes.append("no manifest.json: lineage unknown")
     frame, tokens = read_records(records_path)
     schedule = read_schedule(path / "requests.jsonl")
-    # ids as lists: iterating a column of pandas strings makes each a Python string one call at a time
+    # ids as lists, as `harness.metrics.compare.paired_deltas` reads them
     scheduled = (set(schedule["request_id"].astype(str).tolist())
                  if schedule is not None and "request_id" in schedule else None)  # fmt: skip
     known = _summaries(metrics)
