@@ -233,7 +233,9 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
         notes.append("no manifest.json: lineage unknown")
     frame, tokens = read_records(records_path)
     schedule = read_schedule(path / "requests.jsonl")
-    scheduled = set(schedule["request_id"].astype(str)) if schedule is not None and "request_id" in schedule else None
+    # ids as lists, as `harness.metrics.compare.paired_deltas` reads them
+    scheduled = (set(schedule["request_id"].astype(str).tolist())
+                 if schedule is not None and "request_id" in schedule else None)  # fmt: skip
     known = _summaries(metrics)
     if frame.empty and not known:
         raise RecordError(f"{records_path}: no records")
@@ -252,7 +254,7 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
             er.server = pd.DataFrame(read_series(server_path))
         entry = known.get((str(engine), int(trial)))
         if scheduled is not None:
-            never = len(scheduled - set(records["request_id"]))
+            never = len(scheduled - set(records["request_id"].tolist()))
             if never:
                 if entry is None:
                     why = "the run was killed or crashed first"

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+from pandas.arrays import ArrowStringArray
 
 from engines.step_record import StepRecord
 from harness.records import RecordError, RequestRecord
@@ -150,13 +152,26 @@ def _convert(c: Column, col: pd.Series) -> Any:
         return col.fillna(c.absent).astype(bool)
     if c.kind == "text":
         values = (col if c.absent is None else col.fillna(c.absent)).astype("str")
-        # a lone surrogate ("\ud800" in the JSON) is not text: it breaks every writer (one encode of the
-        # column's text joined is a tenth of the time of one per value)
-        "".join([v for v in values.tolist() if isinstance(v, str)]).encode("utf-8")  # missing: NaN, skipped
+        _check_unicode(values)
         return values
     if c.kind == "floats":
         return [_floats(x) for x in col]
     return [x if type(x) is list else _list(x) for x in col]  # parsed JSON lists are taken as they are
+
+
+def _check_unicode(values: pd.Series) -> None:
+    """Raise UnicodeError where a value of the text column `values` is not valid text: a lone surrogate
+    ("\ud800" in the JSON) breaks every writer."""
+    if isinstance(values.array, ArrowStringArray):
+        # UTF-8 bytes (pandas' own strings, as pyarrow's reader leaves them): valid ones cannot hold a surrogate,
+        # and pyarrow checks them in place (200,000 values: 2 ms, against 80 ms for decoding each to Python)
+        try:
+            pa.array(values.array).validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise UnicodeError(str(exc)) from None
+        return
+    # Python strings: one encode of the column's text joined is a tenth of the time of one per value
+    "".join([v for v in values.tolist() if isinstance(v, str)]).encode("utf-8")  # missing: NaN, skipped
 
 
 def _first_bad(c: Column, col: pd.Series) -> tuple[int, Any]:

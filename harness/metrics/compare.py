@@ -60,9 +60,10 @@ def paired_deltas(
         out[f"{m}_a"], out[f"{m}_b"] = joined[f"{m}_a"], joined[f"{m}_b"]
         out[f"{m}_delta"] = joined[f"{m}_b"] - joined[f"{m}_a"]
         out[f"{m}_ratio"] = joined[f"{m}_b"] / joined[f"{m}_a"].where(joined[f"{m}_a"] != 0)
-    paired = set(joined["request_id"])
-    out.attrs["only_in_a"] = sorted(set(la["request_id"]) - paired)
-    out.attrs["only_in_b"] = sorted(set(lb["request_id"]) - paired)
+    # ids as a list first: iterating a column of pandas strings makes each a Python string one call at a time
+    paired = set(joined["request_id"].tolist())
+    out.attrs["only_in_a"] = sorted(set(la["request_id"].tolist()) - paired)
+    out.attrs["only_in_b"] = sorted(set(lb["request_id"].tolist()) - paired)
     out.attrs["paired_on"] = key
     return out
 

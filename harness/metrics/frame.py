@@ -208,13 +208,23 @@ def _load(path: str | Path, make: Any) -> pd.DataFrame:
     return frame
 
 
+def list_lengths(column: pd.Series | np.ndarray) -> np.ndarray:
+    """How many items each cell of a column of lists (or tuples) holds, as int64."""
+    # over the column's array of lists: iterating the Series itself, or `map(len)`, takes two to three times as long
+    return np.fromiter(map(len, _lists(column)), dtype=np.int64, count=len(column))
+
+
+def _lists(column: pd.Series | np.ndarray) -> np.ndarray:
+    return column.to_numpy() if isinstance(column, pd.Series) else column
+
+
 def flatten_token_times(token_times: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """All token times of a column of lists as one flat array, plus the row position each came from.
 
     One pass with `np.fromiter` keeps 100k requests x hundreds of tokens fast and memory-light.
     """
-    lengths = np.fromiter((len(v) for v in token_times), dtype=np.int64, count=len(token_times))
+    lengths = list_lengths(token_times)
     total = int(lengths.sum())
-    flat = np.fromiter(chain.from_iterable(token_times), dtype=np.float64, count=total)
+    flat = np.fromiter(chain.from_iterable(_lists(token_times)), dtype=np.float64, count=total)
     owner = np.repeat(np.arange(len(token_times), dtype=np.int64), lengths)
     return flat, owner

@@ -14,11 +14,12 @@ import pandas as pd
 def _names(records: pd.DataFrame) -> tuple[list[str | None], str] | None:
     """Each record's replica as a name, and who named them ("server" or "router"); None when no record does."""
     for column, named_by in (("replica_id", "server"), ("replica", "router")):
-        if column not in records:
+        if column not in records or records[column].isna().all():  # no name in it (most runs): not read one by one
             continue
-        # a router's index reads back as a float in a column with gaps (NaN): its name is the integer
+        # a router's index reads back as a float in a column with gaps (NaN): its name is the integer (the
+        # column as a list, as `harness.metrics.compare.paired_deltas` reads its ids)
         names = [None if v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
-                 else str(int(v)) if isinstance(v, float) else str(v) for v in records[column]]  # fmt: skip
+                 else str(int(v)) if isinstance(v, float) else str(v) for v in records[column].tolist()]  # fmt: skip
         if any(n is not None for n in names):
             return names, named_by
     return None

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.metrics.frame import list_lengths
+
 PHASES = ("prefill", "decode", "mixed")
 
 
@@ -74,7 +76,7 @@ def utilisation(steps: pd.DataFrame) -> dict[str, Any]:
         "padded_tokens": padded,
         "kv_use_mean": _weighted_mean(kv, w),
         "kv_use_max": None if kv.dropna().empty else float(kv.max()),
-        "preemptions": int(steps["preempted"].map(len).sum()),
+        "preemptions": int(list_lengths(steps["preempted"]).sum()),
         "max_waiting": int(steps["waiting"].max()),
         "steps_by_phase": {p: int(phases.at[p, "steps"]) for p in PHASES},
         "seconds_by_phase": {p: float(phases.at[p, "seconds"]) for p in PHASES},

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.metrics.frame import list_lengths
 from harness.metrics.latency import succeeded
 
 DEFAULT_LAG_THRESHOLD_S = 0.005  # in-process load generator; an HTTP client may need more
@@ -113,7 +114,7 @@ def validity_flags(records: pd.DataFrame, *, lag_threshold_s: float = DEFAULT_LA
                 _examples(records, over),
             )
         )
-    n_times = records["token_times"].map(len)
+    n_times = pd.Series(list_lengths(records["token_times"]), index=records.index)
     bad_times = n_times != records["output_tokens"]
     if bad_times.any():
         flags.append(

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.fairness import INPUT_WEIGHT, OUTPUT_WEIGHT, backlog_intervals, service_events
+from harness.metrics.frame import list_lengths
 from harness.metrics.latency import admission_unseen, done_time
 from harness.metrics.slo import SLO
 
@@ -108,7 +109,7 @@ def step_signals(steps: pd.DataFrame, t: np.ndarray, window_s: float, admit_time
     if end.size == 0:
         return {name: nan.copy() for name in STEP_SIGNALS}
     waiting = steps["waiting"].to_numpy(dtype=np.float64)
-    preempted = steps["preempted"].map(len).to_numpy(dtype=np.float64)
+    preempted = list_lengths(steps["preempted"]).astype(np.float64)
     total = steps["kv_blocks_total"].to_numpy(dtype=np.float64)
     kv = np.divide(steps["kv_blocks_used"].to_numpy(dtype=np.float64), total, out=np.zeros(end.size), where=total > 0)
     n = _window_counts(end, t, window_s)
