@@ -10,10 +10,22 @@
 # (docs/peers/agreement_table.py OUT_DIR).
 # VERSION=2 runs version 2 of the protocol instead (docs/peers/agreement_v2.sh; the same peers and load); without it,
 # version 1 runs exactly as committed.
+# LOAD=poisson offers the protocol's open-loop load instead of the closed loop of 16 ("A Poisson rate" in
+# docs/peers/agreement-protocol.md): N requests arriving at RATE req/s (default 20), docs/peers/agreement-poisson.toml
+# for batchmark (which must say the same rate and count) and each peer's own Poisson mode.
 set -uo pipefail
 OUT=${1:?OUT_DIR}; PEERS=${2:?PEERS_DIR}; PORT=${PORT:-18790}; PY=${PY:-.venv/bin/python}; N=${N:-256}
 ROUNDS=${ROUNDS:-3}; LOCK=/tmp/batchmark-timing.lock; TOK="$PWD/engines/model/tokenizer"
-URL="http://127.0.0.1:$PORT"
+URL="http://127.0.0.1:$PORT"; LOAD=${LOAD:-closed16}; RATE=${RATE:-20}
+case "$LOAD" in
+  closed16) WORKLOAD=docs/peers/agreement.toml
+    VLLM_LOAD="--max-concurrency 16 --request-rate inf"; GUIDELLM_PROFILE="kind=concurrent,streams=16"
+    AIPERF_LOAD="--concurrency 16"; IP_YAML=docs/peers/inference-perf-concurrency16.yaml ;;
+  poisson) WORKLOAD=docs/peers/agreement-poisson.toml
+    VLLM_LOAD="--request-rate $RATE --burstiness 1.0"; GUIDELLM_PROFILE="kind=poisson,rate=$RATE"
+    AIPERF_LOAD="--request-rate $RATE --arrival-pattern poisson"; IP_YAML=docs/peers/inference-perf-poisson.yaml ;;
+  *) echo "LOAD must be closed16 or poisson, found $LOAD" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
 VERSION=${VERSION:-1}
 if [ "$VERSION" = 2 ]; then
@@ -30,7 +42,7 @@ load() { echo "$1 $(date -u +%T) $(cut -d' ' -f1-3 /proc/loadavg)" >> "$D/load.t
 
 ours() {  # batchmark's own client, same load
   load "batchmark-start"
-  taskset -c 1 "$PY" -m harness.cli run --workload docs/peers/agreement.toml --engine http --url "$URL" \
+  taskset -c 1 "$PY" -m harness.cli run --workload "$WORKLOAD" --engine http --url "$URL" \
     --no-report --no-progress --out "$D/batchmark" > "$D/batchmark.log" 2>&1 || echo "batchmark failed" >> "$D/load.txt"
   load "batchmark-end"
 }
@@ -40,26 +52,26 @@ peer_vllm() {
     --base-url "$URL" --endpoint /v1/completions --model batchmark --tokenizer "$TOK" --dataset-name random \
     --random-input-len 64 --random-output-len 64 --ignore-eos --temperature 0 --seed 0 \
     --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result --save-detailed \
-    --result-dir "$D" --result-filename vllm.json --disable-tqdm --max-concurrency 16 --request-rate inf \
-    --num-prompts "$N"
+    --result-dir "$D" --result-filename vllm.json --disable-tqdm $VLLM_LOAD --num-prompts "$N"
 }
 peer_guidellm() {  # GuideLLM and AIPerf read a local tokenizer directory only outside HF offline mode
   env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE taskset -c 1 "$PEERS/venv-guidellm/bin/guidellm" run \
     --backend "kind=openai_http,target=$URL,model=batchmark,request_format=/v1/completions" \
-    --profile kind=concurrent,streams=16 --constraint "kind=max_requests,count=$N" \
+    --profile "$GUIDELLM_PROFILE" --constraint "kind=max_requests,count=$N" \
     --tokenizer "kind=huggingface_auto,model=$TOK" --data kind=synthetic_text,prompt_tokens=64,output_tokens=64 \
     --seed kind=static,value=0 --output "kind=json,path=$D/guidellm.json" --disable-console-interactive
 }
 peer_aiperf() {
   env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE taskset -c 1 "$PEERS/venv-aiperf/bin/aiperf" profile \
-    --model batchmark --url "$URL" --endpoint-type completions --streaming --concurrency 16 --request-count "$N" \
+    --model batchmark --url "$URL" --endpoint-type completions --streaming $AIPERF_LOAD --request-count "$N" \
     --prompt-input-tokens-mean 64 --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean 64 \
     --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --use-legacy-max-tokens --tokenizer "$TOK" \
     --random-seed 0 --output-artifact-dir "$D/aiperf" --no-auto-plot
 }
 peer_inference_perf() {
-  sed "s#@PORT@#$PORT#; s#@OUT@#$D/inference-perf#; s#num_requests: 64#num_requests: $N#; s#per_request: false#per_request: true#" \
-    docs/peers/inference-perf-concurrency16.yaml > "$D/inference-perf.yaml"
+  # a Poisson stage has a duration, not a count: ceil(N / RATE) whole seconds (inference-perf takes an integer)
+  sed "s#@PORT@#$PORT#; s#@OUT@#$D/inference-perf#; s#num_requests: 64#num_requests: $N#; s#per_request: false#per_request: true#; s#@RATE@#$RATE#; s#@DURATION@#$(( (N + ${RATE%.*} - 1) / ${RATE%.*} ))#" \
+    "$IP_YAML" > "$D/inference-perf.yaml"
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 taskset -c 1 "$PEERS/venv-ip/bin/inference-perf" -c "$D/inference-perf.yaml"
 }
 ORDERED=(vllm guidellm aiperf inference_perf)
@@ -81,7 +93,7 @@ for r in $(seq 1 "$ROUNDS"); do
     if [ ! -d "$PEERS/${VENV[$peer]}" ]; then echo "no $PEERS/${VENV[$peer]}: $peer skipped" | tee "$D/skipped"; continue; fi
     # the pair under one lock, the peer first when r + p is even (ABBA over the rounds)
     if (( (r + p) % 2 == 0 )); then ORDER="theirs $peer; ours"; else ORDER="ours; theirs $peer"; fi
-    export -f load ours theirs "peer_$peer"; export D PY URL PEERS TOK N PORT
+    export -f load ours theirs "peer_$peer"; export D PY URL PEERS TOK N PORT WORKLOAD VLLM_LOAD GUIDELLM_PROFILE AIPERF_LOAD IP_YAML RATE
     flock "$LOCK" bash -c "$ORDER"
     [ -f "$D/${FILE[$peer]}" ] && "$PY" -m harness.cli import "$D/${FILE[$peer]}" --out "$D/peer-imported" \
       > "$D/import.log" 2>&1
