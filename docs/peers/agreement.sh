@@ -26,7 +26,7 @@ case "$LOAD" in
     AIPERF_LOAD="--request-rate $RATE --arrival-pattern poisson"; IP_YAML=docs/peers/inference-perf-poisson.yaml ;;
   *) echo "LOAD must be closed16 or poisson, found $LOAD" >&2; exit 2 ;;
 esac
-mkdir -p "$OUT"
+mkdir -p "$OUT"; echo "$LOAD $RATE" > "$OUT/load.txt"  # read by agreement_table.py
 VERSION=${VERSION:-1}
 if [ "$VERSION" = 2 ]; then
   source docs/peers/agreement_v2.sh
