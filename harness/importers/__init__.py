@@ -20,13 +20,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.importers import aiperf, guidellm, llmd, vllm
+from harness.importers import aiperf, guidellm, inference_perf, llmd, vllm
 from harness.importers.common import Imported, fail
 from harness.importers.rundir import write_run_dir
 from harness.importers.yaml_doc import YAML_SUFFIXES, read_yaml
 from harness.metrics import SLO
 
-FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br")
+FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br", "inference-perf")
 
 
 def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
@@ -59,8 +59,15 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
 
 def _document(path: Path, data: Any, fmt: str, label: str | None) -> Imported:
     """One parsed document (JSON or YAML) handed to the tool whose shape it has."""
+    if isinstance(data, list) and fmt in ("auto", "inference-perf"):
+        if not data:
+            raise fail(path, "top level", "an empty list: inference-perf's per-request file with no request in it")
+        if inference_perf.looks_like(data) or fmt == "inference-perf":
+            return inference_perf.parse(data, path, label)
     if not isinstance(data, dict):
-        raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
+        listed = isinstance(data, list)
+        hint = " (inference-perf's per-request file is a list of objects with start_time)" if listed else ""
+        raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}{hint}")
     for name, looks, parse in (
         ("llm-d-br", llmd.looks_like, llmd.parse),
         ("guidellm", guidellm.looks_like, guidellm.parse),
