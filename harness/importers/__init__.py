@@ -1,12 +1,17 @@
 """Results of other benchmark tools as batchmark run directories, so buyers can put the numbers they
 already have beside batchmark's: `vllm bench serve` result JSON (with `--save-detailed` per-request data
 when present), GuideLLM's benchmarks JSON, AIPerf's profile export (JSONL per request, or the JSON
-aggregates) and llm-d's Benchmark Report v0.2 / v0.2.1 (inference-perf's and llm-d-benchmark's result schema;
-JSON, or YAML as inference-perf writes it).
+aggregates), llm-d's Benchmark Report v0.2 / v0.2.1 (inference-perf's and llm-d-benchmark's result schema;
+JSON, or YAML as inference-perf writes it) and inference-perf's `per_request_lifecycle_metrics.json` (a list: per
+request `start_time` as the send and arrival, `chunk_times` as the streamed chunks, `end_time` as the finish, the
+server's `completion_tokens` as the output count). inference-perf states its load only in the `config.yaml` it
+writes beside its files, which the import of either of its files reads: `concurrent` is a closed loop of
+`concurrency_level` users, `constant` and `poisson` an open loop at the stage's rate.
 
 Each importer maps the tool's metrics to batchmark's dictionary (docs/metrics.md, "Results from other
 tools") and says where definitions differ: GuideLLM's TPOT includes the first token; vLLM's and
-AIPerf's chunk gaps are per chunk, not per token; AIPerf's "inter-token latency" is batchmark's TPOT.
+AIPerf's chunk gaps are per chunk, not per token; AIPerf's "inter-token latency" is batchmark's TPOT; AIPerf and
+inference-perf re-tokenize the streamed text to count output tokens, the records take the server's count.
 
 ```python
 from harness.importers import import_file
