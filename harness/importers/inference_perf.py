@@ -29,11 +29,13 @@ from typing import Any
 from pydantic import Field, RootModel
 
 from harness.importers import inference_perf_load, llmd
-from harness.importers.aiperf import OutputCount
 from harness.importers.common import (
+    CountNames,
     Imported,
     ImportedRun,
+    OutputCount,
     chunk_note,
+    count_notes,
     fail,
     failed,
     in_span,
@@ -46,7 +48,14 @@ from harness.importers.yaml_doc import read_yaml
 
 NAME = "per_request_lifecycle_metrics.json"
 SCHEMA = "inference-perf per-request lifecycle metrics (per_request_lifecycle_metrics.json, inference-perf 0.7.0)"
-RETOKENIZED = "the client's re-tokenization of the streamed text"
+COUNTS = CountNames(
+    server="server_usage.completion_tokens",
+    missing="server_usage.completion_tokens",
+    own="inference-perf's own output_tokens",
+    short="inference-perf's output_tokens",
+    how="the client's re-tokenization of the streamed text",
+    uses="its output_token_rate, time_per_output_token and output_token_times count those",
+)
 
 
 class Usage(Doc):
@@ -138,7 +147,7 @@ def parse(data: list[Any], path: Path, label: str | None = None) -> Imported:
     run = ImportedRun(label, records)
     run.notes.append("inference-perf's per-request file holds no scheduled arrival: each request's arrival is its "
                      "send (TTFT = ttft_sent)")  # fmt: skip
-    run.notes += count_notes(used)
+    run.notes += count_notes(used, COUNTS)
     run.notes += chunk_note(multi, len(records))
     _load_and_report(path, run)
     return Imported("inference-perf", SCHEMA, path, [run])
@@ -180,23 +189,3 @@ def _prompt(info: Info | None) -> int:
         return info.request_metrics.text.input_tokens
     usage = info.response_metrics.server_usage if info.response_metrics else None
     return info.input_tokens or (usage.prompt_tokens if usage else None) or 0
-
-
-def count_notes(used: list[OutputCount]) -> list[str]:
-    """Which output count the records took, and how far inference-perf's re-tokenized count is from the server's."""
-    notes, server = [], [c for c in used if c.server]
-    if server:
-        differ = sum(1 for c in server if c.osl != c.tokens)
-        theirs, usage = sum(c.osl or 0 for c in server), sum(c.tokens or 0 for c in server)
-        gap = (f"inference-perf's own output_tokens, {RETOKENIZED}, reads {theirs:,} tokens against the server's "
-               f"{usage:,} ({differ} of {len(server)} requests differ), and its output_token_rate, "
-               "time_per_output_token and output_token_times count those") if differ else (
-               "inference-perf's own re-tokenized output_tokens agrees with it on every request")  # fmt: skip
-        notes.append(f"output tokens: the server's count (server_usage.completion_tokens) for {len(server)} of "
-                     f"{len(used)} requests, as batchmark counts its own; {gap}")  # fmt: skip
-    own = len(used) - len(server)
-    if own:
-        notes.append(f"output tokens: inference-perf's output_tokens for {own} of {len(used)} requests, which carry "
-                     f"no server count (server_usage.completion_tokens): {RETOKENIZED}, a definition difference "
-                     "from batchmark's own count, the server's usage.completion_tokens")  # fmt: skip
-    return notes
