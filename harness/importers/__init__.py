@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.importers import aiperf, guidellm, inference_perf, llmd, vllm
-from harness.importers.common import Imported, fail
+from harness.importers.common import Imported, fail, text_of
 from harness.importers.rundir import write_run_dir
 from harness.importers.yaml_doc import YAML_SUFFIXES, read_yaml
 from harness.metrics import SLO
@@ -38,15 +38,7 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
     """Parse a result file of one of the known tools (`fmt` "auto": told apart by their shapes)."""
     if fmt not in FORMATS:
         raise fail(path, "--format", f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        byte = f"byte {exc.start} is {exc.object[exc.start]:#04x}"
-        raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
-    if not text.strip():
-        raise fail(path, "file", "empty: a result file holds a JSON document or JSON lines")
+    text = text_of(path, "a result file holds a JSON document or JSON lines")
     if path.suffix.lower() in YAML_SUFFIXES:  # inference-perf writes its Benchmark Report as YAML
         return _document(path, read_yaml(path, text), fmt, label)
     lines = _jsonl(path, text)

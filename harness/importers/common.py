@@ -79,6 +79,21 @@ def fail(path: Path, where: str, problem: str) -> HarnessInputError:
     return HarnessInputError(f"{path}: {where}: {problem}")
 
 
+def text_of(path: Path, holds: str) -> str:
+    """The file's text, or the one-line error for one that cannot be read, is not UTF-8 (a binary file) or is empty
+    (`holds`: what such a file holds instead)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = f"byte {exc.start} is {exc.object[exc.start]:#04x}"
+        raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
+    if not text.strip():
+        raise fail(path, "file", f"empty: {holds}")
+    return text
+
+
 def in_span(seconds: float, path: Path, where: str) -> float:
     """A rebuilt time, seconds after the file's first request: past ten years (the bound a workload's arrivals
     have) it is a typo or a hostile file, and the run's per-second timelines would not fit in memory."""

@@ -41,6 +41,7 @@ from harness.importers.common import (
     in_span,
     record,
     spread_over_chunks,
+    text_of,
     within_request,
 )
 from harness.importers.schema import Clock, Doc, OutputTokens, PromptTokens, check_total_tokens, validated
@@ -165,7 +166,8 @@ def _load_and_report(path: Path, run: ImportedRun) -> None:
     prefix = path.name[: len(path.name) - len(NAME)]
     report = path.with_name(f"{prefix}inference-perf.partial.stage_0.yaml")
     if load.settings.get("stages") == 1 and report.is_file():
-        br = validated(llmd.Report, read_yaml(report, report.read_text(encoding="utf-8")), report)
+        text = text_of(report, "inference-perf writes the stage's Benchmark Report there")
+        br = validated(llmd.Report, read_yaml(report, text), report)
         aggregate = br.results.request_performance.aggregate if br.results.request_performance else None
         run.reported.update(llmd.reported(aggregate) if aggregate else {})
         run.notes.append(f"inference-perf's own aggregates read from {report.name}")

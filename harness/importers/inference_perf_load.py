@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.importers.common import Mapping, Reported, fail
+from harness.importers.common import Mapping, Reported, fail, text_of
 from harness.importers.schema import Clock, Count, Doc, Positive, Seconds, Users, validated
 from harness.importers.yaml_doc import read_yaml
 from harness.loadgen.scenarios import Scenario
@@ -176,15 +176,7 @@ def schedule_delay(stage_file: Path) -> tuple[dict[str, Reported], str | None]:
 
 
 def _read(config: Path) -> Any:
-    try:
-        text = config.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail(config, "file", f"cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise fail(config, "file", f"not UTF-8 text (byte {exc.start}): a binary file?") from None
-    if not text.strip():
-        raise fail(config, "file", "empty: inference-perf writes its run's configuration there")
-    data = read_yaml(config, text)
+    data = read_yaml(config, text_of(config, "inference-perf writes its run's configuration there"))
     if not isinstance(data, dict):
         raise fail(config, "top level", f"expected a mapping (inference-perf's Config), got {type(data).__name__}")
     return data

@@ -240,3 +240,26 @@ def test_a_bad_config_yaml_is_one_line_naming_it(tmp_path: Path, capsys, name, c
     (folder / "config.yaml").write_bytes(content)
     err = _fails(tmp_path, capsys, folder / name, folder / "config.yaml")
     assert message in err, err
+
+
+STAGE = "stage_0_lifecycle_metrics.json"
+# fmt: off
+BAD_BESIDE = [
+    (REPORT, b"\x89PNG\r\n\x1a\n\xff\xfe", "file: not UTF-8 text"),
+    (REPORT, (POISSON / REPORT).read_bytes()[:500] + b"\n  - [", "not valid YAML"),
+    (REPORT, b"version: '0.2.1'\nrun: {uid: x}\nresults: {request_performance: {aggregate: {requests: {total: -1}}}}\n",
+     "field results.request_performance.aggregate.requests.total: expected greater than or equal to 0"),
+    (STAGE, b'{"load_summary": {"schedule_delay": {"mean": "slow"}}}',
+     'field load_summary.schedule_delay.mean: expected a number, got "slow"'),
+    (STAGE, b'{"load_summary": ', "file: not readable JSON"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("name", "content", "message"), BAD_BESIDE, ids=[f"{n}:{m[:30]}" for n, _, m in BAD_BESIDE])
+def test_a_bad_file_beside_the_per_request_file_is_one_line_naming_it(tmp_path, capsys, name, content, message) -> None:
+    """The stage report and stage summary the import reads beside the per-request file are checked as strictly."""
+    folder = _folder(tmp_path)
+    (folder / name).write_bytes(content)
+    err = _fails(tmp_path, capsys, folder / PER_REQUEST, folder / name)
+    assert message in err, err
