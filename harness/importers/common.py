@@ -8,6 +8,7 @@ file holds per-request data, and always the tool's own aggregates under batchmar
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,3 +287,16 @@ def count_notes(used: list[OutputCount], names: CountNames) -> list[str]:
                      f"({names.missing}): {names.how}, a definition difference from batchmark's own count, "
                      "the server's usage.completion_tokens")  # fmt: skip
     return notes
+
+
+def closed_loop_slots(sends: list[float], latencies: list[float], users: int) -> list[int | None]:
+    """The closed loop's user (slot) of each request: in send order, the slot that came free first. The tools
+    (vLLM, inference-perf) do not record it; a slot frees when its request ends, so this is the assignment their
+    semaphores allowed."""
+    free = [(float("-inf"), u) for u in range(users)]
+    out: list[int | None] = [None] * len(sends)
+    for i in sorted(range(len(sends)), key=sends.__getitem__):
+        _, user = heapq.heappop(free)
+        out[i] = user
+        heapq.heappush(free, (sends[i] + latencies[i], user))
+    return out

@@ -35,6 +35,7 @@ from harness.importers.common import (
     ImportedRun,
     OutputCount,
     chunk_note,
+    closed_loop_slots,
     count_notes,
     fail,
     failed,
@@ -151,6 +152,11 @@ def parse(data: list[Any], path: Path, label: str | None = None) -> Imported:
     run.notes += count_notes(used, COUNTS)
     run.notes += chunk_note(multi, len(records))
     _load_and_report(path, run)
+    if run.scenario.kind == "closed":  # its users send when they are free: each record's user is the slot it took
+        sends = [e.start_time for e in entries]
+        users = closed_loop_slots(sends, [e.end_time - e.start_time for e in entries], run.scenario.users)
+        for rec, user in zip(records, users, strict=True):
+            rec.user = user
     return Imported("inference-perf", SCHEMA, path, [run])
 
 

@@ -117,6 +117,9 @@ def test_a_concurrent_config_is_a_closed_loop(tmp_path: Path, capsys, name: str)
     assert run["manifest"]["settings"]["scenario"] == {"kind": "closed", "users": 8, "think_time_s": 0.0}
     assert run["manifest"]["workload"]["closed_loop_users"] == 8 and run["settings"]["concurrency"] == 8
     assert "load.type concurrent, stage 0, concurrency_level 8: a closed loop" in " ".join(run["notes"])
+    if name == PER_REQUEST:  # each record's user: the slot that came free first, as for vLLM's closed loops
+        users = load_records(tmp_path / "run" / "records.jsonl")["user"]
+        assert users.notna().all() and set(users) <= set(range(8))
 
 
 @pytest.mark.parametrize(
