@@ -129,7 +129,7 @@ def parse(data: list[Any], path: Path, label: str | None = None) -> Imported:
             raise fail(path, f"{at}.end_time", f"{sent - finish:.6g} s before start_time: expected after it")
         rid, prompt = f"inference-perf-{i:06d}", _prompt(e.info)
         if e.error is not None:
-            message = f"{e.error.error_type}: {e.error.error_msg}"
+            message = ": ".join(m for m in (e.error.error_type, e.error.error_msg) if m) or "an error, unnamed"
             records.append(failed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, error=message))
             continue
         response = e.info.response_metrics if e.info else None
@@ -165,7 +165,7 @@ def _load_and_report(path: Path, run: ImportedRun) -> None:
     stage report beside it (the check of the recomputed means against them)."""
     load = inference_perf_load.beside(path, NAME, None)
     if load is None:
-        run.notes.append(f"no config.yaml beside the file: the report states no load, {inference_perf_load.UNKNOWN}")
+        run.notes.append(f"no config.yaml beside the file, and the file states no load: {inference_perf_load.UNKNOWN}")
         return
     run.scenario, run.settings, run.notes = load.scenario, load.settings, run.notes + load.notes
     run.reported.update(load.reported)

@@ -266,3 +266,20 @@ def test_a_bad_file_beside_the_per_request_file_is_one_line_naming_it(tmp_path, 
     (folder / name).write_bytes(content)
     err = _fails(tmp_path, capsys, folder / PER_REQUEST, folder / name)
     assert message in err, err
+
+
+def test_a_request_inference_perf_says_failed_is_a_failed_record(tmp_path: Path, capsys) -> None:
+    """An entry with `error` (a broken stream here, as `openai_client.py` records one) is a failure of type
+    imported_error carrying inference-perf's type and message; the others stay as they were."""
+    folder = _folder(tmp_path, PER_REQUEST)
+    entries = json.loads((folder / PER_REQUEST).read_text())
+    entries[3]["error"] = {"error_type": "ClientPayloadError", "error_msg": "Response payload is not completed"}
+    entries[3]["info"] = {"request_metrics": {"text": {"input_tokens": 0}}}
+    (folder / PER_REQUEST).write_text(json.dumps(entries))
+    metrics, _, _ = _import(folder / PER_REQUEST, tmp_path / "run", capsys)
+    records = load_records(tmp_path / "run" / "records.jsonl").set_index("request_id")
+    failed = records.loc["inference-perf-000003"]
+    assert failed["error_type"] == "imported_error" and failed["t_first_token"] != failed["t_first_token"]  # NaN
+    assert failed["error_message"] == "ClientPayloadError: Response payload is not completed"
+    requests = metrics["engines"]["inference-perf"]["requests"]
+    assert requests["failed"] == 1 and requests["succeeded"] == 39
