@@ -101,20 +101,20 @@ def beside(path: Path, own_name: str, stage: int | None) -> Load | None:
 def load_of(config: Path, stage: int | None) -> Load:
     """config.yaml's load as batchmark's scenario (one line naming config.yaml and the field when it is malformed)."""
     cfg = validated(Config, _read(config), config).load
-    if stage is not None and stage >= len(cfg.stages):
-        raise fail(config, "field load.stages", f"no stage {stage} (the report is stage {stage}'s): "
-                                                f"{len(cfg.stages)} stage(s)")  # fmt: skip
     picked = list(enumerate(cfg.stages))[stage : stage + 1] if stage is not None else list(enumerate(cfg.stages))
     settings: dict[str, Any] = {"config": config.name, "load_type": cfg.type, "stages": len(picked)}
     why = None
-    if cfg.sweep is not None:
+    if cfg.sweep is not None:  # checked first: a sweep's config.yaml may hold no stage at all
         why = "load.sweep: inference-perf generated its stages at run time, and config.yaml keeps only the configured"
     elif cfg.type not in (*OPEN_TYPES, "concurrent"):
         why = f"load.type {cfg.type!r}: a trace replay's timing comes from its trace, not from one rate or concurrency"
-    elif not picked:
-        raise fail(config, "field load.stages", "no stage: inference-perf runs one or more")
     if why:
         return Load(settings=settings, notes=[f"{config.name}'s {why}: {UNKNOWN}"])
+    if stage is not None and not picked:
+        raise fail(config, "field load.stages", f"no stage {stage} (the report is stage {stage}'s): "
+                                                f"{len(cfg.stages)} stage(s)")  # fmt: skip
+    if not picked:
+        raise fail(config, "field load.stages", "no stage: inference-perf runs one or more")
     scenarios = {_scenario(config, cfg.type, i, s) for i, s in picked}
     settings.update(_stage_settings(cfg.type, picked))
     if len(scenarios) > 1:

@@ -127,18 +127,30 @@ def test_a_concurrent_config_is_a_closed_loop(tmp_path: Path, capsys, name: str)
     [
         ({"type": "trace_replay"}, "load.type 'trace_replay': a trace replay's timing comes from its trace"),
         ({"sweep": {"type": "linear"}}, "load.sweep: inference-perf generated its stages at run time"),
-        ({"type": "concurrent", "stages": [{"num_requests": 8, "concurrency_level": 2},
-                                           {"num_requests": 8, "concurrency_level": 4}]},
-         "2 concurrent stages of different concurrency in one file"),
+        ({"sweep": {"type": "geometric"}, "stages": []}, "load.sweep: inference-perf generated its stages at run time"),
     ],
 )  # fmt: skip
-def test_a_load_batchmark_does_not_map_stays_unknown(tmp_path: Path, capsys, load: dict, why: str) -> None:
+@pytest.mark.parametrize("name", [PER_REQUEST, REPORT])
+def test_a_load_batchmark_does_not_map_stays_unknown(tmp_path: Path, capsys, name: str, load: dict, why: str) -> None:
     folder = _folder(tmp_path)
     _with_load(folder, load)
-    _, run, _ = _import(folder / PER_REQUEST, tmp_path / "run", capsys)
+    _, run, _ = _import(folder / name, tmp_path / "run", capsys)
     notes = " ".join(run["notes"])
     assert why in notes and "the loop it ran is unknown here" in notes
     assert run["manifest"]["settings"]["scenario"]["kind"] == "open"  # batchmark's default, said to be so
+
+
+def test_stages_of_different_concurrency_are_unknown_per_request_but_each_report_has_its_own(tmp_path, capsys) -> None:
+    """The per-request file mixes the stages and says not which request is whose; a partial report is one stage's."""
+    folder = _folder(tmp_path)
+    stages = [{"num_requests": 8, "concurrency_level": 2}, {"num_requests": 8, "concurrency_level": 4}]
+    _with_load(folder, {"type": "concurrent", "stages": stages})
+    _, run, _ = _import(folder / PER_REQUEST, tmp_path / "run", capsys)
+    notes = " ".join(run["notes"])
+    assert "2 concurrent stages of different concurrency in one file" in notes and "unknown here" in notes
+    assert run["settings"]["stage_list"] == stages
+    _, run, _ = _import(folder / REPORT, tmp_path / "run-report", capsys)
+    assert run["manifest"]["settings"]["scenario"] == {"kind": "closed", "users": 2, "think_time_s": 0.0}
 
 
 def test_without_config_yaml_the_loop_is_unknown(tmp_path: Path, capsys) -> None:
