@@ -8,7 +8,8 @@ commit 093eecc2a566926f4fccc2d2f50af5d9105bb6ed. A report is one run's aggregate
 `normalized_time_per_output_token`) and `throughput` (`request_rate`, `output_token_rate`,
 `total_token_rate`, `input_token_rate`), each a `Statistics` block: `units`, `mean`, `stddev`, `min`,
 `max` and percentiles `p0p1` ... `p99p9`. There is no per-request data, so an import holds aggregates
-only. `harness.importers.llmd_write` writes a batchmark run as one.
+only. `harness.importers.llmd_write` writes a batchmark run as one. inference-perf's per-stage reports have no
+`scenario` block; their load is read from the `config.yaml` inference-perf writes beside them (`inference_perf_load`).
 
 The report does not say from when its tool timed TTFT and latency; inference-perf, vLLM and GuideLLM time
 from the send, so they are read as batchmark's `ttft_sent` and `e2e_sent` (and batchmark exports those).
