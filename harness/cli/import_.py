@@ -1,4 +1,5 @@
-"""`batchmark import FILE`: another tool's result as a run directory (vLLM bench, GuideLLM, AIPerf, llm-d BR)."""
+"""`batchmark import FILE`: another tool's result as a run directory (vLLM bench, GuideLLM, AIPerf, llm-d BR,
+inference-perf's per-request file)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,20 @@ from pathlib import Path
 def register(sub: argparse._SubParsersAction) -> None:
     imp = sub.add_parser(
         "import",
-        help="another tool's results (vllm bench serve, GuideLLM, AIPerf, llm-d Benchmark Report) as a run directory",
+        help="another tool's results (vllm bench serve, GuideLLM, AIPerf, llm-d Benchmark Report, inference-perf) "
+        "as a run directory",
         description="Read a `vllm bench serve` result JSON (per-request data with --save-detailed), a GuideLLM "
         "benchmarks.json, an AIPerf profile export (profile_export.jsonl, or profile_export_aiperf.json for "
-        "aggregates) or an llm-d Benchmark Report v0.2 (inference-perf, llm-d-benchmark, `batchmark export`; "
-        "aggregates) and write a run directory that `batchmark report`, `compare` and `gate` read. Metrics are "
+        "aggregates), an llm-d Benchmark Report v0.2 (inference-perf, llm-d-benchmark, `batchmark export`; "
+        "aggregates) or inference-perf's per_request_lifecycle_metrics.json (its load from the config.yaml beside "
+        "it) and write a run directory that `batchmark report`, `compare` and `gate` read. Metrics are "
         "mapped to batchmark's names; where definitions differ the run says how (docs/metrics.md).",
     )
     imp.add_argument("file", type=Path, metavar="FILE", help="the tool's result file")
     imp.add_argument(
         "--format",
         default="auto",
-        choices=("auto", "vllm", "guidellm", "aiperf", "llm-d-br"),
+        choices=("auto", "vllm", "guidellm", "aiperf", "llm-d-br", "inference-perf"),
         help="which tool wrote FILE (default: told from its shape)",
     )
     imp.add_argument("--out", type=Path, help="run directory (default runs/<time>-import-<file name>)")

@@ -1,12 +1,17 @@
 """Results of other benchmark tools as batchmark run directories, so buyers can put the numbers they
 already have beside batchmark's: `vllm bench serve` result JSON (with `--save-detailed` per-request data
 when present), GuideLLM's benchmarks JSON, AIPerf's profile export (JSONL per request, or the JSON
-aggregates) and llm-d's Benchmark Report v0.2 / v0.2.1 (inference-perf's and llm-d-benchmark's result schema;
-JSON, or YAML as inference-perf writes it).
+aggregates), llm-d's Benchmark Report v0.2 / v0.2.1 (inference-perf's and llm-d-benchmark's result schema;
+JSON, or YAML as inference-perf writes it) and inference-perf's `per_request_lifecycle_metrics.json` (a list: per
+request `start_time` as the send and arrival, `chunk_times` as the streamed chunks, `end_time` as the finish, the
+server's `completion_tokens` as the output count). inference-perf states its load only in the `config.yaml` it
+writes beside its files, which the import of either of its files reads: `concurrent` is a closed loop of
+`concurrency_level` users, `constant` and `poisson` an open loop at the stage's rate.
 
 Each importer maps the tool's metrics to batchmark's dictionary (docs/metrics.md, "Results from other
 tools") and says where definitions differ: GuideLLM's TPOT includes the first token; vLLM's and
-AIPerf's chunk gaps are per chunk, not per token; AIPerf's "inter-token latency" is batchmark's TPOT.
+AIPerf's chunk gaps are per chunk, not per token; AIPerf's "inter-token latency" is batchmark's TPOT; AIPerf and
+inference-perf re-tokenize the streamed text to count output tokens, the records take the server's count.
 
 ```python
 from harness.importers import import_file
@@ -20,28 +25,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.importers import aiperf, guidellm, llmd, vllm
-from harness.importers.common import Imported, fail
+from harness.importers import aiperf, guidellm, inference_perf, llmd, vllm
+from harness.importers.common import Imported, fail, text_of
 from harness.importers.rundir import write_run_dir
 from harness.importers.yaml_doc import YAML_SUFFIXES, read_yaml
 from harness.metrics import SLO
 
-FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br")
+FORMATS = ("auto", "vllm", "guidellm", "aiperf", "llm-d-br", "inference-perf")
 
 
 def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
     """Parse a result file of one of the known tools (`fmt` "auto": told apart by their shapes)."""
     if fmt not in FORMATS:
         raise fail(path, "--format", f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        byte = f"byte {exc.start} is {exc.object[exc.start]:#04x}"
-        raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
-    if not text.strip():
-        raise fail(path, "file", "empty: a result file holds a JSON document or JSON lines")
+    text = text_of(path, "a result file holds a JSON document or JSON lines")
     if path.suffix.lower() in YAML_SUFFIXES:  # inference-perf writes its Benchmark Report as YAML
         return _document(path, read_yaml(path, text), fmt, label)
     lines = _jsonl(path, text)
@@ -59,8 +56,15 @@ def read(path: Path, fmt: str = "auto", label: str | None = None) -> Imported:
 
 def _document(path: Path, data: Any, fmt: str, label: str | None) -> Imported:
     """One parsed document (JSON or YAML) handed to the tool whose shape it has."""
+    if isinstance(data, list) and fmt in ("auto", "inference-perf"):
+        if not data:
+            raise fail(path, "top level", "an empty list: inference-perf's per-request file with no request in it")
+        if inference_perf.looks_like(data) or fmt == "inference-perf":
+            return inference_perf.parse(data, path, label)
     if not isinstance(data, dict):
-        raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}")
+        listed = isinstance(data, list)
+        hint = " (inference-perf's per-request file is a list of objects with start_time)" if listed else ""
+        raise fail(path, "top level", f"expected a JSON object, got {type(data).__name__}{hint}")
     for name, looks, parse in (
         ("llm-d-br", llmd.looks_like, llmd.parse),
         ("guidellm", guidellm.looks_like, guidellm.parse),

@@ -25,17 +25,19 @@ and a note says which was used and how far the two counts differ.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.importers.common import (
     UNITS,
+    CountNames,
     Imported,
     ImportedRun,
     Mapping,
+    OutputCount,
     Reported,
     chunk_note,
+    count_notes,
     fail,
     failed,
     in_span,
@@ -76,6 +78,14 @@ RATES = (
     ("output_token_rate", "output_token_throughput", "tok/s", "OSL / profiling duration: whole-run, AIPerf's OSL"),
 )
 OSL_NOTE = "re-tokenized from the streamed text unless --use-server-token-count"
+COUNTS = CountNames(
+    server="usage.completion_tokens, AIPerf's usage_completion_tokens",
+    missing="usage_completion_tokens",
+    own="AIPerf's own OSL",
+    short="AIPerf's OSL",
+    how=OSL_NOTE,
+    uses="its output_token_throughput and inter_token_latency divide by the OSL",
+)
 AIPERF_PERCENTILES = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
 
 
@@ -213,7 +223,7 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
         used.append(count)
     run = ImportedRun(label, records)
     run.notes.append("AIPerf records no scheduled arrival: each request's arrival is its send (TTFT = ttft_sent)")
-    run.notes += count_notes(used)
+    run.notes += count_notes(used, COUNTS)
     run.notes += chunk_note(multi, len(records))
     summary = path.with_name(path.name.replace(".jsonl", "_aiperf.json"))
     if summary != path and summary.is_file():
@@ -233,15 +243,6 @@ def parse_json(data: dict[str, Any], path: Path, label: str | None = None) -> Im
     return Imported("aiperf", SCHEMA + f", schema_version {data.get('schema_version', '?')}", path, [run])
 
 
-@dataclass(frozen=True)
-class OutputCount:
-    """A record's output tokens as batchmark takes them, beside AIPerf's own OSL."""
-
-    tokens: int | None  # the server's usage count where the record has it, else AIPerf's OSL
-    server: bool  # whether `tokens` is the server's count
-    osl: int | None  # AIPerf's OSL (re-tokenized unless --use-server-token-count)
-
-
 def output_count(metrics: LineMetrics) -> OutputCount:
     """The server's `usage_completion_tokens` when the record has a positive one (0 with streamed text is no
     count), else AIPerf's OSL (`output_sequence_length`, or `output_token_count` in older exports)."""
@@ -251,26 +252,6 @@ def output_count(metrics: LineMetrics) -> OutputCount:
     if usage is not None and usage.value > 0:
         return OutputCount(usage.value, True, theirs)
     return OutputCount(theirs, False, theirs)
-
-
-def count_notes(used: list[OutputCount]) -> list[str]:
-    """Which output count the records took, and how far AIPerf's own OSL is from the server's count."""
-    notes, server = [], [c for c in used if c.server]
-    if server:
-        both = [c for c in server if c.osl is not None]
-        differ = sum(1 for c in both if c.osl != c.tokens)
-        osl, usage = sum(c.osl or 0 for c in both), sum(c.tokens or 0 for c in both)
-        gap = (f"AIPerf's own OSL, {OSL_NOTE}, reads {osl:,} tokens against the server's {usage:,} "
-               f"({differ} of {len(both)} requests differ), and its output_token_throughput and inter_token_latency "
-               "divide by the OSL") if differ else "AIPerf's own OSL agrees with it on every request"  # fmt: skip
-        notes.append(f"output tokens: the server's count (usage.completion_tokens, AIPerf's usage_completion_tokens) "
-                     f"for {len(server)} of {len(used)} requests, as batchmark counts its own; {gap}")  # fmt: skip
-    own = len(used) - len(server)
-    if own:
-        notes.append(f"output tokens: AIPerf's OSL for {own} of {len(used)} requests, which carry no server count "
-                     f"(usage_completion_tokens): {OSL_NOTE}, a definition difference from batchmark's own count, "
-                     "the server's usage.completion_tokens")  # fmt: skip
-    return notes
 
 
 def scenario_of(aggregates: dict[str, Any]) -> Scenario:

@@ -8,6 +8,7 @@ file holds per-request data, and always the tool's own aggregates under batchmar
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,21 @@ class Imported:
 def fail(path: Path, where: str, problem: str) -> HarnessInputError:
     """The one-line error for a malformed file: file, line or field, problem."""
     return HarnessInputError(f"{path}: {where}: {problem}")
+
+
+def text_of(path: Path, holds: str) -> str:
+    """The file's text, or the one-line error for one that cannot be read, is not UTF-8 (a binary file) or is empty
+    (`holds`: what such a file holds instead)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(path, "file", f"cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = f"byte {exc.start} is {exc.object[exc.start]:#04x}"
+        raise fail(path, "file", f"not UTF-8 text ({byte}): a binary file?") from None
+    if not text.strip():
+        raise fail(path, "file", f"empty: {holds}")
+    return text
 
 
 def in_span(seconds: float, path: Path, where: str) -> float:
@@ -229,3 +245,58 @@ def reported_from_ms(mapping: Mapping, stats: dict[str, Any], unit_scale: float 
     mean = stats.get("mean")
     pct = {k: float(v) * scale for k, v in stats.items() if k in PERCENTILES and isinstance(v, int | float)}
     return Reported(mapping, "s", None if mean is None else float(mean) * scale, pct, stats.get("count"))
+
+
+@dataclass(frozen=True)
+class OutputCount:
+    """A request's output tokens as batchmark takes them, beside the tool's own count (AIPerf's OSL,
+    inference-perf's output_tokens: both re-tokenize the streamed text)."""
+
+    tokens: int | None  # the server's usage count where the request has it, else the tool's own
+    server: bool  # whether `tokens` is the server's count
+    osl: int | None  # the tool's own count
+
+
+@dataclass(frozen=True)
+class CountNames:
+    """How a tool's file names the output counts, for `count_notes`."""
+
+    server: str  # where the file holds the server's count
+    missing: str  # the field a request without a server count lacks
+    own: str  # the tool's own count, as a note's subject ("AIPerf's own OSL")
+    short: str  # the same, shorter ("AIPerf's OSL")
+    how: str  # how the tool counts
+    uses: str  # which of the tool's figures count its own count
+
+
+def count_notes(used: list[OutputCount], names: CountNames) -> list[str]:
+    """Which output count the records took, and how far the tool's own count is from the server's."""
+    notes, server = [], [c for c in used if c.server]
+    if server:
+        both = [c for c in server if c.osl is not None]
+        differ = sum(1 for c in both if c.osl != c.tokens)
+        osl, usage = sum(c.osl or 0 for c in both), sum(c.tokens or 0 for c in both)
+        gap = (f"{names.own}, {names.how}, reads {osl:,} tokens against the server's {usage:,} "
+               f"({differ} of {len(both)} requests differ), and {names.uses}") if differ else (
+               f"{names.own} agrees with it on every request")  # fmt: skip
+        notes.append(f"output tokens: the server's count ({names.server}) for {len(server)} of {len(used)} requests, "
+                     f"as batchmark counts its own; {gap}")  # fmt: skip
+    own = len(used) - len(server)
+    if own:
+        notes.append(f"output tokens: {names.short} for {own} of {len(used)} requests, which carry no server count "
+                     f"({names.missing}): {names.how}, a definition difference from batchmark's own count, "
+                     "the server's usage.completion_tokens")  # fmt: skip
+    return notes
+
+
+def closed_loop_slots(sends: list[float], latencies: list[float], users: int) -> list[int | None]:
+    """The closed loop's user (slot) of each request: in send order, the slot that came free first. The tools
+    (vLLM, inference-perf) do not record it; a slot frees when its request ends, so this is the assignment their
+    semaphores allowed."""
+    free = [(float("-inf"), u) for u in range(users)]
+    out: list[int | None] = [None] * len(sends)
+    for i in sorted(range(len(sends)), key=sends.__getitem__):
+        _, user = heapq.heappop(free)
+        out[i] = user
+        heapq.heappush(free, (sends[i] + latencies[i], user))
+    return out

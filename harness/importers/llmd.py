@@ -8,7 +8,8 @@ commit 093eecc2a566926f4fccc2d2f50af5d9105bb6ed. A report is one run's aggregate
 `normalized_time_per_output_token`) and `throughput` (`request_rate`, `output_token_rate`,
 `total_token_rate`, `input_token_rate`), each a `Statistics` block: `units`, `mean`, `stddev`, `min`,
 `max` and percentiles `p0p1` ... `p99p9`. There is no per-request data, so an import holds aggregates
-only. `harness.importers.llmd_write` writes a batchmark run as one.
+only. `harness.importers.llmd_write` writes a batchmark run as one. inference-perf's per-stage reports have no
+`scenario` block; their load is read from the `config.yaml` inference-perf writes beside them (`inference_perf_load`).
 
 The report does not say from when its tool timed TTFT and latency; inference-perf, vLLM and GuideLLM time
 from the send, so they are read as batchmark's `ttft_sent` and `e2e_sent` (and batchmark exports those).
@@ -20,11 +21,13 @@ and vLLM's (E2E - TTFT) / (n - 1) include.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
+from harness.importers import inference_perf_load
 from harness.importers.common import Imported, ImportedRun, Mapping, Reported
 from harness.importers.schema import MAX_USERS, Count, Doc, Positive, Seconds, validated
 from harness.loadgen.scenarios import Scenario
@@ -55,6 +58,7 @@ RATES = (
     ("total_token_rate", "total_token_rate", "tok/s", "as request_rate, for prompt + output tokens"),
 )
 LENGTHS = (("prompt_tokens", "input_length"), ("output_tokens", "output_length"))
+PARTIAL = re.compile(r"inference-perf\.partial\.stage_(\d+)\.ya?ml$")  # inference-perf 0.7.0's per-stage report
 
 
 class Statistics(Doc):
@@ -183,9 +187,22 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
         f"a Benchmark Report v{report.version} written by {tool} {load.tool_version if load else ''}".rstrip()
     )
     if load is None or (load.concurrency is None and load.rate_qps is None):
-        unknown = "the loop it ran is unknown here, and 'open' is batchmark's default, not the tool's"
-        run.notes.append(f"the report states no load (scenario.load.standardized: rate_qps or concurrency): {unknown}")
+        beside = _inference_perf_load(path)
+        if beside is None:
+            stated = "scenario.load.standardized: rate_qps or concurrency"
+            run.notes.append(f"the report states no load ({stated}): {inference_perf_load.UNKNOWN}")
+        else:  # inference-perf's partial report states no load, but the config.yaml it wrote beside it does
+            run.scenario, run.notes = beside.scenario, run.notes + beside.notes
+            run.settings.update(beside.settings)
+            run.reported.update(beside.reported)
     return Imported("llm-d-benchmark-report", SCHEMA, path, [run])
+
+
+def _inference_perf_load(path: Path) -> inference_perf_load.Load | None:
+    """The load of an inference-perf partial report (`<prefix>inference-perf.partial.stage_N.yaml`) from the
+    `config.yaml` beside it, for stage N (`inference_perf_load`); None for any other file or without config.yaml."""
+    found = PARTIAL.search(path.name)
+    return inference_perf_load.beside(path, found.group(0), int(found.group(1))) if found else None
 
 
 def scenario_of(load: LoadStandardized | None) -> Scenario:

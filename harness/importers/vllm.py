@@ -19,7 +19,6 @@ arrival) includes it. vLLM's ITL is per chunk; the records spread a chunk's toke
 
 from __future__ import annotations
 
-import heapq
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,6 +32,7 @@ from harness.importers.common import (
     Mapping,
     Reported,
     chunk_note,
+    closed_loop_slots,
     fail,
     failed,
     in_span,
@@ -226,7 +226,7 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str], sce
         arrivals = [0.0] * n
     else:
         arrivals = [s - q for s, q in zip(sends, queue, strict=True)]
-    users = _slots(sends, data["latencies"], scenario.users) if scenario.kind == "closed" else [None] * n
+    users = closed_loop_slots(sends, data["latencies"], scenario.users) if scenario.kind == "closed" else [None] * n
     records, multi = [], 0
     for i in range(n):
         rid, prompt = f"vllm-{i:06d}", data["input_lens"][i]
@@ -244,15 +244,3 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str], sce
     if "queue_times" not in data and scenario.kind == "open":
         notes.append("no queue_times: each request's arrival is taken to be its send (TTFT = ttft_sent)")
     return records
-
-
-def _slots(sends: list[float], latencies: list[float], users: int) -> list[int | None]:
-    """The closed loop's user (slot) of each request: in send order, the slot that came free first. vLLM does
-    not record it; a slot frees when its request ends, so this is the assignment its semaphore allowed."""
-    free = [(float("-inf"), u) for u in range(users)]
-    out: list[int | None] = [None] * len(sends)
-    for i in sorted(range(len(sends)), key=sends.__getitem__):
-        _, user = heapq.heappop(free)
-        out[i] = user
-        heapq.heappush(free, (sends[i] + latencies[i], user))
-    return out
