@@ -77,7 +77,7 @@ peer_inference_perf() {
 ORDERED=(vllm guidellm aiperf inference_perf)
 declare -A VENV=([vllm]=vllm-venv [guidellm]=venv-guidellm [aiperf]=venv-aiperf [inference_perf]=venv-ip)
 declare -A FILE=([vllm]=vllm.json [guidellm]=guidellm.json [aiperf]=aiperf/profile_export.jsonl
-  [inference_perf]=inference-perf/inference-perf.partial.stage_0.yaml)
+  [inference_perf]=inference-perf/per_request_lifecycle_metrics.json)  # its stage report and config.yaml are read beside it
 
 theirs() {
   load "$1-start"
