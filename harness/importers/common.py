@@ -9,7 +9,9 @@ file holds per-request data, and always the tool's own aggregates under batchmar
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -300,3 +302,64 @@ def closed_loop_slots(sends: list[float], latencies: list[float], users: int) ->
         out[i] = user
         heapq.heappush(free, (sends[i] + latencies[i], user))
     return out
+
+
+# Two gaps within a microsecond are the same draw: the files hold unix times near 1.8e9 s as doubles (a resolution
+# of about 0.24 us), so one gap subtracted from two pairs of such times can differ by a few tenths of a microsecond.
+SAME_GAP_S = 1e-6
+# More than half the gaps repeating the one before is no Poisson draw: independent exponential gaps repeat within
+# SAME_GAP_S with probability about 2 x rate x SAME_GAP_S (4e-5 at 20 req/s).
+REPEATED_SHARE_LIMIT = 0.5
+
+
+@dataclass(frozen=True)
+class ArrivalCheck:
+    """What a tool's schedule looks like, gap by gap (`arrival_check`)."""
+
+    gaps: int  # inter-arrival gaps: requests - 1
+    distinct: int  # distinct gap values, equal within SAME_GAP_S
+    repeated_share: float  # share of the gaps after the first that equal the one before
+    note: str | None  # the import note, when the schedule is not what the tool claims
+
+    def settings(self) -> dict[str, Any]:
+        """The numbers for the imported run's settings (metrics.json carries them)."""
+        return {"gaps": self.gaps, "distinct": self.distinct, "repeated_share": self.repeated_share}
+
+
+def arrival_check(
+    scheduled: Sequence[float], claim: str | None, nominal_rps: float | None, why: str
+) -> ArrivalCheck | None:
+    """Whether the scheduled send times of a run the tool calls Poisson (`claim`) have independent gaps.
+
+    With the finite times sorted, t_1 <= ... <= t_n, and tol = SAME_GAP_S:
+      gaps            g_i = t_(i+1) - t_i, i = 1 .. n - 1
+      distinct        the number of values among the g_i, two values one when within tol (sorted, a new value
+                      where it exceeds the previous by more than tol)
+      repeated_share  r / (n - 2), r = #{i >= 2 : |g_i - g_(i-1)| <= tol}
+      run length      (n - 1) / (n - 1 - r): how many times in a row a gap comes, on average
+      offered         (n - 1) / (t_n - t_1) req/s (batchmark's `offered_rate_rps`)
+    A Poisson process's gaps are independent exponential draws, so a repeat is all but impossible; when the
+    tool claims "poisson" and repeated_share > REPEATED_SHARE_LIMIT, `note` says so, with `why` (the tool's
+    reason, given by its importer) and the offered rate against `nominal_rps`. None for a run that does not
+    claim Poisson (a constant rate repeats its gap by design) or with fewer than 3 times (no two gaps to compare).
+    """
+    if claim != "poisson":
+        return None
+    times = sorted(t for t in scheduled if math.isfinite(t))
+    n = len(times)
+    if n < 3:
+        return None
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    ordered = sorted(gaps)
+    distinct = 1 + sum(1 for a, b in itertools.pairwise(ordered) if b - a > SAME_GAP_S)
+    repeats = sum(1 for a, b in itertools.pairwise(gaps) if abs(b - a) <= SAME_GAP_S)
+    share = repeats / (n - 2)
+    note = None
+    if share > REPEATED_SHARE_LIMIT:
+        span = times[-1] - times[0]
+        offered = f"{(n - 1) / span:.2f} req/s" if span > 0 else "every request at once"
+        nominal = f" against the nominal {nominal_rps:g}" if nominal_rps else ""
+        note = (f"arrivals: {distinct} distinct gaps among {n - 1}, each repeated {(n - 1) / (n - 1 - repeats):.1f} "
+                f"times in a row on average: not the independent exponential gaps of a Poisson process ({why}), "
+                f"so the load is burstier than its nominal rate and offered {offered}{nominal}")  # fmt: skip
+    return ArrivalCheck(n - 1, distinct, share, note)

@@ -30,6 +30,7 @@ from harness.importers.common import (
     ImportedRun,
     Mapping,
     Reported,
+    arrival_check,
     fail,
     in_span,
     number,
@@ -212,6 +213,7 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
         requests = bench.get("requests")
         if isinstance(requests, dict) and any(requests.get(s) for s, _ in STATUSES):
             run.records = _records(requests, path, f"benchmarks[{b}].requests", run_label, run.scenario)
+            _check_arrivals(run, strategy, (bench.get("config") or {}).get("strategy"))
             measured = ((bench.get("metrics") or {}).get("request_totals") or {}).get("total")
             if isinstance(measured, int) and measured > len(run.records):
                 run.notes.append(
@@ -222,6 +224,26 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
             run.notes.append("no per-request data in this benchmark: only GuideLLM's own aggregates are shown")
         runs.append(run)
     return Imported("guidellm", SCHEMA, path, runs)
+
+
+# Why GuideLLM's Poisson gaps repeat, read in 0.8.1's scheduler/strategies.py: AsyncPoissonStrategy.next_request_time
+# draws from one random.Random(random_seed) per worker process, every worker seeded alike, and each worker adds its
+# draw to one shared offset, so the workers repeat each other's gaps in turn. Said only when the data show it.
+WHY_REPEATED = "GuideLLM 0.8.1 seeds one generator per worker process alike"
+
+
+def _check_arrivals(run: ImportedRun, strategy: Strategy | None, raw: Any) -> None:
+    """The arrival check of a `poisson` run (`common.arrival_check`): its numbers in the settings, and the note
+    when the schedule's gaps repeat, naming the worker count the file states (the expected run length)."""
+    workers = raw.get("worker_count") if isinstance(raw, dict) else None
+    why = WHY_REPEATED + (f": {workers} workers here" if isinstance(workers, int) and workers > 1 else "")
+    scheduled = [r.t_scheduled for r in run.records or []]
+    check = arrival_check(scheduled, strategy.type_ if strategy else None, strategy.rate if strategy else None, why)
+    if check is None:
+        return
+    run.settings["arrival_gaps"] = check.settings()
+    if check.note:
+        run.notes.append(check.note)
 
 
 def _name(bench: dict[str, Any], index: int) -> str:
