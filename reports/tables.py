@@ -107,6 +107,7 @@ def metric_table(series: list[EngineRun]) -> str:
         add(f"{name} mean", lambda s, k=key, f=f: _unseen(s, k) or f(_get(s, "latency", k, "mean")))
     add("offered rate (req/s, from the schedule)", lambda s: fmt.number(_get(s, "load", "offered_rate_rps")))
     add("send rate (req/s, achieved)", lambda s: fmt.number(_get(s, "load", "send_rate_rps")))
+    add("mean in flight (requests, Little's law)", lambda s: fmt.number(_get(s, "load", "mean_in_flight")))
     add("schedule lag p99", lambda s: _with_ci(_get(s, "schedule_lag", "percentiles", "p99"), fmt.seconds))
     for window in ("steady", "whole_run"):
         w = window.replace("_", " ")

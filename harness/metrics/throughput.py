@@ -225,4 +225,25 @@ def send_rates(records: pd.DataFrame) -> dict[str, float | int | None]:
     offered = _rate(records["t_scheduled"].to_numpy(dtype=np.float64))
     sent = _rate(records["t_sent"].to_numpy(dtype=np.float64))
     ratio = sent / offered if sent is not None and offered else None
-    return {"requests": len(records), "offered_rate_rps": offered, "send_rate_rps": sent, "send_over_offered": ratio}
+    return {
+        "requests": len(records),
+        "offered_rate_rps": offered,
+        "send_rate_rps": sent,
+        "send_over_offered": ratio,
+        "mean_in_flight": mean_in_flight(records),
+    }
+
+
+def mean_in_flight(records: pd.DataFrame) -> float | None:
+    """The concurrency a run actually held, by Little's law: sum over requests of (t_finish - t_sent) divided by
+    the span from the first send to the last finish. A closed loop of U users that sends the moment an answer ends
+    reads just under U (its ramp up and down); a client that waits between a user's requests reads less (AIPerf
+    0.13's loop of 16 read 15.2 here: docs/measurements/2026-12-07-peer-agreement-v2-aiperf.md). Requests that
+    never finished are left out; None when no request finished or the span is 0."""
+    sent = records["t_sent"].to_numpy(dtype=np.float64)
+    finish = records["t_finish"].to_numpy(dtype=np.float64)
+    done = np.isfinite(sent) & np.isfinite(finish)
+    if not done.any():
+        return None
+    span = float(finish[done].max() - sent[done].min())
+    return float((finish[done] - sent[done]).sum()) / span if span > 0 else None
