@@ -153,9 +153,10 @@ def _note(name: str, kind: str, picked: list[tuple[int, Stage]], scenario: Scena
 
 def schedule_delay(stage_file: Path) -> tuple[dict[str, Reported], str | None]:
     """inference-perf's own schedule delay from `stage_N_lifecycle_metrics.json`, as reported schedule lag."""
+    text = text_of(stage_file, "inference-perf writes the stage's load summary there")
     try:
-        data = json.loads(stage_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise fail(stage_file, "file", f"not readable JSON ({exc})") from None
     summary = validated(StageReport, data, stage_file).load_summary
     delay = summary.schedule_delay if summary else None
