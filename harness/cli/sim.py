@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--truth", type=Path, default=None, metavar="DIR", help="folder of truth CSVs (as validate)")
     cal.add_argument("--form", default="base", metavar="FORM",
                      help="which terms to fit: base (default), base+mixed, attention, attention+activation "
-                          "(harness/gpu_truth/fit.py; docs/simulator.md reports each)")  # fmt: skip
+                          "(harness/gpu_truth/fit.py; docs/simulator.md, Calibrations)")  # fmt: skip
     cal.add_argument("-o", "--out", type=Path, required=True, help="calibration JSON to write")
     cal.set_defaults(run=calibrate_command)
     probe = commands.add_parser("probe", help="measure step times on this machine's GPU: truth rows for validate")

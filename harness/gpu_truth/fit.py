@@ -46,7 +46,8 @@ class Form:
     mixed: bool
 
 
-# Every form tried for the mixed steps, each evaluated once on the held-out half (docs/simulator.md lists them all).
+# Every form tried for the mixed steps, each evaluated once on the held-out half
+# (docs/measurements/2026-12-07-simulator-gpu-calibration-history.md gives each one's errors).
 # base: the terms before; base+mixed: the same with the mixed steps' training half; attention: attention kernels
 # at their own efficiency (the chunk's attention over its cached prefix); attention+activation: and the bytes a
 # stack's norms, rotary and activation kernels move per row.

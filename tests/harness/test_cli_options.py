@@ -87,7 +87,8 @@ def test_the_command_line_starts_without_the_heavy_packages():
 
 def test_a_simulated_run_loads_neither_scipy_stats_nor_aiohttp(tmp_path):
     """A one-engine simulated run with its report tests and inverts no distribution and scrapes no server:
-    scipy.stats (about a second of every run) and aiohttp load only where they are used (docs/simulator.md)."""
+    scipy.stats (about a second of every run) and aiohttp load only where they are used
+    (docs/measurements/2026-12-06-sim-run-speed.md)."""
     import subprocess
     import sys
 

@@ -136,7 +136,7 @@ def test_a_roofline_engine_is_calibrated_by_default_where_a_calibration_exists()
 
 
 def test_every_calibration_form_is_fitted_on_training_rows_only() -> None:
-    """The forms docs/simulator.md reports; a form's fit reads no held-out row (the split is by row id)."""
+    """The forms docs/simulator.md names; a form's fit reads no held-out row (the split is by row id)."""
     assert list(FORMS) == ["base", "base+mixed", "attention", "attention+activation"]
     assert not [r for r in training_rows(load_truth(), ["a100", "h200"], mixed=True) if r.held_out]
     kernels = json.loads((VALIDATION_DIR.parent / f"{DEFAULT_CALIBRATION}.json").read_text())
