@@ -1,7 +1,7 @@
 """Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
 one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
-later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v5_twins.py)."""
+later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v6_twins.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,14 @@ from harness.fidelity_suite.table import format_table, suite_table
 pytestmark = pytest.mark.slow  # nine pairs of five twins each, per suite: scheduled first (tests/conftest.py)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SUITES = ("fidelity_suite", "fidelity_suite_v2", "fidelity_suite_v3", "fidelity_suite_v4", "fidelity_suite_v5")
+SUITES = (
+    "fidelity_suite",
+    "fidelity_suite_v2",
+    "fidelity_suite_v3",
+    "fidelity_suite_v4",
+    "fidelity_suite_v5",
+    "fidelity_suite_v6",
+)
 
 
 @pytest.fixture(scope="module", params=SUITES)
