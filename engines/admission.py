@@ -91,8 +91,9 @@ class AdmissionGuard:
     def wrap(self, policy: SchedulingPolicy) -> SchedulingPolicy:
         return DeferredLane(policy) if self.config.mode == "defer" else policy
 
-    def predicted_ttft(self, seq: Sequence, waiting: SchedulingPolicy, running: list[Sequence], slots: int,
-                       budget: int) -> float:  # fmt: skip
+    def predicted_ttft(
+        self, seq: Sequence, waiting: SchedulingPolicy, running: list[Sequence], slots: int, budget: int
+    ) -> float:
         """Seconds until `seq` (arriving at its enqueue time) gets its first token (inf: it would queue and
         no drain rate is known yet); `budget` is the step's token budget."""
         now, tenant = seq.enqueue_time, seq.request.tenant

@@ -69,8 +69,9 @@ class Runner(Protocol):
         ...
 
 
-def apply_step(plan: StepPlan, sampled: list[int], eos: int | None, policy: SchedulingPolicy,
-               blocks: BlockManager) -> list[Sequence]:  # fmt: skip
+def apply_step(
+    plan: StepPlan, sampled: list[int], eos: int | None, policy: SchedulingPolicy, blocks: BlockManager
+) -> list[Sequence]:
     """Record what a step computed: advance each chunk's sequence, offer the full blocks it completed to
     the prefix cache (before a finished sequence frees them, so they stay cached), append sampled tokens;
     return the sequences that just finished."""

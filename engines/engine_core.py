@@ -184,14 +184,33 @@ class EngineCore:
             cached_tokens=seq.num_cached_tokens,
         )
 
-    def _step_record(self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float,
-                     features: StepFeatures) -> StepRecord:  # fmt: skip
-        return step_record(self._step, self.scheduler, plan, finished, t_start, t_end, self._blocks_used(),
-                           self._blocks_total(), features)  # fmt: skip
+    def _step_record(
+        self, plan: StepPlan, finished: list[Sequence], t_start: float, t_end: float, features: StepFeatures
+    ) -> StepRecord:
+        return step_record(
+            self._step,
+            self.scheduler,
+            plan,
+            finished,
+            t_start,
+            t_end,
+            self._blocks_used(),
+            self._blocks_total(),
+            features,
+        )
 
 
-def step_record(step: int, scheduler: Scheduler, plan: StepPlan, finished: list[Sequence], t_start: float,
-                t_end: float, blocks_used: int, blocks_total: int, features: StepFeatures) -> StepRecord:  # fmt: skip
+def step_record(
+    step: int,
+    scheduler: Scheduler,
+    plan: StepPlan,
+    finished: list[Sequence],
+    t_start: float,
+    t_end: float,
+    blocks_used: int,
+    blocks_total: int,
+    features: StepFeatures,
+) -> StepRecord:
     """The record of one computed step; the simulator's engine loop writes the same ones."""
     computing = [c.seq.request.request_id for c in plan.chunks if c.num_tokens]
     slots = scheduler.max_slots

@@ -646,17 +646,33 @@ def continuous_config(o: Mapping[str, Any], where: str) -> ContinuousConfig:
     if o["fallback"] != "off":
         # the kv signal is a share of blocks in use: a threshold above 1 could never be crossed
         if o["fallback_signal"] == "kv" and o["fallback_threshold"] is not None and o["fallback_threshold"] > 1:
-            raise EngineInputError(f"{where}: fallback_threshold={o['fallback_threshold']!r} is above 1, and "
-                                   "fallback_signal=kv is a share of KV blocks in use (0..1)")  # fmt: skip
+            raise EngineInputError(
+                f"{where}: fallback_threshold={o['fallback_threshold']!r} is above 1, and "
+                "fallback_signal=kv is a share of KV blocks in use (0..1)"
+            )
         cap = o["fallback_max_running"]
         if cap is not None and cap > o["max_running"]:
-            raise EngineInputError(f"{where}: fallback_max_running={cap} is above max_running={o['max_running']}: "
-                                   "a fallback cap must lower it")  # fmt: skip
-        fallback = FallbackConfig(o["fallback"], o["fallback_signal"], o["fallback_threshold"], o["fallback_hold_s"],
-                                  o["fallback_max_running"])  # fmt: skip
+            raise EngineInputError(
+                f"{where}: fallback_max_running={cap} is above max_running={o['max_running']}: "
+                "a fallback cap must lower it"
+            )
+        fallback = FallbackConfig(
+            o["fallback"],
+            o["fallback_signal"],
+            o["fallback_threshold"],
+            o["fallback_hold_s"],
+            o["fallback_max_running"],
+        )
     if o["reserve_slots"] >= o["max_running"]:
-        raise EngineInputError(f"{where}: reserve_slots={o['reserve_slots']} leaves no slot of max_running="
-                               f"{o['max_running']} to other requests")  # fmt: skip
-    return ContinuousConfig(max_running=o["max_running"], max_batched_tokens=o["max_batched_tokens"],
-                            chunked_prefill=o["chunked_prefill"], admission=admission, fallback=fallback,
-                            reserve_slots=o["reserve_slots"])  # fmt: skip
+        raise EngineInputError(
+            f"{where}: reserve_slots={o['reserve_slots']} leaves no slot of max_running="
+            f"{o['max_running']} to other requests"
+        )
+    return ContinuousConfig(
+        max_running=o["max_running"],
+        max_batched_tokens=o["max_batched_tokens"],
+        chunked_prefill=o["chunked_prefill"],
+        admission=admission,
+        fallback=fallback,
+        reserve_slots=o["reserve_slots"],
+    )

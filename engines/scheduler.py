@@ -77,8 +77,9 @@ class ContinuousScheduler:
         if self.fallback is not None:
             self.fallback.enqueued(seq)
         admission = self.admission
-        if admission is None or admission.check(seq, self.waiting, self.running, self.max_running,
-                                                self.config.max_batched_tokens):  # fmt: skip
+        if admission is None or admission.check(
+            seq, self.waiting, self.running, self.max_running, self.config.max_batched_tokens
+        ):
             self.waiting.add(seq)
 
     def schedule(self, now: float) -> StepPlan:

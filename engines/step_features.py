@@ -102,5 +102,6 @@ def step_features(plan: StepPlan) -> StepFeatures:
             else:  # one causal SDPA over the chunk's rows, pad rows as rows like any other
                 self_pairs += rows * (rows + 1) // 2
                 pad_pairs += rows * (rows + 1) // 2 - num * (num + 1) // 2
-    return StepFeatures(prefill, chunks, decode, pad, held, attended, kv_read, sampled,
-                        one_row, self_pairs, context_pairs, pad_pairs)  # fmt: skip
+    return StepFeatures(
+        prefill, chunks, decode, pad, held, attended, kv_read, sampled, one_row, self_pairs, context_pairs, pad_pairs
+    )

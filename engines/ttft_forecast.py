@@ -61,15 +61,21 @@ def slot_step(holding: Iterable[int], queued: Iterable[int], free: int) -> int:
 
 def _decode_step(n: int, context: int) -> StepFeatures:
     """A decode step of `n` sequences reading `context` cached tokens together (as `step_features` counts it)."""
-    return StepFeatures(decode_seqs=n, attended_context=context + n, kv_read_tokens=context, sampled_rows=n,
-                        decode_context=context + n)  # fmt: skip
+    return StepFeatures(
+        decode_seqs=n, attended_context=context + n, kv_read_tokens=context, sampled_rows=n, decode_context=context + n
+    )
 
 
 def _with_chunk(step: StepFeatures, tokens: int) -> StepFeatures:
     """`step` plus a fresh prompt chunk of `tokens` (one causal SDPA from position 0)."""
     pairs = tokens * (tokens + 1) // 2
-    return step._replace(prefill_tokens=tokens, prefill_chunks=1, attended_context=step.attended_context + pairs,
-                         sampled_rows=step.sampled_rows + 1, prefill_self_pairs=pairs)  # fmt: skip
+    return step._replace(
+        prefill_tokens=tokens,
+        prefill_chunks=1,
+        attended_context=step.attended_context + pairs,
+        sampled_rows=step.sampled_rows + 1,
+        prefill_self_pairs=pairs,
+    )
 
 
 def _prompt_left(seq: Sequence) -> int:
@@ -78,11 +84,13 @@ def _prompt_left(seq: Sequence) -> int:
     return uncomputed if seq.num_computed_tokens < seq.num_prompt_tokens or seq.num_output_tokens == 0 else 0
 
 
-def forecast_ttft(seq: Sequence, running: Seq[Sequence], ahead: Seq[Sequence], slots: int, budget: int,
-                  price: StepPrice) -> float:  # fmt: skip
+def forecast_ttft(
+    seq: Sequence, running: Seq[Sequence], ahead: Seq[Sequence], slots: int, budget: int, price: StepPrice
+) -> float:
     """Seconds from now until `seq` (not yet queued) samples its first token, with `ahead` served before it."""
-    at = slot_step((steps_held(s, budget) for s in running), (steps_held(s, budget) for s in ahead),
-                   slots - len(running))  # fmt: skip
+    at = slot_step(
+        (steps_held(s, budget) for s in running), (steps_held(s, budget) for s in ahead), slots - len(running)
+    )
     decoding = sum(1 for s in running if not _prompt_left(s))
     room = max(1, budget - min(decoding, slots))  # the step budget left to prompt chunks beside the decodes
     own = max(1, _prompt_left(seq))

@@ -81,8 +81,9 @@ def run_pair(
         sample_from_records(records, engine="baseline", source=f"{kind}-{index:02d}"),
         sample_from_records(records, engine="candidate", source=f"{kind}-{index:02d}"),
     )
-    return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0],
-                      rule_rows(verdict))  # fmt: skip
+    return PairResult(
+        kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0], rule_rows(verdict)
+    )
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,15 @@ _REPLAYS: dict[tuple[Any, ...], InProcessReplay] = {}  # one per worker process:
 
 
 def pair_unit(
-    kind: str, index: int, plan: CalibrationPlan, specs: tuple[Any, Any], config: GateConfig, source: PairSource,
-    *, out_dir: Path,
-) -> PairResult:  # fmt: skip
+    kind: str,
+    index: int,
+    plan: CalibrationPlan,
+    specs: tuple[Any, Any],
+    config: GateConfig,
+    source: PairSource,
+    *,
+    out_dir: Path,
+) -> PairResult:
     """One calibration pair as an executor unit: both sides, every trial, interleaved ABBA on one node."""
     from workloads import load_workload
 

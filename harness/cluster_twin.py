@@ -69,8 +69,10 @@ def cluster_twin_spec(
     policy, replicas = named
     twin_policy = TWIN_POLICY.get(policy)
     if twin_policy is None:
-        raise HarnessInputError(f"engine {engine.get('name')!r}: router policy {policy!r} has no simulated "
-                                "counterpart (engines/fleet_names.py), so the run has no twin")  # fmt: skip
+        raise HarnessInputError(
+            f"engine {engine.get('name')!r}: router policy {policy!r} has no simulated "
+            "counterpart (engines/fleet_names.py), so the run has no twin"
+        )
     path = ""
     if serving is not None:
         path = f"path_ms={serving.path_ms},"

@@ -18,11 +18,21 @@ from harness.metrics.stops import describe_stop
 from harness.partial_failures import partial_failure_lines
 
 COLUMNS = {
-    "engine": "engine", "requests": "reqs", "failed": "failed", "offered_rps": "offered r/s", "sent_rps": "sent r/s",
-    "ttft_p50_s": "TTFT p50", "ttft_p99_s": "TTFT p99",
-    "tpot_p50_s": "TPOT p50", "tpot_p99_s": "TPOT p99", "e2e_p99_s": "E2E p99", "out_tok_per_s": "out tok/s",
-    "slo_attainment": "SLO met", "goodput_rps": "goodput r/s", "slot_use": "slot use",
-}  # fmt: skip
+    "engine": "engine",
+    "requests": "reqs",
+    "failed": "failed",
+    "offered_rps": "offered r/s",
+    "sent_rps": "sent r/s",
+    "ttft_p50_s": "TTFT p50",
+    "ttft_p99_s": "TTFT p99",
+    "tpot_p50_s": "TPOT p50",
+    "tpot_p99_s": "TPOT p99",
+    "e2e_p99_s": "E2E p99",
+    "out_tok_per_s": "out tok/s",
+    "slo_attainment": "SLO met",
+    "goodput_rps": "goodput r/s",
+    "slot_use": "slot use",
+}
 SECONDS = {"ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p99_s"}
 SHARES = {"slo_attainment", "slot_use"}
 LOADS = {"offered_rps", "sent_rps"}  # side by side: the load asked for and the load the dispatcher managed
@@ -57,15 +67,19 @@ def _thin_tail_lines(metrics: dict[str, Any]) -> list[str]:
         thin = {m: n for m, n in counts.items() if n and not tail_is_resolved(int(n), 0.99)}
         if thin:
             said = ", ".join(f"{m.upper()} of {n}" for m, n in thin.items())
-            out.append(f"! {engine}: p99 here is about the largest value ({said} requests), not a resolved "
-                       f"percentile: p99 needs {values_to_resolve(0.99)} requests")  # fmt: skip
+            out.append(
+                f"! {engine}: p99 here is about the largest value ({said} requests), not a resolved "
+                f"percentile: p99 needs {values_to_resolve(0.99)} requests"
+            )
     return out
 
 
 def format_summary(metrics: dict[str, Any]) -> str:
     table = summary_table(metrics["engines"]).reset_index()
-    rows = [[_cell(c, row.get(c), bool(row.get(f"{c}_at_least"))) for c in COLUMNS]
-            for row in table.to_dict(orient="records")]  # fmt: skip
+    rows = [
+        [_cell(c, row.get(c), bool(row.get(f"{c}_at_least"))) for c in COLUMNS]
+        for row in table.to_dict(orient="records")
+    ]
     header = list(COLUMNS.values())
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]

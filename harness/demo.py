@@ -191,8 +191,9 @@ def calibrate(loaded: Any, prompts: list[int], *, threads: int | None = None, se
     return Speed(prefill_tok_s, decoded / d_decode, time.perf_counter() - started, chosen, tried)
 
 
-def _bursts(loaded: Any, bursts: list[list[Request]], *, budget_s: float | None = None,
-            limit_s: float | None = None) -> list[float]:  # fmt: skip
+def _bursts(
+    loaded: Any, bursts: list[list[Request]], *, budget_s: float | None = None, limit_s: float | None = None
+) -> list[float]:
     """Makespan of each burst (its requests all sent at once), one after another on one continuous engine.
 
     With `budget_s`, bursts after the first three stop once that much time has passed (pairs stay whole);
@@ -210,8 +211,9 @@ def _bursts(loaded: Any, bursts: list[list[Request]], *, budget_s: float | None 
                     break
                 schedule = [Scheduled(replace(r, request_id=f"{r.request_id}-{n}"), 0.0) for r in burst]
                 rules = StopRules(max_run_s=limit_s) if limit_s is not None else None
-                outcome = await run_open_loop(engine, schedule, lambda _rec: None, label="calibration",
-                                              stop_rules=rules)  # fmt: skip
+                outcome = await run_open_loop(
+                    engine, schedule, lambda _rec: None, label="calibration", stop_rules=rules
+                )
                 # the loop's wall time: from t0 (the burst's due time) to its last request's end, or the limit
                 spans.append(max(outcome.wall_time_s, 1e-3))
         finally:

@@ -30,9 +30,11 @@ def simulate_at_scale(out: Path, *, workload: str = "azure-conv") -> Path:
 
     trace = load_workload(workload)
     specs = parse_engine_specs(list(ENGINES), {})
-    print(f"\nSIMULATED at scale: {trace.name}, all {len(trace.requests):,} requests at the recorded rate, static vs "
-          f"continuous batching for {MODEL} on one {HARDWARE.upper()} (virtual time, roofline cost model calibrated "
-          f"on public GPU step times: {DEFAULT_CALIBRATION})")  # fmt: skip
+    print(
+        f"\nSIMULATED at scale: {trace.name}, all {len(trace.requests):,} requests at the recorded rate, static vs "
+        f"continuous batching for {MODEL} on one {HARDWARE.upper()} (virtual time, roofline cost model calibrated "
+        f"on public GPU step times: {DEFAULT_CALIBRATION})"
+    )
     settings = RunSettings(out_dir=out, report=False, n_boot=200)
     argv = ["batchmark", "demo", "(simulated at scale)", *[a for e in ENGINES for a in ("--engine", e)]]
     metrics = run_benchmark(trace, specs, settings, argv)

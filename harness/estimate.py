@@ -94,8 +94,9 @@ def padded_outputs(outputs: np.ndarray, batch: int) -> float:
     return float(sum(g.size * g.max() for g in groups if g.size))
 
 
-def estimate_engine(spec: Any, requests: list[Any], span_s: float, offline: bool,
-                    speed: EngineSpeed | None, stop_run_s: float | None) -> EngineEstimate:  # fmt: skip
+def estimate_engine(
+    spec: Any, requests: list[Any], span_s: float, offline: bool, speed: EngineSpeed | None, stop_run_s: float | None
+) -> EngineEstimate:
     """One trial of one engine: its wall time and its load (work over the arrival span)."""
     label = spec.label
     if spec.simulated:
@@ -126,8 +127,9 @@ def estimate_engine(spec: Any, requests: list[Any], span_s: float, offline: bool
     return EngineEstimate(label, seconds, load, shown)
 
 
-def estimate_run(workload: Any, specs: list[Any], scenario: str, repeat: int, stop_run_s: float | None,
-                 speed: EngineSpeed | None) -> list[str]:  # fmt: skip
+def estimate_run(
+    workload: Any, specs: list[Any], scenario: str, repeat: int, stop_run_s: float | None, speed: EngineSpeed | None
+) -> list[str]:
     """The console lines said before a run: its total, each engine's share, and any overload warning."""
     requests = list(workload.requests)
     if not requests:
@@ -145,8 +147,10 @@ def estimate_run(workload: Any, specs: list[Any], scenario: str, repeat: int, st
     lines = [head]
     lines += [f"  {e.line}" for e in per]
     if speed is not None and any(s.in_process for s in specs):
-        lines.append(f"  speed: prefill {speed.prefill_tok_s:,.0f} prompt tok/s, decode {speed.decode_tok_s:,.0f} "
-                     f"tok/s, from {speed.source}")  # fmt: skip
+        lines.append(
+            f"  speed: prefill {speed.prefill_tok_s:,.0f} prompt tok/s, decode {speed.decode_tok_s:,.0f} "
+            f"tok/s, from {speed.source}"
+        )
     for e in per:
         if e.load is not None and e.load > OVERLOAD:
             rate = len(requests) / span / e.load if span > 0 else 0.0
@@ -158,8 +162,9 @@ def estimate_run(workload: Any, specs: list[Any], scenario: str, repeat: int, st
     return lines
 
 
-def _engines(requests: list[Any], specs: list[Any], scenario: str, stop_run_s: float | None,
-             speed: EngineSpeed | None) -> tuple[float, list[EngineEstimate]]:  # fmt: skip
+def _engines(
+    requests: list[Any], specs: list[Any], scenario: str, stop_run_s: float | None, speed: EngineSpeed | None
+) -> tuple[float, list[EngineEstimate]]:
     """The arrival span and each engine's estimate for one trial."""
     arrivals = np.array([r.arrival_s for r in requests], dtype=float)
     span = float(arrivals.max() - arrivals.min())
@@ -167,8 +172,9 @@ def _engines(requests: list[Any], specs: list[Any], scenario: str, stop_run_s: f
     return span, [estimate_engine(s, requests, span, offline, speed, stop_run_s) for s in specs]
 
 
-def estimate_sweep(workloads: list[Any], specs: list[Any], repeat: int, stop_run_s: float | None,
-                   speed: EngineSpeed | None) -> str:  # fmt: skip
+def estimate_sweep(
+    workloads: list[Any], specs: list[Any], repeat: int, stop_run_s: float | None, speed: EngineSpeed | None
+) -> str:
     """One line before a sweep of given rates (one workload per rate): the replay time of all its runs.
     Overload is not warned of here: past capacity is where a sweep looks on purpose."""
     total, unknown = 0.0, set()

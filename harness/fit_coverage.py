@@ -18,15 +18,20 @@ def _limits(engine: Mapping[str, Any]) -> list[tuple[str, str, int | None]]:
     o = engine.get("options") or {}
     if engine.get("kind") == "static":
         batch = (o.get("static") or {}).get("max_batch", (o.get("static") or {}).get("max_batch_size"))
-        return [("decode_seqs", "decode sequences", batch),
-                ("held_rows", "held slots", None if batch is None else batch - 1)]  # fmt: skip
+        return [
+            ("decode_seqs", "decode sequences", batch),
+            ("held_rows", "held slots", None if batch is None else batch - 1),
+        ]
     cont = o.get("continuous") or {}
-    return [("prefill_tokens", "prefill tokens", cont.get("max_batched_tokens")),
-            ("decode_seqs", "decode sequences", cont.get("max_running"))]  # fmt: skip
+    return [
+        ("prefill_tokens", "prefill tokens", cont.get("max_batched_tokens")),
+        ("decode_seqs", "decode sequences", cont.get("max_running")),
+    ]
 
 
-def coverage_lines(run_dirs: Sequence[Path], engines: Sequence[str], ranges: Mapping[str, Any],
-                   max_context: int | None) -> list[str]:  # fmt: skip
+def coverage_lines(
+    run_dirs: Sequence[Path], engines: Sequence[str], ranges: Mapping[str, Any], max_context: int | None
+) -> list[str]:
     """One line per fitted engine (fitted max / limit per step), and one for the context; '(short)' marks a
     limit the fit did not reach."""
     lines = []

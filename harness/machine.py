@@ -95,8 +95,13 @@ def _descendants_jiffies(root: Path, pid: str) -> int:
 def trial_noise(before: ProcSample | None, after: ProcSample | None, *, ticks: int | None = None) -> dict[str, Any]:
     """What the machine did between two samples, and whether the trial ran on a busy machine."""
     if before is None or after is None:
-        return {"sampled": False, "busy": None, "reasons": [], "message": None,
-                "note": "/proc is not available: machine load not measured"}  # fmt: skip
+        return {
+            "sampled": False,
+            "busy": None,
+            "reasons": [],
+            "message": None,
+            "note": "/proc is not available: machine load not measured",
+        }
     ticks = ticks or _ticks()
     wall = max(after.t - before.t, 1e-9)
     total = max(after.total - before.total, 1)

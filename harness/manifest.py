@@ -22,9 +22,18 @@ ENVIRONMENT = (
     "OMP_PLACES",
 )
 PACKAGES = (
-    "batchmark", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "aiohttp", "plotly", "orjson",
+    "batchmark",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "numpy",
+    "pandas",
+    "scipy",
+    "aiohttp",
+    "plotly",
+    "orjson",
     "ray",
-)  # fmt: skip
+)
 
 
 def git_state() -> dict[str, Any]:

@@ -20,6 +20,8 @@ def partial_failure_lines(metrics: dict[str, Any]) -> list[str]:
         kinds = requests.get("failures_by_type") or {}
         by_type = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
         first = run.get("first_error") or "-"
-        lines.append(f"! {run['engine']} trial {run['trial']}: {failed} of {total} requests failed ({by_type}); "
-                     f"the other {total - failed} were served (first error: {first})")  # fmt: skip
+        lines.append(
+            f"! {run['engine']} trial {run['trial']}: {failed} of {total} requests failed ({by_type}); "
+            f"the other {total - failed} were served (first error: {first})"
+        )
     return lines

@@ -50,15 +50,18 @@ def sweep_specs(gpus: int, replica: str, disagg: str = "", colocated: bool = Tru
     """Every split of `gpus` GPUs (each pool at least one replica) as `--engine` specs, the colocated cluster first."""
     per = replica_gpus(replica)
     if gpus < 2 * per or gpus % per:
-        raise HarnessInputError(f"--gpus {gpus}: need a multiple of the replica's {per} GPU(s) (its tp) that "
-                                f"leaves each pool a replica: at least {2 * per}")  # fmt: skip
+        raise HarnessInputError(
+            f"--gpus {gpus}: need a multiple of the replica's {per} GPU(s) (its tp) that "
+            f"leaves each pool a replica: at least {2 * per}"
+        )
     replicas = gpus // per
     extra = f"{disagg}," if disagg else ""
     out: list[tuple[Split, str]] = []
     if colocated:
         split = Split(f"colocated{replicas}", replicas, 0, gpus)
-        out.append((split, f"cluster:replicas={replicas},router=least_outstanding,label={split.label},"
-                           f"replica={replica}"))  # fmt: skip
+        out.append(
+            (split, f"cluster:replicas={replicas},router=least_outstanding,label={split.label},replica={replica}")
+        )
     for p in range(1, replicas):
         split = Split(f"p{p}d{replicas - p}", p, replicas - p, gpus)
         out.append((split, f"disagg:prefill={p},decode={replicas - p},{extra}label={split.label},replica={replica}"))
@@ -73,16 +76,26 @@ def rank_splits(splits: list[Split], engines: dict[str, Any]) -> dict[str, Any]:
     for split in splits:
         summary = engines.get(split.label) or {}
         slo = summary.get("slo") or {}
-        rows.append({**asdict(split), "goodput_rps": slo.get("goodput_rps_steady"),
-                     "goodput_reason": slo.get("goodput_rps_steady_reason"),
-                     "slo_attainment": slo.get("attainment")})  # fmt: skip
+        rows.append(
+            {
+                **asdict(split),
+                "goodput_rps": slo.get("goodput_rps_steady"),
+                "goodput_reason": slo.get("goodput_rps_steady_reason"),
+                "slo_attainment": slo.get("attainment"),
+            }
+        )
     ranked = [r for r in rows if r["goodput_rps"] is not None and r["decode"] != 0]
     best = max(ranked, key=lambda r: r["goodput_rps"], default=None)  # first of equals: the fewest prefill GPUs
     top = None if best is None else best["goodput_rps"]
     ties = [f"{r['prefill']}:{r['decode']}" for r in ranked if r["goodput_rps"] == top]
     colo = next((r for r in rows if r["decode"] == 0), None)
-    return {"rows": rows, "best": best, "ties": ties, "colocated": colo,
-            "verdict": "cannot tell" if best is None else " = ".join(ties)}  # fmt: skip
+    return {
+        "rows": rows,
+        "best": best,
+        "ties": ties,
+        "colocated": colo,
+        "verdict": "cannot tell" if best is None else " = ".join(ties),
+    }
 
 
 def format_sweep(result: dict[str, Any], slo: str) -> list[str]:
@@ -103,8 +116,10 @@ def format_sweep(result: dict[str, Any], slo: str) -> list[str]:
         lines.append(f"best P:D split under the SLO ({slo}): cannot tell (no split has a measured goodput)")
     else:
         tie = f" (a tie: {', '.join(result['ties'])} reach the same goodput)" if len(result["ties"]) > 1 else ""
-        lines.append(f"best P:D split under the SLO ({slo}): {best['prefill']}:{best['decode']} at "
-                     f"{best['goodput_rps']:.2f} r/s of goodput{tie}")  # fmt: skip
+        lines.append(
+            f"best P:D split under the SLO ({slo}): {best['prefill']}:{best['decode']} at "
+            f"{best['goodput_rps']:.2f} r/s of goodput{tie}"
+        )
         if colo is not None and colo["goodput_rps"] is not None:
             beats = "beats" if colo["goodput_rps"] > best["goodput_rps"] else "does not beat"
             lines.append(f"colocated on the same GPUs: {colo['goodput_rps']:.2f} r/s ({beats} the best split)")

@@ -325,8 +325,9 @@ def _replay_trial(
     side_runs: list[Any] = []
     if side:
         summarise = engine_run_summary if summaries is not None else None
-        side_runs = replay_side_by_side(one_engine_run, specs, schedules, settings, trial, records, steps_paths,
-                                        summarise)  # fmt: skip
+        side_runs = replay_side_by_side(
+            one_engine_run, specs, schedules, settings, trial, records, steps_paths, summarise
+        )
     ran = iter(side_runs)
     done = []
     for spec, schedule, steps_path in zip(specs, schedules, steps_paths, strict=True):
@@ -339,9 +340,14 @@ def _replay_trial(
             with measured() as noise:  # what else the machine did meanwhile (harness.machine)
                 if shards is not None and spec.kind in SHARDABLE:
                     sharded = shards.replay(
-                        spec, schedule, settings.scenario, records.write,
-                        label=spec.label, trial=trial, stop_rules=settings.stop_rules,
-                    )  # fmt: skip
+                        spec,
+                        schedule,
+                        settings.scenario,
+                        records.write,
+                        label=spec.label,
+                        trial=trial,
+                        stop_rules=settings.stop_rules,
+                    )
                     outcome, described, sharding = sharded.outcome, build_engine(spec, None).describe(), sharded
                 else:
                     outcome, described = asyncio.run(
@@ -493,8 +499,9 @@ def compute_metrics(
         if subset.empty:
             continue
         key = (outcome["engine"], outcome["trial"])
-        summary = (summaries or {}).get(key) or engine_run_summary(subset, *key, outcome["wall_time_s"],
-                                                                   out / "steps", settings)  # fmt: skip
+        summary = (summaries or {}).get(key) or engine_run_summary(
+            subset, *key, outcome["wall_time_s"], out / "steps", settings
+        )
         # the simulator's own wall time and this machine's noise while it ran are not facts about the simulated
         # system (virtual time does not slow down on a busy machine); the manifest keeps both
         simulated = "simulation_wall_s" in outcome

@@ -30,8 +30,12 @@ class TrialScrape:
     router_replicas: int | None = None  # the one URL is a router's over this many replicas
 
     def describe(self) -> dict[str, Any]:
-        return {"url": self.scraper.url, "interval_ms": self.scraper.interval_s * 1000, "file": str(self.path.name),
-                "replicas": self.scraper.replicas}  # fmt: skip
+        return {
+            "url": self.scraper.url,
+            "interval_ms": self.scraper.interval_s * 1000,
+            "file": str(self.path.name),
+            "replicas": self.scraper.replicas,
+        }
 
     def set_origin(self, start: float) -> None:
         self.origin[0] = start

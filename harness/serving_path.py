@@ -93,8 +93,10 @@ class ServingPath:
     profile: str  # the profile its steps were priced with
 
     def describe(self) -> str:
-        return (f"path_ms={self.path_ms:.2f} and slowdown={self.slowdown:.3f}, measured on {self.measured_on} "
-                f"(steps priced with {self.profile})")  # fmt: skip
+        return (
+            f"path_ms={self.path_ms:.2f} and slowdown={self.slowdown:.3f}, measured on {self.measured_on} "
+            f"(steps priced with {self.profile})"
+        )
 
 
 def run_evidence(run_dir: Path, profile_path: Path) -> Evidence:
@@ -102,8 +104,10 @@ def run_evidence(run_dir: Path, profile_path: Path) -> Evidence:
     folder = run_dir / "replicas"
     traces = sorted(folder.glob("r*.steps.jsonl"))
     if not traces:
-        raise HarnessInputError(f"{folder}: no replica step traces (rN.steps.jsonl): run the bench script, whose "
-                                "replicas write them (batchmark serve --step-trace)")  # fmt: skip
+        raise HarnessInputError(
+            f"{folder}: no replica step traces (rN.steps.jsonl): run the bench script, whose "
+            "replicas write them (batchmark serve --step-trace)"
+        )
     profile = load_profile(profile_path)
     steps = trace_steps(traces)
     if not len(steps.duration_s):
@@ -152,8 +156,9 @@ def paired_path_s(served: Path, in_process: Path) -> tuple[float, int]:
     return float(np.median([served_ttft[r] - in_process_ttft[r] for r in both])), len(both)
 
 
-def serving_path(run_dir: Path, profile_path: Path, paired: tuple[Path, Path] | None = None
-                 ) -> tuple[ServingPath, Evidence]:  # fmt: skip
+def serving_path(
+    run_dir: Path, profile_path: Path, paired: tuple[Path, Path] | None = None
+) -> tuple[ServingPath, Evidence]:
     """The twin's options from a calibration run: its step contention, and its path (or, given `paired` runs,
     their paired path). A path or contention measured below zero (the real run faster than the profile's
     price) is kept at 0: the options add time, they never take it away."""
@@ -162,9 +167,12 @@ def serving_path(run_dir: Path, profile_path: Path, paired: tuple[Path, Path] | 
     if paired is not None:
         path_s, _ = paired_path_s(*paired)
         measured_on = f"{run_dir} (contention), {paired[0]} against {paired[1]} (path)"
-    options = ServingPath(path_ms=round(max(0.0, path_s) * 1e3, 3),
-                          slowdown=round(max(0.0, evidence.contention - 1.0), 4),
-                          measured_on=measured_on, profile=str(profile_path))  # fmt: skip
+    options = ServingPath(
+        path_ms=round(max(0.0, path_s) * 1e3, 3),
+        slowdown=round(max(0.0, evidence.contention - 1.0), 4),
+        measured_on=measured_on,
+        profile=str(profile_path),
+    )
     return options, evidence
 
 

@@ -62,9 +62,16 @@ def others_load(window_s: float = 0.25) -> float:
     return float(noise["others_share"]) * usable_cores() if noise["sampled"] else 0.0
 
 
-def replay_side_by_side(run: OneEngineRun, specs: list[EngineSpec], schedules: list[list[Scheduled]],
-                        settings: RunSettings, trial: int, records: JsonlWriter,
-                        steps: list[Path | None], summarise: Summarise | None = None) -> list[Ran]:  # fmt: skip
+def replay_side_by_side(
+    run: OneEngineRun,
+    specs: list[EngineSpec],
+    schedules: list[list[Scheduled]],
+    settings: RunSettings,
+    trial: int,
+    records: JsonlWriter,
+    steps: list[Path | None],
+    summarise: Summarise | None = None,
+) -> list[Ran]:
     """Every engine of `specs` in its own process on its schedule, replayed by `run` (`harness.run`'s, passed
     in so that this module does not import the one that calls it); their records appended to `records`.
     `summarise`: each process then summarises its own engine run from its files, while the others still
@@ -75,8 +82,10 @@ def replay_side_by_side(run: OneEngineRun, specs: list[EngineSpec], schedules: l
     print(f"  simulating {', '.join(s.label for s in specs)} side by side ({processes} processes)")
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no torch or OpenMP state forked
     with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
-        futures = [pool.submit(_replay_one, run, spec, schedule, quiet, trial, part, path, summarise)
-                   for spec, schedule, part, path in zip(specs, schedules, parts, steps, strict=True)]  # fmt: skip
+        futures = [
+            pool.submit(_replay_one, run, spec, schedule, quiet, trial, part, path, summarise)
+            for spec, schedule, part, path in zip(specs, schedules, parts, steps, strict=True)
+        ]
         done = [future.result() for future in futures]
     for part in parts:
         records.append_file(part)
@@ -84,8 +93,16 @@ def replay_side_by_side(run: OneEngineRun, specs: list[EngineSpec], schedules: l
     return done
 
 
-def _replay_one(run: OneEngineRun, spec: EngineSpec, schedule: list[Scheduled], settings: RunSettings, trial: int,
-                part: Path, steps: Path | None, summarise: Summarise | None) -> Ran:  # fmt: skip
+def _replay_one(
+    run: OneEngineRun,
+    spec: EngineSpec,
+    schedule: list[Scheduled],
+    settings: RunSettings,
+    trial: int,
+    part: Path,
+    steps: Path | None,
+    summarise: Summarise | None,
+) -> Ran:
     with JsonlWriter(part) as records, measured() as noise:
         outcome, described = asyncio.run(run(spec, None, schedule, records, steps, settings, trial))
     summary = None

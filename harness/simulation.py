@@ -58,8 +58,10 @@ def trace_steps(paths: Sequence[Path]) -> TraceSteps:
     for path in paths:
         rows, _ = read_jsonl(path)
         if rows and TRACE_FIELDS["prefill_tokens"] not in rows[0]:
-            raise HarnessInputError(f"{path}: the step trace has no step features (prefill_tokens, decode_seqs, ...): "
-                                    "it predates them; record the run again")  # fmt: skip
+            raise HarnessInputError(
+                f"{path}: the step trace has no step features (prefill_tokens, decode_seqs, ...): "
+                "it predates them; record the run again"
+            )
         names = FEATURE_NAMES
         if rows and not rows[0].keys() >= _SPLIT_SINCE:
             split = False
@@ -75,12 +77,22 @@ def trace_steps(paths: Sequence[Path]) -> TraceSteps:
             if previous is not None and previous["num_running"] - len(previous["finished"]) > 0:
                 gaps.append(float(row["t_start"]) - float(previous["t_end"]))  # the engine had work: no idling
             previous = row
-    return TraceSteps(np.asarray(features, dtype=np.int64).reshape(-1, len(FEATURE_NAMES)),
-                      np.asarray(durations), np.asarray(gaps), [str(p) for p in paths], split)  # fmt: skip
+    return TraceSteps(
+        np.asarray(features, dtype=np.int64).reshape(-1, len(FEATURE_NAMES)),
+        np.asarray(durations),
+        np.asarray(gaps),
+        [str(p) for p in paths],
+        split,
+    )
 
 
-def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = (), fixed: Mapping[str, float] | None = None,
-            fixed_from: str | None = None, version: int | None = None) -> FittedCost:  # fmt: skip
+def fit_run(
+    run_dir: Path | Sequence[Path],
+    engines: Sequence[str] = (),
+    fixed: Mapping[str, float] | None = None,
+    fixed_from: str | None = None,
+    version: int | None = None,
+) -> FittedCost:
     """A profile fitted on the step traces of one run directory or several (all their engines, or those
     of `engines`). Several runs widen the shapes the fit has seen (narrow and wide batches), so they
     must have measured the same model: their weights and KV layout are checked to agree. `fixed` prices some
@@ -91,8 +103,10 @@ def fit_run(run_dir: Path | Sequence[Path], engines: Sequence[str] = (), fixed: 
     for d, e in traced[1:]:
         differs = [key for key, value in _model_identity(e).items() if value != _model_identity(first)[key]]
         if differs:
-            raise HarnessInputError(f"sim fit: {d} engine {e.get('name')!r} measured other {differs[0]} than "
-                                    f"{first_dir} engine {first.get('name')!r}: fit runs of one model")  # fmt: skip
+            raise HarnessInputError(
+                f"sim fit: {d} engine {e.get('name')!r} measured other {differs[0]} than "
+                f"{first_dir} engine {first.get('name')!r}: fit runs of one model"
+            )
     paths = sorted(p for d, e in traced for p in (d / "steps").glob(f"{e['name']}-t*.jsonl"))
     profile = fit_steps(trace_steps(paths), fixed, version)
     if fixed:
@@ -177,8 +191,10 @@ def _traced_engines(run_dir: Path, engines: Sequence[str]) -> list[dict[str, Any
 def _model_identity(engine: dict[str, Any]) -> dict[str, Any]:
     """What two engines' step times must share to be fitted together: the model's weights and KV layout."""
     model = engine.get("model") or {}
-    return {"weights": model.get("weight_hash") or model.get("source"),
-            "kv_bytes_per_token": engine.get("kv_bytes_per_token")}  # fmt: skip
+    return {
+        "weights": model.get("weight_hash") or model.get("source"),
+        "kv_bytes_per_token": engine.get("kv_bytes_per_token"),
+    }
 
 
 def profile_mismatch(engine: Mapping[str, Any], fitted: Mapping[str, Any]) -> str | None:
@@ -201,8 +217,14 @@ def profile_mismatch(engine: Mapping[str, Any], fitted: Mapping[str, Any]) -> st
 # ------------------------------------------------------------------------------------------------ twins
 
 
-def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: bool = True, seed: int = 0,
-                   serving: ServingPath | None = None) -> str:  # fmt: skip
+def twin_spec_text(
+    engine: Mapping[str, Any],
+    profile: Path,
+    label: str,
+    noise: bool = True,
+    seed: int = 0,
+    serving: ServingPath | None = None,
+) -> str:
     """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile` (a router's
     run: its cluster twin, with `serving`'s measured path and contention when given)."""
     kind = engine.get("kind")
@@ -216,9 +238,16 @@ def twin_spec_text(engine: Mapping[str, Any], profile: Path, label: str, noise: 
     o = engine.get("options") or {}
     kv = o.get("kv") or {}
     # an option the manifest lacks is left out, so the option table's default applies (stated there only)
-    items = {"scheduler": kind, "profile": str(profile), "label": label, "policy": o.get("policy"),
-             "block_size": kv.get("block_size"), "noise": str(noise).lower(), "seed": seed,
-             "twin": engine.get("name")}  # fmt: skip
+    items = {
+        "scheduler": kind,
+        "profile": str(profile),
+        "label": label,
+        "policy": o.get("policy"),
+        "block_size": kv.get("block_size"),
+        "noise": str(noise).lower(),
+        "seed": seed,
+        "twin": engine.get("name"),
+    }
     if engine.get("kv_blocks"):
         items["kv_blocks"] = engine["kv_blocks"]
     if kind == "static":
@@ -258,16 +287,26 @@ def schedule_from_run(run_dir: Path) -> list[Scheduled]:
     first_row: dict[str, int] = {}  # a session's stand-in: the ids of its first turn's row, grown turn by turn
     try:
         schedule = [
-            Scheduled(Request(str(r["request_id"]),
-                              distinct_prompt(_stand_in(first_row, r, i), int(r["input_tokens"])),
-                              int(r["output_tokens"]),
-                              ignore_eos=True, tenant=str(r.get("tenant", "default")),
-                              priority=int(r.get("priority", 0)), arrival_time=float(r["arrival_s"]),
-                              reasoning_tokens=int(r.get("reasoning_tokens", 0)), slo_class=r.get("slo_class")),
-                      float(r["arrival_s"]), r.get("session"), int(r.get("turn", 0)),
-                      float(r.get("think_s", 0.0)) + float(r.get("tool_s", 0.0)), int(r.get("branch", 0)))
+            Scheduled(
+                Request(
+                    str(r["request_id"]),
+                    distinct_prompt(_stand_in(first_row, r, i), int(r["input_tokens"])),
+                    int(r["output_tokens"]),
+                    ignore_eos=True,
+                    tenant=str(r.get("tenant", "default")),
+                    priority=int(r.get("priority", 0)),
+                    arrival_time=float(r["arrival_s"]),
+                    reasoning_tokens=int(r.get("reasoning_tokens", 0)),
+                    slo_class=r.get("slo_class"),
+                ),
+                float(r["arrival_s"]),
+                r.get("session"),
+                int(r.get("turn", 0)),
+                float(r.get("think_s", 0.0)) + float(r.get("tool_s", 0.0)),
+                int(r.get("branch", 0)),
+            )
             for i, r in enumerate(rows)
-        ]  # fmt: skip
+        ]
     except (KeyError, TypeError, ValueError) as exc:
         raise HarnessInputError(f"{run_dir / 'requests.jsonl'}: bad or missing field ({exc})") from None
     return apply_classes(schedule, classes)

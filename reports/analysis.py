@@ -33,8 +33,10 @@ class Analysis:
         if len(set(prints.values())) < 2:
             return None
         shown = ", ".join(f"{label}: {(fp or 'not recorded')[:12]}" for label, fp in prints.items())
-        return (f"These runs replayed different workloads (workload fingerprints {shown}): their differences "
-                "mix the engines with the workloads, so no comparison here isolates the engine.")  # fmt: skip
+        return (
+            f"These runs replayed different workloads (workload fingerprints {shown}): their differences "
+            "mix the engines with the workloads, so no comparison here isolates the engine."
+        )
 
     @property
     def prefix_cache(self) -> list[PrefixCacheView]:

@@ -298,16 +298,21 @@ def gantt(series: list[EngineRun], colors: dict[str, str]) -> tuple[go.Figure, s
     return base_layout(fig, height=max(360, len(series) * (14 * len(ids) + 60) + 80)), note
 
 
-SERVER_PANELS = (("waiting", "requests queued (server)"), ("running", "requests running (server)"),
-                 ("kv_usage", "KV cache in use (server, share)"))  # fmt: skip
+SERVER_PANELS = (
+    ("waiting", "requests queued (server)"),
+    ("running", "requests running (server)"),
+    ("kv_usage", "KV cache in use (server, share)"),
+)
 
 
 def _per_replica(label: str, frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if "replica" not in frame:
         return [(label, frame)]
     named = frame["replica"].notna()
-    return [(f"{label} {replica}", frame[named & frame["replica"].eq(replica)]) for replica in
-            dict.fromkeys(frame.loc[named, "replica"])]  # fmt: skip
+    return [
+        (f"{label} {replica}", frame[named & frame["replica"].eq(replica)])
+        for replica in dict.fromkeys(frame.loc[named, "replica"])
+    ]
 
 
 def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | None:
@@ -317,8 +322,9 @@ def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | 
     scraped = [er for er in series if er.server is not None and len(er.server) and "router_replicas" not in er.server]
     if not scraped:
         return None
-    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, subplot_titles=[t for _, t in SERVER_PANELS],
-                        vertical_spacing=0.08)  # fmt: skip
+    fig = make_subplots(
+        rows=3, cols=1, shared_xaxes=True, subplot_titles=[t for _, t in SERVER_PANELS], vertical_spacing=0.08
+    )
     for er in scraped:
         # a fleet scraped replica by replica (rows naming their `replica`): one line per replica, dashed apart
         for n, (name, frame) in enumerate(_per_replica(er.label, er.server)):
@@ -331,12 +337,18 @@ def server_view(series: list[EngineRun], colors: dict[str, str]) -> go.Figure | 
                 y = frame[field].where(ok)
                 fig.add_trace(
                     go.Scatter(
-                        x=frame["t"], y=y, mode="lines", name=name, legendgroup=name, showlegend=r == 0,
+                        x=frame["t"],
+                        y=y,
+                        mode="lines",
+                        name=name,
+                        legendgroup=name,
+                        showlegend=r == 0,
                         connectgaps=False,
                         line={"color": colors[er.label], "width": 1.6, "shape": "hv", "dash": dash},
                         hovertemplate=f"{name}<br>t=%{{x:.2f}} s<br>%{{y:.4g}}<extra></extra>",
                     ),
-                    row=r + 1, col=1,
-                )  # fmt: skip
+                    row=r + 1,
+                    col=1,
+                )
     fig.update_xaxes(title_text="seconds since the run started (the request timeline's clock)", row=3, col=1)
     return base_layout(fig, height=600)

@@ -107,8 +107,9 @@ def _plotly_script() -> str:
     return f"<script>/* plotly.js, embedded so the report needs no network */\n{js}\n</script>"
 
 
-def page(title: str, subtitle: str, verdict_lines: list[str], sections: list[Section], footer: str,
-         notices: list[str] = ()) -> str:  # type: ignore[assignment]  # fmt: skip
+def page(
+    title: str, subtitle: str, verdict_lines: list[str], sections: list[Section], footer: str, notices: list[str] = ()
+) -> str:  # type: ignore[assignment]
     lead, *rest = verdict_lines or [""]
     verdict = f'<p class="lead">{esc(lead)}</p>' + "".join(
         f'<p class="{"warn" if "flag" in line else ""}">{esc(line)}</p>' for line in rest

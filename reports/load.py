@@ -234,8 +234,9 @@ def load_run(path: str | Path, label: str | None = None, *, n_boot: int = 1000, 
     frame, tokens = read_records(records_path)
     schedule = read_schedule(path / "requests.jsonl")
     # ids as lists, as `harness.metrics.compare.paired_deltas` reads them
-    scheduled = (set(schedule["request_id"].astype(str).tolist())
-                 if schedule is not None and "request_id" in schedule else None)  # fmt: skip
+    scheduled = (
+        set(schedule["request_id"].astype(str).tolist()) if schedule is not None and "request_id" in schedule else None
+    )
     known = _summaries(metrics)
     if frame.empty and not known:
         raise RecordError(f"{records_path}: no records")

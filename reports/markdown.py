@@ -100,9 +100,15 @@ def markdown_summary(run_dir: Path | list[Path] | Analysis, *, labels: list[str]
     notices = simulated.notices(a.runs)
     lines += [*(f"> **{n}**" for n in notices), *([""] if notices else [])]
     for real, sim, rows in simulated.fidelity_tables(a.runs):
-        cells = [[r["metric"], fmt.seconds(r["real"]) if r["unit"] == "s" else fmt.number(r["real"]),
-                  fmt.seconds(r["simulated"]) if r["unit"] == "s" else fmt.number(r["simulated"]),
-                  "–" if r["error"] is None else f"{r['error']:+.1%}"] for r in rows]  # fmt: skip
+        cells = [
+            [
+                r["metric"],
+                fmt.seconds(r["real"]) if r["unit"] == "s" else fmt.number(r["real"]),
+                fmt.seconds(r["simulated"]) if r["unit"] == "s" else fmt.number(r["simulated"]),
+                "–" if r["error"] is None else f"{r['error']:+.1%}",
+            ]
+            for r in rows
+        ]
         lines += [f"Fidelity of {sim} against the measured {real}:", ""]
         lines += [*_table(["metric", f"{real} (measured)", f"{sim} (simulated)", "error"], cells), ""]
     lines += [*_headlines(a), ""]

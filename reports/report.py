@@ -155,10 +155,14 @@ def where_it_ran(manifest: dict[str, Any]) -> str:
 
 
 def _simulation_section(runs: list[RunData]) -> Section:
-    sec = Section("simulation", "Simulation", "Simulated engines ran batchmark's own schedulers in virtual time; "
-                  "each step took the time their cost model predicted (docs/simulator.md). Their parameters, then, "
-                  "for a run that also measured the real engine on the same schedule, how far the simulation "
-                  "landed from the measurement (error = simulated / measured - 1).")  # fmt: skip
+    sec = Section(
+        "simulation",
+        "Simulation",
+        "Simulated engines ran batchmark's own schedulers in virtual time; "
+        "each step took the time their cost model predicted (docs/simulator.md). Their parameters, then, "
+        "for a run that also measured the real engine on the same schedule, how far the simulation "
+        "landed from the measurement (error = simulated / measured - 1).",
+    )
     for run in runs:
         for name, engine in simulated.simulated_engines(run.manifest).items():
             title = f"{run.label}/{name}" if len(runs) > 1 else name
@@ -168,8 +172,10 @@ def _simulation_section(runs: list[RunData]) -> Section:
     for real, sim, rows in pairs:
         sec.html(f"<h3>Fidelity: {esc(sim)} against {esc(real)}</h3>{simulated.fidelity_html(real, sim, rows)}")
     if not pairs:
-        sec.html('<p class="note">No measured twin in these runs: the simulation\'s error here is not measured '
-                 "(see docs/simulator.md for measured fidelity).</p>")  # fmt: skip
+        sec.html(
+            '<p class="note">No measured twin in these runs: the simulation\'s error here is not measured '
+            "(see docs/simulator.md for measured fidelity).</p>"
+        )
     return sec
 
 

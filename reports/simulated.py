@@ -55,6 +55,8 @@ def fidelity_html(real: str, sim: str, rows: list[dict[str, Any]]) -> str:
         f"<td>{value(r['simulated'], r['unit'])}</td><td>{error(r['error'])}</td><td>{inside(r)}</td></tr>"
         for r in rows
     )
-    head = (f"<tr><th>metric</th><th>{esc(real)} (measured)</th><th>its 95% CI</th><th>{esc(sim)} (simulated)</th>"
-            "<th>error</th><th>inside the CI</th></tr>")  # fmt: skip
+    head = (
+        f"<tr><th>metric</th><th>{esc(real)} (measured)</th><th>its 95% CI</th><th>{esc(sim)} (simulated)</th>"
+        "<th>error</th><th>inside the CI</th></tr>"
+    )
     return f'<table class="fidelity-table"><thead>{head}</thead><tbody>{body}</tbody></table>'

@@ -108,8 +108,10 @@ def validity_flags(runs: list[RunData], series: list[EngineRun]) -> list[dict[st
         if isinstance(imported, dict):
             for label, info in (imported.get("runs") or {}).items():
                 series_label = label if len(runs) == 1 else f"{run.label}/{label}"
-                for note in [f"imported from {imported.get('tool')} ({imported.get('schema')})",
-                             *((info or {}).get("notes") or [])]:  # fmt: skip
+                for note in [
+                    f"imported from {imported.get('tool')} ({imported.get('schema')})",
+                    *((info or {}).get("notes") or []),
+                ]:
                     flags.append({"series": series_label, "name": "imported", "message": note})
         for note in run.notes:
             flags.append({"series": run.label, "name": "report_note", "message": note})

@@ -22,8 +22,16 @@ _WHERE = {
     "Workload": "model",
     "WorkloadRequest": "model",
     **dict.fromkeys(
-        ("clip_to_context", "first_requests", "override_rate", "sample_requests", "spread_ties", "time_scale",
-         "time_window", "to_closed_loop"),
+        (
+            "clip_to_context",
+            "first_requests",
+            "override_rate",
+            "sample_requests",
+            "spread_ties",
+            "time_scale",
+            "time_window",
+            "to_closed_loop",
+        ),
         "ops",
     ),
     "list_presets": "presets",
@@ -32,7 +40,7 @@ _WHERE = {
     "text_prompts": "prompt_text",
     "TokenizerAdapter": "tokenizer",
     "as_tokenizer": "tokenizer",
-}  # fmt: skip
+}
 __all__ = sorted(_WHERE)
 
 

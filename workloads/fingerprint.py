@@ -38,8 +38,9 @@ def canonical_document(workload: Workload) -> dict[str, Any]:
     if any(c is not None for c in classes):
         extra["slo_class"] = classes
     if any(r.branch or r.tool_s for r in workload.requests):  # agentic sessions: the DAG and its pauses
-        extra["dag"] = [[r.session, r.turn, r.branch, round(r.think_s * 1e6), round(r.tool_s * 1e6)]
-                        for r in workload.requests]  # fmt: skip
+        extra["dag"] = [
+            [r.session, r.turn, r.branch, round(r.think_s * 1e6), round(r.tool_s * 1e6)] for r in workload.requests
+        ]
     if any(r.fresh for r in workload.requests):  # turns whose context starts over; absent: older ones stay valid
         extra["fresh"] = [r.request_id for r in workload.requests if r.fresh]
     return {

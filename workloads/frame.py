@@ -15,8 +15,17 @@ import pandas as pd
 
 from workloads.model import WorkloadRequest
 
-COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "tenant", "priority", "prompt_text", "prefix_hash_ids",
-           "reasoning_tokens", "slo_class")  # fmt: skip
+COLUMNS = (
+    "arrival_s",
+    "input_tokens",
+    "output_tokens",
+    "tenant",
+    "priority",
+    "prompt_text",
+    "prefix_hash_ids",
+    "reasoning_tokens",
+    "slo_class",
+)
 
 
 def make_frame(

@@ -154,8 +154,13 @@ def text_prompts(
         n = request.input_tokens
         if request.prompt_text is not None:
             text, actual = request.prompt_text, count(request.prompt_text)
-        elif (request.session is not None and request.turn > 0 and not request.branch and not request.fresh
-              and request.session in history):  # fmt: skip
+        elif (
+            request.session is not None
+            and request.turn > 0
+            and not request.branch
+            and not request.fresh
+            and request.session in history
+        ):
             before, answer, parent = history[request.session]
             words = before.split(" ") + draw_words(pool, np.random.default_rng([seed, ANSWER_STREAM, parent]), answer)
             have = count(" ".join(words))

@@ -57,8 +57,19 @@ from workloads.readers.raw import parse_json, read_text
 
 CHARS_PER_TOKEN = 4  # OpenAI's rule of thumb for English text, for ShareGPT files that carry text only
 SYSTEM_HASH_BASE = 1 << 48  # generated system-prompt blocks: ids no trace file uses
-TURN_KEYS = {"session", "turn", "branch", "at_s", "think_s", "tool_s", "new_tokens", "output_tokens",
-             "prefix_hash_ids", "tenant", "fresh"}  # fmt: skip
+TURN_KEYS = {
+    "session",
+    "turn",
+    "branch",
+    "at_s",
+    "think_s",
+    "tool_s",
+    "new_tokens",
+    "output_tokens",
+    "prefix_hash_ids",
+    "tenant",
+    "fresh",
+}
 MAX_FANOUT = 64  # branches of one turn: beyond any agent framework's parallel tool calls
 
 
@@ -103,14 +114,31 @@ class SessionSource:
     def to_spec(self) -> dict[str, Any]:
         if self.file is not None:
             first = {} if self.first_sessions is None else {"first_sessions": self.first_sessions}
-            return {"kind": "sessions", "file": self.file.name, "format": self.format, "rate": self.rate,
-                    "think_s": self.think_s} | first  # fmt: skip
-        spec = {"kind": "sessions", "count": self.count, "rate": self.rate, "turns": self.turns.to_spec(),
-                "first_tokens": self.first_tokens.to_spec(), "new_tokens": self.new_tokens.to_spec(),
-                "output": self.output.to_spec(), "think_s": self.think_s,
-                "shared_prefix_blocks": self.shared_prefix_blocks, "tenant": self.tenant}  # fmt: skip
-        agentic = {"tool_ms": self.tool_ms, "fanout": None if self.fanout == Fixed(1) else self.fanout,
-                   "sub_tokens": self.sub_tokens, "sub_output": self.sub_output}  # fmt: skip
+            return {
+                "kind": "sessions",
+                "file": self.file.name,
+                "format": self.format,
+                "rate": self.rate,
+                "think_s": self.think_s,
+            } | first
+        spec = {
+            "kind": "sessions",
+            "count": self.count,
+            "rate": self.rate,
+            "turns": self.turns.to_spec(),
+            "first_tokens": self.first_tokens.to_spec(),
+            "new_tokens": self.new_tokens.to_spec(),
+            "output": self.output.to_spec(),
+            "think_s": self.think_s,
+            "shared_prefix_blocks": self.shared_prefix_blocks,
+            "tenant": self.tenant,
+        }
+        agentic = {
+            "tool_ms": self.tool_ms,
+            "fanout": None if self.fanout == Fixed(1) else self.fanout,
+            "sub_tokens": self.sub_tokens,
+            "sub_output": self.sub_output,
+        }
         # absent when unset: the specs (and fingerprints) of workloads without them stay as they were
         return spec | {k: v.to_spec() for k, v in agentic.items() if v is not None}
 
@@ -208,9 +236,20 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
         if not isinstance(fresh, bool):
             raise _fail(display, number, "fresh", f"expected true or false, found {fresh!r}")
         new = _int(obj, "new_tokens", display, number, 0 if hashes else 1)
-        turns.append(Turn(session, turn, new, _int(obj, "output_tokens", display, number, 1),
-                          _seconds(obj, "at_s", display, number), _seconds(obj, "think_s", display, number),
-                          tuple(hashes), tenant, _seconds(obj, "tool_s", display, number), fresh=fresh))  # fmt: skip
+        turns.append(
+            Turn(
+                session,
+                turn,
+                new,
+                _int(obj, "output_tokens", display, number, 1),
+                _seconds(obj, "at_s", display, number),
+                _seconds(obj, "think_s", display, number),
+                tuple(hashes),
+                tenant,
+                _seconds(obj, "tool_s", display, number),
+                fresh=fresh,
+            )
+        )
         last_turn[session] = turn
         last_branch[session] = 0
     if not turns:
@@ -218,8 +257,16 @@ def read_session_file(path: Path, display: str) -> list[Turn]:
     return turns
 
 
-def _sub_agent(obj: dict[str, Any], display: str, number: int, session: str, turn: int, branch: int,
-               seen: int | None, last: int | None) -> Turn:  # fmt: skip
+def _sub_agent(
+    obj: dict[str, Any],
+    display: str,
+    number: int,
+    session: str,
+    turn: int,
+    branch: int,
+    seen: int | None,
+    last: int | None,
+) -> Turn:
     """A line of branch >= 1: a sub-agent of the turn just read, which gives its start, pauses and tenant."""
     if seen != turn or last != branch - 1:
         what = f"branch {branch} of session {session!r} turn {turn} must follow its branch {branch - 1}"
@@ -227,8 +274,13 @@ def _sub_agent(obj: dict[str, Any], display: str, number: int, session: str, tur
     for key in ("at_s", "think_s", "tool_s", "prefix_hash_ids", "tenant", "fresh"):
         if key in obj:
             raise _fail(display, number, key, f"a branch shares its turn's {key}: only branch 0 has it")
-    return Turn(session, turn, _int(obj, "new_tokens", display, number, 1),
-                _int(obj, "output_tokens", display, number, 1), branch=branch)  # fmt: skip
+    return Turn(
+        session,
+        turn,
+        _int(obj, "new_tokens", display, number, 1),
+        _int(obj, "output_tokens", display, number, 1),
+        branch=branch,
+    )
 
 
 def read_sharegpt(path: Path, display: str, rate: float, think_s: float, seed: int) -> list[Turn]:
@@ -261,8 +313,9 @@ def read_sharegpt(path: Path, display: str, rate: float, think_s: float, seed: i
             elif role in ("human", "user"):
                 pending = tokens + (system if k == 0 else 0)
             elif role in ("gpt", "assistant", "chatgpt", "bard") and pending is not None:
-                turns.append(Turn(session, k, pending, tokens, float(starts[index]) if k == 0 else 0.0,
-                                  think_s if k else 0.0))  # fmt: skip
+                turns.append(
+                    Turn(session, k, pending, tokens, float(starts[index]) if k == 0 else 0.0, think_s if k else 0.0)
+                )
                 pending, k = None, k + 1
     if not turns:
         raise _fail(display, 1, "conversations", "no human message answered by the model")
@@ -287,8 +340,19 @@ def generate_sessions(source: SessionSource, seed: int) -> list[Turn]:
         for k in range(n):
             new = first if k == 0 else int(news[k - 1])
             tool = float(source.tool_ms.sample(agentic, 1)[0]) / 1e3 if k and source.tool_ms is not None else 0.0
-            turns.append(Turn(session, k, new, int(outputs[k]), float(starts[s]) if k == 0 else 0.0,
-                              source.think_s if k else 0.0, system if k == 0 else (), source.tenant, tool))  # fmt: skip
+            turns.append(
+                Turn(
+                    session,
+                    k,
+                    new,
+                    int(outputs[k]),
+                    float(starts[s]) if k == 0 else 0.0,
+                    source.think_s if k else 0.0,
+                    system if k == 0 else (),
+                    source.tenant,
+                    tool,
+                )
+            )
             if k:
                 turns += _sub_agents(source, agentic, session, k)
     return turns
@@ -301,8 +365,10 @@ def _sub_agents(source: SessionSource, rng: np.random.Generator, session: str, k
         raise WorkloadError(f"drew {branches} branches; expected 1..{MAX_FANOUT}", field="sessions.fanout")
     tasks = (source.sub_tokens or source.new_tokens).sample(rng, branches - 1)
     answers = (source.sub_output or source.output).sample(rng, branches - 1)
-    return [Turn(session, k, int(tasks[j]), int(answers[j]), tenant=source.tenant, branch=j + 1)
-            for j in range(branches - 1)]  # fmt: skip
+    return [
+        Turn(session, k, int(tasks[j]), int(answers[j]), tenant=source.tenant, branch=j + 1)
+        for j in range(branches - 1)
+    ]
 
 
 def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple[list[WorkloadRequest], list[str]]:
@@ -325,9 +391,20 @@ def session_requests(turns: list[Turn], max_context: int | None = None) -> tuple
             cut.add(t.session)
             continue
         at = earliest if t.branch else earliest + t.think_s + t.tool_s
-        request = WorkloadRequest("", at, prompt, t.output_tokens, t.tenant, prefix_hash_ids=hashes,
-                                  session=t.session, turn=t.turn, think_s=t.think_s, tool_s=t.tool_s,
-                                  branch=t.branch, fresh=t.fresh)  # fmt: skip
+        request = WorkloadRequest(
+            "",
+            at,
+            prompt,
+            t.output_tokens,
+            t.tenant,
+            prefix_hash_ids=hashes,
+            session=t.session,
+            turn=t.turn,
+            think_s=t.think_s,
+            tool_s=t.tool_s,
+            branch=t.branch,
+            fresh=t.fresh,
+        )
         rows.append((at, order, request))
         # the main line's history takes its own prompt and answer; a sub-agent's answer joins it
         state[t.session] = (history + t.output_tokens if t.branch else prompt + t.output_tokens, at, system)

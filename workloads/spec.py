@@ -56,8 +56,19 @@ SESSION_KEYS = {
 }
 SESSION_TRANSFORMS = {"seed", "max_context", "time_scale"}  # a session's turns depend on each other: no sampling
 TRACE_KEYS = {"bundled", "path", "format", "columns", "time_unit"}
-TENANT_KEYS = {"name", "count", "rate", "arrival", "input", "output", "priority", "start_s", "requests",
-               "reasoning_tokens", "slo_class"}  # fmt: skip
+TENANT_KEYS = {
+    "name",
+    "count",
+    "rate",
+    "arrival",
+    "input",
+    "output",
+    "priority",
+    "start_s",
+    "requests",
+    "reasoning_tokens",
+    "slo_class",
+}
 
 
 @dataclass(frozen=True)
@@ -222,9 +233,13 @@ def _sessions(table: dict[str, Any], base: Path) -> SessionSource:
     if "fanout" in given and not _largest(given["fanout"]) <= MAX_FANOUT:  # a turn of 10^6 branches filled memory
         raise _fail(f"draws must stay <= {MAX_FANOUT} branches (set max)", "sessions.fanout")
     # bounded above too: NaN passed `v < low`, and a NaN rate or 1e300 s think time broke the schedule
-    for key, kind, low, high in (("count", int, 1, MAX_REQUESTS), ("shared_prefix_blocks", int, 0, MAX_TOKENS),
-                                 ("rate", float, 0.0, 1e6), ("think_s", float, 0.0, MAX_SPAN_S),
-                                 ("first_sessions", int, 1, MAX_REQUESTS)):  # fmt: skip
+    for key, kind, low, high in (
+        ("count", int, 1, MAX_REQUESTS),
+        ("shared_prefix_blocks", int, 0, MAX_TOKENS),
+        ("rate", float, 0.0, 1e6),
+        ("think_s", float, 0.0, MAX_SPAN_S),
+        ("first_sessions", int, 1, MAX_REQUESTS),
+    ):
         if key in table:
             v = table[key]
             ok = isinstance(v, int) if kind is int else isinstance(v, int | float)

@@ -110,16 +110,18 @@ def agentic_summary(workload: Workload) -> dict[str, Any]:
         qs = (round(float(v), 6) for v in np.percentile(values, (50, 90, 100))) if values else ()
         return dict(zip(("p50", "p90", "max"), qs, strict=True)) if values else None
 
-    return {"agentic": {
-        "jobs": len({r.session for r in workload.requests}),
-        "later_turns": len(later),
-        "fanned_out_turns": sum(1 for n in later if n > 1),
-        "branches_max": max(branches.values()),
-        "tool_s": quantiles(tools),
-        "turns_per_job": quantiles(list(per_job.values())),
-        "think_s": quantiles(thinks),
-        "fresh_turns": sum(1 for r in workload.requests if r.fresh),
-    }}  # fmt: skip
+    return {
+        "agentic": {
+            "jobs": len({r.session for r in workload.requests}),
+            "later_turns": len(later),
+            "fanned_out_turns": sum(1 for n in later if n > 1),
+            "branches_max": max(branches.values()),
+            "tool_s": quantiles(tools),
+            "turns_per_job": quantiles(list(per_job.values())),
+            "think_s": quantiles(thinks),
+            "fresh_turns": sum(1 for r in workload.requests if r.fresh),
+        }
+    }
 
 
 def describe(workload: Workload) -> dict[str, Any]:

@@ -34,8 +34,20 @@ def main(router_bin: str) -> int:
     named = BackgroundServer(lambda: make_app(ZeroLatencyEngine(), tokenizer, "zero", replica_id="alpha"))
     default = BackgroundServer(lambda: make_app(ZeroLatencyEngine(), tokenizer, "zero"))
     with named, default:
-        command = [router_bin, "--host", "127.0.0.1", "--port", str(PORT), "--worker-urls", named.url, default.url,
-                   "--policy", "round_robin", "--log-level", "warning"]  # fmt: skip
+        command = [
+            router_bin,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(PORT),
+            "--worker-urls",
+            named.url,
+            default.url,
+            "--policy",
+            "round_robin",
+            "--log-level",
+            "warning",
+        ]
         router = subprocess.Popen(command)
         try:
             for _ in range(60):
@@ -47,9 +59,11 @@ def main(router_bin: str) -> int:
             missing = 0
             for stream in (True, False, True, False):
                 body = {"model": "zero", "prompt": "hi", "max_tokens": 3, "stream": stream}
-                request = urllib.request.Request(f"http://127.0.0.1:{PORT}/v1/completions",
-                                                 data=json.dumps(body).encode(),
-                                                 headers={"Content-Type": "application/json"})  # fmt: skip
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{PORT}/v1/completions",
+                    data=json.dumps(body).encode(),
+                    headers={"Content-Type": "application/json"},
+                )
                 with urllib.request.urlopen(request, timeout=10) as response:
                     response.read()
                     name = response.headers.get(REPLICA_HEADER)

@@ -24,8 +24,10 @@ from harness.simulation import trace_steps
 def main(out: Path) -> None:
     profile = load_profile(out / "profile.json")
     routed = sorted(p.parent for p in out.glob("*/replicas"))
-    sets = [("fit run, in process", sorted((out / "fit" / "steps").glob("*.jsonl"))),
-            ("calibration, in process", sorted((out / "calibration-inprocess" / "steps").glob("*.jsonl")))]  # fmt: skip
+    sets = [
+        ("fit run, in process", sorted((out / "fit" / "steps").glob("*.jsonl"))),
+        ("calibration, in process", sorted((out / "calibration-inprocess" / "steps").glob("*.jsonl"))),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         whole = (out / "steps-r1.jsonl").read_text().splitlines()
         later = sum(len((run / "replicas" / "r1.steps.jsonl").read_text().splitlines()) for run in routed)
@@ -39,9 +41,11 @@ def main(out: Path) -> None:
             if steps is None or not len(steps.duration_s):
                 continue
             priced = np.array([profile.step_time(StepFeatures(*map(int, row))) for row in steps.features])
-            print(f"{name}: {len(priced)} steps, mean {steps.duration_s.mean() * 1e3:.2f} ms against "
-                  f"{priced.mean() * 1e3:.2f} ms priced: x{steps.duration_s.sum() / priced.sum():.3f} "
-                  f"(median step x{np.median(steps.duration_s / priced):.3f})")  # fmt: skip
+            print(
+                f"{name}: {len(priced)} steps, mean {steps.duration_s.mean() * 1e3:.2f} ms against "
+                f"{priced.mean() * 1e3:.2f} ms priced: x{steps.duration_s.sum() / priced.sum():.3f} "
+                f"(median step x{np.median(steps.duration_s / priced):.3f})"
+            )
 
 
 if __name__ == "__main__":

@@ -53,11 +53,28 @@ def main() -> int:
                     out = tmp / f"r{r}-{rate}-{workers}"
                     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
                     subprocess.run(
-                        [sys.executable, "-m", "harness.cli", "run", "--workload", str(spec), "--rate", rate,
-                         "--engine", f"http:url={url}", "--workers", workers, "--executor", args.executor,
-                         "--no-report", "--out", str(out)],
-                        check=True, capture_output=True,
-                    )  # fmt: skip
+                        [
+                            sys.executable,
+                            "-m",
+                            "harness.cli",
+                            "run",
+                            "--workload",
+                            str(spec),
+                            "--rate",
+                            rate,
+                            "--engine",
+                            f"http:url={url}",
+                            "--workers",
+                            workers,
+                            "--executor",
+                            args.executor,
+                            "--no-report",
+                            "--out",
+                            str(out),
+                        ],
+                        check=True,
+                        capture_output=True,
+                    )
                     run = json.loads((out / "metrics.json").read_text())["runs"][0]
                     s = run["summary"]
                     ttft = s["latency"]["ttft"]["percentiles"]

@@ -149,8 +149,10 @@ def main(out: Path) -> None:
     ratios: dict[tuple[str, str], list[float]] = {}
     again: dict[tuple[str, str], list[float]] = {}
     own_rates: list[float] = []
-    print("| round | peer | metric | peer's own | batchmark | peer / batchmark | peer's records, batchmark's "
-          "definitions / batchmark |")  # fmt: skip
+    print(
+        "| round | peer | metric | peer's own | batchmark | peer / batchmark | peer's records, batchmark's "
+        "definitions / batchmark |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in rounds:
         for peer in PEERS:

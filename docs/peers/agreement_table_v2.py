@@ -65,8 +65,10 @@ def main(out: Path) -> None:
     runs = sorted(p for p in (out / "runs").iterdir() if p.is_dir())
     ratios: dict[tuple[str, str], list[float]] = {}
     again: dict[tuple[str, str], list[float]] = {}
-    print("| run | peer | metric | peer's own | batchmark before, after | peer / their geometric mean "
-          "| peer's records, batchmark's definitions / the same |")  # fmt: skip
+    print(
+        "| run | peer | metric | peer's own | batchmark before, after | peer / their geometric mean "
+        "| peer's records, batchmark's definitions / the same |"
+    )
     print("|---|---|---|---|---|---|---|")
     for i, run in enumerate(runs):
         peer = run.name.split("-", 1)[1]
@@ -89,8 +91,10 @@ def main(out: Path) -> None:
             cells = (fmt(own), f"{fmt(before)}, {fmt(after)}", fmt(ratio), fmt(re_ratio))
             print(f"| {run.name} | {PEERS[peer]} | {row} | " + " | ".join(cells) + " |")
     print()
-    print("| peer | metric | sandwiches | peer / batchmark: geometric mean [95% interval] | verdict "
-          "| peer's records, batchmark's definitions |")  # fmt: skip
+    print(
+        "| peer | metric | sandwiches | peer / batchmark: geometric mean [95% interval] | verdict "
+        "| peer's records, batchmark's definitions |"
+    )
     print("|---|---|---|---|---|---|")
     for peer in PEERS:
         for row, _, _, target in ROWS:
@@ -102,8 +106,10 @@ def main(out: Path) -> None:
     rates = [s["throughput"]["whole_run"]["output_token_rate"] for run in runs if (s := ours(run))]
     if rates:
         print()
-        print(f"batchmark's own output tok/s, {len(rates)} runs: median {statistics.median(rates):.4g}, "
-              f"range {min(rates):.4g}-{max(rates):.4g}")  # fmt: skip
+        print(
+            f"batchmark's own output tok/s, {len(rates)} runs: median {statistics.median(rates):.4g}, "
+            f"range {min(rates):.4g}-{max(rates):.4g}"
+        )
     warm = out / "warmup" / "rates.txt"
     if warm.exists():
         print("warm-up: " + " ".join(warm.read_text().split()))

@@ -70,8 +70,10 @@ def main_(root: Path) -> None:
             meets = slo_table(served, SLO(ttft_s=2.0, tpot_s=0.2))["meets_slo"].to_numpy()  # as the tests judge it
             ttft = served["ttft"].to_numpy()
             shed = (mine["error_type"] == "slo_shed").to_numpy()
-            print(f"| {label} | {p99(ttft[~np.isnan(ttft)]):.2f} s | {p99(ttft[light & ~np.isnan(ttft)]):.2f} s | "
-                  f"{meets[light].mean():.0%} | {shed.mean():.0%} ({shed[light].mean():.0%}) |")  # fmt: skip
+            print(
+                f"| {label} | {p99(ttft[~np.isnan(ttft)]):.2f} s | {p99(ttft[light & ~np.isnan(ttft)]):.2f} s | "
+                f"{meets[light].mean():.0%} | {shed.mean():.0%} ({shed[light].mean():.0%}) |"
+            )
 
 
 if __name__ == "__main__":

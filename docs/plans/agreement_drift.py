@@ -48,8 +48,9 @@ def runs_of(bench: Path) -> list[dict[str, Any]]:
             if name.endswith("-start") and name[:-6] + "-end" in marks:
                 who = name[:-6]
                 end = clock(marks[who + "-end"][1])
-                runs.append({"who": who, "dir": load.parent, "start": clock(fields[1]), "end": end,
-                             "load": float(fields[2])})  # fmt: skip
+                runs.append(
+                    {"who": who, "dir": load.parent, "start": clock(fields[1]), "end": end, "load": float(fields[2])}
+                )
     runs.sort(key=lambda run: run["start"])
     return runs
 
@@ -145,8 +146,10 @@ def noise_floor(runs: list[dict[str, Any]]) -> None:
         + f"; rms log ratio {pair_sd:.3f}, one run {pair_sd / math.sqrt(2):.3f}, sandwich {sandwich_sd:.3f}"
     )
     for design, spread in (("pairs", pair_sd), ("sandwiches", sandwich_sd)):
-        print(f"{design} per peer for a 95% interval of the mean log ratio within +-3%: "
-              f"{pairs_needed(spread, 0.03)} (3 give +-{t95(3) * spread / math.sqrt(3):.1%})")  # fmt: skip
+        print(
+            f"{design} per peer for a 95% interval of the mean log ratio within +-3%: "
+            f"{pairs_needed(spread, 0.03)} (3 give +-{t95(3) * spread / math.sqrt(3):.1%})"
+        )
 
 
 def fmt(values: list[float] | None) -> str:
@@ -158,9 +161,11 @@ def main(bench: Path, sched: Path | None, cpu_log: Path | None) -> None:
     samples = sched_samples(sched) if sched else []
     cpu0 = cpu0_samples(cpu_log) if cpu_log else []
     origin = runs[0]["start"]
-    print("| # | run | pair | s since warm-up start | run before | load 1-min | output tok/s | per quarter "
-          "(tok/s) | last 3 quarters / first | server CPU s / 1k tok | run-queue wait s / 1k tok | server core share "
-          "| CPU 0 other busy | CPU 0 steal |")  # fmt: skip
+    print(
+        "| # | run | pair | s since warm-up start | run before | load 1-min | output tok/s | per quarter "
+        "(tok/s) | last 3 quarters / first | server CPU s / 1k tok | run-queue wait s / 1k tok | server core share "
+        "| CPU 0 other busy | CPU 0 steal |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     previous = "(server start)"
     for i, run in enumerate(runs):
@@ -180,8 +185,22 @@ def main(bench: Path, sched: Path | None, cpu_log: Path | None) -> None:
             steal = f"{(d[2] - c[2]) / span:.2f}"
         pair = "warmup" if run["dir"].name == "warmup" else f"{run['dir'].parent.name}/{run['dir'].name}"
         lift = "n/a" if run["lift"] is None else f"{run['lift']:.2f}"
-        cells = (i, run["who"], pair, f"{run['start'] - origin:.0f}", previous, f"{run['load']:.2f}",
-                 f"{run['rate']:.0f}", fmt(quarters), lift, cpu, wait, share, other, steal)  # fmt: skip
+        cells = (
+            i,
+            run["who"],
+            pair,
+            f"{run['start'] - origin:.0f}",
+            previous,
+            f"{run['load']:.2f}",
+            f"{run['rate']:.0f}",
+            fmt(quarters),
+            lift,
+            cpu,
+            wait,
+            share,
+            other,
+            steal,
+        )
         print("| " + " | ".join(str(cell) for cell in cells) + " |")
         run["before"], previous = previous, run["who"]
     ours = [run for run in runs[1:] if run["who"] == "batchmark"]
@@ -194,14 +213,18 @@ def main(bench: Path, sched: Path | None, cpu_log: Path | None) -> None:
     steady = rates[1:]  # without the first run after the warm-up
     for label, values in (("all", rates), ("without the first", steady)):
         mean, sd = statistics.mean(values), statistics.stdev(values)
-        print(f"batchmark output tok/s, {label} ({len(values)} runs): mean {mean:.0f}, sd {sd:.0f} "
-              f"(cv {sd / mean:.3f}), range {min(values):.0f}-{max(values):.0f}")  # fmt: skip
+        print(
+            f"batchmark output tok/s, {label} ({len(values)} runs): mean {mean:.0f}, sd {sd:.0f} "
+            f"(cv {sd / mean:.3f}), range {min(values):.0f}-{max(values):.0f}"
+        )
     noise_floor(runs[1:])
     within = [statistics.stdev(q) / statistics.mean(q) for run in ours if (q := run["quarters"])]
     print(f"batchmark within-run cv of the quarter rates: median {statistics.median(within):.3f}")
     lifts = [run["lift"] for run in ours if run["lift"] is not None]
-    print(f"batchmark last-3-quarters / first quarter: median {statistics.median(lifts):.2f}, "
-          f"range {min(lifts):.2f}-{max(lifts):.2f}; warm-up {runs[0]['lift']:.2f}")  # fmt: skip
+    print(
+        f"batchmark last-3-quarters / first quarter: median {statistics.median(lifts):.2f}, "
+        f"range {min(lifts):.2f}-{max(lifts):.2f}; warm-up {runs[0]['lift']:.2f}"
+    )
 
 
 if __name__ == "__main__":

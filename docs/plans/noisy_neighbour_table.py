@@ -30,8 +30,12 @@ def table(root: Path) -> list[str]:
     for arm in (a["name"] for a in study["arms"]):
         cells = []
         for part in SLICES:
-            ratios = np.array([units[(arm, part, t)]["metrics"][KEY] / units[("light-alone", part, t)]["metrics"][KEY]
-                               for t in trials])  # fmt: skip
+            ratios = np.array(
+                [
+                    units[(arm, part, t)]["metrics"][KEY] / units[("light-alone", part, t)]["metrics"][KEY]
+                    for t in trials
+                ]
+            )
             low, high = np.percentile(rng.choice(ratios, (10_000, len(ratios))).mean(axis=1), [2.5, 97.5])
             cells.append(f"**{ratios.mean():,.0f}x** [{low:,.0f}, {high:,.0f}]")
         p99 = np.mean([units[(arm, "tuning", t)]["metrics"][KEY] for t in trials])
@@ -42,8 +46,10 @@ def table(root: Path) -> list[str]:
             light = records["tenant"].str.startswith("light").to_numpy()
             shed, light_shed = shed + refused.sum(), light_shed + (refused & light).sum()
             requests, light_requests = requests + len(records), light_requests + light.sum()
-        lines.append(f"| {arm} | {cells[0]} | {cells[1]} | {p99:.2f} s | "
-                     f"{shed / requests:.0%} ({light_shed / light_requests:.0%}) |")  # fmt: skip
+        lines.append(
+            f"| {arm} | {cells[0]} | {cells[1]} | {p99:.2f} s | "
+            f"{shed / requests:.0%} ({light_shed / light_requests:.0%}) |"
+        )
     return lines
 
 

@@ -75,9 +75,11 @@ def main(profile_path: Path, engine: str, fit_runs: list[Path], runs: list[Path]
         busy = float(measured.sum())
         priced = measured + resid
         share_unsampled = sum(1 for s in shapes if s not in reference) / len(shapes)
-        print(f"{run.name}: {busy:.3f} s, priced {priced.sum():.3f} s, error {100 * (priced.sum() / busy - 1):+.1f}%"
-              f" = form {100 * form / busy:+.1f}% + speed {100 * speed / busy:+.1f}% + unsampled "
-              f"{100 * unsampled / busy:+.1f}% ({100 * share_unsampled:.0f}% of steps)")  # fmt: skip
+        print(
+            f"{run.name}: {busy:.3f} s, priced {priced.sum():.3f} s, error {100 * (priced.sum() / busy - 1):+.1f}%"
+            f" = form {100 * form / busy:+.1f}% + speed {100 * speed / busy:+.1f}% + unsampled "
+            f"{100 * unsampled / busy:+.1f}% ({100 * share_unsampled:.0f}% of steps)"
+        )
         missing = Counter(s for s in shapes if s not in reference).most_common(3)
         fit_counts = Counter(fit_shapes)
         named = [f"{label(key)}: {n} (fit run {fit_counts[key]})" for key, n in missing]

@@ -47,12 +47,16 @@ def main(profile_path: Path, engine: str, runs: list[Path]) -> None:
             real, model = float(np.median(trace.duration_s[idx])), float(np.median(priced[idx]))
             table.setdefault(key, {})[run.name] = (int(idx.sum()), real, model, share)
         total = (priced.sum() - trace.duration_s.sum()) / trace.duration_s.sum()
-        print(f"{run.name}: {len(trace.duration_s)} steps, busy {trace.duration_s.sum():.3f} s, priced "
-              f"{priced.sum():.3f} s ({100 * total:+.1f}%)")  # fmt: skip
+        print(
+            f"{run.name}: {len(trace.duration_s)} steps, busy {trace.duration_s.sum():.3f} s, priced "
+            f"{priced.sum():.3f} s ({100 * total:+.1f}%)"
+        )
     print("regime: per run, steps n, median measured ms -> median priced ms (error), share of busy time")
     for key in sorted(table):
-        cells = [f"{run}: n={n} {1e3 * r:.2f}->{1e3 * m:.2f} ({100 * (m - r) / r:+.0f}%) {100 * s:.0f}%"
-                 for run, (n, r, m, s) in table[key].items()]  # fmt: skip
+        cells = [
+            f"{run}: n={n} {1e3 * r:.2f}->{1e3 * m:.2f} ({100 * (m - r) / r:+.0f}%) {100 * s:.0f}%"
+            for run, (n, r, m, s) in table[key].items()
+        ]
         print(f"  {key:28s} " + " | ".join(cells))
 
 

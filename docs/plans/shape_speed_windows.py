@@ -36,12 +36,21 @@ def main(
         cells = []
         for w in np.unique((starts[keep] // window).astype(int)):
             idx = keep & ((starts // window).astype(int) == w)
-            cells.append(f"{w * window:.1f}s n={int(idx.sum())} {1e3 * np.median(trace.duration_s[idx]):.2f}"
-                         f"/{1e3 * np.median(priced[idx]):.2f}")  # fmt: skip
+            cells.append(
+                f"{w * window:.1f}s n={int(idx.sum())} {1e3 * np.median(trace.duration_s[idx]):.2f}"
+                f"/{1e3 * np.median(priced[idx]):.2f}"
+            )
         print(f"{path.stem}: measured/priced ms per window: " + " | ".join(cells))
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main(Path(args[0]), Path(args[1]), args[2], int(args[3]), int(args[4]),
-         int(args[5]) if len(args) > 5 else 256, float(args[6]) if len(args) > 6 else 2.5)  # fmt: skip
+    main(
+        Path(args[0]),
+        Path(args[1]),
+        args[2],
+        int(args[3]),
+        int(args[4]),
+        int(args[5]) if len(args) > 5 else 256,
+        float(args[6]) if len(args) > 6 else 2.5,
+    )

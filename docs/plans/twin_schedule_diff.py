@@ -31,9 +31,20 @@ def trace_summary(path: Path, profile: Any) -> dict[str, float]:
     trace = trace_steps([path])
     coef = np.array([profile.coefficients.get(n, 0.0) for n in profile.regressors])
     priced = profile.intercept_s + regressors(trace.features, profile.version) @ coef
-    f = {k: np.array([r[k] for r in rows], dtype=float) for k in
-         ("num_running", "waiting", "prefill_tokens", "prefill_chunks", "decode_seqs", "decode_context",
-          "idle_slots", "padded_tokens", "prefix_cached_tokens")}  # fmt: skip
+    f = {
+        k: np.array([r[k] for r in rows], dtype=float)
+        for k in (
+            "num_running",
+            "waiting",
+            "prefill_tokens",
+            "prefill_chunks",
+            "decode_seqs",
+            "decode_context",
+            "idle_slots",
+            "padded_tokens",
+            "prefix_cached_tokens",
+        )
+    }
     dur = trace.duration_s
     decode_only = f["prefill_tokens"] == 0
     return {
@@ -100,11 +111,13 @@ def main(real: Path, profile_path: Path, twin_dir: Path) -> None:
         def tpot(r: dict[str, Any]) -> float:
             return 1e3 * (r["t_finish"] - r["t_first_token"]) / max(1, r["output_tokens"] - 1)
 
-        print(f"{rid} {rs[0]['prompt_tokens']:6d} {rs[0]['output_tokens']:4d} {med('t_admitted'):10.3f} "
-              f"{tw['t_admitted'] - tw['t_scheduled']:10.3f} {med('t_first_token'):10.3f} "
-              f"{tw['t_first_token'] - tw['t_scheduled']:9.3f} {med('t_finish'):10.3f} "
-              f"{tw['t_finish'] - tw['t_scheduled']:9.3f} {statistics.median(map(tpot, rs)):9.2f} "
-              f"{tpot(tw):9.2f}")  # fmt: skip
+        print(
+            f"{rid} {rs[0]['prompt_tokens']:6d} {rs[0]['output_tokens']:4d} {med('t_admitted'):10.3f} "
+            f"{tw['t_admitted'] - tw['t_scheduled']:10.3f} {med('t_first_token'):10.3f} "
+            f"{tw['t_first_token'] - tw['t_scheduled']:9.3f} {med('t_finish'):10.3f} "
+            f"{tw['t_finish'] - tw['t_scheduled']:9.3f} {statistics.median(map(tpot, rs)):9.2f} "
+            f"{tpot(tw):9.2f}"
+        )
 
 
 if __name__ == "__main__":

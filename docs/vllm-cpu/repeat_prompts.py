@@ -22,8 +22,9 @@ REQUESTS, GAP_S, WORDS, REPEATS, OUTPUT_TOKENS = 16, 0.5, 8, 8, 64
 
 def main(tokenizer_path: Path, out: Path) -> None:
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
-    words = sorted(w[1:] for w in tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha() and
-                   w[1:].islower() and len(w) > 3)  # fmt: skip
+    words = sorted(
+        w[1:] for w in tokenizer.get_vocab() if w.startswith("Ġ") and w[1:].isalpha() and w[1:].islower() and len(w) > 3
+    )
     rng = random.Random(0)
     with out.open("w") as rows:
         for i in range(REQUESTS):

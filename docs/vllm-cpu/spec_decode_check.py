@@ -33,8 +33,13 @@ def vllm_counters(path: Path) -> dict[str, float]:
 
 def acceptance(drafts: float, draft_tokens: float, accepted: float) -> dict[str, float]:
     """vLLM's definitions: rate = accepted / draft tokens, mean acceptance length = 1 + accepted / drafts."""
-    return {"drafts": drafts, "draft_tokens": draft_tokens, "accepted_tokens": accepted,
-            "acceptance_rate": accepted / draft_tokens, "mean_acceptance_length": 1 + accepted / drafts}  # fmt: skip
+    return {
+        "drafts": drafts,
+        "draft_tokens": draft_tokens,
+        "accepted_tokens": accepted,
+        "acceptance_rate": accepted / draft_tokens,
+        "mean_acceptance_length": 1 + accepted / drafts,
+    }
 
 
 def main(before: Path, after: Path, run: Path) -> int:
@@ -57,11 +62,15 @@ def main(before: Path, after: Path, run: Path) -> int:
     print("|---|---|---|---|---|---|")
     mismatched = []
     for name, row in rows.items():
-        print(f"| {name} | {row['drafts']:.0f} | {row['draft_tokens']:.0f} | {row['accepted_tokens']:.0f} | "
-              f"{row['acceptance_rate']:.4f} | {row['mean_acceptance_length']:.4f} |")  # fmt: skip
+        print(
+            f"| {name} | {row['drafts']:.0f} | {row['draft_tokens']:.0f} | {row['accepted_tokens']:.0f} | "
+            f"{row['acceptance_rate']:.4f} | {row['mean_acceptance_length']:.4f} |"
+        )
         mismatched += [name for k in _COUNTS if row[k] != own[k]]
-    print(f"\nper-position accepted counter, delta summed over positions: {per_position:.0f} "
-          f"(accepted-token counter delta {own['accepted_tokens']:.0f})")  # fmt: skip
+    print(
+        f"\nper-position accepted counter, delta summed over positions: {per_position:.0f} "
+        f"(accepted-token counter delta {own['accepted_tokens']:.0f})"
+    )
     if per_position != own["accepted_tokens"]:
         mismatched.append("per-position accepted counter")
     print("MISMATCH: " + "; ".join(sorted(set(mismatched))) if mismatched else "all counts equal vLLM's own deltas")

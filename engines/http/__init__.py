@@ -14,8 +14,11 @@ if TYPE_CHECKING:
     from engines.http.errors import ERROR_TYPES
 
 __all__ = ["ERROR_TYPES", "HttpEngine", "HttpEngineConfig"]
-_HOMES = {"HttpEngine": "engines.http.engine", "HttpEngineConfig": "engines.http.engine",
-          "ERROR_TYPES": "engines.http.errors"}  # fmt: skip
+_HOMES = {
+    "HttpEngine": "engines.http.engine",
+    "HttpEngineConfig": "engines.http.engine",
+    "ERROR_TYPES": "engines.http.errors",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -335,8 +335,11 @@ class HttpEngine(Engine):
         self.server_timing_ignored += 1
         if self._server_timing_problem is None:
             self._server_timing_problem = problem
-            log.warning("%s: the server's timing ignored (%s); its requests' records leave server_ttft_s out",
-                        self.name, problem)  # fmt: skip
+            log.warning(
+                "%s: the server's timing ignored (%s); its requests' records leave server_ttft_s out",
+                self.name,
+                problem,
+            )
 
     async def _open(self, request: Request, flight: _Flight) -> tuple[aiohttp.ClientResponse, float]:
         """POST the request; return a 2xx response and the send time, or raise a typed failure."""
@@ -399,8 +402,13 @@ class HttpEngine(Engine):
         ignored = None
         if self.server_timing_ignored:
             ignored = {"requests": self.server_timing_ignored, "first": self._server_timing_problem}
-        return {"name": self.name, "kind": "http", "options": options, "prefix_cache_reset": self.prefix_cache_reset,
-                "server_timing_ignored": ignored}  # fmt: skip
+        return {
+            "name": self.name,
+            "kind": "http",
+            "options": options,
+            "prefix_cache_reset": self.prefix_cache_reset,
+            "server_timing_ignored": ignored,
+        }
 
 
 @dataclass(slots=True)

@@ -154,8 +154,11 @@ def read_chunk(data: bytes, chat: bool) -> ChunkInfo:
         holder = choice.get("delta") if chat else choice
         text = holder.get("content" if chat else "text") if isinstance(holder, dict) else None
         # a reasoning key with a string, even "" (a token whose bytes end a character later), and no content text
-        thought = next((v for k in REASONING_KEYS if isinstance(v := holder.get(k), str)), None) if isinstance(
-            holder, dict) else None  # fmt: skip
+        thought = (
+            next((v for k in REASONING_KEYS if isinstance(v := holder.get(k), str)), None)
+            if isinstance(holder, dict)
+            else None
+        )
         if isinstance(text, str):
             info.content = text
         info.reasoning = thought is not None and not text  # a chunk with both is content: the answer has begun

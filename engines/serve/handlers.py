@@ -226,8 +226,12 @@ def _admission_on(state: ServerState) -> bool:
 def _shed(finish: FinishEvent) -> ApiError:
     """429 with Retry-After: admission control predicted this request would miss its TTFT SLO."""
     retry = max(1, math.ceil(finish.retry_after_s or 1.0))
-    return ApiError(429, finish.error_message or "shed by admission control; retry later", code="slo_shed",
-                    headers={"Retry-After": str(retry)})  # fmt: skip
+    return ApiError(
+        429,
+        finish.error_message or "shed by admission control; retry later",
+        code="slo_shed",
+        headers={"Retry-After": str(retry)},
+    )
 
 
 async def _then(first: EngineEvent | None, events: AsyncIterator[EngineEvent]) -> AsyncIterator[EngineEvent]:
@@ -302,8 +306,9 @@ class _Chunks:
         self.ids = params.return_token_ids
         self._first = True
 
-    def _choice(self, text: str, token_ids: list[int] | None, finish_reason: str | None,
-                reasoning: bool = False) -> dict[str, Any]:  # fmt: skip
+    def _choice(
+        self, text: str, token_ids: list[int] | None, finish_reason: str | None, reasoning: bool = False
+    ) -> dict[str, Any]:
         # reasoning text goes under vLLM's `reasoning_content`, in the delta (chat) or the choice (completions)
         if self.chat:
             key = "reasoning_content" if reasoning else "content"

@@ -329,8 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         READ_TIMEOUT.flag_name, dest="read_timeout", metavar=READ_TIMEOUT.metavar, help=READ_TIMEOUT.help_text()
     )
-    parser.add_argument("--replica-id", metavar="NAME", help="every completion's x-batchmark-replica header "
-                        "(default: HOST:PORT as bound)")  # fmt: skip
+    parser.add_argument(
+        "--replica-id",
+        metavar="NAME",
+        help="every completion's x-batchmark-replica header (default: HOST:PORT as bound)",
+    )
     args = parser.parse_args(argv)
     try:
         read_timeout_s = (

@@ -94,10 +94,21 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
     if spec is not None and kind != "continuous":
         raise EngineInputError(f"--engine {label}: spec_decode needs scheduler=continuous")
     spec_seed = o["seed"] if o["seed"] is not None else zlib.crc32(label.encode())
-    options = SimOptions(kind=kind, policy=o["policy"], aging_s=o["aging_s"], static=static, continuous=continuous,
-                         block_size=block_size, num_blocks=num_blocks, step_gap_s=gap, dispatch_s=dispatch,
-                         slowdown=o["slowdown"], prefix_caching=o["prefix_caching"], spec_decode=spec,
-                         spec_seed=spec_seed)  # fmt: skip
+    options = SimOptions(
+        kind=kind,
+        policy=o["policy"],
+        aging_s=o["aging_s"],
+        static=static,
+        continuous=continuous,
+        block_size=block_size,
+        num_blocks=num_blocks,
+        step_gap_s=gap,
+        dispatch_s=dispatch,
+        slowdown=o["slowdown"],
+        prefix_caching=o["prefix_caching"],
+        spec_decode=spec,
+        spec_seed=spec_seed,
+    )
     if o["twin"]:
         source["twin"] = o["twin"]  # the measured engine this one simulates (fidelity pairs them)
     description = {"simulated_with": {"cost_model": cost.kind, **source}, "kv_bytes_per_token": bytes_per_token}
@@ -120,8 +131,10 @@ def _roofline_params(
     name = o["calibration"] or (DEFAULT_CALIBRATION if hardware in CALIBRATED_HARDWARE else NONE)
     if name == NONE:
         if o["stack"]:
-            raise EngineInputError(f"--engine {label}: stack= picks a calibration's floors; calibration=none (or "
-                                   f"hardware without a calibration) has none")  # fmt: skip
+            raise EngineInputError(
+                f"--engine {label}: stack= picks a calibration's floors; calibration=none (or "
+                f"hardware without a calibration) has none"
+            )
         return RooflineParams(**{k: o[k] for k in ROOFLINE_KEYS}), {}
     calibration = load_calibration(name)
     stack = o["stack"] or calibration.default_stack

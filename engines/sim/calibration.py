@@ -46,8 +46,9 @@ class Calibration:
             # timed alone: no step around it
             return replace(self.params, overhead_ms=0.0, layer_floor_us=0.0, activation_bytes=0.0)
         if stack not in self.stacks:
-            raise EngineInputError(f"sim: calibration {self.name!r} has no stack {stack!r} "
-                                   f"(known: {', '.join([KERNEL, *self.stacks])})")  # fmt: skip
+            raise EngineInputError(
+                f"sim: calibration {self.name!r} has no stack {stack!r} (known: {', '.join([KERNEL, *self.stacks])})"
+            )
         return replace(self.params, **self.stacks[stack])
 
     @property
@@ -63,8 +64,13 @@ class Calibration:
         return hardware in self.fitted_on.get("hardware", ()) and not held_out
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "provenance": self.provenance, "fitted_on": self.fitted_on,
-                "params": asdict(self.params), "stacks": self.stacks}  # fmt: skip
+        return {
+            "name": self.name,
+            "provenance": self.provenance,
+            "fitted_on": self.fitted_on,
+            "params": asdict(self.params),
+            "stacks": self.stacks,
+        }
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,8 +87,10 @@ def load_calibration(name_or_path: str) -> Calibration:
     if not path.is_file():
         path = CALIBRATION_DIR / f"{name_or_path}.json"
         if not path.is_file():
-            raise EngineInputError(f"sim: unknown calibration {name_or_path!r} (known: "
-                                   f"{', '.join(known_calibrations()) or 'none'}; or give a JSON path)")  # fmt: skip
+            raise EngineInputError(
+                f"sim: unknown calibration {name_or_path!r} (known: "
+                f"{', '.join(known_calibrations()) or 'none'}; or give a JSON path)"
+            )
     data = read_json_object(path, "calibration")
     names = {f.name for f in fields(RooflineParams)}
     params, stacks = data.get("params"), data.get("stacks")
@@ -94,8 +102,13 @@ def load_calibration(name_or_path: str) -> Calibration:
     for stack, floors in stacks.items():
         if not isinstance(floors, dict) or set(floors) != set(STACK_KEYS):
             raise EngineInputError(f"{path}: field stacks.{stack} must give exactly {', '.join(STACK_KEYS)}")
-    calibration = Calibration(str(data.get("name", path.stem)), RooflineParams(**params), stacks,
-                              data.get("fitted_on") or {}, str(data.get("provenance", "")))  # fmt: skip
+    calibration = Calibration(
+        str(data.get("name", path.stem)),
+        RooflineParams(**params),
+        stacks,
+        data.get("fitted_on") or {},
+        str(data.get("provenance", "")),
+    )
     for stack in (KERNEL, *stacks):
         calibration.params_for(stack).validate()
     return calibration

@@ -73,10 +73,14 @@ def cluster_config(given: dict[str, str], where: str) -> ClusterConfig:
     if load not in ("requests", "tokens"):
         raise EngineInputError(f"{where}: load={load!r} must be requests or tokens")
     d = RouterConfig()
-    router = RouterConfig(policy=policy, load=load, seed=number("seed", 0, int),  # type: ignore[arg-type]
-                          cache_threshold=number("cache_threshold", d.cache_threshold),
-                          balance_abs=number("balance_abs", d.balance_abs),
-                          balance_rel=number("balance_rel", d.balance_rel, low=1.0))  # fmt: skip
+    router = RouterConfig(
+        policy=policy,
+        load=load,
+        seed=number("seed", 0, int),  # type: ignore[arg-type]
+        cache_threshold=number("cache_threshold", d.cache_threshold),
+        balance_abs=number("balance_abs", d.balance_abs),
+        balance_rel=number("balance_rel", d.balance_rel, low=1.0),
+    )
     return ClusterConfig(replicas, router, number("path_ms", 0.0) / 1e3)
 
 
@@ -150,8 +154,9 @@ class ClusterEngine(PooledEngine):
     def _advance(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None) -> None:
         paused = False
 
-        def one_step(t_start: float, t_end: float, admitted: list[str], sampled: list[str],
-                     finished: list[FinishEvent]) -> bool:  # fmt: skip
+        def one_step(
+            t_start: float, t_end: float, admitted: list[str], sampled: list[str], finished: list[FinishEvent]
+        ) -> bool:
             nonlocal paused
             paused = on_step(t_start, t_end, admitted, sampled, [self._tag(e) for e in finished])
             return True  # back to the cluster after every step: the replica furthest behind goes next

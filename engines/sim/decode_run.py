@@ -244,8 +244,9 @@ def _clock(
     return starts, ends
 
 
-def _record_template(ids: list[str], n: int, scheduler: ContinuousScheduler | StaticScheduler, total: int,
-                     held: Held) -> dict:  # fmt: skip
+def _record_template(
+    ids: list[str], n: int, scheduler: ContinuousScheduler | StaticScheduler, total: int, held: Held
+) -> dict:
     """The fields every step of a decode run shares, in `StepRecord`'s order (orjson writes that order). A
     continuous run has nothing waiting; a static batch ignores its queue while it runs (`_continue_batch`)."""
     slots, h, waiting = scheduler.max_slots, held.rows, len(scheduler.waiting)
@@ -253,12 +254,38 @@ def _record_template(ids: list[str], n: int, scheduler: ContinuousScheduler | St
     batch_id = scheduler._batch_id if static else None  # type: ignore[union-attr]
     blocked = "batch_running" if static and waiting else None
     return {
-        "step": 0, "scheduler": scheduler.kind, "t_start": 0.0, "t_end": 0.0, "phase": "decode", "batch_id": batch_id,
-        "running_ids": ids, "num_running": n, "max_slots": slots, "tokens_computed": n, "padded_tokens": h,
-        "idle_slots": h, "empty_slots": max(0, slots - n - h), "admitted": [], "finished": [], "preempted": [],
-        "waiting": waiting, "blocked_reason": blocked, "kv_blocks_used": 0, "kv_blocks_free": 0,
-        "kv_blocks_total": total, "decisions": [], "prefill_tokens": 0, "prefill_chunks": 0, "decode_seqs": n,
-        "attended_context": 0, "kv_read_tokens": 0, "sampled_rows": n + h, "decode_context": 0,
-        "prefill_self_pairs": 0, "prefill_context_pairs": 0, "pad_pairs": 0, "prefix_cached_tokens": 0,
+        "step": 0,
+        "scheduler": scheduler.kind,
+        "t_start": 0.0,
+        "t_end": 0.0,
+        "phase": "decode",
+        "batch_id": batch_id,
+        "running_ids": ids,
+        "num_running": n,
+        "max_slots": slots,
+        "tokens_computed": n,
+        "padded_tokens": h,
+        "idle_slots": h,
+        "empty_slots": max(0, slots - n - h),
+        "admitted": [],
+        "finished": [],
+        "preempted": [],
+        "waiting": waiting,
+        "blocked_reason": blocked,
+        "kv_blocks_used": 0,
+        "kv_blocks_free": 0,
+        "kv_blocks_total": total,
+        "decisions": [],
+        "prefill_tokens": 0,
+        "prefill_chunks": 0,
+        "decode_seqs": n,
+        "attended_context": 0,
+        "kv_read_tokens": 0,
+        "sampled_rows": n + h,
+        "decode_context": 0,
+        "prefill_self_pairs": 0,
+        "prefill_context_pairs": 0,
+        "pad_pairs": 0,
+        "prefix_cached_tokens": 0,
         "prefix_cached_blocks": 0,
-    }  # fmt: skip
+    }

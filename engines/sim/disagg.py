@@ -104,8 +104,14 @@ def land_kv(engine: SimEngine, request: Request, now: float) -> bool:
 class DisaggEngine(PooledEngine):
     """Prefill and decode pools seen by the virtual-time load generator as one engine."""
 
-    def __init__(self, config: DisaggConfig, prefill: list[SimEngine], decode: list[SimEngine], name: str,
-                 kv_bytes_per_token: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: DisaggConfig,
+        prefill: list[SimEngine],
+        decode: list[SimEngine],
+        name: str,
+        kv_bytes_per_token: int,
+    ) -> None:
         self.name, self.config = name, config
         self.prefill, self.decode = prefill, decode
         self.kv_bytes_per_token = kv_bytes_per_token
@@ -180,8 +186,7 @@ class DisaggEngine(PooledEngine):
         prefill_end, kv_arrived, cached = self._handoff.get(event.request_id, (None, None, None))
         self._forget(event.request_id)
         # the prefix cache hit is the prefill's: the decode replica's "hit" is the transferred KV
-        return replace(event, replica=replica, t_prefill_end=prefill_end, t_kv_arrived=kv_arrived,
-                       cached_tokens=cached)  # fmt: skip
+        return replace(event, replica=replica, t_prefill_end=prefill_end, t_kv_arrived=kv_arrived, cached_tokens=cached)
 
     def run_until(self, until: float, on_step: StepCallback, on_decode: DecodeCallback | None = None) -> None:
         # on_decode unused: a decode replica's arrivals are the prefill pool's finishes, so none may run ahead
@@ -192,8 +197,9 @@ class DisaggEngine(PooledEngine):
             on_prefill = id(engine) in prefill_ids
             index = (self.prefill if on_prefill else self.decode).index(engine)
 
-            def one_step(t_start: float, t_end: float, admitted: list[str], sampled: list[str],
-                         finished: list[FinishEvent]) -> bool:  # fmt: skip
+            def one_step(
+                t_start: float, t_end: float, admitted: list[str], sampled: list[str], finished: list[FinishEvent]
+            ) -> bool:
                 nonlocal paused
                 if on_prefill:  # admission is the prefill's; its one token is never sent
                     for rid in admitted:

@@ -70,9 +70,17 @@ class SimEngine:
     virtual_time = True
     decode_runs = True  # run stretches of pure decode steps at once (engines/sim/decode_run.py); same outcome
 
-    def __init__(self, options: SimOptions, cost: CostModel, *, max_context: int, name: str | None = None,
-                 description: dict[str, Any] | None = None, step_noise: Callable[[float], float] | None = None,
-                 gap_noise: Callable[[], float] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        options: SimOptions,
+        cost: CostModel,
+        *,
+        max_context: int,
+        name: str | None = None,
+        description: dict[str, Any] | None = None,
+        step_noise: Callable[[float], float] | None = None,
+        gap_noise: Callable[[], float] | None = None,
+    ) -> None:
         self.name = name or f"sim-{options.kind}"
         self.options = options
         self.cost = cost
@@ -121,22 +129,43 @@ class SimEngine:
         self.now = max(self.now, at + self.options.dispatch_s if idle else at)
         problem = self._problem(request)
         if problem is not None:
-            return FinishEvent(request.request_id, "error", len(request.prompt_token_ids), 0, self.now,
-                               error_type="invalid_request", error_message=problem)  # fmt: skip
+            return FinishEvent(
+                request.request_id,
+                "error",
+                len(request.prompt_token_ids),
+                0,
+                self.now,
+                error_type="invalid_request",
+                error_message=problem,
+            )
         seq = Sequence.from_request(request, self._seq_no, self.now)
         self._seq_no += 1
         self.scheduler.enqueue(seq)
         if seq.status is SequenceStatus.FINISHED:  # shed by admission control
-            return FinishEvent(request.request_id, "error", seq.num_prompt_tokens, 0, self.now,
-                               error_type=seq.error_type, error_message=seq.error_message)  # fmt: skip
+            return FinishEvent(
+                request.request_id,
+                "error",
+                seq.num_prompt_tokens,
+                0,
+                self.now,
+                error_type=seq.error_type,
+                error_message=seq.error_message,
+            )
         return None
 
     def abort(self, request_id: str) -> FinishEvent | None:
         seq = self.scheduler.abort(request_id)
         if seq is None:
             return None
-        return FinishEvent(seq.request_id, "abort", seq.num_prompt_tokens, seq.num_output_tokens, self.now,
-                           preemptions=seq.preemptions, spec_decode=self._spec_done(request_id))  # fmt: skip
+        return FinishEvent(
+            seq.request_id,
+            "abort",
+            seq.num_prompt_tokens,
+            seq.num_output_tokens,
+            self.now,
+            preemptions=seq.preemptions,
+            spec_decode=self._spec_done(request_id),
+        )
 
     def step_duration(self, features: StepFeatures) -> float:
         """How long a step of `features` takes: the cost model's time, then its noise, then the slowdown (every
@@ -196,14 +225,26 @@ class SimEngine:
             finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
             if extra:  # accepted draft tokens exist when the verify step ends, as its own token does
                 sampled += [rid for rid, n in extra.items() for _ in range(n)]
-            done = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
-                                s.num_output_tokens, t_end, preemptions=s.preemptions,
-                                cached_tokens=s.num_cached_tokens, spec_decode=self._spec_done(s.request_id))
-                    for s in finished]  # fmt: skip
+            done = [
+                FinishEvent(
+                    s.request_id,
+                    s.finish_reason or "length",
+                    s.num_prompt_tokens,  # type: ignore[arg-type]
+                    s.num_output_tokens,
+                    t_end,
+                    preemptions=s.preemptions,
+                    cached_tokens=s.num_cached_tokens,
+                    spec_decode=self._spec_done(s.request_id),
+                )
+                for s in finished
+            ]
             if self.step_sink is not None:
                 used = self.blocks.num_used
-                self.step_sink(step_record(self._step, scheduler, plan, finished, t_start, t_end, used,
-                                           self.blocks.num_blocks, features))  # fmt: skip
+                self.step_sink(
+                    step_record(
+                        self._step, scheduler, plan, finished, t_start, t_end, used, self.blocks.num_blocks, features
+                    )
+                )
             self._step += 1
             self.now = self.next_start(t_end)
             if on_step(t_start, t_end, admitted, sampled, done):
@@ -262,8 +303,10 @@ class SimEngine:
         if request.max_tokens <= 0:
             return f"request {rid}: max_tokens={request.max_tokens} must be > 0"
         if n + request.max_tokens > self.max_context:
-            return (f"request {rid}: prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the "
-                    f"model context of {self.max_context}")  # fmt: skip
+            return (
+                f"request {rid}: prompt of {n} tokens + max_tokens {request.max_tokens} exceeds the "
+                f"model context of {self.max_context}"
+            )
         need = self.blocks.blocks_for_tokens(n + request.max_tokens)
         if need > self.blocks.num_blocks:
             return f"request {rid}: needs {need} KV blocks, the simulated pool has {self.blocks.num_blocks}"
@@ -304,5 +347,9 @@ def _verify_features(f: StepFeatures, plan: Any, k: int) -> StepFeatures:
     contexts = [c.seq.num_computed_tokens + 1 for c in plan.chunks if _decoding(c)]
     n = len(contexts)
     attended = k * sum(contexts) + n * k * (k + 1) // 2
-    return f._replace(decode_seqs=f.decode_seqs + k * n, attended_context=f.attended_context + attended,
-                      sampled_rows=f.sampled_rows + k * n, decode_context=f.decode_context + attended)  # fmt: skip
+    return f._replace(
+        decode_seqs=f.decode_seqs + k * n,
+        attended_context=f.attended_context + attended,
+        sampled_rows=f.sampled_rows + k * n,
+        decode_context=f.decode_context + attended,
+    )

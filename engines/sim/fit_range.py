@@ -88,8 +88,12 @@ def pooled_check(watches: Sequence[RangeWatch]) -> dict[str, Any]:
         if count:
             top = ranges[name][1] if ranges else 0.0
             largest = max(w._largest[i] for w in watches)
-            outside[name] = {"steps": count, "share": count / steps, "largest": largest,
-                             "ratio": largest / top if top else None}  # fmt: skip
+            outside[name] = {
+                "steps": count,
+                "share": count / steps,
+                "largest": largest,
+                "ratio": largest / top if top else None,
+            }
     fitted = None if ranges is None else {k: list(v) for k, v in ranges.items()}
     return {"steps": steps, "fitted": fitted, "outside": outside}
 

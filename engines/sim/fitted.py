@@ -55,8 +55,16 @@ from engines.step_features import FEATURE_NAMES, StepFeatures
 MAX_STEP_S = 1e6  # no step, nor any one regressor's share of it, takes eleven days
 
 PROFILE_VERSION = 3
-REGRESSORS_V2 = ("prefill_tokens", "prefill_chunks", "decode_seqs", "prompt_pad_rows", "held_rows",
-                 "decode_context", "prefill_self_pairs", "prefill_context_pairs")  # fmt: skip
+REGRESSORS_V2 = (
+    "prefill_tokens",
+    "prefill_chunks",
+    "decode_seqs",
+    "prompt_pad_rows",
+    "held_rows",
+    "decode_context",
+    "prefill_self_pairs",
+    "prefill_context_pairs",
+)
 # version 3: the decode price bends where a row's cache leaves L2 (the module's docstring); fixed, not fitted
 DECODE_KNOTS = (256, 1024)
 SEGMENTS = ("decode_context_to_256", "decode_context_256_1024", "decode_context_past_1024")
@@ -115,21 +123,33 @@ class FittedCost:
     def __post_init__(self) -> None:
         self.regressors = FORMS[self.version]
         if set(self.coefficients) - set(self.regressors):  # a price the form never charges would vanish unseen
-            raise ValueError(f"coefficients {sorted(set(self.coefficients) - set(self.regressors))} are not "
-                             f"regressors of profile version {self.version}")  # fmt: skip
+            raise ValueError(
+                f"coefficients {sorted(set(self.coefficients) - set(self.regressors))} are not "
+                f"regressors of profile version {self.version}"
+            )
         self._coef = tuple(float(self.coefficients.get(name, 0.0)) for name in self.regressors)
 
     def step_time(self, f: StepFeatures) -> float:
         if self.version == 1:
             p, c, d, a, pp, h = self._coef
             prefill, chunks, decode, pad, held, attended = f[:6]
-            return (self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held)
-                    + h * held)  # fmt: skip
+            return (
+                self.intercept_s + p * prefill + c * chunks + d * decode + a * attended + pp * (pad - held) + h * held
+            )
         prefill, chunks, decode, pad, held = f[:5]
         if self.version == 2:
             p, c, d, pp, h, dk, s, x = self._coef
-            return (self.intercept_s + p * prefill + c * chunks + d * decode + pp * (pad - held) + h * held
-                    + dk * f.decode_context + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
+            return (
+                self.intercept_s
+                + p * prefill
+                + c * chunks
+                + d * decode
+                + pp * (pad - held)
+                + h * held
+                + dk * f.decode_context
+                + s * f.prefill_self_pairs
+                + x * f.prefill_context_pairs
+            )
         p, c, d, pp, h, s, x, k0, k1, k2 = self._coef
         # decode_segments' split in plain scalars: this runs once per simulated step, numpy's scalar calls would
         # cost more than the step's whole price (tests/sim/test_profile_v3.py checks the two agree)
@@ -137,9 +157,19 @@ class FittedCost:
         low, high = DECODE_KNOTS
         first = min(keys, low * (decode + held))
         last = max(0, keys - high * (decode + held))
-        return (self.intercept_s + p * prefill + c * chunks + d * decode + pp * (pad - held) + h * held
-                + k0 * first + k1 * (keys - first - last) + k2 * last
-                + s * f.prefill_self_pairs + x * f.prefill_context_pairs)  # fmt: skip
+        return (
+            self.intercept_s
+            + p * prefill
+            + c * chunks
+            + d * decode
+            + pp * (pad - held)
+            + h * held
+            + k0 * first
+            + k1 * (keys - first - last)
+            + k2 * last
+            + s * f.prefill_self_pairs
+            + x * f.prefill_context_pairs
+        )
 
     def regressor_values(self, f: StepFeatures) -> tuple[int, ...]:
         """The step's value of each regressor, in `self.regressors`' order."""
@@ -147,8 +177,16 @@ class FittedCost:
         if self.version == 1:
             return prefill, chunks, decode, attended, pad - held, held
         if self.version == 2:
-            return (prefill, chunks, decode, pad - held, held, f.decode_context, f.prefill_self_pairs,
-                    f.prefill_context_pairs)  # fmt: skip
+            return (
+                prefill,
+                chunks,
+                decode,
+                pad - held,
+                held,
+                f.decode_context,
+                f.prefill_self_pairs,
+                f.prefill_context_pairs,
+            )
         segments = tuple(int(v) for v in decode_segments(f.decode_context, decode + held))
         return (prefill, chunks, decode, pad - held, held, f.prefill_self_pairs, f.prefill_context_pairs, *segments)
 
@@ -212,9 +250,16 @@ def load_profile(path: str | Path) -> FittedCost:
     noise = data.get("noise") or {}
     if not isinstance(noise, dict) or not all(isinstance(v, list) for v in noise.values()):
         raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")
-    return FittedCost(float(data["intercept_s"]), {k: float(v) for k, v in coefficients.items()},
-                      float(data["step_gap_s"]), data.get("engine") or {}, fit, noise,
-                      dispatch_s=float(dispatch), version=version)  # fmt: skip
+    return FittedCost(
+        float(data["intercept_s"]),
+        {k: float(v) for k, v in coefficients.items()},
+        float(data["step_gap_s"]),
+        data.get("engine") or {},
+        fit,
+        noise,
+        dispatch_s=float(dispatch),
+        version=version,
+    )
 
 
 @dataclass
@@ -267,8 +312,10 @@ def _fit_form(steps: TraceSteps, fixed: Mapping[str, float] | None, version: int
     names = FORMS[version]
     fixed = dict(fixed or {})
     if set(fixed) - set(names):
-        raise EngineInputError(f"sim fit: {where}: cannot fix {', '.join(sorted(set(fixed) - set(names)))}: "
-                               f"the traces fit the version-{version} form ({', '.join(names)})")  # fmt: skip
+        raise EngineInputError(
+            f"sim fit: {where}: cannot fix {', '.join(sorted(set(fixed) - set(names)))}: "
+            f"the traces fit the version-{version} form ({', '.join(names)})"
+        )
     x_all = regressors(steps.features, version)
     known = x_all @ np.array([fixed.get(name, 0.0) for name in names])  # the fixed terms' share of each step
     columns = [np.ones(n)]
@@ -294,8 +341,11 @@ def _fit_form(steps: TraceSteps, fixed: Mapping[str, float] | None, version: int
     solution, _ = nnls(x / scale, steps.duration_s - known)
     coef = solution / scale
     if np.linalg.matrix_rank(x / scale) < x.shape[1]:
-        raise _Dependent(f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
-                         "record a run that mixes prefill and decode", ", ".join(used))  # fmt: skip
+        raise _Dependent(
+            f"sim fit: {where}: features {', '.join(used)} are linearly dependent here; "
+            "record a run that mixes prefill and decode",
+            ", ".join(used),
+        )
     predicted = x @ coef + known
     resid = steps.duration_s - predicted
     total = float(np.sum((steps.duration_s - steps.duration_s.mean()) ** 2))
@@ -334,8 +384,10 @@ def padding_shares(features: np.ndarray) -> dict[str, float | None]:
     pad_rows = float((f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]).sum())
     rows = pad_rows + float(f[:, _F["prefill_tokens"]].sum())
     pairs = float(f[:, _F["prefill_self_pairs"]].sum() + f[:, _F["prefill_context_pairs"]].sum())
-    return {"prefill_rows": pad_rows / rows if rows else None,
-            "prefill_pairs": float(f[:, _F["pad_pairs"]].sum()) / pairs if pairs else None}  # fmt: skip
+    return {
+        "prefill_rows": pad_rows / rows if rows else None,
+        "prefill_pairs": float(f[:, _F["pad_pairs"]].sum()) / pairs if pairs else None,
+    }
 
 
 def fitted_ranges(columns: np.ndarray, names: tuple[str, ...] = REGRESSORS) -> dict[str, dict[str, float]]:

@@ -22,8 +22,15 @@ class Precision:
     compute: str  # the peak its GEMMs run at: "bf16", "fp8" or "int8"
 
 
-WEIGHT_PRECISIONS = {p.name: p for p in (Precision("bf16", 2, "bf16"), Precision("fp8", 1, "fp8"),
-                                         Precision("int8", 1, "int8"), Precision("int4", 0.5, "bf16"))}  # fmt: skip
+WEIGHT_PRECISIONS = {
+    p.name: p
+    for p in (
+        Precision("bf16", 2, "bf16"),
+        Precision("fp8", 1, "fp8"),
+        Precision("int8", 1, "int8"),
+        Precision("int4", 0.5, "bf16"),
+    )
+}
 KV_BYTES = {"bf16": 2, "fp8": 1, "int8": 1}  # a KV cache is stored, not multiplied at a peak
 
 

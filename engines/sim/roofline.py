@@ -76,8 +76,14 @@ class RooflineParams:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise EngineInputError(f"sim: {name}={value} must be in (0, 1]")
-        for name in ("overhead_ms", "allreduce_latency_us", "allreduce_per_peer_us", "layer_floor_us",
-                     "prefill_rows_half", "activation_bytes"):  # fmt: skip
+        for name in (
+            "overhead_ms",
+            "allreduce_latency_us",
+            "allreduce_per_peer_us",
+            "layer_floor_us",
+            "prefill_rows_half",
+            "activation_bytes",
+        ):
             if getattr(self, name) < 0:
                 raise EngineInputError(f"sim: {name}={getattr(self, name)} must be >= 0")
         for name in ("overlap", "attention_mfu"):

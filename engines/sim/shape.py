@@ -69,14 +69,16 @@ def load_shape(name_or_path: str) -> ModelShape:
     if not (path.suffix == ".json" or "/" in name_or_path or path.exists()):
         path = CONFIG_DIR / f"{name_or_path.lower()}.json"
         if not path.is_file():
-            raise EngineInputError(f"sim: unknown model {name_or_path!r} (known: {', '.join(known_models())}; "
-                                   "or give a config.json path)")  # fmt: skip
+            raise EngineInputError(
+                f"sim: unknown model {name_or_path!r} (known: {', '.join(known_models())}; or give a config.json path)"
+            )
     if path.is_dir():
         path = path / "config.json"
     config = read_json_object(path, "model config")
     config = config.get("text_config", config) if "hidden_size" not in config else config
-    return shape_from_config(config, name=path.stem if path.name != "config.json" else path.parent.name,
-                             source=str(path))  # fmt: skip
+    return shape_from_config(
+        config, name=path.stem if path.name != "config.json" else path.parent.name, source=str(path)
+    )
 
 
 # no model dimension or context reaches 2**31; above it is a typo or a hostile file (2**70 ran)
@@ -101,8 +103,9 @@ def shape_from_config(config: dict[str, Any], *, name: str, source: str) -> Mode
     ):
         raise EngineInputError(f"{source}: field 'max_position_embeddings' {max_context!r} is not an integer 1..2**31")
     if heads % kv_heads:
-        raise EngineInputError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads "
-                               f"{kv_heads}")  # fmt: skip
+        raise EngineInputError(
+            f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"
+        )
     return ModelShape(
         name=name,
         source=source,

@@ -61,27 +61,71 @@ def finishing_step(engine: SimEngine, on_step: StepCallback) -> bool:
             finished.append(seq)
     # remove_finished: the next plan differs; each finish decided; the batch ends with its last member
     scheduler._chunks = None
-    decisions = [{"stage": Stage.REMOVE, "action": "finish", "id": seq.request.request_id, "why": "length",
-                  "output_tokens": seq.num_output_tokens, "slot_held_until_batch_ends": True}
-                 for seq in finished]  # fmt: skip
+    decisions = [
+        {
+            "stage": Stage.REMOVE,
+            "action": "finish",
+            "id": seq.request.request_id,
+            "why": "length",
+            "output_tokens": seq.num_output_tokens,
+            "slot_held_until_batch_ends": True,
+        }
+        for seq in finished
+    ]
     scheduler.end_batch_if_done()
-    events = [FinishEvent(s.request_id, s.finish_reason or "length", s.num_prompt_tokens,  # type: ignore[arg-type]
-                          s.num_output_tokens, t_end, preemptions=s.preemptions, cached_tokens=s.num_cached_tokens,
-                          spec_decode=engine._spec_done(s.request_id))
-              for s in finished]  # fmt: skip
+    events = [
+        FinishEvent(
+            s.request_id,
+            s.finish_reason or "length",
+            s.num_prompt_tokens,  # type: ignore[arg-type]
+            s.num_output_tokens,
+            t_end,
+            preemptions=s.preemptions,
+            cached_tokens=s.num_cached_tokens,
+            spec_decode=engine._spec_done(s.request_id),
+        )
+        for s in finished
+    ]
     if engine.step_sink is not None:
         used, total, slots = blocks.num_used, blocks.num_blocks, scheduler.max_slots
-        engine.step_sink(StepRecord(
-            step=engine._step, scheduler=scheduler.kind, t_start=t_start, t_end=t_end, phase="decode",
-            batch_id=scheduler._batch_id, running_ids=list(sampled), num_running=n, max_slots=slots,
-            tokens_computed=n, padded_tokens=h, idle_slots=h, empty_slots=max(0, slots - n - h), admitted=[],
-            finished=[seq.request.request_id for seq in finished], preempted=[], waiting=waiting,
-            blocked_reason="batch_running" if waiting else None, kv_blocks_used=used, kv_blocks_free=total - used,
-            kv_blocks_total=total, decisions=decisions, prefill_tokens=0, prefill_chunks=0, decode_seqs=n,
-            attended_context=keys, kv_read_tokens=features.kv_read_tokens, sampled_rows=n + h, decode_context=keys,
-            prefill_self_pairs=0, prefill_context_pairs=0, pad_pairs=0, prefix_cached_tokens=0,
-            prefix_cached_blocks=blocks.num_cached,
-        ))  # fmt: skip
+        engine.step_sink(
+            StepRecord(
+                step=engine._step,
+                scheduler=scheduler.kind,
+                t_start=t_start,
+                t_end=t_end,
+                phase="decode",
+                batch_id=scheduler._batch_id,
+                running_ids=list(sampled),
+                num_running=n,
+                max_slots=slots,
+                tokens_computed=n,
+                padded_tokens=h,
+                idle_slots=h,
+                empty_slots=max(0, slots - n - h),
+                admitted=[],
+                finished=[seq.request.request_id for seq in finished],
+                preempted=[],
+                waiting=waiting,
+                blocked_reason="batch_running" if waiting else None,
+                kv_blocks_used=used,
+                kv_blocks_free=total - used,
+                kv_blocks_total=total,
+                decisions=decisions,
+                prefill_tokens=0,
+                prefill_chunks=0,
+                decode_seqs=n,
+                attended_context=keys,
+                kv_read_tokens=features.kv_read_tokens,
+                sampled_rows=n + h,
+                decode_context=keys,
+                prefill_self_pairs=0,
+                prefill_context_pairs=0,
+                pad_pairs=0,
+                prefix_cached_tokens=0,
+                prefix_cached_blocks=blocks.num_cached,
+            )
+        )
     engine._step += 1
     engine.now = engine.next_start(t_end)
     return on_step(t_start, t_end, [], sampled, events)

@@ -20,9 +20,21 @@ from harness.errors import printable, user_errors
 
 # module names; `import_` is the `import` command (a keyword cannot name a module)
 COMMANDS = (
-    "bench", "workload", "run", "serve", "probe", "report", "compare", "import_", "export", "gate", "sweep",
-    "calibrate", "sim", "study",
-)  # fmt: skip
+    "bench",
+    "workload",
+    "run",
+    "serve",
+    "probe",
+    "report",
+    "compare",
+    "import_",
+    "export",
+    "gate",
+    "sweep",
+    "calibrate",
+    "sim",
+    "study",
+)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -134,8 +134,10 @@ def _header(args: argparse.Namespace, config: Any, workload: Any, plan: Any, exe
     if use_trials(config.unit, trials, trials, config.min_trials):
         print("the gate judges trials")
     elif config.unit == "auto":  # the gate's few-trials rule (harness.gate.judge): no run-to-run noise to judge on
-        print(f"the gate cannot tell a change rule: {plan.trials} trial(s) per side show no run-to-run noise "
-              f"(give --trials {config.min_trials} or more, or --unit request)")  # fmt: skip
+        print(
+            f"the gate cannot tell a change rule: {plan.trials} trial(s) per side show no run-to-run noise "
+            f"(give --trials {config.min_trials} or more, or --unit request)"
+        )
     else:
         print("the gate judges requests")
     mode = "concurrently, one worker process per side" if args.concurrent else "one after the other"

@@ -33,20 +33,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rate (default azure-conv); none skips it",
     )
     demo.set_defaults(run=demo_command, workload="azure-conv")
-    pd = sub.add_parser("pd-sweep", help="every P:D split of N simulated GPUs on one schedule; the one with the "
-                             "most goodput under the SLO")  # fmt: skip
+    pd = sub.add_parser(
+        "pd-sweep",
+        help="every P:D split of N simulated GPUs on one schedule; the one with the most goodput under the SLO",
+    )
     shared.add_run_flags(pd)
     pd.add_argument("--gpus", type=int, required=True, help="GPUs to split between prefill and decode")
-    pd.add_argument("--replica", default="sim:model=llama-3.1-8b,hardware=h100",
-                    help="one replica, a sim: spec (default %(default)s); its tp is its GPUs")  # fmt: skip
+    pd.add_argument(
+        "--replica",
+        default="sim:model=llama-3.1-8b,hardware=h100",
+        help="one replica, a sim: spec (default %(default)s); its tp is its GPUs",
+    )
     pd.add_argument(
         "--disagg",
         default="",
         metavar="KEY=VALUE,...",
         help="options of every split (link, bandwidth_gbps, latency_us, decode_hardware; docs/cluster.md)",
     )
-    pd.add_argument("--no-colocated", dest="colocated", action="store_false",
-                    help="leave out the colocated cluster of the same GPUs (run by default, to compare)")  # fmt: skip
+    pd.add_argument(
+        "--no-colocated",
+        dest="colocated",
+        action="store_false",
+        help="leave out the colocated cluster of the same GPUs (run by default, to compare)",
+    )
     pd.set_defaults(run=pd_sweep_command, workload="azure-conv")
 
 
@@ -117,14 +126,21 @@ def pd_sweep_command(args: argparse.Namespace) -> int:
     out, metrics = execute(args)
     slo = slo_from_args(args)
     result = rank_splits([split for split, _ in splits], metrics["engines"])
-    (out / "pd_sweep.json").write_text(json.dumps({"gpus": args.gpus, "replica": args.replica, "disagg": args.disagg,
-                                                   "slo": slo.to_json(), **result}, indent=2) + "\n")  # fmt: skip
+    (out / "pd_sweep.json").write_text(
+        json.dumps(
+            {"gpus": args.gpus, "replica": args.replica, "disagg": args.disagg, "slo": slo.to_json(), **result},
+            indent=2,
+        )
+        + "\n"
+    )
     # the ranking is by request goodput: a job limit (--slo-job-s) is not one of its limits, and is said apart
     for line in format_sweep(result, describe_limits(dataclasses.replace(slo, job_s=None).to_json())):
         print(line)
     if slo.job_s is not None:
-        print(f"job SLO ({describe_limits({'job_s': slo.job_s})}): not in the ranking, which is by request goodput; "
-              "each split's job attainment is in metrics.json (`jobs`, for workloads of sessions)")  # fmt: skip
+        print(
+            f"job SLO ({describe_limits({'job_s': slo.job_s})}): not in the ranking, which is by request goodput; "
+            "each split's job attainment is in metrics.json (`jobs`, for workloads of sessions)"
+        )
     print(f"run directory: {out.resolve()}")
     return 0
 
@@ -172,8 +188,14 @@ def demo_command(args: argparse.Namespace) -> int:
 
 
 # The workload flags that shape the load; when any is given the demo replays what was asked instead.
-SHAPING = {"--start": "start_s", "--duration": "duration_s", "--time-scale": "time_scale", "--rate": "rate",
-           "--first": "first", "--requests": "requests"}  # fmt: skip
+SHAPING = {
+    "--start": "start_s",
+    "--duration": "duration_s",
+    "--time-scale": "time_scale",
+    "--rate": "rate",
+    "--first": "first",
+    "--requests": "requests",
+}
 
 
 def _calibrated(args: argparse.Namespace) -> list[str]:

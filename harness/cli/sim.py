@@ -17,16 +17,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim = sub.add_parser("sim", help="the simulator: fit a step-time profile, measure its fidelity")
     commands = sim.add_subparsers(dest="sim_command", required=True, metavar="SIM_COMMAND")
     fit = commands.add_parser("fit", help="fit a step-time profile on a run's step traces")
-    fit.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
-                     help="run directories with steps/*.jsonl, of one model (their steps are pooled)")  # fmt: skip
+    fit.add_argument(
+        "run_dirs",
+        type=Path,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="run directories with steps/*.jsonl, of one model (their steps are pooled)",
+    )
     fit.add_argument("-o", "--out", type=Path, required=True, help="profile JSON to write")
-    fit.add_argument("--engine", action="append", dest="engines", default=[],
-                     help="fit on this engine's traces only (repeatable; default: every traced engine)")  # fmt: skip
-    fit.add_argument("--attention-from", type=Path, metavar="PROFILE",
-                     help="take the attention kernels' prices (decode_context, prefill_self_pairs, "
-                          "prefill_context_pairs) from this profile of the same model (e.g. the continuous "
-                          "engine's) and fit the rest: a static run's few padded prefills cannot tell them "
-                          "from its rows; the fit takes that profile's version")  # fmt: skip
+    fit.add_argument(
+        "--engine",
+        action="append",
+        dest="engines",
+        default=[],
+        help="fit on this engine's traces only (repeatable; default: every traced engine)",
+    )
+    fit.add_argument(
+        "--attention-from",
+        type=Path,
+        metavar="PROFILE",
+        help="take the attention kernels' prices (decode_context, prefill_self_pairs, "
+        "prefill_context_pairs) from this profile of the same model (e.g. the continuous "
+        "engine's) and fit the rest: a static run's few padded prefills cannot tell them "
+        "from its rows; the fit takes that profile's version",
+    )
     fit.add_argument(
         "--profile-version",
         type=int,
@@ -39,39 +53,72 @@ def register(sub: argparse._SubParsersAction) -> None:
     fid = commands.add_parser("fidelity", help="simulate a run's engines on its schedule; print the error table")
     fid.add_argument("real_run", type=Path, nargs="?", help="a run directory of in-process engines")
     fid.add_argument("--profile", type=Path, help="a profile from `batchmark sim fit` (required with RUN)")
-    fid.add_argument("--engine", action="append", dest="engines", default=[],
-                     help="only this engine of the run (repeatable)")  # fmt: skip
+    fid.add_argument(
+        "--engine", action="append", dest="engines", default=[], help="only this engine of the run (repeatable)"
+    )
     fid.add_argument("--json", type=Path, help="also write the table as JSON here")
-    fid.add_argument("--no-noise", dest="noise", action="store_false",
-                     help="the profile's mean model only, without its measured noise")  # fmt: skip
-    fid.add_argument("--twin-dir", type=Path, metavar="DIR",
-                     help="with RUN: also write every twin's request records (records.jsonl, trial = its seed) "
-                          "and step trace (steps/sim-ENGINE-tSEED.jsonl) here, laid out as a run's, to compare "
-                          "with the real run's step by step (a new or empty directory)")  # fmt: skip
-    fid.add_argument("--seeds", type=_positive_int, default=5,
-                     help="twins per engine, each drawing the profile's noise with its own seed; the table "
-                          "compares their median (default 5; 1 with --no-noise, which draws nothing)")  # fmt: skip
-    fid.add_argument("--serving", type=Path, metavar="FILE",
-                     help="a router's run: give its cluster twin the serving path and the replicas' contention "
-                          "measured on ANOTHER run (`batchmark sim serving-path CALIBRATION_RUN -o FILE`)")  # fmt: skip
+    fid.add_argument(
+        "--no-noise",
+        dest="noise",
+        action="store_false",
+        help="the profile's mean model only, without its measured noise",
+    )
+    fid.add_argument(
+        "--twin-dir",
+        type=Path,
+        metavar="DIR",
+        help="with RUN: also write every twin's request records (records.jsonl, trial = its seed) "
+        "and step trace (steps/sim-ENGINE-tSEED.jsonl) here, laid out as a run's, to compare "
+        "with the real run's step by step (a new or empty directory)",
+    )
+    fid.add_argument(
+        "--seeds",
+        type=_positive_int,
+        default=5,
+        help="twins per engine, each drawing the profile's noise with its own seed; the table "
+        "compares their median (default 5; 1 with --no-noise, which draws nothing)",
+    )
+    fid.add_argument(
+        "--serving",
+        type=Path,
+        metavar="FILE",
+        help="a router's run: give its cluster twin the serving path and the replicas' contention "
+        "measured on ANOTHER run (`batchmark sim serving-path CALIBRATION_RUN -o FILE`)",
+    )
     add_suite_arguments(fid)
     fid.set_defaults(run=fidelity_command)
     add_serving_path_command(commands)
     val = commands.add_parser("validate", help="the roofline's error against public GPU step times, per regime")
-    val.add_argument("--cost", default="roofline", metavar="roofline|CALIBRATION",
-                     help="the plain roofline's defaults, or a calibration (a name under engines/sim/calibrations/ "
-                          "or a JSON path; `batchmark sim calibrate` writes one)")  # fmt: skip
-    val.add_argument("--truth", type=Path, default=None, metavar="DIR",
-                     help="folder of truth CSVs (default: tests/fixtures/gpu_truth, SOURCE.md there)")  # fmt: skip
+    val.add_argument(
+        "--cost",
+        default="roofline",
+        metavar="roofline|CALIBRATION",
+        help="the plain roofline's defaults, or a calibration (a name under engines/sim/calibrations/ "
+        "or a JSON path; `batchmark sim calibrate` writes one)",
+    )
+    val.add_argument(
+        "--truth",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder of truth CSVs (default: tests/fixtures/gpu_truth, SOURCE.md there)",
+    )
     val.add_argument("--json", type=Path, help="also write the table as JSON here")
     val.set_defaults(run=validate_command)
     cal = commands.add_parser("calibrate", help="fit the roofline's terms on one accelerator's public GPU times")
-    cal.add_argument("--hardware", default="a100",
-                     help="fit on these accelerators' training-half rows, comma-separated (default a100)")  # fmt: skip
+    cal.add_argument(
+        "--hardware",
+        default="a100",
+        help="fit on these accelerators' training-half rows, comma-separated (default a100)",
+    )
     cal.add_argument("--truth", type=Path, default=None, metavar="DIR", help="folder of truth CSVs (as validate)")
-    cal.add_argument("--form", default="base", metavar="FORM",
-                     help="which terms to fit: base (default), base+mixed, attention, attention+activation "
-                          "(harness/gpu_truth/fit.py; docs/simulator.md, Calibrations)")  # fmt: skip
+    cal.add_argument(
+        "--form",
+        default="base",
+        metavar="FORM",
+        help="which terms to fit: base (default), base+mixed, attention, attention+activation "
+        "(harness/gpu_truth/fit.py; docs/simulator.md, Calibrations)",
+    )
     cal.add_argument("-o", "--out", type=Path, required=True, help="calibration JSON to write")
     cal.set_defaults(run=calibrate_command)
     probe = commands.add_parser("probe", help="measure step times on this machine's GPU: truth rows for validate")
@@ -86,11 +133,21 @@ def add_serving_path_command(commands: argparse._SubParsersAction) -> None:
     )
     cmd.add_argument("run_dir", type=Path, metavar="RUN", help="the run, with RUN/replicas/ (docs/cluster.md)")
     cmd.add_argument("--profile", type=Path, required=True, help="the profile whose price the steps are set against")
-    cmd.add_argument("-o", "--out", type=Path, help="write the twin's options (path_ms, slowdown) here: a CALIBRATION "
-                     "run's, for `sim fidelity --serving` on other runs")  # fmt: skip
-    cmd.add_argument("--paired", type=Path, nargs=2, metavar=("SERVED_RUN", "IN_PROCESS_RUN"),
-                     help="take the path from these two runs of one schedule instead: the median over requests of "
-                          "TTFT served minus TTFT in process")  # fmt: skip
+    cmd.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        help="write the twin's options (path_ms, slowdown) here: a CALIBRATION "
+        "run's, for `sim fidelity --serving` on other runs",
+    )
+    cmd.add_argument(
+        "--paired",
+        type=Path,
+        nargs=2,
+        metavar=("SERVED_RUN", "IN_PROCESS_RUN"),
+        help="take the path from these two runs of one schedule instead: the median over requests of "
+        "TTFT served minus TTFT in process",
+    )
     cmd.set_defaults(run=serving_path_command)
 
 
@@ -109,8 +166,10 @@ def serving_path_command(args: argparse.Namespace) -> int:
         print(f"  {line}")
     if args.paired:
         path, pairs = paired_path_s(*args.paired)
-        print(f"  paired path: {path * 1e3:.2f} ms, median over {pairs} requests of TTFT in {args.paired[0]} "
-              f"minus TTFT in {args.paired[1]}")  # fmt: skip
+        print(
+            f"  paired path: {path * 1e3:.2f} ms, median over {pairs} requests of TTFT in {args.paired[0]} "
+            f"minus TTFT in {args.paired[1]}"
+        )
     if args.out is not None:
         save_serving(options, args.out)
         print(f"the twin's options: {options.describe()} -> {args.out}")
@@ -150,36 +209,48 @@ def fit_command(args: argparse.Namespace) -> int:
 
         source = load_profile(args.attention_from)
         if source.unknown_features:
-            raise HarnessInputError(f"--attention-from {args.attention_from}: a version-1 profile: "
-                                    f"{', '.join(source.unknown_features)}: feature unknown; refit it")  # fmt: skip
+            raise HarnessInputError(
+                f"--attention-from {args.attention_from}: a version-1 profile: "
+                f"{', '.join(source.unknown_features)}: feature unknown; refit it"
+            )
         if args.profile_version not in (None, source.version):
-            raise HarnessInputError(f"--attention-from {args.attention_from}: a version-{source.version} profile, "
-                                    f"not --profile-version {args.profile_version}")  # fmt: skip
+            raise HarnessInputError(
+                f"--attention-from {args.attention_from}: a version-{source.version} profile, "
+                f"not --profile-version {args.profile_version}"
+            )
         args.profile_version = source.version
         fixed = {name: source.coefficients[name] for name in ATTENTION[source.version]}
-    profile = fit_run(args.run_dirs, args.engines, fixed, str(args.attention_from) if fixed else None,
-                      args.profile_version)  # fmt: skip
+    profile = fit_run(
+        args.run_dirs, args.engines, fixed, str(args.attention_from) if fixed else None, args.profile_version
+    )
     profile.save(args.out)
     fit = profile.fit
     coef = ", ".join(_price(k, v) for k, v in profile.coefficients.items() if k in fit["regressors"])
     r2 = "-" if fit["r2"] is None else f"{fit['r2']:.3f}"
-    print(f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
-          f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)")  # fmt: skip
+    print(
+        f"fitted {fit['steps']} steps of {', '.join(profile.engine['fitted_engines'])}: R^2 {r2}, "
+        f"rmse {fit['rmse_s'] * 1e3:.2f} ms (mean step {fit['mean_step_s'] * 1e3:.2f} ms)"
+    )
     if fixed:
-        print(f"  attention priced from {args.attention_from}, not fitted: "
-              + ", ".join(_price(k, v) for k, v in fixed.items()))  # fmt: skip
+        print(
+            f"  attention priced from {args.attention_from}, not fitted: "
+            + ", ".join(_price(k, v) for k, v in fixed.items())
+        )
     pooled = pooling_note(profile.engine["fitted_engines"])
     if pooled:
         print(f"  {pooled}")
     print(f"  step = {profile.intercept_s * 1e6:.0f} us + {coef}; gap between steps {profile.step_gap_s * 1e6:.0f} us")
     arrivals = profile.fit.get("idle_arrivals", 0)
     if arrivals:
-        print(f"  dispatch: {profile.dispatch_s * 1e6:.0f} us from an idle engine's arrival to its step "
-              f"(median of {arrivals} arrivals)")  # fmt: skip
+        print(
+            f"  dispatch: {profile.dispatch_s * 1e6:.0f} us from an idle engine's arrival to its step "
+            f"(median of {arrivals} arrivals)"
+        )
     else:  # a closed loop at saturation, or a served engine without admit times: nothing to measure it on
         print("  dispatch: not measured (no request found a continuous engine idle); the simulator adds none")
-    for line in coverage_lines(args.run_dirs, profile.engine["fitted_engines"], fit["ranges"],
-                               profile.engine.get("max_context")):  # fmt: skip
+    for line in coverage_lines(
+        args.run_dirs, profile.engine["fitted_engines"], fit["ranges"], profile.engine.get("max_context")
+    ):
         print(f"  {line}")
     spans = ", ".join(f"{k} {r['min']:,.0f}-{r['max']:,.0f}" for k, r in fit["ranges"].items() if r["max"])
     print(f"  fitted range: {spans}; steps beyond it are extrapolated (run and sim fidelity count them)")
@@ -191,11 +262,15 @@ def fit_command(args: argparse.Namespace) -> int:
         print(f"  {name}: always 0 in these traces, {price}")
     padding = fit.get("padding") or {}
     if padding.get("prefill_rows"):
-        print(f"  padding: {padding['prefill_rows']:.0%} of prefill rows and {padding['prefill_pairs'] or 0:.0%} of "
-              "prefill attention pairs were pad rows, priced as computed")  # fmt: skip
+        print(
+            f"  padding: {padding['prefill_rows']:.0%} of prefill rows and {padding['prefill_pairs'] or 0:.0%} of "
+            "prefill attention pairs were pad rows, priced as computed"
+        )
     if fit.get("unknown"):
-        print(f"  {', '.join(fit['unknown'])}: feature unknown (the traces predate them): fitted in the version-1 "
-              "form, every attention pair at one price; record the run again to split it by kernel")  # fmt: skip
+        print(
+            f"  {', '.join(fit['unknown'])}: feature unknown (the traces predate them): fitted in the version-1 "
+            "form, every attention pair at one price; record the run again to split it by kernel"
+        )
     print(f"profile: {args.out.resolve()}")
     return 0
 
@@ -233,8 +308,10 @@ def fidelity_command(args: argparse.Namespace) -> int:
     if args.engines:
         engines = [e for e in engines if e.get("name") in args.engines]
     if not engines:
-        raise HarnessInputError(f"{args.real_run}: no in-process engine (static or continuous) or router over "
-                                "replicas (http: router=, replicas=) to simulate")  # fmt: skip
+        raise HarnessInputError(
+            f"{args.real_run}: no in-process engine (static or continuous) or router over "
+            "replicas (http: router=, replicas=) to simulate"
+        )
     # read and checked before any twin runs: a run dir without metrics, or a bad profile, is one line
     metrics = read_json_object(args.real_run / "metrics.json", "run's metrics")
     real, trials = metrics.get("engines"), metrics.get("repeat") or {}
@@ -254,16 +331,30 @@ def fidelity_command(args: argparse.Namespace) -> int:
         if not any(e.get("kind") == "http" for e in engines):
             raise HarnessInputError(f"--serving {args.serving}: {args.real_run} has no router's run to apply it to")
         if Path(serving.measured_on).resolve() == args.real_run.resolve():
-            raise HarnessInputError(f"--serving {args.serving}: measured on {args.real_run} itself; calibrate on "
-                                    "another run, or the twin is fitted to the run it is judged on")  # fmt: skip
+            raise HarnessInputError(
+                f"--serving {args.serving}: measured on {args.real_run} itself; calibrate on "
+                "another run, or the twin is fitted to the run it is judged on"
+            )
         print(f"cluster twin's serving path ({args.serving}): {serving.describe()}")
     seeds = range(args.seeds if args.noise else 1)
     table = []
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
     for engine in engines:
-        simulated = [simulate_twin(args.real_run, engine, args.profile, noise=args.noise, seed=s, described=twins,
-                                   trace_dir=args.twin_dir, serving=serving, headline=True)
-                     for s in seeds]  # fmt: skip  # headline: all the fidelity rows read
+        # headline: all the fidelity rows read
+        simulated = [
+            simulate_twin(
+                args.real_run,
+                engine,
+                args.profile,
+                noise=args.noise,
+                seed=s,
+                described=twins,
+                trace_dir=args.twin_dir,
+                serving=serving,
+                headline=True,
+            )
+            for s in seeds
+        ]
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
@@ -307,8 +398,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
     calibration.save(args.out)
     fit = calibration.fitted_on
     print(f"fitted {fit['rows']} training rows on {', '.join(hardware)}: rms log error {fit['rms_log_error']:.3f}")
-    print(f"calibration: {args.out.resolve()} (check it on the rows it did not see: "
-          f"batchmark sim validate --cost {args.out})")  # fmt: skip
+    print(
+        f"calibration: {args.out.resolve()} (check it on the rows it did not see: "
+        f"batchmark sim validate --cost {args.out})"
+    )
     return 0
 
 
@@ -351,8 +444,14 @@ def simulate_twin(
 
         outcome = run_virtual_session_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
     elif workload.get("closed_loop_users"):
-        outcome = run_virtual_closed_loop(sim, schedule, sink, label=spec.label, users=workload["closed_loop_users"],
-                                          think_time_s=workload.get("think_time_s") or 0.0)  # type: ignore[arg-type]  # fmt: skip
+        outcome = run_virtual_closed_loop(
+            sim,
+            schedule,
+            sink,
+            label=spec.label,
+            users=workload["closed_loop_users"],
+            think_time_s=workload.get("think_time_s") or 0.0,
+        )  # type: ignore[arg-type]
     else:
         outcome = run_virtual_open_loop(sim, schedule, sink, label=spec.label)  # type: ignore[arg-type]
     if described is not None:
@@ -363,10 +462,15 @@ def simulate_twin(
     if headline:
         return headline_summary(records_frame(records), seed=manifest.get("seed", 0))
     slo = SLO(**settings["slo"]) if settings.get("slo") else SLO()
-    return summarize(records_frame(records), steps_frame(step_rows), slo=slo,
-                     slo_classes=recorded_classes(settings),
-                     price_per_hour=settings.get("price_per_hour", 2.0), wall_time_s=outcome.wall_time_s,
-                     seed=manifest.get("seed", 0))  # fmt: skip
+    return summarize(
+        records_frame(records),
+        steps_frame(step_rows),
+        slo=slo,
+        slo_classes=recorded_classes(settings),
+        price_per_hour=settings.get("price_per_hour", 2.0),
+        wall_time_s=outcome.wall_time_s,
+        seed=manifest.get("seed", 0),
+    )
 
 
 def write_twin_trace(
@@ -383,9 +487,11 @@ def write_twin_trace(
 def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -> str:
     seeds = max((entry.get("seeds", 1) for entry in table), default=1)
     simulated = "simulated" if seeds == 1 else f"median of {seeds}"
-    lines = [f"fidelity of the simulator (profile {profile}) against {run_dir}:",
-             f"{'engine':<14}{'metric':<14}{'real':>12}{'real 95% CI':>24}{simulated:>14}{'error':>9}"
-             + ("  seeds' range" if seeds > 1 else "")]  # fmt: skip
+    lines = [
+        f"fidelity of the simulator (profile {profile}) against {run_dir}:",
+        f"{'engine':<14}{'metric':<14}{'real':>12}{'real 95% CI':>24}{simulated:>14}{'error':>9}"
+        + ("  seeds' range" if seeds > 1 else ""),
+    ]
     for entry in table:
         for row in entry["rows"]:
             unit, ci, spread = row["unit"], row["real_ci"], row["simulated_range"]
@@ -394,8 +500,10 @@ def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -
                 ci_text = f"{len(row['real_trials'])} trials, +-{row['trials_spread']:.0%}"
             error = _pct(row["error"]) + ("" if row["within_real_ci"] is not False else " *")
             spread_text = "" if spread is None else f"  {_fmt(spread[0], unit)} .. {_fmt(spread[1], unit)}"
-            lines.append(f"{entry['engine']:<14}{row['metric']:<14}{_fmt(row['real'], unit):>12}{ci_text:>24}"
-                         f"{_fmt(row['simulated'], unit):>14}{error:>9}{spread_text}")  # fmt: skip
+            lines.append(
+                f"{entry['engine']:<14}{row['metric']:<14}{_fmt(row['real'], unit):>12}{ci_text:>24}"
+                f"{_fmt(row['simulated'], unit):>14}{error:>9}{spread_text}"
+            )
     worst = [abs(r["error"]) for e in table for r in e["rows"] if r["error"] is not None]
     if worst:
         lines.append(f"largest error {max(worst):.1%}")
@@ -405,8 +513,10 @@ def format_fidelity(table: list[dict[str, Any]], run_dir: Path, profile: Path) -
         lines.append("real: the median of the run's trials; +-: how far its furthest trial lies from that median")
     loose = [f"{e['engine']} {r['metric']}" for e in table for r in e["rows"] if (r.get("trials_spread") or 0.0) > 0.10]
     if loose:
-        lines.append(f"the real run itself repeats by more than 10% on: {', '.join(loose)}: "
-                     "no simulation can be judged within 10% there")  # fmt: skip
+        lines.append(
+            f"the real run itself repeats by more than 10% on: {', '.join(loose)}: "
+            "no simulation can be judged within 10% there"
+        )
     return "\n".join(lines)
 
 

@@ -66,15 +66,33 @@ def format_text(d: dict[str, Any]) -> str:
     if "agentic" in d:
         a = d["agentic"]
         tool = a["tool_s"]
-        rows.append(("agentic", f"{num(a['jobs'])} jobs; {num(a['fanned_out_turns'])} of {num(a['later_turns'])} "
-                     f"later turns fan out (up to {num(a['branches_max'])} branches)"
-                     + ("" if tool is None else f"; tool time p50 {num(tool['p50'], ' s')}  p90 "
-                        f"{num(tool['p90'], ' s')}  max {num(tool['max'], ' s')}")))  # fmt: skip
+        rows.append(
+            (
+                "agentic",
+                f"{num(a['jobs'])} jobs; {num(a['fanned_out_turns'])} of {num(a['later_turns'])} "
+                f"later turns fan out (up to {num(a['branches_max'])} branches)"
+                + (
+                    ""
+                    if tool is None
+                    else f"; tool time p50 {num(tool['p50'], ' s')}  p90 "
+                    f"{num(tool['p90'], ' s')}  max {num(tool['max'], ' s')}"
+                ),
+            )
+        )
         per, think = a["turns_per_job"], a["think_s"]
-        rows.append(("agentic turns", f"per job p50 {num(per['p50'])}  p90 {num(per['p90'])}  max {num(per['max'])}"
-                     + ("" if think is None else f"; think time p50 {num(think['p50'], ' s')}  p90 "
-                        f"{num(think['p90'], ' s')}  max {num(think['max'], ' s')}")
-                     + (f"; {num(a['fresh_turns'])} start a fresh context" if a["fresh_turns"] else "")))  # fmt: skip
+        rows.append(
+            (
+                "agentic turns",
+                f"per job p50 {num(per['p50'])}  p90 {num(per['p90'])}  max {num(per['max'])}"
+                + (
+                    ""
+                    if think is None
+                    else f"; think time p50 {num(think['p50'], ' s')}  p90 "
+                    f"{num(think['p90'], ' s')}  max {num(think['max'], ' s')}"
+                )
+                + (f"; {num(a['fresh_turns'])} start a fresh context" if a["fresh_turns"] else ""),
+            )
+        )
     if d["closed_loop_users"] is not None:
         rows.append(("closed loop", f"{d['closed_loop_users']} users, think time {num(d['think_time_s'], ' s')}"))
     if d["prefix_blocks"]:

@@ -15,9 +15,13 @@ if TYPE_CHECKING:  # the table imports the judge (numpy, scipy): not while the c
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--suite", type=Path, metavar="FILE",
-                        help="a pre-registered suite (TOML, tests/fixtures/fidelity_suite/suite.toml): every pair's "
-                             "twin against its real run, instead of one run")  # fmt: skip
+    parser.add_argument(
+        "--suite",
+        type=Path,
+        metavar="FILE",
+        help="a pre-registered suite (TOML, tests/fixtures/fidelity_suite/suite.toml): every pair's "
+        "twin against its real run, instead of one run",
+    )
     parser.add_argument(
         "--runs",
         type=Path,
@@ -29,9 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--suite: first record the runs DIR lacks (the fit run, its profiles, every pair)",
     )
-    parser.add_argument("--lock", type=Path, metavar="FILE",
-                        help="--measure: hold this lock file (flock) around each real run, so that other "
-                             "measurements on the machine take turns between runs")  # fmt: skip
+    parser.add_argument(
+        "--lock",
+        type=Path,
+        metavar="FILE",
+        help="--measure: hold this lock file (flock) around each real run, so that other "
+        "measurements on the machine take turns between runs",
+    )
 
 
 def suite_command(args: argparse.Namespace, simulate: Simulate) -> int:

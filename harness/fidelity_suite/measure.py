@@ -24,8 +24,18 @@ def fit_command(suite: Suite, runs: Path, name: str | None = None) -> list[str]:
 
 
 def pair_command(suite: Suite, pair: Pair, runs: Path) -> list[str]:
-    return [*BATCHMARK, "run", *suite.run_args, *pair.args, "--engine", pair.engine,
-            "--repeat", str(suite.trials), "--out", str(runs / pair.name)]  # fmt: skip
+    return [
+        *BATCHMARK,
+        "run",
+        *suite.run_args,
+        *pair.args,
+        "--engine",
+        pair.engine,
+        "--repeat",
+        str(suite.trials),
+        "--out",
+        str(runs / pair.name),
+    ]
 
 
 @contextmanager
@@ -78,5 +88,7 @@ def _fit(suite: Suite, runs: Path, lock: Path | None, name: str, missing: list[P
     dirs = [runs / n for n in suite.fit_names]
     for profile in missing:
         fit_run(dirs, [profile.engine]).save(runs / profile.file)
-        print(f"profile {profile.name}: fitted on {', '.join(suite.fit_names)}'s {profile.engine} steps: "
-              f"{runs / profile.file}")  # fmt: skip
+        print(
+            f"profile {profile.name}: fitted on {', '.join(suite.fit_names)}'s {profile.engine} steps: "
+            f"{runs / profile.file}"
+        )

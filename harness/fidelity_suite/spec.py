@@ -91,8 +91,13 @@ def load_suite(path: Path) -> Suite:
     pairs = []
     for i, table in enumerate(_get(data, "pairs", list, where)):
         at = f"{where}: pairs[{i}]"
-        pair = Pair(_get(table, "name", str, at), str(table.get("covers", "")), _args(table, "args", at),
-                    _get(table, "engine", str, at), _get(table, "profile", str, at))  # fmt: skip
+        pair = Pair(
+            _get(table, "name", str, at),
+            str(table.get("covers", "")),
+            _args(table, "args", at),
+            _get(table, "engine", str, at),
+            _get(table, "profile", str, at),
+        )
         _check_pair(pair, profiles, f"{where}: pair {pair.name!r}")
         pairs.append(pair)
     names = [p.name for p in pairs]
@@ -102,12 +107,21 @@ def load_suite(path: Path) -> Suite:
     if not pairs:
         raise HarnessInputError(f"{where}: no [[pairs]]")
     after = _fit_after(fit, names, f"{where}: fit_run")
-    return Suite(path, _get(data, "trials", int, where), _args(data, "run_args", where), _get(fit, "name", str, where),
-                 _args(fit, "args", f"{where}: fit_run"),
-                 Targets(float(_get(targets, "median_tolerance", (int, float), where)),
-                         float(_get(targets, "p99_tolerance", (int, float), where)),
-                         int(_get(targets, "pairs_to_hold", int, where))),
-                 profiles, tuple(pairs), after)  # fmt: skip
+    return Suite(
+        path,
+        _get(data, "trials", int, where),
+        _args(data, "run_args", where),
+        _get(fit, "name", str, where),
+        _args(fit, "args", f"{where}: fit_run"),
+        Targets(
+            float(_get(targets, "median_tolerance", (int, float), where)),
+            float(_get(targets, "p99_tolerance", (int, float), where)),
+            int(_get(targets, "pairs_to_hold", int, where)),
+        ),
+        profiles,
+        tuple(pairs),
+        after,
+    )
 
 
 def _fit_after(fit: dict[str, Any], pairs: list[str], where: str) -> tuple[str, ...]:

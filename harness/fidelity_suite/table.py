@@ -30,8 +30,14 @@ def pair_entry(
     from harness.metrics.simulation import fidelity_rows
     from harness.simulation import run_engines
 
-    entry: dict[str, Any] = {"pair": pair.name, "covers": pair.covers, "engine": pair.engine,
-                             "profile": pair.profile, "rows": [], "verdict": "cannot_tell"}  # fmt: skip
+    entry: dict[str, Any] = {
+        "pair": pair.name,
+        "covers": pair.covers,
+        "engine": pair.engine,
+        "profile": pair.profile,
+        "rows": [],
+        "verdict": "cannot_tell",
+    }
     run = runs / pair.name
     if not (run / "metrics.json").is_file():
         entry["missing"] = f"not measured: no {run / 'metrics.json'}"
@@ -40,20 +46,33 @@ def pair_entry(
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     profile = runs / suite.profiles[pair.profile].file
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
-    twins = [simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True)
-             for s in range(seeds if noise else 1)]  # fmt: skip  # headline: the rows read no more
+    # headline: the rows read no more
+    twins = [
+        simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True)
+        for s in range(seeds if noise else 1)
+    ]
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
-    rows = fidelity_rows(metrics["engines"][engine["name"]], *twins,
-                         trials=(metrics.get("repeat") or {}).get(engine["name"]))  # fmt: skip
+    rows = fidelity_rows(
+        metrics["engines"][engine["name"]], *twins, trials=(metrics.get("repeat") or {}).get(engine["name"])
+    )
     t = suite.targets
     for row in rows:
         p99 = row["metric"] in P99
-        outcome = fidelity_outcome(row["error"], row["trials_spread"], t.p99_tolerance if p99 else t.median_tolerance,
-                                   within_spread=p99)  # fmt: skip
-        entry["rows"].append({"metric": row["metric"], "unit": row["unit"], "real": row["real"],
-                              "simulated": row["simulated"], "error": row["error"],
-                              "trials": len(row["real_trials"] or []) or 1, "trials_spread": row["trials_spread"],
-                              "verdict": outcome})  # fmt: skip
+        outcome = fidelity_outcome(
+            row["error"], row["trials_spread"], t.p99_tolerance if p99 else t.median_tolerance, within_spread=p99
+        )
+        entry["rows"].append(
+            {
+                "metric": row["metric"],
+                "unit": row["unit"],
+                "real": row["real"],
+                "simulated": row["simulated"],
+                "error": row["error"],
+                "trials": len(row["real_trials"] or []) or 1,
+                "trials_spread": row["trials_spread"],
+                "verdict": outcome,
+            }
+        )
     verdicts = {r["verdict"] for r in entry["rows"]}
     entry["verdict"] = "fails" if "fails" in verdicts else "holds" if verdicts == {"holds"} else "cannot_tell"
     return entry
@@ -63,15 +82,29 @@ def suite_table(suite: Suite, runs: Path, simulate: Simulate, seeds: int = 5, no
     pairs = [pair_entry(suite, pair, runs, simulate, seeds, noise) for pair in suite.pairs]
     summary = {}
     for metric in (r["metric"] for r in next((p["rows"] for p in pairs if p["rows"]), [])):
-        errors = [(p["pair"], r["error"]) for p in pairs for r in p["rows"]
-                  if r["metric"] == metric and r["error"] is not None]  # fmt: skip
+        errors = [
+            (p["pair"], r["error"])
+            for p in pairs
+            for r in p["rows"]
+            if r["metric"] == metric and r["error"] is not None
+        ]
         if errors:
             worst = max(errors, key=lambda e: abs(e[1]))
-            summary[metric] = {"median_abs_error": statistics.median(abs(e) for _, e in errors),
-                               "worst_error": worst[1], "worst_pair": worst[0], "pairs": len(errors)}  # fmt: skip
+            summary[metric] = {
+                "median_abs_error": statistics.median(abs(e) for _, e in errors),
+                "worst_error": worst[1],
+                "worst_pair": worst[0],
+                "pairs": len(errors),
+            }
     counts = {v: sum(p["verdict"] == v for p in pairs) for v in ("holds", "fails", "cannot_tell")}
-    return {"suite": suite.path.name, "targets": vars(suite.targets), "pairs": pairs, "summary": summary,
-            "verdicts": counts, "target": suite_outcome(counts, suite.targets.pairs_to_hold)}  # fmt: skip
+    return {
+        "suite": suite.path.name,
+        "targets": vars(suite.targets),
+        "pairs": pairs,
+        "summary": summary,
+        "verdicts": counts,
+        "target": suite_outcome(counts, suite.targets.pairs_to_hold),
+    }
 
 
 _SHORT = {"holds": "holds", "fails": "FAILS", "cannot_tell": "cannot tell"}
@@ -80,10 +113,12 @@ _SHORT = {"holds": "holds", "fails": "FAILS", "cannot_tell": "cannot tell"}
 def format_table(table: dict[str, Any]) -> str:
     t = table["targets"]
     metrics = list(table["summary"])
-    lines = [f"fidelity suite {table['suite']}: {len(table['pairs'])} pairs, every one reported; targets: medians and "
-             f"throughput within {t['median_tolerance']:.0%}, p99s within {t['p99_tolerance']:.0%} or the real "
-             "run's trial spread",
-             f"{'pair':<26}" + "".join(f"{m:>14}" for m in metrics) + f"{'verdict':>13}"]  # fmt: skip
+    lines = [
+        f"fidelity suite {table['suite']}: {len(table['pairs'])} pairs, every one reported; targets: medians and "
+        f"throughput within {t['median_tolerance']:.0%}, p99s within {t['p99_tolerance']:.0%} or the real "
+        "run's trial spread",
+        f"{'pair':<26}" + "".join(f"{m:>14}" for m in metrics) + f"{'verdict':>13}",
+    ]
     for p in table["pairs"]:
         if not p["rows"]:
             lines.append(f"{p['pair']:<26}{p.get('missing', 'no rows')}")
@@ -91,12 +126,15 @@ def format_table(table: dict[str, Any]) -> str:
         by = {r["metric"]: r for r in p["rows"]}
         cells = [_cell(by.get(m)) for m in metrics]
         lines.append(f"{p['pair']:<26}" + "".join(f"{c:>14}" for c in cells) + f"{_SHORT[p['verdict']]:>13}")
-        spread = [f"{by[m]['trials_spread']:.0%}" if by.get(m) and by[m]["trials_spread"] is not None else "-"
-                  for m in metrics]  # fmt: skip
+        spread = [
+            f"{by[m]['trials_spread']:.0%}" if by.get(m) and by[m]["trials_spread"] is not None else "-"
+            for m in metrics
+        ]
         lines.append(f"{'  real trials +-':<26}" + "".join(f"{s:>14}" for s in spread))
     if metrics:
-        lines.append(f"{'median |error|':<26}"
-                     + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics))  # fmt: skip
+        lines.append(
+            f"{'median |error|':<26}" + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics)
+        )
         lines.append(f"{'worst error':<26}" + "".join(f"{table['summary'][m]['worst_error']:>+14.1%}" for m in metrics))
     for m in metrics:
         lines.append(f"  worst {m}: {table['summary'][m]['worst_pair']}")
@@ -106,11 +144,15 @@ def format_table(table: dict[str, Any]) -> str:
     v = table["verdicts"]
     missing = sum("missing" in p for p in table["pairs"])
     unmeasured = f" ({missing} not measured)" if missing else ""
-    lines.append(f"pairs: {v['holds']} hold, {v['fails']} fail, {v['cannot_tell']} cannot tell{unmeasured} (target: "
-                 f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
-                 f"{table['target']}")  # fmt: skip
-    lines.append("cell: the twin's error (x: outside its target; ?: the real run cannot tell); "
-                 "+-: the furthest of the real run's trials from their median")  # fmt: skip
+    lines.append(
+        f"pairs: {v['holds']} hold, {v['fails']} fail, {v['cannot_tell']} cannot tell{unmeasured} (target: "
+        f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
+        f"{table['target']}"
+    )
+    lines.append(
+        "cell: the twin's error (x: outside its target; ?: the real run cannot tell); "
+        "+-: the furthest of the real run's trials from their median"
+    )
     return "\n".join(lines)
 
 

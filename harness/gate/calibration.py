@@ -56,8 +56,18 @@ class PairResult:
 
 def rule_rows(verdict: Any) -> list[dict[str, Any]]:
     """A pair's verdict (`harness.gate.Verdict`) per rule, as `PairResult.rules` holds it."""
-    return [{"rule": r.rule, "status": r.status, "change": r.change, "p_value": r.p_value, "trial_sd": r.trial_sd,
-             "threshold_kind": r.threshold_kind, "threshold": r.threshold} for r in verdict.results]  # fmt: skip
+    return [
+        {
+            "rule": r.rule,
+            "status": r.status,
+            "change": r.change,
+            "p_value": r.p_value,
+            "trial_sd": r.trial_sd,
+            "threshold_kind": r.threshold_kind,
+            "threshold": r.threshold,
+        }
+        for r in verdict.results
+    ]
 
 
 def trials_needed(
@@ -147,12 +157,20 @@ def noise(results: list[PairResult], alpha: float, trials: int) -> list[dict[str
         elif len(slow) < 2:
             note = "cannot plan: one slowdown pair does not bound its effect"
         else:
-            pilot = Pilot(sign * effect, float(np.std(slow, ddof=1) / np.sqrt(len(slow))), len(slow) - 1,
-                          pooled, len(variances) * (trials - 1))  # fmt: skip
+            pilot = Pilot(
+                sign * effect,
+                float(np.std(slow, ddof=1) / np.sqrt(len(slow))),
+                len(slow) - 1,
+                pooled,
+                len(variances) * (trials - 1),
+            )
             plan = plan_trials(pilot, threshold, alpha)
             if plan.trials is None:
-                note = (f"more than {MOST_TRIALS}" if plan.effect_low > threshold else
-                        "cannot plan: the pilot's lower bound on the slowdown is within the threshold")  # fmt: skip
+                note = (
+                    f"more than {MOST_TRIALS}"
+                    if plan.effect_low > threshold
+                    else "cannot plan: the pilot's lower bound on the slowdown is within the threshold"
+                )
         out.append(
             {
                 "rule": text,

@@ -27,8 +27,17 @@ class MetricInfo:
 
 
 # ttfo: the first content token (harness.metrics.reasoning); TTFT itself for a request without reasoning
-LATENCY_METRICS = ("ttft", "ttft_sent", "tpot", "e2e", "e2e_sent", "queue_delay", "queue_delay_sent",
-                   "normalized_latency", "ttfo")  # fmt: skip
+LATENCY_METRICS = (
+    "ttft",
+    "ttft_sent",
+    "tpot",
+    "e2e",
+    "e2e_sent",
+    "queue_delay",
+    "queue_delay_sent",
+    "normalized_latency",
+    "ttfo",
+)
 
 METRICS: dict[str, MetricInfo] = {
     **{m: MetricInfo(m, "latency", "s", f"per-request {m} (docs/metrics.md)") for m in LATENCY_METRICS},

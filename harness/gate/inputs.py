@@ -89,9 +89,11 @@ def load_run(path: Path, *, engine: str | None = None, trial: int | None = None)
     sample.machine = {
         int(o.get("trial") or 0): o["machine"]
         for o in manifest.get("outcomes") or []
-        if isinstance(o, dict) and o.get("engine") == sample.engine and isinstance(o.get("machine"), dict)
+        if isinstance(o, dict)
+        and o.get("engine") == sample.engine
+        and isinstance(o.get("machine"), dict)
         and int(o.get("trial") or 0) in sample.trials
-    }  # fmt: skip
+    }
     return sample
 
 

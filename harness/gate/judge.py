@@ -149,8 +149,10 @@ def _decide(rule: Rule, r: RuleResult, ctx: _Context) -> RuleResult:
     elif r.status == "inconclusive":
         r.needed, r.needed_unit = _needed(rule, r, ctx, low, high)
         more = f"about {r.needed} {r.needed_unit} per side" if r.needed else "more data than is practical"
-        straddles = (f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
-                     "at the observed change and noise")  # fmt: skip
+        straddles = (
+            f"the interval straddles the threshold {rule.threshold.text}; {more} would decide it "
+            "at the observed change and noise"
+        )
         r.note = f"{straddles}; {r.note}" if r.note else straddles
     return r
 
@@ -314,8 +316,10 @@ def _trial_tail_note(rule: Rule, ctx: _Context, r: RuleResult, q: float | None) 
     if tail_is_resolved(n, q):
         return
     need = values_to_resolve(q)
-    caveat = (f"each trial's {rule.stat} is of as few as {n} values, about their extreme: the trials judge "
-              f"that extreme, not a resolved {rule.stat} (it needs {need} values per trial)")  # fmt: skip
+    caveat = (
+        f"each trial's {rule.stat} is of as few as {n} values, about their extreme: the trials judge "
+        f"that extreme, not a resolved {rule.stat} (it needs {need} values per trial)"
+    )
     r.note = f"{r.note}; {caveat}" if r.note else caveat
 
 
@@ -453,8 +457,10 @@ def _busy_notes(baseline: RunSample | None, candidate: RunSample) -> list[str]:
             continue
         busy = sample.busy_trials
         which = ", ".join(str(t) for t in busy)
-        notes.append(f"machine busy during {len(busy)} of {len(sample.trials)} {side} trial(s) ({which}): "
-                     f"{next(iter(busy.values()))}; their timings include the neighbours' load")  # fmt: skip
+        notes.append(
+            f"machine busy during {len(busy)} of {len(sample.trials)} {side} trial(s) ({which}): "
+            f"{next(iter(busy.values()))}; their timings include the neighbours' load"
+        )
     return notes
 
 

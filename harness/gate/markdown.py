@@ -78,9 +78,11 @@ def to_markdown(verdict: Verdict) -> str:
     lines.append("")
     lines += [f"- `{r.rule}` tests {r.quantity}" for r in verdict.results if r.quantity]
     lines.append("")
-    lines.append("Each interval end is a one-sided (1 - alpha) bound. A rule passes when the interval's worse end is "
-                 "inside its threshold, fails when its better end is outside, and otherwise cannot tell, which "
-                 "fails the gate (exit 3) unless allow_inconclusive; so does a rule with no data.")  # fmt: skip
+    lines.append(
+        "Each interval end is a one-sided (1 - alpha) bound. A rule passes when the interval's worse end is "
+        "inside its threshold, fails when its better end is outside, and otherwise cannot tell, which "
+        "fails the gate (exit 3) unless allow_inconclusive; so does a rule with no data."
+    )
     lines += [f"- note: {note}" for note in verdict.notes]
     return "\n".join(lines) + "\n"
 

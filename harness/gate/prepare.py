@@ -83,8 +83,10 @@ class Prepared:
         if not flags.any() or (q is not None and not censored_reaches(values, flags, [q])[0]):
             return None
         what = "before their first token" if metric == "ttft" else "before they finished"
-        return (f"{int(flags.sum())} requests on the {side} side were cut off {what} (a stop rule or a timeout), "
-                f"so its {metric} is known only as a lower bound; gate error_rate or goodput on such runs")  # fmt: skip
+        return (
+            f"{int(flags.sum())} requests on the {side} side were cut off {what} (a stop rule or a timeout), "
+            f"so its {metric} is known only as a lower bound; gate error_rate or goodput on such runs"
+        )
 
     def trial_column(self, column: str, trial: int) -> np.ndarray:
         return self.latencies[column].to_numpy()[self._trial_rows(trial)]
@@ -105,8 +107,9 @@ def prepare(sample: RunSample, slo: SLO, buckets: int) -> Prepared:
     return Prepared(sample, lat, buckets)
 
 
-def _events(records: pd.DataFrame, ok: np.ndarray, meets_slo: np.ndarray, metric: str, flat: np.ndarray | None
-            ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _events(
+    records: pd.DataFrame, ok: np.ndarray, meets_slo: np.ndarray, metric: str, flat: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """(times, weights) of what a rate counts, as in harness.metrics.throughput and slo.goodput; `flat`: the
     successful requests' token times (None for a rate of finishes)."""
     if metric in ("request_rate", "goodput"):

@@ -56,9 +56,18 @@ def pool_from_calibration(pair_dir: Path) -> pd.DataFrame:
             mine = ok[ok["engine"] == engine]
             first = mine["t_first_token"] - mine["t_scheduled"]
             tpot = (mine["t_finish"] - mine["t_first_token"]) / (mine["output_tokens"] - 1)
-            rows.append(pd.DataFrame({"trial": 2 * k + side, "request_id": mine["request_id"],
-                                      "t_scheduled": mine["t_scheduled"], "ttft_s": first, "tpot_s": tpot,
-                                      "output_tokens": mine["output_tokens"]}))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "trial": 2 * k + side,
+                        "request_id": mine["request_id"],
+                        "t_scheduled": mine["t_scheduled"],
+                        "ttft_s": first,
+                        "tpot_s": tpot,
+                        "output_tokens": mine["output_tokens"],
+                    }
+                )
+            )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -78,15 +87,18 @@ def load_pool(path: Path) -> Pool:
     except OSError as exc:
         raise HarnessInputError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        frame = pd.DataFrame(rows).astype({"trial": int, "t_scheduled": float, "ttft_s": float, "tpot_s": float,
-                                           "output_tokens": int})  # fmt: skip
+        frame = pd.DataFrame(rows).astype(
+            {"trial": int, "t_scheduled": float, "ttft_s": float, "tpot_s": float, "output_tokens": int}
+        )
     except ValueError as exc:
         raise HarnessInputError(f"{path}: a value is not a number ({exc})") from None
     sides = {int(t): group.reset_index(drop=True) for t, group in frame.groupby("trial", sort=True)}
     pairs = tuple((sides[t], sides[t + 1]) for t in sorted(sides) if t % 2 == 0 and t + 1 in sides)
     if len(pairs) < 2 or len(pairs) * 2 != len(sides):
-        raise HarnessInputError(f"{path}: trials must come in pairs 2k, 2k + 1 (two sides of one real trial), "
-                                f"at least two pairs; it has trials {sorted(sides)[:6]}...")  # fmt: skip
+        raise HarnessInputError(
+            f"{path}: trials must come in pairs 2k, 2k + 1 (two sides of one real trial), "
+            f"at least two pairs; it has trials {sorted(sides)[:6]}..."
+        )
     return Pool(pairs, str(path))
 
 
@@ -110,14 +122,20 @@ def drawn_pair(kind: str, index: int, pool: Pool, plan: CalibrationPlan, config:
             picked = side[rng.integers(len(side), size=len(side))]  # the side's requests, resampled
             parts[engine].append(np.column_stack([picked, np.arange(len(side)), np.full(len(side), t)]))
     scale = 1.0 + plan.slowdown if kind == "slowdown" else 1.0
-    frames = [_records(np.vstack(parts["baseline"]), "baseline", 1.0),
-              _records(np.vstack(parts["candidate"]), "candidate", scale)]  # fmt: skip
+    frames = [
+        _records(np.vstack(parts["baseline"]), "baseline", 1.0),
+        _records(np.vstack(parts["candidate"]), "candidate", scale),
+    ]
     records = pd.concat(frames, ignore_index=True)
     source = f"{kind}-{index:02d} (drawn from {pool.source})"
-    verdict = evaluate(config, sample_from_records(records, engine="baseline", source=source),
-                       sample_from_records(records, engine="candidate", source=source))  # fmt: skip
-    return PairResult(kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0],
-                      rule_rows(verdict))  # fmt: skip
+    verdict = evaluate(
+        config,
+        sample_from_records(records, engine="baseline", source=source),
+        sample_from_records(records, engine="candidate", source=source),
+    )
+    return PairResult(
+        kind, index, seed, verdict.regressed, time.perf_counter() - started, os.getloadavg()[0], rule_rows(verdict)
+    )
 
 
 def _records(rows: np.ndarray, engine: str, scale: float) -> pd.DataFrame:
@@ -126,14 +144,34 @@ def _records(rows: np.ndarray, engine: str, scale: float) -> pd.DataFrame:
     sched, ttft, tpot, n, position, trial = rows.T
     n, tpot, first = n.astype(np.int64), tpot * scale, sched + ttft
     times = [(f + np.arange(k) * g).tolist() for f, k, g in zip(first, n, tpot, strict=True)]
-    return records_frame([{"request_id": f"r{int(i)}", "engine": engine, "tenant": "default", "priority": 0,
-                           "max_tokens": int(k), "ignore_eos": True, "prompt_tokens": 1, "t_scheduled": float(s),
-                           "t_sent": float(s), "t_admitted": float(s), "t_first_token": float(f),
-                           "t_finish": tt[-1], "token_times": tt, "output_tokens": int(k),
-                           "engine_prompt_tokens": 1, "engine_output_tokens": int(k), "finish_reason": "length",
-                           "error_type": None, "error_message": None, "preemptions": 0, "trial": int(t)}
-                          for i, s, f, k, tt, t in zip(position, sched, first, n, times, trial,
-                                                       strict=True)])  # fmt: skip
+    return records_frame(
+        [
+            {
+                "request_id": f"r{int(i)}",
+                "engine": engine,
+                "tenant": "default",
+                "priority": 0,
+                "max_tokens": int(k),
+                "ignore_eos": True,
+                "prompt_tokens": 1,
+                "t_scheduled": float(s),
+                "t_sent": float(s),
+                "t_admitted": float(s),
+                "t_first_token": float(f),
+                "t_finish": tt[-1],
+                "token_times": tt,
+                "output_tokens": int(k),
+                "engine_prompt_tokens": 1,
+                "engine_output_tokens": int(k),
+                "finish_reason": "length",
+                "error_type": None,
+                "error_message": None,
+                "preemptions": 0,
+                "trial": int(t),
+            }
+            for i, s, f, k, tt, t in zip(position, sched, first, n, times, trial, strict=True)
+        ]
+    )
 
 
 def drawn_pairs(pool: Pool, plan: CalibrationPlan, config: GateConfig) -> list[PairResult]:

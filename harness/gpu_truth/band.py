@@ -44,8 +44,10 @@ def trust_text(engine: dict[str, Any]) -> str | None:
     used = engine.get("simulated_with") or {}
     name = validation_name(engine)
     if name is None:
-        return ("its roofline parameters were set by hand: their error against public GPU step times is unmeasured "
-                "(`batchmark sim validate --cost FILE` measures a calibration)")  # fmt: skip
+        return (
+            "its roofline parameters were set by hand: their error against public GPU step times is unmeasured "
+            "(`batchmark sim validate --cost FILE` measures a calibration)"
+        )
     path = VALIDATION_DIR / f"{name}.json"
     try:
         groups = {(g["section"], g["key"]): g for g in json.loads(path.read_text(encoding="utf-8"))["groups"]}
@@ -61,8 +63,10 @@ def trust_text(engine: dict[str, Any]) -> str | None:
         text = f"{label} measured against {hw} step times ({command}): " + "; ".join(_phase(p, g) for p, g in per_phase)
         return text + _other_stack(hw, used.get("stack")) if name != ROOFLINE else text
     overall = [(p, groups.get(("phase", p))) for p in ("decode", "prefill")]
-    return (f"no public step times on {hw}: the error of {label} there is unmeasured; on the accelerators that "
-            f"have them ({command}): " + "; ".join(_phase(p, g) for p, g in overall))  # fmt: skip
+    return (
+        f"no public step times on {hw}: the error of {label} there is unmeasured; on the accelerators that "
+        f"have them ({command}): " + "; ".join(_phase(p, g) for p, g in overall)
+    )
 
 
 def _other_stack(hardware: str, stack: object) -> str:
@@ -83,5 +87,7 @@ def _phase(phase: str, group: dict[str, Any] | None) -> str:
         return f"{phase} n/a (no held-out rows)"
     lean = group.get("held_median_error")
     lean_text = "" if lean is None else f", leaning {lean:+.0%}"
-    return (f"{phase} within +/-{group['held_median_abs']:.0%} median on {group['held_n']} held-out rows "
-            f"({group['held_within']:.0%} of them within 10%{lean_text})")  # fmt: skip
+    return (
+        f"{phase} within +/-{group['held_median_abs']:.0%} median on {group['held_n']} held-out rows "
+        f"({group['held_within']:.0%} of them within 10%{lean_text})"
+    )

@@ -54,10 +54,16 @@ class Decoder:
         self.lm_head = self.embed if s.tied_embeddings else weight(s.vocab, s.hidden)
         self.norm = ones(s.hidden)
         self.layers = [
-            Layer(ones(s.hidden), weight(qkv_rows, s.hidden), weight(s.hidden, s.heads * s.head_dim), ones(s.hidden),
-                  weight(2 * s.intermediate, s.hidden), weight(s.hidden, s.intermediate))
+            Layer(
+                ones(s.hidden),
+                weight(qkv_rows, s.hidden),
+                weight(s.hidden, s.heads * s.head_dim),
+                ones(s.hidden),
+                weight(2 * s.intermediate, s.hidden),
+                weight(s.hidden, s.intermediate),
+            )
             for _ in range(s.layers)
-        ]  # fmt: skip
+        ]
 
     def kv_cache(self, batch: int, tokens: int) -> Cache:
         """Per layer, keys and values of `batch` sequences of `tokens` positions (random: a filled cache)."""
@@ -143,8 +149,9 @@ class Decoder:
         batch = decode_ids.shape[0]
         total, position = chunk_cache[0][0].shape[2], decode_cache[0][0].shape[2] - 1
         start = total - n
-        positions = torch.cat((torch.arange(start, total, device=self.device),
-                               torch.full((batch,), position, device=self.device)))  # fmt: skip
+        positions = torch.cat(
+            (torch.arange(start, total, device=self.device), torch.full((batch,), position, device=self.device))
+        )
         # imported here: torch.nn.attention.bias loads torch._dynamo, 4.5 s, which only a mixed step needs
         from torch.nn.attention.bias import causal_lower_right
 
@@ -157,8 +164,9 @@ class Decoder:
             dk[:, :, position].copy_(k[n:])
             dv[:, :, position].copy_(v[n:])
             chunk_q = q[:n].transpose(0, 1)[None]  # (1, heads, n, head_dim)
-            chunk = F.scaled_dot_product_attention(chunk_q, ck.repeat_interleave(group, dim=1),
-                                                   cv.repeat_interleave(group, dim=1), attn_mask=mask)  # fmt: skip
+            chunk = F.scaled_dot_product_attention(
+                chunk_q, ck.repeat_interleave(group, dim=1), cv.repeat_interleave(group, dim=1), attn_mask=mask
+            )
             decode = F.scaled_dot_product_attention(q[n:].view(batch, s.kv_heads, group, s.head_dim), dk, dv)
             attn = torch.cat((chunk[0].transpose(0, 1).reshape(n, -1), decode.reshape(batch, -1)))
             x = x + attn @ layer.out.T

@@ -27,12 +27,22 @@ class Term:
 
 
 # The stack-independent terms, then each stack's floors; starts are the plain roofline's where it has one.
-SHARED = (Term("mfu_prefill", 0.45, 0.05, 1.0), Term("prefill_rows_half", 64.0, 0.0, 8192.0),
-          Term("mfu_decode", 0.30, 0.02, 1.0), Term("mbu", 0.80, 0.2, 1.0), Term("overlap", 0.5, 0.0, 1.0),
-          Term("allreduce_latency_us", 8.0, 0.0, 500.0), Term("allreduce_per_peer_us", 0.0, 0.0, 500.0))  # fmt: skip
+SHARED = (
+    Term("mfu_prefill", 0.45, 0.05, 1.0),
+    Term("prefill_rows_half", 64.0, 0.0, 8192.0),
+    Term("mfu_decode", 0.30, 0.02, 1.0),
+    Term("mbu", 0.80, 0.2, 1.0),
+    Term("overlap", 0.5, 0.0, 1.0),
+    Term("allreduce_latency_us", 8.0, 0.0, 500.0),
+    Term("allreduce_per_peer_us", 0.0, 0.0, 500.0),
+)
 SHARED = (*SHARED, Term("link_efficiency", 0.5, 0.01, 1.0))
-FLOORS = (Term("overhead_ms", 1.0, 0.0, 100.0), Term("layer_floor_us", 10.0, 0.0, 2000.0),
-          Term("allreduce_per_peer_us", 5.0, 0.0, 500.0), Term("link_efficiency", 0.5, 0.01, 1.0))  # fmt: skip
+FLOORS = (
+    Term("overhead_ms", 1.0, 0.0, 100.0),
+    Term("layer_floor_us", 10.0, 0.0, 2000.0),
+    Term("allreduce_per_peer_us", 5.0, 0.0, 500.0),
+    Term("link_efficiency", 0.5, 0.01, 1.0),
+)
 ATTENTION = Term("attention_mfu", 0.3, 0.02, 1.0)
 ACTIVATION = Term("activation_bytes", 1e5, 0.0, 1e8)
 
@@ -66,8 +76,9 @@ def training_rows(rows: list[TruthRow], hardware: list[str], mixed: bool = False
     return [r for r in rows if r.hardware in hardware and not r.held_out and (mixed or r.kind != "mixed")]
 
 
-def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DIR, form: str = DEFAULT_FORM
-                    ) -> Calibration:  # fmt: skip
+def fit_calibration(
+    hardware: list[str], name: str, directory: Path = DEFAULT_DIR, form: str = DEFAULT_FORM
+) -> Calibration:
     """Shared terms over every accelerator in `hardware`, floors per serving stack (STACK_OF_SOURCE)."""
     from scipy.optimize import least_squares
 
@@ -77,8 +88,9 @@ def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DI
     rows = load_truth(directory)
     for hw in hardware:
         if not training_rows(rows, [hw]):
-            raise HarnessInputError(f"{directory}: no training rows on {hw!r} (rows on: "
-                                    f"{', '.join(sorted({r.hardware for r in rows}))})")  # fmt: skip
+            raise HarnessInputError(
+                f"{directory}: no training rows on {hw!r} (rows on: {', '.join(sorted({r.hardware for r in rows}))})"
+            )
     train = training_rows(rows, hardware, chosen.mixed)
     stacks = sorted({STACK_OF_SOURCE[r.source] for r in train if r.kind in ("step", "mixed")})
     shared_terms, floor_terms = chosen.shared, chosen.floors
@@ -86,11 +98,14 @@ def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DI
     unfitted = {k: getattr(RooflineParams(), k) for k in STACK_KEYS if k not in {t.name for t in floor_terms}}
 
     def unpack(x: list[float]) -> tuple[RooflineParams, dict[str, dict[str, float]]]:
-        shared = RooflineParams(**{t.name: float(v) for t, v in zip(shared_terms, x, strict=False)}, overhead_ms=0.0,
-                                layer_floor_us=0.0)  # fmt: skip
+        shared = RooflineParams(
+            **{t.name: float(v) for t, v in zip(shared_terms, x, strict=False)}, overhead_ms=0.0, layer_floor_us=0.0
+        )
         rest = x[len(shared_terms) :]
-        floors = {s: {**{t.name: float(rest[i * len(floor_terms) + j]) for j, t in enumerate(floor_terms)},
-                      **unfitted} for i, s in enumerate(stacks)}  # fmt: skip
+        floors = {
+            s: {**{t.name: float(rest[i * len(floor_terms) + j]) for j, t in enumerate(floor_terms)}, **unfitted}
+            for i, s in enumerate(stacks)
+        }
         return shared, floors
 
     def residuals(x: list[float]) -> list[float]:
@@ -102,18 +117,30 @@ def fit_calibration(hardware: list[str], name: str, directory: Path = DEFAULT_DI
             out.append(math.log(predict_ms(row, params, directory) / row.ms))
         return out
 
-    result = least_squares(residuals, [t.start for t in terms], bounds=([t.low for t in terms],
-                           [t.high for t in terms]), method="trf", x_scale="jac", max_nfev=400)  # fmt: skip
+    result = least_squares(
+        residuals,
+        [t.start for t in terms],
+        bounds=([t.low for t in terms], [t.high for t in terms]),
+        method="trf",
+        x_scale="jac",
+        max_nfev=400,
+    )
     shared, floors = unpack(list(result.x))
-    fitted_on = {"hardware": hardware, "rows": len(train), "truth": str(directory.name),
-                 "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
-                 "rms_log_error": math.sqrt(2 * result.cost / len(train))}  # fmt: skip
+    fitted_on = {
+        "hardware": hardware,
+        "rows": len(train),
+        "truth": str(directory.name),
+        "split": "rows whose id's SHA-256 starts with an even byte (harness/gpu_truth/rows.py)",
+        "rms_log_error": math.sqrt(2 * result.cost / len(train)),
+    }
     if form != DEFAULT_FORM:  # the base form's files read as before it had a name
         fitted_on = {**fitted_on, "form": form, "mixed_steps": chosen.mixed}
     sources = ", ".join(sorted({r.source for r in train}))
     command = "batchmark sim calibrate" + ("" if form == DEFAULT_FORM else f" --form {form}")
-    provenance = (f"least squares on log error over the {len(train)} training-half rows on {', '.join(hardware)} of "
-                  f"{directory.name} ({sources}; SOURCE.md there): {command}")  # fmt: skip
+    provenance = (
+        f"least squares on log error over the {len(train)} training-half rows on {', '.join(hardware)} of "
+        f"{directory.name} ({sources}; SOURCE.md there): {command}"
+    )
     stack_terms = {s: {k: _sig(v) for k, v in f.items()} for s, f in floors.items()}
     return Calibration(name, _rounded(shared, shared_terms), stack_terms, fitted_on, provenance)
 

@@ -15,8 +15,12 @@ from harness.gpu_truth.rows import DEFAULT_DIR, TruthRow, model_shape
 # The serving stack each source measured under (SOURCE.md): its per-step floors are the stack's, not the GPU's.
 # batchmark-graph: CUDA-graph replays of harness/gpu_truth/decoder.py (probe.py): no Python between kernels, but
 # a plain-torch layer's small kernels (norms, rotary, cache writes) around its GEMMs: a stack of its own
-STACK_OF_SOURCE = {"splitwise": "splitwise", "distserve": "distserve", "vidur": KERNEL,
-                   "batchmark-graph": "batchmark-torch"}  # fmt: skip
+STACK_OF_SOURCE = {
+    "splitwise": "splitwise",
+    "distserve": "distserve",
+    "vidur": KERNEL,
+    "batchmark-graph": "batchmark-torch",
+}
 PREFILL_BOUNDS = ((512, "prefill short (<=512 tok)"), (4096, "prefill mid (513-4096 tok)"))
 BATCH_BOUNDS = ((1, "decode batch 1"), (16, "decode batch 2-16"), (64, "decode batch 17-64"))
 CONTEXT_BOUNDS = ((1024, "decode ctx <=1k"), (4096, "decode ctx 1k-4k"))
@@ -27,9 +31,19 @@ UNFITTED_STACK = (
 )
 MIXED = ("mixed: chunk <=512 tok + decodes", "mixed: chunk >512 tok + decodes")
 # every regime label in reading order (the table lists them so, not alphabetically)
-ORDER = (*(label for _, label in PREFILL_BOUNDS), "prefill long (>4096 tok)", *(label for _, label in BATCH_BOUNDS),
-         "decode batch >64", *MIXED, *(label for _, label in CONTEXT_BOUNDS), "decode ctx >4k", "layer GEMMs <=32 rows",
-         "layer GEMMs >32 rows", "all-reduce <=64 KiB", "all-reduce >64 KiB")  # fmt: skip
+ORDER = (
+    *(label for _, label in PREFILL_BOUNDS),
+    "prefill long (>4096 tok)",
+    *(label for _, label in BATCH_BOUNDS),
+    "decode batch >64",
+    *MIXED,
+    *(label for _, label in CONTEXT_BOUNDS),
+    "decode ctx >4k",
+    "layer GEMMs <=32 rows",
+    "layer GEMMs >32 rows",
+    "all-reduce <=64 KiB",
+    "all-reduce >64 KiB",
+)
 
 
 def _bucket(value: int, bounds: tuple[tuple[int, str], ...], above: str) -> str:
@@ -63,13 +77,25 @@ def features(row: TruthRow) -> StepFeatures:
     b, n, c = row.batch, row.tokens, row.context
     if row.kind == "mixed":
         d = row.decode_context
-        return StepFeatures(prefill_tokens=n, prefill_chunks=1, decode_seqs=b,
-                            attended_context=n * c + n * (n + 1) // 2 + b * (d + 1), kv_read_tokens=c + b * d,
-                            sampled_rows=1 + b, decode_context=b * (d + 1), prefill_context_pairs=n * c,
-                            prefill_self_pairs=n * n if c else n * (n + 1) // 2)  # fmt: skip
+        return StepFeatures(
+            prefill_tokens=n,
+            prefill_chunks=1,
+            decode_seqs=b,
+            attended_context=n * c + n * (n + 1) // 2 + b * (d + 1),
+            kv_read_tokens=c + b * d,
+            sampled_rows=1 + b,
+            decode_context=b * (d + 1),
+            prefill_context_pairs=n * c,
+            prefill_self_pairs=n * n if c else n * (n + 1) // 2,
+        )
     if row.phase == "prefill":
-        return StepFeatures(prefill_tokens=b * n, prefill_chunks=b, attended_context=b * n * (n + 1) // 2,
-                            sampled_rows=b, prefill_self_pairs=b * n * (n + 1) // 2)  # fmt: skip
+        return StepFeatures(
+            prefill_tokens=b * n,
+            prefill_chunks=b,
+            attended_context=b * n * (n + 1) // 2,
+            sampled_rows=b,
+            prefill_self_pairs=b * n * (n + 1) // 2,
+        )
     return StepFeatures(
         decode_seqs=b, attended_context=b * (c + 1), kv_read_tokens=b * c, sampled_rows=b, decode_context=b * (c + 1)
     )

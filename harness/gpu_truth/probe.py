@@ -31,8 +31,19 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-PREFILL = ((1, 16), (1, 64), (1, 128), (1, 256), (1, 512), (1, 1024), (1, 2048), (1, 4096), (1, 8192), (4, 512),
-           (4, 2048))  # fmt: skip
+PREFILL = (
+    (1, 16),
+    (1, 64),
+    (1, 128),
+    (1, 256),
+    (1, 512),
+    (1, 1024),
+    (1, 2048),
+    (1, 4096),
+    (1, 8192),
+    (4, 512),
+    (4, 2048),
+)
 DECODE_BATCHES = (1, 4, 16, 32, 64, 128, 256)
 DECODE_CONTEXTS = (128, 1024, 4096, 16384)
 # a continuous-batching step: a chunk (tokens, cached prefix) beside decodes (sequences, each at 1,024 cached)
@@ -40,10 +51,38 @@ MIXED_CHUNKS = ((256, 0), (512, 0), (2048, 0), (256, 2048), (512, 2048), (2048, 
 MIXED_DECODES = (8, 64)
 MIXED_DECODE_CONTEXT = 1024
 MODELS = ("llama-3.1-8b", "qwen2.5-7b", "qwen2.5-32b")
-COLUMNS = ("id", "source", "origin", "hardware", "model", "tp", "batch", "repeats", "phase", "tokens", "context",
-           "ms", "ms_min", "ms_max")  # fmt: skip
-MIXED_COLUMNS = ("id", "source", "origin", "hardware", "model", "tp", "tokens", "context", "batch", "decode_context",
-                 "repeats", "ms", "ms_min", "ms_max")  # fmt: skip
+COLUMNS = (
+    "id",
+    "source",
+    "origin",
+    "hardware",
+    "model",
+    "tp",
+    "batch",
+    "repeats",
+    "phase",
+    "tokens",
+    "context",
+    "ms",
+    "ms_min",
+    "ms_max",
+)
+MIXED_COLUMNS = (
+    "id",
+    "source",
+    "origin",
+    "hardware",
+    "model",
+    "tp",
+    "tokens",
+    "context",
+    "batch",
+    "decode_context",
+    "repeats",
+    "ms",
+    "ms_min",
+    "ms_max",
+)
 # the files a probe writes into its folder: the truth files of harness.gpu_truth.rows, and the records beside them
 STEPS, MIXED, EAGER, META = (
     "batchmark-steps.csv",
@@ -128,8 +167,9 @@ def _timer(device, repeats: int) -> Callable[[Callable[[], object], bool], list[
     return on_cuda if device.type == "cuda" else on_cpu
 
 
-def measure(model: str, device_name: str, hardware: str, kv_budget_gb: float, repeats: int, eager: bool,
-            quick: bool) -> Iterator[tuple[str, dict[str, object]]]:  # fmt: skip
+def measure(
+    model: str, device_name: str, hardware: str, kv_budget_gb: float, repeats: int, eager: bool, quick: bool
+) -> Iterator[tuple[str, dict[str, object]]]:
     """(file, row) per shape and timing, as they are measured: file is STEPS, MIXED or EAGER."""
     import torch
 
@@ -177,10 +217,21 @@ def _step(decoder, s: Shape) -> Callable[[], object]:
 
 
 def _row(model: str, hardware: str, s: Shape, mode: str, times: list[float]) -> dict[str, object]:
-    row = {"id": f"{hardware}-{model}-{s.ident}-{mode}", "source": f"batchmark-{mode}", "origin": "measured",
-           "hardware": hardware, "model": model, "tp": 1, "batch": s.batch, "repeats": len(times), "tokens": s.tokens,
-           "context": s.context, "ms": round(statistics.median(times), 4), "ms_min": round(min(times), 4),
-           "ms_max": round(max(times), 4)}  # fmt: skip
+    row = {
+        "id": f"{hardware}-{model}-{s.ident}-{mode}",
+        "source": f"batchmark-{mode}",
+        "origin": "measured",
+        "hardware": hardware,
+        "model": model,
+        "tp": 1,
+        "batch": s.batch,
+        "repeats": len(times),
+        "tokens": s.tokens,
+        "context": s.context,
+        "ms": round(statistics.median(times), 4),
+        "ms_min": round(min(times), 4),
+        "ms_max": round(max(times), 4),
+    }
     return {**row, "decode_context": s.decode_context} if s.phase == "mixed" else {**row, "phase": s.phase}
 
 
@@ -232,16 +283,26 @@ def achieved_peaks() -> dict[str, object]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", action="append", dest="models", default=[],
-                        help=f"a config name or path (repeatable; default: {', '.join(MODELS)})")  # fmt: skip
+    parser.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        default=[],
+        help=f"a config name or path (repeatable; default: {', '.join(MODELS)})",
+    )
     parser.add_argument("--device", default="cuda", help="torch device (default cuda; cpu for a quick check)")
     parser.add_argument("--hardware", default=None, help="accelerator name in the rows (default: from the device)")
     parser.add_argument("--kv-budget-gb", type=float, default=40.0, help="largest KV cache a shape may use")
     parser.add_argument("--repeats", type=int, default=20, help="timed replays per shape (median kept)")
     parser.add_argument("--eager", action="store_true", help="also time each step launched op by op")
     parser.add_argument("--quick", action="store_true", help="three prefills and two decodes (a smoke check)")
-    parser.add_argument("-o", "--out", type=Path, required=True,
-                        help=f"folder to write {STEPS}, {MIXED} (truth rows), {EAGER} and {META} into")  # fmt: skip
+    parser.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        required=True,
+        help=f"folder to write {STEPS}, {MIXED} (truth rows), {EAGER} and {META} into",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -260,10 +321,18 @@ def run(args: argparse.Namespace) -> int:
     for model in models:
         model_shape(model)  # an unknown model is one line before anything is measured
     hardware = args.hardware or hardware_name(args.device)
-    meta = {"device": args.device, "hardware": hardware, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor(),
-            "models": models, "repeats": args.repeats, "kv_budget_gb": args.kv_budget_gb,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv}  # fmt: skip
+    meta = {
+        "device": args.device,
+        "hardware": hardware,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "gpu": torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor(),
+        "models": models,
+        "repeats": args.repeats,
+        "kv_budget_gb": args.kv_budget_gb,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "argv": sys.argv,
+    }
     if args.device.startswith("cuda"):
         meta["achieved"] = achieved_peaks()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -271,13 +340,16 @@ def run(args: argparse.Namespace) -> int:
     names = (STEPS, MIXED, EAGER) if args.eager and args.device.startswith("cuda") else (STEPS, MIXED)
     with ExitStack() as stack:
         files = {n: stack.enter_context((args.out / n).open("w", newline="", encoding="utf-8")) for n in names}
-        writers = {n: csv.DictWriter(f, fieldnames=MIXED_COLUMNS if n == MIXED else COLUMNS, lineterminator="\n")
-                   for n, f in files.items()}  # fmt: skip
+        writers = {
+            n: csv.DictWriter(f, fieldnames=MIXED_COLUMNS if n == MIXED else COLUMNS, lineterminator="\n")
+            for n, f in files.items()
+        }
         for writer in writers.values():
             writer.writeheader()
         for model in models:
-            for name, row in measure(model, args.device, hardware, args.kv_budget_gb, args.repeats, args.eager,
-                                     args.quick):  # fmt: skip
+            for name, row in measure(
+                model, args.device, hardware, args.kv_budget_gb, args.repeats, args.eager, args.quick
+            ):
                 writers[name].writerow(row)
                 files[name].flush()  # a run stopped early keeps every row it measured
                 print(f"{row['id']}: {row['ms']} ms", flush=True)

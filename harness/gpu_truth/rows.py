@@ -46,19 +46,47 @@ class TruthRow:
 
 
 # file -> (kind, required columns and their types)
-STEP_COLUMNS = {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int, "phase": str,
-                "batch": int, "tokens": int, "context": int, "ms": float}  # fmt: skip
+STEP_COLUMNS = {
+    "id": str,
+    "source": str,
+    "origin": str,
+    "hardware": str,
+    "model": str,
+    "tp": int,
+    "phase": str,
+    "batch": int,
+    "tokens": int,
+    "context": int,
+    "ms": float,
+}
 FILES: dict[str, tuple[str, dict[str, type]]] = {
     "steps.csv": ("step", STEP_COLUMNS),
     "batchmark-steps.csv": ("step", STEP_COLUMNS),  # measured here by `python -m harness.gpu_truth.probe`
-    "batchmark-mixed.csv": ("mixed", {"id": str, "source": str, "origin": str, "hardware": str, "model": str,
-                                      "tp": int, "tokens": int, "context": int, "batch": int, "decode_context": int,
-                                      "ms": float}),
-    "layers.csv": ("layer", {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int,
-                             "tokens": int, "ms": float}),
-    "allreduce.csv": ("allreduce", {"id": str, "source": str, "origin": str, "hardware": str, "tp": int,
-                                    "bytes": int, "ms": float}),
-}  # fmt: skip
+    "batchmark-mixed.csv": (
+        "mixed",
+        {
+            "id": str,
+            "source": str,
+            "origin": str,
+            "hardware": str,
+            "model": str,
+            "tp": int,
+            "tokens": int,
+            "context": int,
+            "batch": int,
+            "decode_context": int,
+            "ms": float,
+        },
+    ),
+    "layers.csv": (
+        "layer",
+        {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int, "tokens": int, "ms": float},
+    ),
+    "allreduce.csv": (
+        "allreduce",
+        {"id": str, "source": str, "origin": str, "hardware": str, "tp": int, "bytes": int, "ms": float},
+    ),
+}
 
 
 def load_truth(directory: Path = DEFAULT_DIR) -> list[TruthRow]:
@@ -113,10 +141,25 @@ def _row(v: dict, kind: str, path: Path, line: int) -> TruthRow:
     if kind == "layer":
         return TruthRow(kind=kind, model=v["model"], tokens=v["tokens"], **common)
     if kind == "mixed":
-        return TruthRow(kind=kind, model=v["model"], phase="mixed", batch=v["batch"], tokens=v["tokens"],
-                        context=v["context"], decode_context=v["decode_context"], **common)  # fmt: skip
-    return TruthRow(kind=kind, model=v["model"], phase=v["phase"], batch=v["batch"], tokens=v["tokens"],
-                    context=v["context"], **common)  # fmt: skip
+        return TruthRow(
+            kind=kind,
+            model=v["model"],
+            phase="mixed",
+            batch=v["batch"],
+            tokens=v["tokens"],
+            context=v["context"],
+            decode_context=v["decode_context"],
+            **common,
+        )
+    return TruthRow(
+        kind=kind,
+        model=v["model"],
+        phase=v["phase"],
+        batch=v["batch"],
+        tokens=v["tokens"],
+        context=v["context"],
+        **common,
+    )
 
 
 def model_shape(name: str, directory: Path = DEFAULT_DIR) -> ModelShape:

@@ -129,10 +129,13 @@ def format_table(groups_: list[Group], label: str, has_seen: bool) -> str:
             text += f"{g.held_n:>10}{_pct(g.held_median_abs):>10}{_pct(g.held_within):>7}"
         lines.append(text)
     if has_seen:
-        lines.append("held-out: rows the calibration was not fitted on (the other half of its hardware's rows, "
-                     "every row of other hardware, and every mixed step)")  # fmt: skip
-    lines.append("fit: values from the source's fitted formula, not single measurements (tests/fixtures/gpu_truth/"
-                 "SOURCE.md)")  # fmt: skip
+        lines.append(
+            "held-out: rows the calibration was not fitted on (the other half of its hardware's rows, "
+            "every row of other hardware, and every mixed step)"
+        )
+    lines.append(
+        "fit: values from the source's fitted formula, not single measurements (tests/fixtures/gpu_truth/SOURCE.md)"
+    )
     return "\n".join(lines)
 
 

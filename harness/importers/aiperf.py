@@ -189,8 +189,11 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
     checked = [validated(Line, obj, path, f"line {n}: ") for n, obj in lines]
     counts = [output_count(line.metrics) for line in checked]
     check_total_tokens(path, "every line", sum(c.tokens or 0 for c in counts))
-    rows = [(n, obj, count) for (n, obj), count in zip(lines, counts, strict=True)
-            if (obj.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"]  # fmt: skip
+    rows = [
+        (n, obj, count)
+        for (n, obj), count in zip(lines, counts, strict=True)
+        if (obj.get("metadata") or {}).get("benchmark_phase", "profiling") != "warmup"
+    ]
     if not rows:
         raise fail(path, "every line", "no profiling-phase record (only warm-up, or an empty file)")
     starts = [_ns(path, n, obj["metadata"], "request_start_ns") for n, obj, _ in rows]
@@ -207,17 +210,28 @@ def parse_jsonl(path: Path, lines: list[tuple[int, dict[str, Any]]], label: str 
         prompt = int(_value(path, n, metrics, "input_sequence_length", "tokens") or 0)
         if error is not None or meta.get("was_cancelled"):
             message = f"{error.get('type')}: {error.get('message')}" if isinstance(error, dict) else None
-            records.append(failed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, error=message,
-                                  aborted=error is None))  # fmt: skip
+            records.append(
+                failed(
+                    label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, error=message, aborted=error is None
+                )
+            )
             continue
         ttft = _value(path, n, metrics, "time_to_first_token", "s")
         if ttft is None:
             raise fail(path, f"line {n}: field metrics.time_to_first_token", "missing (a non-streaming run?)")
-        rec, many = streamed(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, ttft=ttft,
-                             gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
-                             tokens=count.tokens or 0, finish=finish, path=path,
-                             fields=(f"line {n}: field metrics.time_to_first_token",
-                                     f"line {n}: field metrics.inter_chunk_latency"))  # fmt: skip
+        rec, many = streamed(
+            label,
+            rid,
+            scheduled=sent,
+            sent=sent,
+            prompt_tokens=prompt,
+            ttft=ttft,
+            gaps=_value(path, n, metrics, "inter_chunk_latency", "s", many=True) or [],
+            tokens=count.tokens or 0,
+            finish=finish,
+            path=path,
+            fields=(f"line {n}: field metrics.time_to_first_token", f"line {n}: field metrics.inter_chunk_latency"),
+        )
         records.append(rec)
         multi += many
         used.append(count)
@@ -301,8 +315,9 @@ def _reported(data: dict[str, Any]) -> dict[str, Reported]:
     if isinstance(osl, dict) and isinstance(osl.get("avg"), int | float):
         pct = {ours: float(osl[ours]) for ours in AIPERF_PERCENTILES if isinstance(osl.get(ours), int | float)}
         note = f"AIPerf's OSL per request: {OSL_NOTE}"
-        out["output_tokens"] = Reported(Mapping("output_tokens", "output_sequence_length", note), "tokens",
-                                        float(osl["avg"]), pct, osl.get("count"))  # fmt: skip
+        out["output_tokens"] = Reported(
+            Mapping("output_tokens", "output_sequence_length", note), "tokens", float(osl["avg"]), pct, osl.get("count")
+        )
     if isinstance(requests, dict) and isinstance(requests.get("avg"), int | float):
         out["requests"] = Reported(Mapping("requests", "request_count", ""), "requests", float(requests["avg"]))
     return out

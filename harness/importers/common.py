@@ -125,8 +125,12 @@ def within_request(path: Path, times: list[float], sent: float, finish: float | 
     in_span(times[-1], path, last)
     if finish is not None and times[-1] > finish + END_SLACK_S:
         which, where, t = ("the first", first, times[0]) if times[0] > finish + END_SLACK_S else ("a", last, times[-1])
-        raise fail(path, where, f"{which} token {t - sent:.6g} s after the send, past the request's end "
-                                f"({finish - sent:.6g} s): expected within the request")  # fmt: skip
+        raise fail(
+            path,
+            where,
+            f"{which} token {t - sent:.6g} s after the send, past the request's end "
+            f"({finish - sent:.6g} s): expected within the request",
+        )
 
 
 def number(value: Any, path: Path, where: str, *, optional: bool = False) -> float | None:
@@ -208,9 +212,20 @@ def record(
     )
 
 
-def streamed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, ttft: float,
-             gaps: list[float], tokens: int, finish: float | None, path: Path,
-             fields: tuple[str, str]) -> tuple[RequestRecord, bool]:  # fmt: skip
+def streamed(
+    label: str,
+    request_id: str,
+    *,
+    scheduled: float,
+    sent: float,
+    prompt_tokens: int,
+    ttft: float,
+    gaps: list[float],
+    tokens: int,
+    finish: float | None,
+    path: Path,
+    fields: tuple[str, str],
+) -> tuple[RequestRecord, bool]:
     """A record from a streaming tool's chunk timings (first chunk `ttft` after the send, then `gaps`), and
     whether it streamed more tokens than chunks (its tokens then share their chunks' times). `fields`: the
     file's fields of the TTFT and the gaps, named when a time falls outside the request."""
@@ -219,24 +234,44 @@ def streamed(label: str, request_id: str, *, scheduled: float, sent: float, prom
         chunks.append(chunks[-1] + gap)
     times = spread_over_chunks(chunks, tokens)
     within_request(path, times, sent, finish, fields)
-    rec = record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=times,
-                 finish=finish)  # fmt: skip
+    rec = record(
+        label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=times, finish=finish
+    )
     return rec, tokens > len(chunks)
 
 
-def failed(label: str, request_id: str, *, scheduled: float, sent: float, prompt_tokens: int, error: str | None,
-           aborted: bool = False) -> RequestRecord:  # fmt: skip
+def failed(
+    label: str,
+    request_id: str,
+    *,
+    scheduled: float,
+    sent: float,
+    prompt_tokens: int,
+    error: str | None,
+    aborted: bool = False,
+) -> RequestRecord:
     """A record for a request the tool says failed (`error`) or cancelled (`aborted`)."""
-    return record(label, request_id, scheduled=scheduled, sent=sent, prompt_tokens=prompt_tokens, token_times=[],
-                  finish=None, error=error, aborted=aborted)  # fmt: skip
+    return record(
+        label,
+        request_id,
+        scheduled=scheduled,
+        sent=sent,
+        prompt_tokens=prompt_tokens,
+        token_times=[],
+        finish=None,
+        error=error,
+        aborted=aborted,
+    )
 
 
 def chunk_note(multi: int, n: int) -> list[str]:
     """The note for requests whose chunks carried several tokens (none when every chunk carried one)."""
     if not multi:
         return []
-    return [f"{multi} of {n} requests streamed more tokens than chunks: their tokens were spread over the chunks "
-            "that carried them (the tool's chunk gaps are per chunk, batchmark's ITL per token)"]  # fmt: skip
+    return [
+        f"{multi} of {n} requests streamed more tokens than chunks: their tokens were spread over the chunks "
+        "that carried them (the tool's chunk gaps are per chunk, batchmark's ITL per token)"
+    ]
 
 
 def reported_from_ms(mapping: Mapping, stats: dict[str, Any], unit_scale: float = 1e-3) -> Reported | None:
@@ -278,16 +313,25 @@ def count_notes(used: list[OutputCount], names: CountNames) -> list[str]:
         both = [c for c in server if c.osl is not None]
         differ = sum(1 for c in both if c.osl != c.tokens)
         osl, usage = sum(c.osl or 0 for c in both), sum(c.tokens or 0 for c in both)
-        gap = (f"{names.own}, {names.how}, reads {osl:,} tokens against the server's {usage:,} "
-               f"({differ} of {len(both)} requests differ), and {names.uses}") if differ else (
-               f"{names.own} agrees with it on every request")  # fmt: skip
-        notes.append(f"output tokens: the server's count ({names.server}) for {len(server)} of {len(used)} requests, "
-                     f"as batchmark counts its own; {gap}")  # fmt: skip
+        gap = (
+            (
+                f"{names.own}, {names.how}, reads {osl:,} tokens against the server's {usage:,} "
+                f"({differ} of {len(both)} requests differ), and {names.uses}"
+            )
+            if differ
+            else (f"{names.own} agrees with it on every request")
+        )
+        notes.append(
+            f"output tokens: the server's count ({names.server}) for {len(server)} of {len(used)} requests, "
+            f"as batchmark counts its own; {gap}"
+        )
     own = len(used) - len(server)
     if own:
-        notes.append(f"output tokens: {names.short} for {own} of {len(used)} requests, which carry no server count "
-                     f"({names.missing}): {names.how}, a definition difference from batchmark's own count, "
-                     "the server's usage.completion_tokens")  # fmt: skip
+        notes.append(
+            f"output tokens: {names.short} for {own} of {len(used)} requests, which carry no server count "
+            f"({names.missing}): {names.how}, a definition difference from batchmark's own count, "
+            "the server's usage.completion_tokens"
+        )
     return notes
 
 
@@ -359,7 +403,9 @@ def arrival_check(
         span = times[-1] - times[0]
         offered = f"{(n - 1) / span:.2f} req/s" if span > 0 else "every request at once"
         nominal = f" against the nominal {nominal_rps:g}" if nominal_rps else ""
-        note = (f"arrivals: {distinct} distinct gaps among {n - 1}, each repeated {(n - 1) / (n - 1 - repeats):.1f} "
-                f"times in a row on average: not the independent exponential gaps of a Poisson process ({why}), "
-                f"so the load is burstier than its nominal rate and offered {offered}{nominal}")  # fmt: skip
+        note = (
+            f"arrivals: {distinct} distinct gaps among {n - 1}, each repeated {(n - 1) / (n - 1 - repeats):.1f} "
+            f"times in a row on average: not the independent exponential gaps of a Poisson process ({why}), "
+            f"so the load is burstier than its nominal rate and offered {offered}{nominal}"
+        )
     return ArrivalCheck(n - 1, distinct, share, note)

@@ -202,8 +202,12 @@ def parse(data: dict[str, Any], path: Path, label: str | None = None) -> Importe
         name = _name(bench, b)
         run_label = f"{label or 'guidellm'}-{name}" if len(benchmarks) > 1 or not label else label
         strategy = report.benchmarks[b].config.strategy if report.benchmarks[b].config else None
-        run = ImportedRun(run_label, None, settings={"strategy": (bench.get("config") or {}).get("strategy")},
-                          scenario=scenario_of(strategy))  # fmt: skip
+        run = ImportedRun(
+            run_label,
+            None,
+            settings={"strategy": (bench.get("config") or {}).get("strategy")},
+            scenario=scenario_of(strategy),
+        )
         if run.scenario.kind != "open" and strategy is not None:
             run.notes.append(
                 f"GuideLLM's {strategy.type_} strategy: imported as batchmark's {run.scenario.kind} scenario "
@@ -334,8 +338,13 @@ def _records(requests: dict[str, Any], path: Path, where: str, label: str, scena
             )
         if failure is None:  # a failed request's token times are dropped, so only a success's must be whole
             at_t = f"field {at}.info.timings"
-            within_request(path, times, sent, None if end is None else end - t0,
-                           (f"{at_t}.first_token_iteration", f"{at_t}.last_token_iteration"))  # fmt: skip
+            within_request(
+                path,
+                times,
+                sent,
+                None if end is None else end - t0,
+                (f"{at_t}.first_token_iteration", f"{at_t}.last_token_iteration"),
+            )
         error = str(req["info"].get("error") or "errored") if failure == "error" else None
         out.append(
             record(

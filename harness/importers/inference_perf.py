@@ -136,19 +136,25 @@ def parse(data: list[Any], path: Path, label: str | None = None) -> Imported:
         stamps = (response.chunk_times or response.output_token_times) if response else []
         where = "chunk_times" if response and response.chunk_times else "output_token_times"
         if not stamps and (count.tokens or 0) > 0:
-            raise fail(path, f"{at}.info.response_metrics.chunk_times", "missing: a non-streamed request has no "
-                       "token times (run inference-perf with api.streaming: true)")  # fmt: skip
+            raise fail(
+                path,
+                f"{at}.info.response_metrics.chunk_times",
+                "missing: a non-streamed request has no token times (run inference-perf with api.streaming: true)",
+            )
         chunks = [t - t0 for t in stamps]
         times = spread_over_chunks(chunks, count.tokens or 0)
         fields = (f"{at}.info.response_metrics.{where}[0]", f"{at}.info.response_metrics.{where}")
         within_request(path, times, sent, finish, fields)
-        records.append(record(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, token_times=times,
-                              finish=finish))  # fmt: skip
+        records.append(
+            record(label, rid, scheduled=sent, sent=sent, prompt_tokens=prompt, token_times=times, finish=finish)
+        )
         multi += (count.tokens or 0) > len(chunks)
         used.append(count)
     run = ImportedRun(label, records)
-    run.notes.append("inference-perf's per-request file holds no scheduled arrival: each request's arrival is its "
-                     "send (TTFT = ttft_sent)")  # fmt: skip
+    run.notes.append(
+        "inference-perf's per-request file holds no scheduled arrival: each request's arrival is its "
+        "send (TTFT = ttft_sent)"
+    )
     run.notes += count_notes(used, COUNTS)
     run.notes += chunk_note(multi, len(records))
     _load_and_report(path, run)

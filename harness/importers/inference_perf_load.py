@@ -111,8 +111,9 @@ def load_of(config: Path, stage: int | None) -> Load:
     if why:
         return Load(settings=settings, notes=[f"{config.name}'s {why}: {UNKNOWN}"])
     if stage is not None and not picked:
-        raise fail(config, "field load.stages", f"no stage {stage} (the report is stage {stage}'s): "
-                                                f"{len(cfg.stages)} stage(s)")  # fmt: skip
+        raise fail(
+            config, "field load.stages", f"no stage {stage} (the report is stage {stage}'s): {len(cfg.stages)} stage(s)"
+        )
     if not picked:
         raise fail(config, "field load.stages", "no stage: inference-perf runs one or more")
     scenarios = {_scenario(config, cfg.type, i, s) for i, s in picked}
@@ -146,8 +147,11 @@ def _note(name: str, kind: str, picked: list[tuple[int, Stage]], scenario: Scena
     if scenario.kind == "closed":
         return f"the load from {name}: load.type concurrent, {which}, concurrency_level {scenario.users}: a closed loop"
     rates = ", ".join(f"{s.rate:g} req/s for {s.duration:g} s" for _, s in picked if s.rate and s.duration)
-    how = ("a Poisson count each second, spread over it at exponential gaps" if kind == "poisson"
-           else "rate x duration requests at exponential gaps scaled to fill the duration")  # fmt: skip
+    how = (
+        "a Poisson count each second, spread over it at exponential gaps"
+        if kind == "poisson"
+        else "rate x duration requests at exponential gaps scaled to fill the duration"
+    )
     return f"the load from {name}: load.type {kind}, {which}, {rates}: an open loop ({how})"
 
 
@@ -162,18 +166,26 @@ def schedule_delay(stage_file: Path) -> tuple[dict[str, Reported], str | None]:
     delay = summary.schedule_delay if summary else None
     if summary is None or delay is None or delay.mean is None:
         return {}, None
-    pct = {ours: v for ours, theirs in (("p50", "median"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"))
-           if (v := getattr(delay, theirs)) is not None}  # fmt: skip
-    mapping = Mapping("schedule_lag", "load_summary.schedule_delay",
-                      "inference-perf's send minus its own scheduled time, per stage; the per-request file holds no "
-                      "scheduled time, so imported records take the send as the arrival")  # fmt: skip
+    pct = {
+        ours: v
+        for ours, theirs in (("p50", "median"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"))
+        if (v := getattr(delay, theirs)) is not None
+    }
+    mapping = Mapping(
+        "schedule_lag",
+        "load_summary.schedule_delay",
+        "inference-perf's send minus its own scheduled time, per stage; the per-request file holds no "
+        "scheduled time, so imported records take the send as the arrival",
+    )
     reported = {"schedule_lag": Reported(mapping, "s", delay.mean, pct, summary.count)}
     rates = ""
     if summary.requested_rate is not None and summary.achieved_rate is not None:
         rates = f"; requested {summary.requested_rate:g} req/s, achieved {summary.achieved_rate:.4g} req/s"
     worst = f", max {delay.max * 1e3:.3g} ms" if delay.max is not None else ""
-    return reported, (f"inference-perf's own schedule delay ({stage_file.name} load_summary.schedule_delay, send minus "
-                      f"its scheduled time): mean {delay.mean * 1e3:.3g} ms{worst}{rates}")  # fmt: skip
+    return reported, (
+        f"inference-perf's own schedule delay ({stage_file.name} load_summary.schedule_delay, send minus "
+        f"its scheduled time): mean {delay.mean * 1e3:.3g} ms{worst}{rates}"
+    )
 
 
 def _read(config: Path) -> Any:

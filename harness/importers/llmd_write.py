@@ -82,9 +82,10 @@ def report(run: dict[str, Any], manifest: dict[str, Any], records: Any, name: st
     out: dict[str, Any] = {
         "version": VERSION,
         "run": _run(manifest, name, run, whole),
-        "results": {"request_performance": {"aggregate": {"requests": requests, "latency": latency,
-                                                          "throughput": throughput}}},
-    }  # fmt: skip
+        "results": {
+            "request_performance": {"aggregate": {"requests": requests, "latency": latency, "throughput": throughput}}
+        },
+    }
     load = _load(manifest, summary, lengths)
     if load is not None:
         out["scenario"] = {"load": load}
@@ -141,8 +142,12 @@ def _load(manifest: dict[str, Any], summary: dict[str, Any], lengths: dict[str, 
         tool_version = version("batchmark")
     except PackageNotFoundError:
         tool_version = "unknown"
-    standardized: dict[str, Any] = {"tool": "batchmark", "tool_version": tool_version, "source": "random",
-                                    "input_seq_len": _length(inputs)}  # fmt: skip
+    standardized: dict[str, Any] = {
+        "tool": "batchmark",
+        "tool_version": tool_version,
+        "source": "random",
+        "input_seq_len": _length(inputs),
+    }
     if "output_length" in lengths and lengths["output_length"]["mean"] >= 1:
         standardized["output_seq_len"] = _length(lengths["output_length"])
     scenario = (manifest.get("settings") or {}).get("scenario") or {}

@@ -233,10 +233,19 @@ def _records(data: dict[str, Any], path: Path, label: str, notes: list[str], sce
         if errors[i]:
             rec = failed(label, rid, scheduled=arrivals[i], sent=sends[i], prompt_tokens=prompt, error=str(errors[i]))
         else:
-            rec, many = streamed(label, rid, scheduled=arrivals[i], sent=sends[i], prompt_tokens=prompt,
-                                 ttft=data["ttfts"][i], gaps=data["itls"][i], tokens=data["output_lens"][i],
-                                 finish=sends[i] + data["latencies"][i], path=path,
-                                 fields=(f"field ttfts[{i}]", f"field itls[{i}]"))  # fmt: skip
+            rec, many = streamed(
+                label,
+                rid,
+                scheduled=arrivals[i],
+                sent=sends[i],
+                prompt_tokens=prompt,
+                ttft=data["ttfts"][i],
+                gaps=data["itls"][i],
+                tokens=data["output_lens"][i],
+                finish=sends[i] + data["latencies"][i],
+                path=path,
+                fields=(f"field ttfts[{i}]", f"field itls[{i}]"),
+            )
             multi += many
         rec.user = users[i]
         records.append(rec)

@@ -19,8 +19,9 @@ YAML_SUFFIXES = (".yaml", ".yml")
 class _PlainLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.events.AliasEvent):
-            raise yaml.MarkedYAMLError(problem="an alias (*name): a result file has none",
-                                       problem_mark=self.peek_event().start_mark)  # fmt: skip
+            raise yaml.MarkedYAMLError(
+                problem="an alias (*name): a result file has none", problem_mark=self.peek_event().start_mark
+            )
         return super().compose_node(parent, index)
 
 

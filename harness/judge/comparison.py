@@ -115,8 +115,18 @@ def _median_diff_ci(a: np.ndarray, b: np.ndarray, seed: int) -> tuple[float, flo
     return float(low), float(high)
 
 
-_NOTHING = ("median_a", "median_b", "delta", "ci_low", "ci_high", "effect", "statistic", "p_value", "ks_statistic",
-            "ks_p_value")  # fmt: skip
+_NOTHING = (
+    "median_a",
+    "median_b",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "effect",
+    "statistic",
+    "p_value",
+    "ks_statistic",
+    "ks_p_value",
+)
 
 
 def _unpaired_table(latencies_a: pd.DataFrame, latencies_b: pd.DataFrame, seed: int) -> pd.DataFrame:

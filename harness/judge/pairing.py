@@ -129,8 +129,13 @@ def decide_pairing(a: PairSide, b: PairSide, mode: PairingMode = "auto", min_sam
     if why_not is not None:
         return Pairing(False, key, shared, why_not)
     if closed:
-        return Pairing(True, key, shared, "same requests from the same users (a closed loop: send times follow "
-                       "each engine's pace and are not compared)")  # fmt: skip
+        return Pairing(
+            True,
+            key,
+            shared,
+            "same requests from the same users (a closed loop: send times follow "
+            "each engine's pace and are not compared)",
+        )
     return Pairing(True, key, shared, "same schedule")
 
 

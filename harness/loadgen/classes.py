@@ -97,8 +97,10 @@ def apply_classes(
     unclassed (a class the workload named has no targets to serve). A fresh run and a replay of its
     requests.jsonl (harness/simulation.py `schedule_from_run`) both class their schedule here."""
     if not classes:
-        return [s if s.request.slo_class is None else replace(s, request=replace(s.request, slo_class=None))
-                for s in schedule]  # fmt: skip
+        return [
+            s if s.request.slo_class is None else replace(s, request=replace(s.request, slo_class=None))
+            for s in schedule
+        ]
     rank = {c.name: i for i, c in enumerate(classes)}
     by_name = {c.name: c for c in classes}
     out = []

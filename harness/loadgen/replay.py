@@ -40,8 +40,9 @@ def dispatcher_first() -> Iterator[None]:
         sys.setswitchinterval(switch)
 
 
-def build_schedule(workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], seed: int,
-                   lengths_only: bool = False) -> list[Scheduled]:  # fmt: skip
+def build_schedule(
+    workload: Any, vocab_size: int, avoid_ids: tuple[int, ...], seed: int, lengths_only: bool = False
+) -> list[Scheduled]:
     """The workload's requests as engine requests with exact-length token prompts (EOS ignored, so the
     trace's output length is what every engine must produce). `lengths_only`: no engine reads the ids
     (simulated engines count tokens), so a prompt is a range of ids of its own (`distinct_prompt`) instead
@@ -120,10 +121,25 @@ async def replay_engine(
         await engine.start()
         try:
             if scenario.kind == "sessions":
-                return run_virtual_session_loop(engine, schedule, sink, label=label, trial=trial,  # type: ignore[arg-type]
-                                                stop_rules=stop_rules, progress=progress)  # fmt: skip
-            return run_virtual_scenario(engine, schedule, sink, scenario, label=label, trial=trial,  # type: ignore[arg-type]
-                                        stop_rules=stop_rules, progress=progress)  # fmt: skip
+                return run_virtual_session_loop(
+                    engine,
+                    schedule,
+                    sink,
+                    label=label,
+                    trial=trial,  # type: ignore[arg-type]
+                    stop_rules=stop_rules,
+                    progress=progress,
+                )
+            return run_virtual_scenario(
+                engine,
+                schedule,
+                sink,
+                scenario,
+                label=label,
+                trial=trial,  # type: ignore[arg-type]
+                stop_rules=stop_rules,
+                progress=progress,
+            )
         finally:
             await engine.stop()
             engine.set_step_sink(None)
@@ -144,9 +160,17 @@ async def replay_engine(
     await engine.start()
     try:
         if scenario.kind == "sessions":
-            return await run_session_loop(engine, schedule, sink, label=label, trial=trial, stop_rules=stop_rules,
-                                          progress=progress, on_start=started,
-                                          t0=t0)  # fmt: skip
+            return await run_session_loop(
+                engine,
+                schedule,
+                sink,
+                label=label,
+                trial=trial,
+                stop_rules=stop_rules,
+                progress=progress,
+                on_start=started,
+                t0=t0,
+            )
         return await run_scenario(
             engine,
             schedule,

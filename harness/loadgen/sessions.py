@@ -68,9 +68,18 @@ def tag_sessions(sink: RecordSink, schedule: list[Scheduled]) -> RecordSink:
     return tagged
 
 
-async def run_session_loop(engine, schedule: list[Scheduled], sink: RecordSink, *, label: str, trial: int = 0,
-                           stop_rules: StopRules | None = None, progress: Progress | None = None,
-                           on_start: OnStart | None = None, t0: float | None = None) -> LoopOutcome:  # fmt: skip
+async def run_session_loop(
+    engine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+    t0: float | None = None,
+) -> LoopOutcome:
     """Every session as its own task: turn 0 on schedule, each later turn its think time after the last
     answer. `t0`: the perf_counter() instant to start at (shards of one schedule start together)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
@@ -107,10 +116,17 @@ async def run_session_loop(engine, schedule: list[Scheduled], sink: RecordSink, 
         return await _finish(run, len(schedule), ticker)
 
 
-def run_virtual_session_loop(engine: VirtualTimeEngine, schedule: list[Scheduled], sink: RecordSink, *,
-                             label: str, trial: int = 0, stop_rules: StopRules | None = None,
-                             progress: Progress | None = None,
-                             on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
+def run_virtual_session_loop(
+    engine: VirtualTimeEngine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
     """The sessions scenario on a virtual clock: a heap of (ready time, session)."""
     started = time.perf_counter()
     run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))

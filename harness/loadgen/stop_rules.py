@@ -39,8 +39,10 @@ class StopRules:
         sweep may pass the flag to every point, and the rule is right not to fire there)."""
         if self.over_saturated is None or scenario not in ("closed", "offline"):
             return []
-        why = {"closed": "a closed loop holds requests in flight at its users", "offline": "everything is sent at "
-               "once, so requests in flight only fall"}[scenario]  # fmt: skip
+        why = {
+            "closed": "a closed loop holds requests in flight at its users",
+            "offline": "everything is sent at once, so requests in flight only fall",
+        }[scenario]
         return [
             f"--stop-over-saturated cannot fire with --scenario {scenario}: {why} (docs/metrics.md#over-saturation)"
         ]

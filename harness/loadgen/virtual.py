@@ -48,8 +48,16 @@ def is_virtual(engine: Any) -> bool:
 
 
 class _VirtualRun:
-    def __init__(self, engine: VirtualTimeEngine, label: str, trial: int, sink: RecordSink, stop: StopState,
-                 progress: Progress | None, total: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: VirtualTimeEngine,
+        label: str,
+        trial: int,
+        sink: RecordSink,
+        stop: StopState,
+        progress: Progress | None,
+        total: int,
+    ) -> None:
         self.engine = engine
         self.label = label
         self.trial = trial
@@ -67,11 +75,19 @@ class _VirtualRun:
 
     def send(self, request: Request, at: float, user: int | None = None) -> None:
         record = RequestRecord(
-            request_id=request.request_id, engine=self.label, tenant=request.tenant, priority=request.priority,
-            max_tokens=request.max_tokens, ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids), t_scheduled=at, t_sent=at, trial=self.trial, user=user,
+            request_id=request.request_id,
+            engine=self.label,
+            tenant=request.tenant,
+            priority=request.priority,
+            max_tokens=request.max_tokens,
+            ignore_eos=request.ignore_eos,
+            prompt_tokens=len(request.prompt_token_ids),
+            t_scheduled=at,
+            t_sent=at,
+            trial=self.trial,
+            user=user,
             slo_class=request.slo_class,
-        )  # fmt: skip
+        )
         self.records[request.request_id] = record
         self.times[request.request_id] = record.token_times
         if request.reasoning_tokens:  # simulated as ordinary decode: its first tokens are the reasoning
@@ -84,8 +100,9 @@ class _VirtualRun:
             self._shown = time.perf_counter()
             self.progress(self.sent, self.done, self.errors, self.total)
 
-    def on_step(self, t_start: float, t_end: float, admitted: list[str], sampled: list[str],
-                finished: list[FinishEvent]) -> bool:  # fmt: skip
+    def on_step(
+        self, t_start: float, t_end: float, admitted: list[str], sampled: list[str], finished: list[FinishEvent]
+    ) -> bool:
         records, times = self.records, self.times
         for rid in admitted:
             records[rid].t_admitted = t_start
@@ -148,9 +165,17 @@ class _VirtualRun:
         return result
 
 
-def run_virtual_open_loop(engine: VirtualTimeEngine, schedule: list[Scheduled], sink: RecordSink, *, label: str,
-                          trial: int = 0, stop_rules: StopRules | None = None, progress: Progress | None = None,
-                          on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
+def run_virtual_open_loop(
+    engine: VirtualTimeEngine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
     """Each request arrives at its scheduled virtual time; runs until every request finished (or a
     stop rule fired). `wall_time_s` of the outcome is the virtual time the engine took."""
     started = time.perf_counter()
@@ -168,10 +193,19 @@ def run_virtual_open_loop(engine: VirtualTimeEngine, schedule: list[Scheduled], 
     return run.outcome(started)
 
 
-def run_virtual_closed_loop(engine: VirtualTimeEngine, schedule: list[Scheduled], sink: RecordSink, *, label: str,
-                            users: int, think_time_s: float = 0.0, trial: int = 0,
-                            stop_rules: StopRules | None = None, progress: Progress | None = None,
-                            on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
+def run_virtual_closed_loop(
+    engine: VirtualTimeEngine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    *,
+    label: str,
+    users: int,
+    think_time_s: float = 0.0,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
     """`users` users, each sending its next request `think_time_s` after its previous one finished.
     Requests go to users round-robin in list order (user u sends requests u, u + users, ...), as in the
     real-time closed loop, so a simulated run pairs with a measured one on (request, user)."""
@@ -210,17 +244,32 @@ def run_virtual_closed_loop(engine: VirtualTimeEngine, schedule: list[Scheduled]
     return run.outcome(started)
 
 
-def run_virtual_scenario(engine: VirtualTimeEngine, schedule: list[Scheduled], sink: RecordSink, scenario: Scenario,
-                         *, label: str, trial: int = 0, stop_rules: StopRules | None = None,
-                         progress: Progress | None = None, on_start: OnStart | None = None) -> LoopOutcome:  # fmt: skip
+def run_virtual_scenario(
+    engine: VirtualTimeEngine,
+    schedule: list[Scheduled],
+    sink: RecordSink,
+    scenario: Scenario,
+    *,
+    label: str,
+    trial: int = 0,
+    stop_rules: StopRules | None = None,
+    progress: Progress | None = None,
+    on_start: OnStart | None = None,
+) -> LoopOutcome:
     """`schedule` offered to a virtual-time engine as `scenario` says."""
-    common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress,
-                              "on_start": on_start}  # fmt: skip
+    common: dict[str, Any] = {
+        "label": label,
+        "trial": trial,
+        "stop_rules": stop_rules,
+        "progress": progress,
+        "on_start": on_start,
+    }
     if scenario.kind == "sessions":
         raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
     if scenario.kind == "closed":
-        return run_virtual_closed_loop(engine, schedule, sink, users=scenario.users,
-                                       think_time_s=scenario.think_time_s, **common)  # fmt: skip
+        return run_virtual_closed_loop(
+            engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common
+        )
     if scenario.kind == "offline":
         schedule = [Scheduled(item.request, 0.0) for item in schedule]
     return run_virtual_open_loop(engine, schedule, sink, **common)

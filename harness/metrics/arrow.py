@@ -71,13 +71,21 @@ def read_json_lines(source: Path | io.BytesIO, schema: pa.Schema | None, unexpec
     data = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
     key = None
     if isinstance(source, Path):  # bytes in memory (a sample of a trace) are not kept
-        key = (str(source.resolve()), len(data), zlib.crc32(data), None if schema is None else schema.to_string(),
-               unexpected)  # fmt: skip
+        key = (
+            str(source.resolve()),
+            len(data),
+            zlib.crc32(data),
+            None if schema is None else schema.to_string(),
+            unexpected,
+        )
         if key in _TABLES:
             _TABLES.move_to_end(key)
             return _TABLES[key]
-    parse = (pj.ParseOptions() if schema is None
-             else pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected))  # fmt: skip
+    parse = (
+        pj.ParseOptions()
+        if schema is None
+        else pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected)
+    )
     table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=_BLOCK), parse_options=parse)
     if any(_left_to_pandas(column) for column in table.columns):  # the pandas reader names the line
         raise pa.ArrowInvalid("NaN or Infinity (JSON has neither), or a nested field of no schema")
@@ -129,8 +137,9 @@ def parse_step_counts(source: Path | io.BytesIO) -> pd.DataFrame:
     Raises an `ARROW_ERRORS` error where the pandas reader must judge: a line pyarrow cannot parse or
     type, or a required field that no line has (the pandas reader names it)."""
     table = read_json_lines(source, STEP_SCHEMA)
-    if table.num_rows and any(table.column(c.name).null_count == table.num_rows for c in STEP_RECORD_COLUMNS
-                              if c.required):  # fmt: skip
+    if table.num_rows and any(
+        table.column(c.name).null_count == table.num_rows for c in STEP_RECORD_COLUMNS if c.required
+    ):
         raise pa.ArrowInvalid("a required step field is in no line")
     preempted = table.column("preempted")
     counts = pc.fill_null(pc.list_value_length(preempted), 0).to_numpy(zero_copy_only=False)

@@ -20,8 +20,10 @@ def router_text(engine: dict[str, Any]) -> str | None:
     hit = router.get("prefix_hit_rate")
     cache = f"prefix cache hit rate {hit:.1%}" if hit is not None else "prefix cache hit rate n/a (no prompt finished)"
     decisions = ", ".join(f"{k} {v}" for k, v in (router.get("decisions") or {}).items()) or "none"
-    return (f"{len(counts)} replicas behind a {router.get('policy')} router (load counted in {router.get('load')}): "
-            f"requests per replica {counts}, {spread}, {cache}; decisions: {decisions}")  # fmt: skip
+    return (
+        f"{len(counts)} replicas behind a {router.get('policy')} router (load counted in {router.get('load')}): "
+        f"requests per replica {counts}, {spread}, {cache}; decisions: {decisions}"
+    )
 
 
 def disagg_text(engine: dict[str, Any]) -> str | None:
@@ -37,5 +39,7 @@ def disagg_text(engine: dict[str, Any]) -> str | None:
     else:
         parts = "n/a (no request got a first token)"
     latency_us = d.get("latency_s", 0) * 1e6
-    return (f"{d.get('prefill')} prefill + {d.get('decode')} decode replicas, {link} + {latency_us:.0f} us, "
-            f"{d.get('transferred_bytes', 0) / 1e9:.2f} GB of KV moved; mean TTFT split: {parts}")  # fmt: skip
+    return (
+        f"{d.get('prefill')} prefill + {d.get('decode')} decode replicas, {link} + {latency_us:.0f} us, "
+        f"{d.get('transferred_bytes', 0) / 1e9:.2f} GB of KV moved; mean TTFT split: {parts}"
+    )

@@ -121,8 +121,12 @@ _CONVERSION_ERRORS = (TypeError, ValueError, OverflowError, UnicodeError)
 
 
 # kind -> the dtype a column of that kind is returned in, when it already has it unchanged
-_SETTLED = {"float": np.dtype("float64"), "count": np.dtype("float64"), "int": np.dtype("int64"),
-            "bool": np.dtype("bool")}  # fmt: skip
+_SETTLED = {
+    "float": np.dtype("float64"),
+    "count": np.dtype("float64"),
+    "int": np.dtype("int64"),
+    "bool": np.dtype("bool"),
+}
 
 
 def _convert(c: Column, col: pd.Series) -> Any:

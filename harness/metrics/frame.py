@@ -134,8 +134,9 @@ def line_error(path: str | Path, lineno: int, exc: ValueError) -> RecordError:
 def skip_last_line(path: str | Path, lineno: int, line: str | bytes, exc: ValueError) -> dict[str, Any]:
     """Warn that a bad last line after whole ones (a crash mid-write) was skipped; returns its description."""
     text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    warnings.warn(f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)", TruncatedLineWarning,
-                  stacklevel=4)  # fmt: skip
+    warnings.warn(
+        f"{path}: skipped unparseable last line {lineno} (truncated by a crash?)", TruncatedLineWarning, stacklevel=4
+    )
     return {"path": str(path), "line": lineno, "reason": str(exc), "text": text[:80]}
 
 

@@ -32,11 +32,13 @@ def job_spans(records: pd.DataFrame) -> pd.DataFrame | None:
         return None
     lat = request_latencies(records).assign(session=records["session"].to_numpy()).dropna(subset=["session"])
     grouped = lat.groupby("session")
-    return pd.DataFrame({
-        "job_s": grouped["t_done"].max() - grouped["t_scheduled"].min(),
-        "complete": grouped["succeeded"].all(),
-        "requests": grouped.size(),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "job_s": grouped["t_done"].max() - grouped["t_scheduled"].min(),
+            "complete": grouped["succeeded"].all(),
+            "requests": grouped.size(),
+        }
+    )
 
 
 def job_completion(

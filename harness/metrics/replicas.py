@@ -18,8 +18,14 @@ def _names(records: pd.DataFrame) -> tuple[list[str | None], str] | None:
             continue
         # a router's index reads back as a float in a column with gaps (NaN): its name is the integer (the
         # column as a list, as `harness.metrics.compare.paired_deltas` reads its ids)
-        names = [None if v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
-                 else str(int(v)) if isinstance(v, float) else str(v) for v in records[column].tolist()]  # fmt: skip
+        names = [
+            None
+            if v is None or (isinstance(v, float) and math.isnan(v)) or v == ""
+            else str(int(v))
+            if isinstance(v, float)
+            else str(v)
+            for v in records[column].tolist()
+        ]
         if any(n is not None for n in names):
             return names, named_by
     return None

@@ -73,7 +73,9 @@ def describe_serving_path(engine: str, summary: dict[str, Any]) -> str | None:
     q50 = path.get("server_queue_p50_s")  # a run from before the field has no key
     q99 = path.get("server_queue_p99_s")
     queue = "" if q50 is None else f"; server queue p50 {q50 * 1e3:.2f} ms, p99 {q99 * 1e3:.2f} ms"
-    return (f"{engine}: serving path (client TTFT - server's own TTFT, {path['requests']} requests): "
-            f"p50 {path['path_p50_s'] * 1e3:.2f} ms, p99 {path['path_p99_s'] * 1e3:.2f} ms "
-            f"(TTFT p50 client {path['client_ttft_p50_s'] * 1e3:.2f} ms, server "
-            f"{path['server_ttft_p50_s'] * 1e3:.2f} ms{queue})")  # fmt: skip
+    return (
+        f"{engine}: serving path (client TTFT - server's own TTFT, {path['requests']} requests): "
+        f"p50 {path['path_p50_s'] * 1e3:.2f} ms, p99 {path['path_p99_s'] * 1e3:.2f} ms "
+        f"(TTFT p50 client {path['client_ttft_p50_s'] * 1e3:.2f} ms, server "
+        f"{path['server_ttft_p50_s'] * 1e3:.2f} ms{queue})"
+    )

@@ -30,14 +30,16 @@ def ttft_by_turn(records: pd.DataFrame, qs: Sequence[float] = (50, 99)) -> list[
     rows = []
     for turn, group in lat.dropna(subset=["turn"]).groupby("turn", sort=True):
         ok = group[group["succeeded"]]
-        rows.append({
-            "turn": int(turn),
-            "requests": len(group),
-            "succeeded": len(ok),
-            "prompt_tokens_mean": float(group["prompt_tokens"].mean()),
-            "cached_tokens_mean": float(group["cached"].mean()) if group["cached"].notna().any() else None,
-            **{f"ttft_{k}": v for k, v in _pcts(ok["ttft"], qs).items()},
-        })  # fmt: skip
+        rows.append(
+            {
+                "turn": int(turn),
+                "requests": len(group),
+                "succeeded": len(ok),
+                "prompt_tokens_mean": float(group["prompt_tokens"].mean()),
+                "cached_tokens_mean": float(group["cached"].mean()) if group["cached"].notna().any() else None,
+                **{f"ttft_{k}": v for k, v in _pcts(ok["ttft"], qs).items()},
+            }
+        )
     return rows
 
 

@@ -43,8 +43,10 @@ def range_text(engine: dict[str, Any]) -> str | None:
     for name, out in check["outside"].items():
         low, high = check["fitted"][name]
         fitted = f"fitted {low:,.0f}-{high:,.0f} ({out['ratio']:.1f}x)" if out.get("ratio") else "never seen in the fit"
-        clauses.append(f"{LABELS.get(name, name)} up to {out['largest']:,.0f} vs {fitted} in {_share(out['share'])} "
-                       f"of steps ({out['steps']} of {check['steps']})")  # fmt: skip
+        clauses.append(
+            f"{LABELS.get(name, name)} up to {out['largest']:,.0f} vs {fitted} in {_share(out['share'])} "
+            f"of steps ({out['steps']} of {check['steps']})"
+        )
     return "; ".join(clauses) + ": extrapolated"
 
 

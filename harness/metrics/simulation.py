@@ -74,12 +74,20 @@ def fidelity_rows(
         s = float(statistics.median(values)) if values and len(values) == len(simulated) else None
         error = (s - r) / r if r not in (None, 0.0) and s is not None else None
         ci = _ci(real, metric.path) if spread is None else None  # trial 0's interval is not the median's
-        rows.append({"metric": metric.name, "unit": metric.unit, "real": r, "simulated": s, "error": error,
-                     "simulated_range": [min(values), max(values)] if s is not None and len(values) > 1 else None,
-                     "real_ci": list(ci) if ci else None,
-                     "within_real_ci": None if ci is None or s is None else ci[0] <= s <= ci[1],
-                     "real_trials": per_trial if spread is not None else None,
-                     "trials_spread": spread})  # fmt: skip
+        rows.append(
+            {
+                "metric": metric.name,
+                "unit": metric.unit,
+                "real": r,
+                "simulated": s,
+                "error": error,
+                "simulated_range": [min(values), max(values)] if s is not None and len(values) > 1 else None,
+                "real_ci": list(ci) if ci else None,
+                "within_real_ci": None if ci is None or s is None else ci[0] <= s <= ci[1],
+                "real_trials": per_trial if spread is not None else None,
+                "trials_spread": spread,
+            }
+        )
     return rows
 
 
@@ -135,14 +143,15 @@ def cost_model_text(engine: dict[str, Any]) -> str:
 def _calibrated_terms(engine: dict[str, Any], p: dict[str, Any]) -> str:
     """The terms beyond the plain roofline, when any is set (a calibration sets them all)."""
     used = engine.get("simulated_with") or {}
-    terms = [f"{p['layer_floor_us']} us per layer" if p.get("layer_floor_us") else "",
-             f"{p['prefill_rows_half']} GEMM rows to half of MFU" if p.get("prefill_rows_half") else "",
-             f"overlap {p['overlap']}" if p.get("overlap", 1.0) != 1.0 else "",
-             f"attention at {p['attention_mfu']} of peak" if p.get("attention_mfu") else "",
-             f"{p['activation_bytes'] / 1e3:g} kB per row per layer moved" if p.get("activation_bytes") else "",
-             f"all-reduce +{p['allreduce_per_peer_us']} us per peer" if p.get("allreduce_per_peer_us") else "",
-             f"{p['link_efficiency']:.1%} of link bandwidth" if p.get("link_efficiency", 1.0) != 1.0 else "",
-             ]  # fmt: skip
+    terms = [
+        f"{p['layer_floor_us']} us per layer" if p.get("layer_floor_us") else "",
+        f"{p['prefill_rows_half']} GEMM rows to half of MFU" if p.get("prefill_rows_half") else "",
+        f"overlap {p['overlap']}" if p.get("overlap", 1.0) != 1.0 else "",
+        f"attention at {p['attention_mfu']} of peak" if p.get("attention_mfu") else "",
+        f"{p['activation_bytes'] / 1e3:g} kB per row per layer moved" if p.get("activation_bytes") else "",
+        f"all-reduce +{p['allreduce_per_peer_us']} us per peer" if p.get("allreduce_per_peer_us") else "",
+        f"{p['link_efficiency']:.1%} of link bandwidth" if p.get("link_efficiency", 1.0) != 1.0 else "",
+    ]
     text = ", ".join(t for t in terms if t)
     if used.get("calibration"):
         text = f"calibration {used['calibration']}, stack {used.get('stack')}" + (f": {text}" if text else "")
@@ -158,10 +167,15 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
     lines = []
     unknown = []
     for name, engine in simulated_engines(manifest).items():
-        lines.append(f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the "
-                     f"{cost_model_text(engine)}.")  # fmt: skip
-        for label, describe in (("CLUSTER", router_text), ("P/D", disagg_text), ("TRUST", trust_text),
-                                ("RANGE", range_text)):  # fmt: skip
+        lines.append(
+            f"SIMULATED: {prefix}{name} ran in virtual time, its step times predicted by the {cost_model_text(engine)}."
+        )
+        for label, describe in (
+            ("CLUSTER", router_text),
+            ("P/D", disagg_text),
+            ("TRUST", trust_text),
+            ("RANGE", range_text),
+        ):
             text = describe(engine)
             if text is not None:
                 lines.append(f"{label}: {prefix}{name}: {text}.")
@@ -169,15 +183,21 @@ def manifest_notices(manifest: dict[str, Any], prefix: str = "") -> list[str]:
             unknown.append(f"{prefix}{name}")
         missing = features_unknown(engine)
         if missing:
-            lines.append(f"FEATURES: {prefix}{name}: {missing}: feature unknown (a version-1 profile prices every "
-                         "attention pair alike, so long contexts and padded batches are extrapolated); refit it "
-                         "(`batchmark sim fit`) on a run recorded now.")  # fmt: skip
+            lines.append(
+                f"FEATURES: {prefix}{name}: {missing}: feature unknown (a version-1 profile prices every "
+                "attention pair alike, so long contexts and padded batches are extrapolated); refit it "
+                "(`batchmark sim fit`) on a run recorded now."
+            )
         spec = engine.get("spec_decode")
         if spec:
-            lines.append(f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "
-                         f"acceptance histogram {spec['histogram']} (k = {spec['k']}, mean acceptance length "
-                         f"{spec['mean_acceptance_length']:.2f}); the drafter's cost is not modelled.")  # fmt: skip
+            lines.append(
+                f"SPECULATIVE DECODING: {prefix}{name}: every figure is conditional on the measured "
+                f"acceptance histogram {spec['histogram']} (k = {spec['k']}, mean acceptance length "
+                f"{spec['mean_acceptance_length']:.2f}); the drafter's cost is not modelled."
+            )
     if unknown:  # once, however many engines share the old profile
-        lines.append(f"RANGE: {', '.join(unknown)}: range unknown: the profile records no fitted range (written "
-                     "before ranges were); refit it (`batchmark sim fit`) to see where it extrapolates.")  # fmt: skip
+        lines.append(
+            f"RANGE: {', '.join(unknown)}: range unknown: the profile records no fitted range (written "
+            "before ranges were); refit it (`batchmark sim fit`) to see where it extrapolates."
+        )
     return lines

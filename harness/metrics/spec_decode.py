@@ -30,8 +30,13 @@ _COLUMNS = ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")
 
 def _spread(values: np.ndarray) -> dict[str, float | int]:
     p10, p50, p90 = np.percentile(values, [10, 50, 90])
-    return {"n": int(values.size), "mean": float(values.mean()), "p10": float(p10), "p50": float(p50),
-            "p90": float(p90)}  # fmt: skip
+    return {
+        "n": int(values.size),
+        "mean": float(values.mean()),
+        "p10": float(p10),
+        "p50": float(p50),
+        "p90": float(p90),
+    }
 
 
 def spec_decode_summary(records: pd.DataFrame) -> dict[str, Any] | None:

@@ -73,8 +73,10 @@ def format_class_panels(panels: dict[str, dict[str, dict[str, Any]]]) -> str:
         lines.append(f"{slice_name} slice, per SLO class (mean; 95% interval; change vs baseline)")
         for cls, arms in by_class.items():
             for arm, row in arms.items():
-                lines.append(f"  {cls:>12} {arm:>14}: attainment {_show(row['attainment'], True)}, "
-                             f"goodput {_show(row['goodput_rps'], False)}")  # fmt: skip
+                lines.append(
+                    f"  {cls:>12} {arm:>14}: attainment {_show(row['attainment'], True)}, "
+                    f"goodput {_show(row['goodput_rps'], False)}"
+                )
     return "\n".join(lines)
 
 

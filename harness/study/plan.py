@@ -320,8 +320,9 @@ def load_plan(path: Path) -> StudyPlan:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if value is not None and not (number and 0 < value < math.inf):
             raise fail(_find_key(lines, key), key, f"expected a finite number > 0, got {value!r}")
-    classes = _slo_classes(data.get("slo_classes", []), lambda problem: fail(_find_key(lines, "slo_classes"),
-                                                                          "slo_classes", problem))  # fmt: skip
+    classes = _slo_classes(
+        data.get("slo_classes", []), lambda problem: fail(_find_key(lines, "slo_classes"), "slo_classes", problem)
+    )
     return StudyPlan(
         path=path,
         sha256=hashlib.sha256(source).hexdigest(),

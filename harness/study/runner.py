@@ -95,8 +95,14 @@ def slice_workload(workload: Any, window: Slice, load: float = 1.0, keep: Callab
     ]
     spec = {**workload.spec, "study_slice": [window.start_s, window.end_s], "load": load}
     # the classes travel with the slice: a spec's [[slo_classes]] rank its requests in every unit, as in a run
-    return Workload(f"{workload.name}[{window.name}]", requests, spec, list(workload.notes),
-                    class_sources=dict(workload.class_sources), slo_classes=workload.slo_classes)  # fmt: skip
+    return Workload(
+        f"{workload.name}[{window.name}]",
+        requests,
+        spec,
+        list(workload.notes),
+        class_sources=dict(workload.class_sources),
+        slo_classes=workload.slo_classes,
+    )
 
 
 def run_unit(unit: Unit) -> dict[str, Any]:

@@ -46,9 +46,30 @@ POOL = Path(__file__).resolve().parents[1] / "fixtures" / "gate_calibration" / "
 PILOT_PAIRS, PILOT_TRIALS, PAIRS = 8, 16, 20
 DRAWN_PILOT_PAIRS, DRAWN_PILOT_TRIALS, DRAWN_PAIRS = 40, 128, 80
 RULE = "tpot.p50 <= +5%"
-ARGV = ["calibrate", "--workload", "chat-small", "--requests", "16", "--rate", "1000", "--engine", "continuous",
-        "--threads", "1", "--slowdown", "0.10", "--rule", RULE, "--alpha", "0.01", "--max-false-alarm", "0.05",
-        "--min-detection", "0.95", "--no-progress"]  # fmt: skip
+ARGV = [
+    "calibrate",
+    "--workload",
+    "chat-small",
+    "--requests",
+    "16",
+    "--rate",
+    "1000",
+    "--engine",
+    "continuous",
+    "--threads",
+    "1",
+    "--slowdown",
+    "0.10",
+    "--rule",
+    RULE,
+    "--alpha",
+    "0.01",
+    "--max-false-alarm",
+    "0.05",
+    "--min-detection",
+    "0.95",
+    "--no-progress",
+]
 
 
 def calibrate(out, pairs: int, trials: int) -> dict:
@@ -67,34 +88,42 @@ def test_gate_calibration_resampled() -> None:
     pilot_plan = CalibrationPlan(pairs=DRAWN_PILOT_PAIRS, slowdown=0.10, trials=DRAWN_PILOT_TRIALS)
     (measured,) = noise(drawn_pairs(pool, pilot_plan, config), config.alpha, DRAWN_PILOT_TRIALS)
     needed = measured["trials_for_95pct_detection"]
-    print(f"\npilot ({DRAWN_PILOT_PAIRS} drawn pairs of each kind, {DRAWN_PILOT_TRIALS} trials): one trial's change "
-          f"sd {measured['trial_sd_pooled']:.1%} (pooled; A/A median {measured['trial_sd']:.1%}), slowdown "
-          f"{measured['slowdown_mean_change']:+.1%}; planned on sd {measured['trial_sd_bound']:.1%} and slowdown "
-          f"{measured['slowdown_change_bound']:+.1%} ({measured['plan_assurance']:.0%} assurance): {needed} trials "
-          f"per side for 95% detection ({measured['trials_naive']} on the estimates as exact)")  # fmt: skip
+    print(
+        f"\npilot ({DRAWN_PILOT_PAIRS} drawn pairs of each kind, {DRAWN_PILOT_TRIALS} trials): one trial's change "
+        f"sd {measured['trial_sd_pooled']:.1%} (pooled; A/A median {measured['trial_sd']:.1%}), slowdown "
+        f"{measured['slowdown_mean_change']:+.1%}; planned on sd {measured['trial_sd_bound']:.1%} and slowdown "
+        f"{measured['slowdown_change_bound']:+.1%} ({measured['plan_assurance']:.0%} assurance): {needed} trials "
+        f"per side for 95% detection ({measured['trials_naive']} on the estimates as exact)"
+    )
     assert measured["slowdown_past_threshold"], "the injected slowdown stayed within the rule's tolerance"
     assert needed is not None, f"the pool cannot calibrate the rule: {measured['plan_note']}"
     plan = CalibrationPlan(pairs=DRAWN_PAIRS, slowdown=0.10, trials=needed, seed=1000)
     s = summary(plan, drawn_pairs(pool, plan, config))
     fa, det = s["false_alarm"], s["detection"]
-    print(f"drawn from {POOL.name}: false alarms {fa['failed']}/{fa['pairs']} (95% CI {fa['ci95'][0]:.1%}-"
-          f"{fa['ci95'][1]:.1%}), detections {det['failed']}/{det['pairs']} (95% CI {det['ci95'][0]:.1%}-"
-          f"{det['ci95'][1]:.1%}) at {needed} trials per side: {s['outcome']}; "
-          f"{time.perf_counter() - started:.0f} s")  # fmt: skip
+    print(
+        f"drawn from {POOL.name}: false alarms {fa['failed']}/{fa['pairs']} (95% CI {fa['ci95'][0]:.1%}-"
+        f"{fa['ci95'][1]:.1%}), detections {det['failed']}/{det['pairs']} (95% CI {det['ci95'][0]:.1%}-"
+        f"{det['ci95'][1]:.1%}) at {needed} trials per side: {s['outcome']}; "
+        f"{time.perf_counter() - started:.0f} s"
+    )
     assert fa["pairs"] == det["pairs"] == DRAWN_PAIRS
     assert s["outcome"] != "missed", s
 
 
-@pytest.mark.skipif(os.environ.get("BATCHMARK_REAL_CALIBRATION") != "1",
-                    reason="3 to 11 h on the engine: BATCHMARK_REAL_CALIBRATION=1 runs it")  # fmt: skip
+@pytest.mark.skipif(
+    os.environ.get("BATCHMARK_REAL_CALIBRATION") != "1",
+    reason="3 to 11 h on the engine: BATCHMARK_REAL_CALIBRATION=1 runs it",
+)
 def test_gate_calibration_real(tmp_path, capsys):
     pilot = calibrate(tmp_path / "pilot", PILOT_PAIRS, PILOT_TRIALS)
     (noise,) = pilot["noise"]  # planned by calibrate on its own pilot
     needed = noise["trials_for_95pct_detection"]
     per_run = sum(p["seconds"] for p in pilot["pairs"]) / (len(pilot["pairs"]) * PILOT_TRIALS * 2)
     print(capsys.readouterr().out)
-    print(f"pilot: one trial's change sd {noise['trial_sd']:.1%}, slowdown {noise['slowdown_mean_change']:+.1%}; "
-          f"the gate needs {needed} trials per side for 95% detection")  # fmt: skip
+    print(
+        f"pilot: one trial's change sd {noise['trial_sd']:.1%}, slowdown {noise['slowdown_mean_change']:+.1%}; "
+        f"the gate needs {needed} trials per side for 95% detection"
+    )
     assert noise["slowdown_past_threshold"], "the injected slowdown stayed within the rule's tolerance"
     assert needed is not None, f"this machine cannot calibrate the rule: {noise['plan_note']}"
     minutes = 2 * PAIRS * needed * 2 * per_run / 60
@@ -102,7 +131,9 @@ def test_gate_calibration_real(tmp_path, capsys):
     started = time.perf_counter()
     s = calibrate(tmp_path / "calibration", PAIRS, needed)["summary"]
     print(capsys.readouterr().out)
-    print(f"false alarms {s['false_alarm']['failed']}/{PAIRS}, detections {s['detection']['failed']}/{PAIRS} "
-          f"at {needed} trials: {s['outcome']}, {(time.perf_counter() - started) / 60:.0f} min")  # fmt: skip
+    print(
+        f"false alarms {s['false_alarm']['failed']}/{PAIRS}, detections {s['detection']['failed']}/{PAIRS} "
+        f"at {needed} trials: {s['outcome']}, {(time.perf_counter() - started) / 60:.0f} min"
+    )
     assert s["false_alarm"]["pairs"] == s["detection"]["pairs"] == PAIRS
     assert s["outcome"] != "missed", s

@@ -37,8 +37,9 @@ _PER_REQUEST: dict[int, float] = {}
 
 def synthetic(n: int) -> list[Scheduled]:
     """`n` requests of PROMPT tokens in, OUTPUT out, arriving evenly at RATE per second."""
-    return [Scheduled(Request(f"s{i}", distinct_prompt(i, PROMPT), OUTPUT, ignore_eos=True), i / RATE)
-            for i in range(n)]  # fmt: skip
+    return [
+        Scheduled(Request(f"s{i}", distinct_prompt(i, PROMPT), OUTPUT, ignore_eos=True), i / RATE) for i in range(n)
+    ]
 
 
 def simulate(spec_text: str, schedule: list[Scheduled], out: Path, trace: bool = True) -> tuple[float, float, int]:
@@ -55,8 +56,10 @@ def simulate(spec_text: str, schedule: list[Scheduled], out: Path, trace: bool =
 def report(benchmark, label: str, requests: int, wall: float, cpu: float) -> None:
     load = os.getloadavg()
     benchmark.extra_info.update(requests=requests, wall_s=wall, cpu_s=cpu, load_average=load)
-    print(f"\n{label}: {requests:,} requests in {wall:.1f} s wall, {cpu:.1f} s CPU, {1e6 * cpu / requests:.1f} us CPU "
-          f"a request (load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores)")  # fmt: skip
+    print(
+        f"\n{label}: {requests:,} requests in {wall:.1f} s wall, {cpu:.1f} s CPU, {1e6 * cpu / requests:.1f} us CPU "
+        f"a request (load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores)"
+    )
 
 
 @pytest.mark.parametrize("n", [10_000, 100_000, 1_000_000])

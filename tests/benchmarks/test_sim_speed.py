@@ -47,6 +47,8 @@ def test_a_full_trace_simulates_within_the_target(benchmark, trace: str, tmp_pat
     wall, cpu = times[0]
     load = os.getloadavg()
     benchmark.extra_info.update(wall_s=wall, cpu_s=cpu, load_average=load)
-    print(f"\n{trace}: {len(workload.requests):,} requests simulated in {wall:.1f} s wall, {cpu:.1f} s CPU "
-          f"(load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores)")  # fmt: skip
+    print(
+        f"\n{trace}: {len(workload.requests):,} requests simulated in {wall:.1f} s wall, {cpu:.1f} s CPU "
+        f"(load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores)"
+    )
     assert cpu <= TARGET_S

@@ -47,9 +47,15 @@ operations = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(ops=operations, kind=st.sampled_from(["continuous", "static"]), policy=st.sampled_from(sorted(POLICIES)),
-       num_blocks=st.integers(6, 40), block_size=st.sampled_from([1, 2, 4]), max_running=st.integers(1, 6),
-       budget=st.integers(4, 64))  # fmt: skip
+@given(
+    ops=operations,
+    kind=st.sampled_from(["continuous", "static"]),
+    policy=st.sampled_from(sorted(POLICIES)),
+    num_blocks=st.integers(6, 40),
+    block_size=st.sampled_from([1, 2, 4]),
+    max_running=st.integers(1, 6),
+    budget=st.integers(4, 64),
+)
 def test_scheduler_never_leaks_and_every_request_ends(ops, kind, policy, num_blocks, block_size, max_running, budget):
     blocks = BlockManager(num_blocks, block_size)
     if kind == "continuous":

@@ -54,9 +54,21 @@ def test_sharded_load_against_the_zero_server_loses_and_duplicates_nothing(tmp_p
     out = tmp_path / "run"
     with zero_server() as url:
         code = main(
-            ["run", "--workload", "chat-small", "--rate", "100", "--engine", f"http:url={url}", "--workers", "2",
-             "--no-report", "--out", str(out)]
-        )  # fmt: skip
+            [
+                "run",
+                "--workload",
+                "chat-small",
+                "--rate",
+                "100",
+                "--engine",
+                f"http:url={url}",
+                "--workers",
+                "2",
+                "--no-report",
+                "--out",
+                str(out),
+            ]
+        )
     assert code == 0
     scheduled = [json.loads(line)["request_id"] for line in (out / "requests.jsonl").read_text().splitlines()]
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
@@ -77,8 +89,9 @@ def test_sharded_load_against_the_zero_server_loses_and_duplicates_nothing(tmp_p
 def test_unreachable_ray_address_is_one_line_and_nothing_starts(command, tmp_path, capsys):
     out = tmp_path / "never"
     extra = ["--rates", "1"] if command == "sweep" else []
-    code = main([command, "--engine", "sim", "--executor", "ray", "--ray-address", "127.0.0.1:1", "--out", str(out),
-                 *extra])  # fmt: skip
+    code = main(
+        [command, "--engine", "sim", "--executor", "ray", "--ray-address", "127.0.0.1:1", "--out", str(out), *extra]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "127.0.0.1:1" in err[0] and "ray start --head" in err[0]
     assert not out.exists()

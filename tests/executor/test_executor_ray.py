@@ -18,8 +18,20 @@ from tests.executor.zero_server import zero_server
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
 # two rates and 16 requests: each rate point costs its fixed summary work, and equality needs no more
-SWEEP = ["sweep", "--workload", "chat-small", "--first", "16", "--engine", "sim:scheduler=static", "--engine", "sim",
-         "--rates", "4,64", "--no-report"]  # fmt: skip
+SWEEP = [
+    "sweep",
+    "--workload",
+    "chat-small",
+    "--first",
+    "16",
+    "--engine",
+    "sim:scheduler=static",
+    "--engine",
+    "sim",
+    "--rates",
+    "4,64",
+    "--no-report",
+]
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +110,27 @@ def test_sharded_load_from_ray_actors_loses_and_duplicates_nothing(cluster, tmp_
     out = tmp_path / "run"
     with zero_server() as url:
         code = main(
-            ["run", "--workload", "chat-small", "--first", "16", "--rate", "100", "--engine", f"http:url={url}",
-             "--engine", "zero", "--workers", "2", "--executor", "ray", "--no-report", "--out", str(out)]
-        )  # fmt: skip
+            [
+                "run",
+                "--workload",
+                "chat-small",
+                "--first",
+                "16",
+                "--rate",
+                "100",
+                "--engine",
+                f"http:url={url}",
+                "--engine",
+                "zero",
+                "--workers",
+                "2",
+                "--executor",
+                "ray",
+                "--no-report",
+                "--out",
+                str(out),
+            ]
+        )
     assert code == 0
     scheduled = sorted(json.loads(line)["request_id"] for line in (out / "requests.jsonl").read_text().splitlines())
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
@@ -121,8 +151,11 @@ def test_a_simulated_cluster_grid_on_ray_equals_local(cluster, tmp_path):
     from harness.run import _prompts, replay_trial_unit
 
     replica = "replica=sim:model=llama-3.1-8b,hardware=h100"
-    grid = [f"cluster:replicas={n},router={p},label={p}-{n},{replica}" for p in ("round_robin", "least_outstanding")
-            for n in (2, 3)]  # fmt: skip
+    grid = [
+        f"cluster:replicas={n},router={p},label={p}-{n},{replica}"
+        for p in ("round_robin", "least_outstanding")
+        for n in (2, 3)
+    ]
     argv = ["run", "--workload", "chat-small", "--first", "8", "--repeat", "2", "--no-report", "--no-progress"]
     for spec in grid:
         argv += ["--engine", spec]

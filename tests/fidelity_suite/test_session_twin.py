@@ -38,9 +38,19 @@ def test_a_run_without_sessions_keeps_distinct_prompts() -> None:
 
 
 def test_a_fresh_turn_starts_a_new_stand_in_that_later_turns_extend(tmp_path: Path) -> None:
-    rows = [{"request_id": f"r{i}", "arrival_s": 0.0, "input_tokens": n, "output_tokens": 1, "session": "s",
-             "turn": i, "think_s": 0.0, **({"fresh": True} if i == 2 else {})}
-            for i, n in enumerate((10, 20, 5, 15))]  # fmt: skip
+    rows = [
+        {
+            "request_id": f"r{i}",
+            "arrival_s": 0.0,
+            "input_tokens": n,
+            "output_tokens": 1,
+            "session": "s",
+            "turn": i,
+            "think_s": 0.0,
+            **({"fresh": True} if i == 2 else {}),
+        }
+        for i, n in enumerate((10, 20, 5, 15))
+    ]
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     ids = [list(item.request.prompt_token_ids) for item in schedule_from_run(tmp_path)]
     assert ids[1][:10] == ids[0]  # the history

@@ -28,12 +28,17 @@ def test_the_committed_suite_covers_the_issue_s_regimes() -> None:
 
 @pytest.mark.parametrize(
     ("old", "new", "says"),
-    [('"--workload", "kv-pressure"', '"--workload", "no-such-preset"', "unknown workload 'no-such-preset'"),
-     ('engine = "continuous:kv_blocks=160"', 'engine = "turbo"', "unknown engine 'turbo'"),
-     ('engine = "continuous:kv_blocks=160"', 'engine = "sim"', "only in-process engines have twins"),
-     ('profile = "static"\n\n[[pairs]]\nname = "chat-small', 'profile = "nope"\n\n[[pairs]]\nname = "chat-small',
-      "unknown profile 'nope'")],
-)  # fmt: skip
+    [
+        ('"--workload", "kv-pressure"', '"--workload", "no-such-preset"', "unknown workload 'no-such-preset'"),
+        ('engine = "continuous:kv_blocks=160"', 'engine = "turbo"', "unknown engine 'turbo'"),
+        ('engine = "continuous:kv_blocks=160"', 'engine = "sim"', "only in-process engines have twins"),
+        (
+            'profile = "static"\n\n[[pairs]]\nname = "chat-small',
+            'profile = "nope"\n\n[[pairs]]\nname = "chat-small',
+            "unknown profile 'nope'",
+        ),
+    ],
+)
 def test_a_pair_naming_something_unknown_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, says: str
 ) -> None:
@@ -56,10 +61,18 @@ def test_suite_mode_refuses_a_run_of_its_own(capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.parametrize(
     ("error", "spread", "within_spread", "outcome"),
-    [(0.05, 0.02, False, "holds"), (-0.12, 0.02, False, "fails"), (0.12, 0.3, False, "cannot_tell"),
-     (0.45, 0.3, False, "fails"), (0.05, 0.3, False, "cannot_tell"), (0.3, 0.35, True, "holds"),
-     (-0.25, 0.1, True, "fails"), (0.15, None, True, "holds"), (None, 0.1, False, "cannot_tell")],
-)  # fmt: skip
+    [
+        (0.05, 0.02, False, "holds"),
+        (-0.12, 0.02, False, "fails"),
+        (0.12, 0.3, False, "cannot_tell"),
+        (0.45, 0.3, False, "fails"),
+        (0.05, 0.3, False, "cannot_tell"),
+        (0.3, 0.35, True, "holds"),
+        (-0.25, 0.1, True, "fails"),
+        (0.15, None, True, "holds"),
+        (None, 0.1, False, "cannot_tell"),
+    ],
+)
 def test_a_metric_s_verdict_weighs_the_real_run_s_spread(
     error: float | None, spread: float | None, within_spread: bool, outcome: str
 ) -> None:
@@ -69,9 +82,15 @@ def test_a_metric_s_verdict_weighs_the_real_run_s_spread(
 
 @pytest.mark.parametrize(
     ("holds", "fails", "cannot_tell", "outcome"),
-    [(6, 3, 0, "met"), (6, 0, 3, "met"), (3, 6, 0, "not met"), (3, 4, 2, "not met"), (3, 3, 3, "cannot tell"),
-     (0, 0, 9, "cannot tell")],
-)  # fmt: skip
+    [
+        (6, 3, 0, "met"),
+        (6, 0, 3, "met"),
+        (3, 6, 0, "not met"),
+        (3, 4, 2, "not met"),
+        (3, 3, 3, "cannot tell"),
+        (0, 0, 9, "cannot tell"),
+    ],
+)
 def test_the_suite_target_is_met_not_met_or_cannot_tell(holds: int, fails: int, cannot_tell: int, outcome: str) -> None:
     counts = {"holds": holds, "fails": fails, "cannot_tell": cannot_tell}
     assert suite_outcome(counts, need=6) == outcome
@@ -140,11 +159,13 @@ def test_fit_run_after_names_pairs_and_numbers_the_fit_runs(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     ("after", "says"),
-    [('["no-such-pair"]', "field 'after': unknown pair 'no-such-pair'"),
-     ('["multi-turn-prefix", "multi-turn-prefix"]', "field 'after': pair 'multi-turn-prefix' given twice"),
-     ('"multi-turn-prefix"', "field 'after': not a list of strings"),
-     ('["multi-turn-prefix", 3]', "field 'after': not a list of strings")],
-)  # fmt: skip
+    [
+        ('["no-such-pair"]', "field 'after': unknown pair 'no-such-pair'"),
+        ('["multi-turn-prefix", "multi-turn-prefix"]', "field 'after': pair 'multi-turn-prefix' given twice"),
+        ('"multi-turn-prefix"', "field 'after': not a list of strings"),
+        ('["multi-turn-prefix", 3]', "field 'after': not a list of strings"),
+    ],
+)
 def test_a_bad_fit_run_after_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], after: str, says: str
 ) -> None:

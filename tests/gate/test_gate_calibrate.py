@@ -182,8 +182,9 @@ def test_calibration_reports_the_noise_and_the_trials_a_gate_needs(tmp_path):
     assert noise["slowdown_mean_change"] == pytest.approx(0.15, abs=0.05) and abs(noise["aa_mean_change"]) < 0.05
     naive = trials_needed(np.log1p(noise["slowdown_mean_change"]), np.log(1.05), noise["trial_sd"], config.alpha)
     assert noise["trials_naive"] == naive and noise["slowdown_past_threshold"]
-    planned = trials_needed(np.log1p(noise["slowdown_change_bound"]), np.log(1.05), noise["trial_sd_bound"],
-                            config.alpha)  # fmt: skip
+    planned = trials_needed(
+        np.log1p(noise["slowdown_change_bound"]), np.log(1.05), noise["trial_sd_bound"], config.alpha
+    )
     assert noise["trials_for_95pct_detection"] == planned
     assert (
         noise["slowdown_change_bound"] < noise["slowdown_mean_change"]
@@ -194,9 +195,13 @@ def test_calibration_reports_the_noise_and_the_trials_a_gate_needs(tmp_path):
 
 @pytest.mark.parametrize(
     ("statuses", "failed", "word"),
-    [(["pass"], False, "pass"), (["pass", "inconclusive"], False, "cannot tell"), (["no_data"], False, "cannot tell"),
-     (["fail", "inconclusive"], True, "FAIL")],
-)  # fmt: skip
+    [
+        (["pass"], False, "pass"),
+        (["pass", "inconclusive"], False, "cannot tell"),
+        (["no_data"], False, "cannot tell"),
+        (["fail", "inconclusive"], True, "FAIL"),
+    ],
+)
 def test_a_pair_line_says_cannot_tell_as_the_gate_would(statuses, failed, word):
     """Three outcomes in calibrate's pair lines too: a pair whose gate cannot tell did not pass (exit 3)."""
     rows = [{**_row(0.0, 0.1), "status": s} for s in statuses]
@@ -215,8 +220,15 @@ def test_the_header_says_the_gate_cannot_tell_with_fewer_trials_than_it_judges(t
 
 
 def _row(change: float, trial_sd: float) -> dict:
-    return {"rule": "tpot.p50 <= +5%", "status": "pass", "change": change, "p_value": None, "trial_sd": trial_sd,
-            "threshold_kind": "relative", "threshold": 0.05}  # fmt: skip
+    return {
+        "rule": "tpot.p50 <= +5%",
+        "status": "pass",
+        "change": change,
+        "p_value": None,
+        "trial_sd": trial_sd,
+        "threshold_kind": "relative",
+        "threshold": 0.05,
+    }
 
 
 def _pilot(rng: np.random.Generator, effect: float, sd: float, pairs: int, trials: int) -> list[PairResult]:
@@ -253,8 +265,11 @@ def test_a_plan_needs_two_slowdown_pairs_and_an_effect_bound_past_the_threshold(
     (one,) = noise(_pilot(rng, float(np.log(1.5)), 0.05, 1, 8), 0.01, 8)
     assert one["trials_naive"] is not None and one["trials_for_95pct_detection"] is None
     assert one["plan_note"] == "cannot plan: one slowdown pair does not bound its effect"
-    wide = [PairResult(kind, i, i, False, 0.0, 0.0, [_row(change, 0.3)])
-            for i, change in enumerate((0.30, -0.10, 0.0)) for kind in ("aa", "slowdown")]  # fmt: skip
+    wide = [
+        PairResult(kind, i, i, False, 0.0, 0.0, [_row(change, 0.3)])
+        for i, change in enumerate((0.30, -0.10, 0.0))
+        for kind in ("aa", "slowdown")
+    ]
     (close,) = noise(wide, 0.01, 4)  # slowdown +6% on average, but -10% to +30% from pair to pair
     assert close["slowdown_past_threshold"] and close["trials_for_95pct_detection"] is None
     assert close["plan_note"] == "cannot plan: the pilot's lower bound on the slowdown is within the threshold"

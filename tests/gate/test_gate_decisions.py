@@ -14,8 +14,14 @@ from tests.fixtures.gate_runs import synthetic_run
 
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
 
-RULES = ("ttft.p99 <= +10%", "tpot.p50 <= +5%", "e2e.mean <= +5%", "output_tok_s >= -5%", "goodput >= -5%",
-         "error_rate <= +1pp")  # fmt: skip
+RULES = (
+    "ttft.p99 <= +10%",
+    "tpot.p50 <= +5%",
+    "e2e.mean <= +5%",
+    "output_tok_s >= -5%",
+    "goodput >= -5%",
+    "error_rate <= +1pp",
+)
 
 
 def gate(base, cand, rules=RULES, **settings):
@@ -66,8 +72,9 @@ def test_a_p99_the_sample_cannot_resolve_cannot_tell_and_fails_unless_allowed():
     assert ttft.status == "inconclusive" and ttft.needed == 200 and ttft.needed_unit == "requests"
     assert "extreme" in ttft.note and not verdict.passed and verdict.exit_code == 3
     assert verdict.to_json()["verdict"] == "cannot_tell"
-    allowed = gate(synthetic_run(1, n=60), synthetic_run(2, n=60, speed=1.3), rules=["ttft.p99 <= +5%"],
-                   allow_inconclusive=True)  # fmt: skip
+    allowed = gate(
+        synthetic_run(1, n=60), synthetic_run(2, n=60, speed=1.3), rules=["ttft.p99 <= +5%"], allow_inconclusive=True
+    )
     assert allowed.passed and allowed.exit_code == 0 and allowed.to_json()["allow_inconclusive"] is True
 
 

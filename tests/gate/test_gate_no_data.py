@@ -71,8 +71,9 @@ def test_fewer_requests_than_the_rule_needs_says_how_many():
     verdict = gate(synthetic_run(1, n=8), synthetic_run(2, n=8), ["tpot.p50 <= +5%", "request_rate >= -5%"])
     notes = {r.rule: r.note for r in verdict.results}
     assert all(r.status == "no_data" for r in verdict.results)
-    assert notes["tpot.p50 <= +5%"] == ("too few tpot values: 8 on the baseline side and 8 on the candidate side; "
-                                        "the rule needs min_samples = 10")  # fmt: skip
+    assert notes["tpot.p50 <= +5%"] == (
+        "too few tpot values: 8 on the baseline side and 8 on the candidate side; the rule needs min_samples = 10"
+    )
     assert notes["request_rate >= -5%"].startswith("too few requests finished in the steady window: ")
 
 
@@ -85,8 +86,9 @@ def _write(path, records):
     return path
 
 
-@pytest.mark.parametrize(("rules", "code", "word"), [(["output_tok_s >= -5%"], 3, "NO DATA"),
-                                                     (OLD_EXAMPLE, 1, "REGRESSION")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("rules", "code", "word"), [(["output_tok_s >= -5%"], 3, "NO DATA"), (OLD_EXAMPLE, 1, "REGRESSION")]
+)
 def test_the_command_exits_3_for_no_data_and_says_why(tmp_path, capsys, rules, code, word):
     base, cand = _write(tmp_path / "base", burst(1)), _write(tmp_path / "cand", burst(2, speed=3.0))
     argv = ["gate", "--baseline", str(base), "--candidate", str(cand), "--unit", "request"]

@@ -25,8 +25,16 @@ def _pool(tmp_path: Path, trial_sd: float = 0.05) -> Path:
     for trial in range(8):
         factor = np.exp(rng.normal(0.0, trial_sd))
         for i in range(16):
-            rows.append({"trial": trial, "request_id": f"q{i}", "t_scheduled": i * 0.001, "ttft_s": 0.05,
-                         "tpot_s": 0.004 * factor * np.exp(rng.normal(0.0, 0.05)), "output_tokens": 12})  # fmt: skip
+            rows.append(
+                {
+                    "trial": trial,
+                    "request_id": f"q{i}",
+                    "t_scheduled": i * 0.001,
+                    "ttft_s": 0.05,
+                    "tpot_s": 0.004 * factor * np.exp(rng.normal(0.0, 0.05)),
+                    "output_tokens": 12,
+                }
+            )
     path = tmp_path / "pool.csv"
     write_pool(pd.DataFrame(rows), path)
     return path

@@ -113,8 +113,23 @@ def test_sweep_on_the_embedded_model_finds_continuous_capacity_above_static(tmp_
         'output = { dist = "uniform", low = 4, high = 32 }\n'
     )
     alone = tmp_path / "unloaded"
-    argv = ["run", "--workload", str(spec), "--engine", "continuous:max_running=8", "--closed-loop-users", "1",
-            "--requests", "8", "--threads", "1", "--out", str(alone), "--no-report", "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        str(spec),
+        "--engine",
+        "continuous:max_running=8",
+        "--closed-loop-users",
+        "1",
+        "--requests",
+        "8",
+        "--threads",
+        "1",
+        "--out",
+        str(alone),
+        "--no-report",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     latency = json.loads((alone / "metrics.json").read_text())["engines"]["continuous"]["latency"]
     e2e, tpot = (latency[m]["percentiles"]["p90"]["value"] for m in ("e2e", "tpot"))
@@ -126,9 +141,26 @@ def test_sweep_on_the_embedded_model_finds_continuous_capacity_above_static(tmp_
     # 3 points from 0.397 x saturation are the upper three of the earlier 4 from 0.25 x (0.25 ** (2/3) = 0.397,
     # the same geometric step): the dropped lowest rate, which both engines met by 100%, mostly slept (5 s per
     # engine for 24 requests); an engine breaking at the lowest rate left is stepped down by the binary search
-    argv = ["sweep", "--workload", str(spec), *engines, "--points", "3", "--low-fraction", "0.397", *slo,
-            "--search", "binary", "--search-steps", "3", "--threads", "1", "--out", str(out),
-            "--no-progress"]  # fmt: skip
+    argv = [
+        "sweep",
+        "--workload",
+        str(spec),
+        *engines,
+        "--points",
+        "3",
+        "--low-fraction",
+        "0.397",
+        *slo,
+        "--search",
+        "binary",
+        "--search-steps",
+        "3",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     data = json.loads((out / "sweep.json").read_text())
     static, cont = data["capacity"]["static"], data["capacity"]["continuous"]

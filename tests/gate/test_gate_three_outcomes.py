@@ -77,8 +77,21 @@ def test_an_a_a_pair_with_17_trials_passes(runs, capsys):
 
 def test_a_straddling_trial_interval_says_how_many_trials_would_decide(runs, tmp_path):
     path = tmp_path / "v.json"
-    code = main(["gate", "--baseline", str(runs["base3"]), "--candidate", str(runs["base17"]), "--rule",
-                 "tpot.p50 <= +5%", "--unit", "trial", "--json", str(path)])  # fmt: skip
+    code = main(
+        [
+            "gate",
+            "--baseline",
+            str(runs["base3"]),
+            "--candidate",
+            str(runs["base17"]),
+            "--rule",
+            "tpot.p50 <= +5%",
+            "--unit",
+            "trial",
+            "--json",
+            str(path),
+        ]
+    )
     (rule,) = json.loads(path.read_text())["rules"]
     # 3 noisy trials against 17 quiet ones (Welch): the interval straddles +5% widely
     assert rule["ci_low"] < 0.05 < rule["ci_high"] and rule["status"] == "inconclusive" and code == 3

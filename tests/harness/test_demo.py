@@ -69,8 +69,25 @@ def test_no_calibration_burst_repeats_a_prompt(monkeypatch) -> None:
 
 def test_the_demo_with_a_load_of_its_own_ends_on_time_and_says_what_it_showed(tmp_path, capsys) -> None:
     # 8 requests in half a second: each engine's part is its drain, not its schedule (real time, on the tiny model)
-    code = main(["demo", "--workload", "chat-small", "--requests", "8", "--rate", "16", "--stop-run-s", "20",
-                 "--threads", "1", "--at-scale", "none", "--out", str(tmp_path / "demo")])  # fmt: skip
+    code = main(
+        [
+            "demo",
+            "--workload",
+            "chat-small",
+            "--requests",
+            "8",
+            "--rate",
+            "16",
+            "--stop-run-s",
+            "20",
+            "--threads",
+            "1",
+            "--at-scale",
+            "none",
+            "--out",
+            str(tmp_path / "demo"),
+        ]
+    )
     assert code == 0  # the part at scale has its own test (tests/sim/test_demo_at_scale.py)
     captured = capsys.readouterr()
     out, err = captured.out, captured.err

@@ -15,8 +15,9 @@ SPEED = estimate.EngineSpeed(prefill_tok_s=1000.0, decode_tok_s=100.0, source="t
 
 def workload(n: int, span_s: float, prompt: int = 100, output: int = 10) -> SimpleNamespace:
     times = np.linspace(0.0, span_s, n)
-    return SimpleNamespace(requests=[SimpleNamespace(arrival_s=t, input_tokens=prompt, output_tokens=output)
-                                     for t in times])  # fmt: skip
+    return SimpleNamespace(
+        requests=[SimpleNamespace(arrival_s=t, input_tokens=prompt, output_tokens=output) for t in times]
+    )
 
 
 def specs(*texts: str) -> list:
@@ -48,8 +49,10 @@ def test_static_batching_is_charged_for_its_longest_member() -> None:
     work = workload(4, 100.0)
     for r, n in zip(work.requests, outputs, strict=True):
         r.output_tokens = int(n)
-    static, cont = (estimate.estimate_engine(s, work.requests, 100.0, True, SPEED, None)
-                    for s in specs("static:max_batch=2", "continuous"))  # fmt: skip
+    static, cont = (
+        estimate.estimate_engine(s, work.requests, 100.0, True, SPEED, None)
+        for s in specs("static:max_batch=2", "continuous")
+    )
     assert static.seconds == pytest.approx(0.4 + 22 / 100) and cont.seconds == pytest.approx(0.4 + 14 / 100)
 
 

@@ -152,8 +152,15 @@ def test_a_run_time_limit_ends_a_run_that_would_go_on_and_says_so():
     # takes 40 s. max_run_s ends it at 0.5 s: what is in flight is aborted and recorded, nothing is lost.
     records: list[RequestRecord] = []
     started = time.perf_counter()
-    outcome = run(run_open_loop(SlowEngine(gap_s=0.05, serial=True), schedule(20, rate=100.0, max_tokens=40),
-                                records.append, label="d", stop_rules=StopRules(max_run_s=0.5)))  # fmt: skip
+    outcome = run(
+        run_open_loop(
+            SlowEngine(gap_s=0.05, serial=True),
+            schedule(20, rate=100.0, max_tokens=40),
+            records.append,
+            label="d",
+            stop_rules=StopRules(max_run_s=0.5),
+        )
+    )
     assert time.perf_counter() - started < 3.0  # a generous bound: the run would take 40 s without the rule
     assert outcome.stopped_early["rule"] == "max_run_s" and outcome.stopped_early["value"] >= 0.5
     # all 20 were due before the limit, but a starved event loop (eight test workers on a small machine) can
@@ -164,7 +171,14 @@ def test_a_run_time_limit_ends_a_run_that_would_go_on_and_says_so():
 
 def test_a_run_time_limit_stops_sending_what_is_due_after_it():
     records: list[RequestRecord] = []
-    outcome = run(run_open_loop(SlowEngine(gap_s=0.001), schedule(50, rate=50.0, max_tokens=2), records.append,
-                                label="d", stop_rules=StopRules(max_run_s=0.3)))  # fmt: skip
+    outcome = run(
+        run_open_loop(
+            SlowEngine(gap_s=0.001),
+            schedule(50, rate=50.0, max_tokens=2),
+            records.append,
+            label="d",
+            stop_rules=StopRules(max_run_s=0.3),
+        )
+    )
     assert outcome.stopped_early["rule"] == "max_run_s"
     assert 5 <= outcome.not_sent <= 40 and len(records) == 50 - outcome.not_sent

@@ -24,8 +24,11 @@ def test_branches_go_together_and_the_next_turn_waits_for_the_slowest() -> None:
         _item("r3", 1, 4, branch=2),
         _item("r4", 2, 2, pause=0.03),
     ]
-    assert [[i.request.request_id for i in stage] for stage in by_turn(schedule)] == [["r0"], ["r1", "r2", "r3"],
-                                                                                      ["r4"]]  # fmt: skip
+    assert [[i.request.request_id for i in stage] for stage in by_turn(schedule)] == [
+        ["r0"],
+        ["r1", "r2", "r3"],
+        ["r4"],
+    ]
     records: list[RequestRecord] = []
     asyncio.run(run_session_loop(SlowEngine(gap_s=0.01), schedule, records.append, label="slow"))
     at = {r.request_id: r for r in records}

@@ -26,8 +26,10 @@ def test_a_trial_beside_a_busy_neighbour_is_flagged(tmp_path: Path) -> None:
     assert noise["others_share"] == pytest.approx(150 / 400)
     assert noise["steal_share"] == pytest.approx(30 / 400)
     assert noise["busy"] and noise["load_avg_1m"] == 3.5
-    assert noise["message"] == ("ran on a busy machine: other processes used 38% of the machine's CPU; the "
-                                   "hypervisor stole 8% of the CPU time (1-min load average 3.5)")  # fmt: skip
+    assert noise["message"] == (
+        "ran on a busy machine: other processes used 38% of the machine's CPU; the "
+        "hypervisor stole 8% of the CPU time (1-min load average 3.5)"
+    )
 
 
 def test_a_trial_alone_on_the_machine_is_not_busy(tmp_path: Path) -> None:

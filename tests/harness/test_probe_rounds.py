@@ -19,8 +19,10 @@ def test_a_continuous_server_is_read_as_continuous_however_its_tokens_are_groupe
     # the engine steps every 5 ms; the HTTP side hands its tokens over `burst` at a time (vLLM's stream
     # chunks, or an HTTP process descheduled beside its engine process): the median gap is 0 for burst > 1
     steps = [i * STEP for i in range(1, 49)]
-    delivered = [steps[(i // burst) * burst + burst - 1] if (i // burst) * burst + burst - 1 < 48 else steps[-1]
-                 for i in range(48)]  # fmt: skip
+    delivered = [
+        steps[(i // burst) * burst + burst - 1] if (i // burst) * burst + burst - 1 < 48 else steps[-1]
+        for i in range(48)
+    ]
     t_short = delivered[10]
     longs = [timeline(0.0, delivered), timeline(0.0, delivered)]
     shorts = [timeline(t_short, [t_short + 2 * STEP + 0.001 + i * STEP for i in range(4)]) for _ in range(3)]

@@ -32,7 +32,22 @@ def test_a_terminal_gets_one_line_redrawn() -> None:
 
 
 def test_a_piped_run_prints_status_lines_on_stderr(tmp_path, capsys) -> None:
-    assert main(["run", "--workload", "chat-small", "--requests", "8", "--engine", "zero", "--no-report",
-                 "--out", str(tmp_path / "run")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "--workload",
+                "chat-small",
+                "--requests",
+                "8",
+                "--engine",
+                "zero",
+                "--no-report",
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "[zero t0] sent " in err and ", done 8, in flight 0, " in err

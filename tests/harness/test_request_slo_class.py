@@ -41,8 +41,18 @@ output = 4
 
 def _run(tmp_path: Path, workload: Path, *flags: str) -> tuple[int, Path]:
     out = tmp_path / "run"
-    argv = ["run", "--workload", str(workload), "--engine", "zero", "--out", str(out), "--no-report",
-            "--no-progress", *flags]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        str(workload),
+        "--engine",
+        "zero",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+        *flags,
+    ]
     return main(argv), out
 
 
@@ -79,14 +89,23 @@ def test_a_spec_tenant_field_beats_the_tenant_name(tmp_path: Path) -> None:
     unnamed_path.write_text(SPEC.replace('slo_class = "{cls}"\n', ""))
     unnamed = load_workload(str(unnamed_path))
     assert unnamed.fingerprint() != workload.fingerprint()  # the class is part of what was replayed
-    schedule = [Scheduled(Request(r.request_id, [1], 1, tenant=r.tenant, slo_class=r.slo_class), 0.0)
-                for r in workload.requests]  # fmt: skip
+    schedule = [
+        Scheduled(Request(r.request_id, [1], 1, tenant=r.tenant, slo_class=r.slo_class), 0.0) for r in workload.requests
+    ]
     classes = (parse_slo_class("gold:ttft_ms=1000"), parse_slo_class("bronze:ttft_ms=30000"))
     classed = {s.request.tenant: s.request.slo_class for s in apply_classes(schedule, classes, 0.25)}
     assert classed == {"chat": "gold", "bronze": "bronze"}  # the field, then the tenant mapping
     first = apply_classes(schedule, classes, 0.25)[0].request
-    body = build_body(first, api="completions", model="m", use_ids=True, tokenizer=None, include_usage=False,
-                      return_token_ids=False, extra={})  # fmt: skip
+    body = build_body(
+        first,
+        api="completions",
+        model="m",
+        use_ids=True,
+        tokenizer=None,
+        include_usage=False,
+        return_token_ids=False,
+        extra={},
+    )
     assert body["priority"] == 0  # an HTTP target gets the field's class as vLLM's priority
     assert {s.request.slo_class for s in apply_classes(schedule, (), 0.25)} == {None}  # no targets: unclassed
 
@@ -146,5 +165,11 @@ def test_a_class_header_without_classes_is_said(classes: tuple[str, ...], noted:
 
     specs = parse_engine_specs(["http:url=http://127.0.0.1:9,class_header=X-SLO-Class", "sim"], {})
     notes = class_header_notes(specs, [parse_slo_class(text) for text in classes])
-    assert notes == (["--engine http: class_header X-SLO-Class: no --slo-class is given, so no request carries a "
-                      "class and the header is never sent"] if noted else [])  # fmt: skip
+    assert notes == (
+        [
+            "--engine http: class_header X-SLO-Class: no --slo-class is given, so no request carries a "
+            "class and the header is never sent"
+        ]
+        if noted
+        else []
+    )

@@ -106,8 +106,10 @@ def test_the_workers_memory_is_estimated_and_bounded_before_they_start(tmp_path)
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(f"MemTotal: 4000000 kB\nMemAvailable: {int(options.WORKER_RSS_MB * 10 * 1024)} kB\n")
     line = options.check_workers(options.ExecutorChoice(workers=4), 100, str(meminfo))
-    assert line == f"--workers 4: about {4 * options.WORKER_RSS_MB:,.0f} MiB ({options.WORKER_RSS_MB:g} MiB each) " \
-        f"of {options.WORKER_RSS_MB * 10:,.0f} MiB available"  # fmt: skip
+    assert (
+        line == f"--workers 4: about {4 * options.WORKER_RSS_MB:,.0f} MiB ({options.WORKER_RSS_MB:g} MiB each) "
+        f"of {options.WORKER_RSS_MB * 10:,.0f} MiB available"
+    )
     with pytest.raises(HarnessInputError) as info:
         options.check_workers(options.ExecutorChoice(workers=9), 100, str(meminfo))
     assert "more than 80% of it; --force" in str(info.value)

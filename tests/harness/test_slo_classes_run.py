@@ -36,9 +36,14 @@ def _requests(rng: np.random.Generator, n: int) -> list[Request]:
         interactive = rng.random() < 0.4  # short prompt and answer; batch: long both
         prompt = range(i << 40, (i << 40) + (256 if interactive else 2048))
         out.append(
-            Request(f"r{i}", prompt, 32 if interactive else 256, ignore_eos=True,
-                    tenant="interactive" if interactive else "batch")
-        )  # fmt: skip
+            Request(
+                f"r{i}",
+                prompt,
+                32 if interactive else 256,
+                ignore_eos=True,
+                tenant="interactive" if interactive else "batch",
+            )
+        )
     return out
 
 

@@ -40,8 +40,18 @@ def _run(tmp_path: Path, text: str, *flags: str) -> tuple[int, Path]:
     spec = tmp_path / "s.toml"
     spec.write_text(text)
     out = tmp_path / "run"
-    argv = ["run", "--workload", str(spec), "--engine", "zero", "--out", str(out), "--no-report",
-            "--no-progress", *flags]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        str(spec),
+        "--engine",
+        "zero",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+        *flags,
+    ]
     return main(argv), out
 
 

@@ -9,10 +9,24 @@ from harness.sweep.search import class_capacity
 
 def _point(rate: float, interactive: float, batch: float, stopped: str | None = None) -> Point:
     return Point(
-        engine="e", rate=rate, phase="climb", run_dir="-", requests=10, achieved_rps=rate, whole_run_rps=rate,
-        output_tok_s=None, ttft_s=None, tpot_s=None, e2e_s=None, attainment=None, goodput_rps=None,
-        stopped=stopped, meets=stopped is None, why="-", classes={"interactive": interactive, "batch": batch},
-    )  # fmt: skip
+        engine="e",
+        rate=rate,
+        phase="climb",
+        run_dir="-",
+        requests=10,
+        achieved_rps=rate,
+        whole_run_rps=rate,
+        output_tok_s=None,
+        ttft_s=None,
+        tpot_s=None,
+        e2e_s=None,
+        attainment=None,
+        goodput_rps=None,
+        stopped=stopped,
+        meets=stopped is None,
+        why="-",
+        classes={"interactive": interactive, "batch": batch},
+    )
 
 
 def test_each_class_gets_its_own_bracket_and_a_stop_rule_breaks_every_class() -> None:

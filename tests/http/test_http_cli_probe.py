@@ -52,9 +52,17 @@ def test_probe_unreachable_server_is_one_line(capsys):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"url": "ftp://x"}, {"url": "localhost:8000"}, {"api": "embeddings"}, {"timeout_s": 0}, {"connections": 0},
-     {"read_bufsize": 65536}, {"model": ""}, {"prompt_format": "bytes"}],
-)  # fmt: skip
+    [
+        {"url": "ftp://x"},
+        {"url": "localhost:8000"},
+        {"api": "embeddings"},
+        {"timeout_s": 0},
+        {"connections": 0},
+        {"read_bufsize": 65536},
+        {"model": ""},
+        {"prompt_format": "bytes"},
+    ],
+)
 def test_http_engine_rejects_bad_options(kwargs):
     args = {"url": "http://127.0.0.1:8000", "model": "m", **kwargs}
     url, model = args.pop("url"), args.pop("model")

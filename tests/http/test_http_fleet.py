@@ -52,8 +52,17 @@ class Replica:
     the test can kill it."""
 
     def __init__(self, delay_ms: float, name: str) -> None:
-        command = [sys.executable, "-m", "engines.serve.zero_server", "--port", "0", "--token-delay-ms", str(delay_ms),
-                   "--replica-id", name]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "engines.serve.zero_server",
+            "--port",
+            "0",
+            "--token-delay-ms",
+            str(delay_ms),
+            "--replica-id",
+            name,
+        ]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().split("listening on ", 1)[1].strip()
@@ -126,8 +135,22 @@ def test_a_replica_that_dies_mid_run_fails_its_requests_and_the_run_goes_on(
         kill = lambda n: replicas[1].kill() if n == 10 else None  # noqa: E731
         with BackgroundServer(round_robin_router([r.url for r in replicas], routed, kill)) as router:
             engine = f"http:url={router.url},router=round_robin,replicas=2,label=fleet"
-            argv = ["run", "--workload", "chat-small", "--requests", "40", "--rate", "20", "--engine", engine,
-                    "--out", str(tmp_path / "run"), "--no-report", "--seed", "1"]  # fmt: skip
+            argv = [
+                "run",
+                "--workload",
+                "chat-small",
+                "--requests",
+                "40",
+                "--rate",
+                "20",
+                "--engine",
+                engine,
+                "--out",
+                str(tmp_path / "run"),
+                "--no-report",
+                "--seed",
+                "1",
+            ]
             assert main(argv) == 0  # not every request failed: the run is a result
     finally:
         for replica in replicas:
@@ -172,8 +195,22 @@ def test_each_request_records_the_replica_that_answered_and_metrics_count_them(
         routed: list[tuple[int, bool]] = []
         with BackgroundServer(round_robin_router([named.url, default.url], routed)) as router:
             engine = f"http:url={router.url},router=round_robin,replicas=2,label=fleet"
-            argv = ["run", "--workload", "chat-small", "--requests", "9", "--rate", "50", "--engine", engine,
-                    "--out", str(tmp_path / "run"), "--no-report", "--seed", "1"]  # fmt: skip
+            argv = [
+                "run",
+                "--workload",
+                "chat-small",
+                "--requests",
+                "9",
+                "--rate",
+                "50",
+                "--engine",
+                engine,
+                "--out",
+                str(tmp_path / "run"),
+                "--no-report",
+                "--seed",
+                "1",
+            ]
             assert main(argv) == 0
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     other = default.url.removeprefix("http://")  # the default name: where it listens
@@ -182,6 +219,10 @@ def test_each_request_records_the_replica_that_answered_and_metrics_count_them(
         by_replica[record["replica_id"]] += 1
     assert by_replica == {"alpha": 5, other: 4}  # round robin over 9 requests, first to the first replica
     replicas = json.loads((tmp_path / "run" / "metrics.json").read_text())["engines"]["fleet"]["replicas"]
-    assert replicas == {"named_by": "server", "requests_per_replica": dict(sorted(by_replica.items())),
-                        "imbalance_max_over_mean": 5 / 4.5, "unattributed": 0}  # fmt: skip
+    assert replicas == {
+        "named_by": "server",
+        "requests_per_replica": dict(sorted(by_replica.items())),
+        "imbalance_max_over_mean": 5 / 4.5,
+        "unattributed": 0,
+    }
     assert f"fleet: requests per replica: {other} 4, alpha 5 (imbalance max/mean 1.11)" in capsys.readouterr().out

@@ -36,14 +36,28 @@ def _chat(delta: dict) -> bytes:
         (_chat({"content": "Hi", "reasoning_content": "so"}), True, 1, False),  # both: the answer has begun
         (_chat({"role": "assistant", "content": ""}), True, 0, False),
         (_chat({"reasoning_content": ""}), True, 1, True),  # a reasoning token whose text is not complete yet
-        (json.dumps({"choices": [{"text": "", "reasoning_content": "", "finish_reason": None}]}).encode(), False, 1,
-         True),  # the same in batchmark serve's completions
-        (json.dumps({"choices": [{"delta": {"reasoning_content": ""}, "token_ids": [7], "finish_reason": None}]})
-         .encode(), True, 1, True),  # a token whose text ends a character later: its channel is still named
-        (json.dumps({"choices": [{"text": "", "reasoning_content": "x", "finish_reason": None}]}).encode(), False, 1,
-         True),  # batchmark serve's completions
+        (
+            json.dumps({"choices": [{"text": "", "reasoning_content": "", "finish_reason": None}]}).encode(),
+            False,
+            1,
+            True,
+        ),  # the same in batchmark serve's completions
+        (
+            json.dumps(
+                {"choices": [{"delta": {"reasoning_content": ""}, "token_ids": [7], "finish_reason": None}]}
+            ).encode(),
+            True,
+            1,
+            True,
+        ),  # a token whose text ends a character later: its channel is still named
+        (
+            json.dumps({"choices": [{"text": "", "reasoning_content": "x", "finish_reason": None}]}).encode(),
+            False,
+            1,
+            True,
+        ),  # batchmark serve's completions
     ],
-)  # fmt: skip
+)
 def test_read_chunk_puts_reasoning_text_on_its_channel(data, chat, tokens, reasoning) -> None:
     info = read_chunk(data, chat)
     assert (info.tokens, info.reasoning) == (tokens, reasoning)
@@ -69,8 +83,15 @@ def test_stream_marks_think_tokens_and_usage_adds_on_the_last_channel() -> None:
 
 
 def test_the_request_asks_for_its_reasoning_tokens_only_when_it_has_any() -> None:
-    common = {"api": "chat", "model": "m", "use_ids": False, "tokenizer": None, "include_usage": False,
-              "return_token_ids": False, "extra": {}}  # fmt: skip
+    common = {
+        "api": "chat",
+        "model": "m",
+        "use_ids": False,
+        "tokenizer": None,
+        "include_usage": False,
+        "return_token_ids": False,
+        "extra": {},
+    }
     assert build_body(Request("a", [], 8, prompt_text="hi", reasoning_tokens=3), **common)["reasoning_tokens"] == 3
     assert "reasoning_tokens" not in build_body(Request("b", [], 8, prompt_text="hi"), **common)
 
@@ -86,8 +107,9 @@ def zero_runs():
             Scheduled(Request(f"{api}{i}", [5], 8, True, prompt_text="q", reasoning_tokens=REASONING), i * 0.1)
             for i in range(3)
         ]
-        schedule.append(Scheduled(Request(f"{api}-spent", [5], 2, True, prompt_text="q",
-                                          reasoning_tokens=REASONING), 0.3))  # fmt: skip
+        schedule.append(
+            Scheduled(Request(f"{api}-spent", [5], 2, True, prompt_text="q", reasoning_tokens=REASONING), 0.3)
+        )
         records: list = []
         await engine.start()
         try:

@@ -61,9 +61,21 @@ def run_dir(embedded, tmp_path_factory, request):
     spec = out / "mixed.toml"
     spec.write_text(SPEC)
     with BackgroundServer(app) as server:
-        argv = ["run", "--workload", str(spec), "--engine", f"http:url={server.url},return_token_ids={request.param}",
-                "--served-model", MODEL, "--scrape", "off", "--out", str(out / "run"), "--no-report",
-                "--no-progress"]  # fmt: skip
+        argv = [
+            "run",
+            "--workload",
+            str(spec),
+            "--engine",
+            f"http:url={server.url},return_token_ids={request.param}",
+            "--served-model",
+            MODEL,
+            "--scrape",
+            "off",
+            "--out",
+            str(out / "run"),
+            "--no-report",
+            "--no-progress",
+        ]
         assert main(argv) == 0
     return out / "run"
 

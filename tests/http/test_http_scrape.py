@@ -30,8 +30,21 @@ def server(embedded):
 
 
 def _run(out, url: str, *extra: str, requests: str = "4") -> int:
-    argv = ["run", "--workload", "chat-small", "--requests", requests, "--engine", f"http:url={url}",
-            "--served-model", MODEL, "--out", str(out), "--no-report", *extra]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        requests,
+        "--engine",
+        f"http:url={url}",
+        "--served-model",
+        MODEL,
+        "--out",
+        str(out),
+        "--no-report",
+        *extra,
+    ]
     return main(argv)
 
 

@@ -33,8 +33,10 @@ def _two_servers_scraped(tokenizer):
         if request.path != "/metrics":
             return await handler(request)
         queries, hits, preemptions = COUNTERS[next(turn) % 2]
-        text = (f"vllm:prefix_cache_queries_total {queries}\nvllm:prefix_cache_hits_total {hits}\n"
-                f"vllm:num_preemptions_total {preemptions}\nvllm:num_requests_running 1\n")  # fmt: skip
+        text = (
+            f"vllm:prefix_cache_queries_total {queries}\nvllm:prefix_cache_hits_total {hits}\n"
+            f"vllm:num_preemptions_total {preemptions}\nvllm:num_requests_running 1\n"
+        )
         return web.Response(text=text, content_type="text/plain")
 
     def app() -> web.Application:
@@ -69,8 +71,24 @@ def test_counters_of_two_servers_are_n_a_with_the_reason_everywhere(
 
     out = tmp_path / "run"
     engine = f"http:url={server.url}{fleet},label=h"
-    argv = ["run", "--workload", "chat-small", "--requests", "6", "--rate", "20", "--engine", engine,
-            "--scrape-interval-ms", "50", "--out", str(out), "--no-report", "--seed", "1"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "6",
+        "--rate",
+        "20",
+        "--engine",
+        engine,
+        "--scrape-interval-ms",
+        "50",
+        "--out",
+        str(out),
+        "--no-report",
+        "--seed",
+        "1",
+    ]
     assert main(argv) == 0
     said = f"n/a ({reason})"
     console = next(x for x in capsys.readouterr().out.splitlines() if "prefix cache hit rate" in x)

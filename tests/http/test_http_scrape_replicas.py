@@ -61,8 +61,24 @@ def fleet():
 
 
 def _run(out: Path, engine: str) -> int:
-    argv = ["run", "--workload", "chat-small", "--requests", "8", "--rate", "20", "--engine", engine,
-            "--scrape-interval-ms", "50", "--out", str(out), "--no-report", "--seed", "1"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "8",
+        "--rate",
+        "20",
+        "--engine",
+        engine,
+        "--scrape-interval-ms",
+        "50",
+        "--out",
+        str(out),
+        "--no-report",
+        "--seed",
+        "1",
+    ]
     return main(argv)
 
 

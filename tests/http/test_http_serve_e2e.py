@@ -228,8 +228,15 @@ def test_abort_over_http_frees_kv_in_the_server_process(servers):
 
 
 # -- probe ------------------------------------------------------------------------------------------
-PROBE = {"rounds": 3, "long_requests": 2, "long_tokens": 48, "short_requests": 3, "short_tokens": 4,
-         "warmup_tokens": 6, "timeout_s": 60.0}  # fmt: skip
+PROBE = {
+    "rounds": 3,
+    "long_requests": 2,
+    "long_tokens": 48,
+    "short_requests": 3,
+    "short_tokens": 4,
+    "warmup_tokens": 6,
+    "timeout_s": 60.0,
+}
 
 
 @pytest.mark.parametrize("kind", ["continuous", "static", "serial"])

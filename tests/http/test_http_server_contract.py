@@ -150,8 +150,9 @@ def test_every_completion_ends_with_the_servers_own_timing(server):
     (the usage chunk when asked for, else the finish chunk), at a plain completion's top level."""
     base = {"model": MODEL, "prompt": [11, 22, 33], "max_tokens": 4, "ignore_eos": True}
     _, _, whole = call(server.url, "POST", "/v1/completions", base)
-    with_usage = stream(server.url, "/v1/completions",
-                        {**base, "stream": True, "stream_options": {"include_usage": True}})  # fmt: skip
+    with_usage = stream(
+        server.url, "/v1/completions", {**base, "stream": True, "stream_options": {"include_usage": True}}
+    )
     plain = stream(server.url, "/v1/completions", {**base, "stream": True})
     for said, events in ((whole, []), (with_usage[-2], with_usage[:-2]), (plain[-2], plain[:-2])):
         timing = said[SERVER_TIMING_FIELD]
@@ -221,12 +222,21 @@ def test_reasoning_tokens_come_as_reasoning_content_and_take_their_decode_steps(
         if abs(observed - expected) <= step:
             break
     assert abs(observed - expected) <= step, (observed, expected)
-    events = stream(server.url, "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 2, "stream": True,
-                                                    "ignore_eos": True, "reasoning_tokens": 1})  # fmt: skip
+    events = stream(
+        server.url,
+        "/v1/completions",
+        {"model": MODEL, "prompt": "hi", "max_tokens": 2, "stream": True, "ignore_eos": True, "reasoning_tokens": 1},
+    )
     choices = [e["choices"][0] for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"] is None]
     assert ["reasoning_content" in c for c in choices] == [True, False]
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "ignore_eos": True,
-            "reasoning_tokens": 1, "return_token_ids": True}  # fmt: skip
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 2,
+        "ignore_eos": True,
+        "reasoning_tokens": 1,
+        "return_token_ids": True,
+    }
     status, _, whole = call(server.url, "POST", "/v1/chat/completions", body)
     message = whole["choices"][0]["message"]
     assert status == 200 and set(message) == {"role", "content", "reasoning_content"}, whole
@@ -282,17 +292,22 @@ def test_metrics_exposition(server):
         ("/v1/completions", {"model": MODEL, "prompt": "a", "stop": ["\n"]}, "stop"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "reasoning_tokens": -1}, "reasoning_tokens"),
         ("/v1/completions", {"model": MODEL, "prompt": "a", "reasoning_tokens": 1.5}, "reasoning_tokens"),
-        ("/v1/completions", {"model": MODEL, "prompt": "a", "stream_options": {"include_usage": 1}},
-         "stream_options.include_usage"),
+        (
+            "/v1/completions",
+            {"model": MODEL, "prompt": "a", "stream_options": {"include_usage": 1}},
+            "stream_options.include_usage",
+        ),
         ("/v1/completions", {"prompt": "a"}, "model"),
         ("/v1/chat/completions", {"model": MODEL}, "messages"),
         ("/v1/chat/completions", {"model": MODEL, "messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
-        ("/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": 3}]},
-         "messages[0].content"),
-        ("/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "x"}],
-                                  "max_completion_tokens": -1}, "max_completion_tokens"),
+        ("/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+        (
+            "/v1/chat/completions",
+            {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_completion_tokens": -1},
+            "max_completion_tokens",
+        ),
     ],
-)  # fmt: skip
+)
 def test_invalid_body_is_400_naming_the_field(server, path, body, param):
     status, _, out = call(server.url, "POST", path, body)
     assert status == 400, out

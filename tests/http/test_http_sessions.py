@@ -24,11 +24,18 @@ OPTIONS = EngineOptions(kind="continuous", kv=KVConfig(memory_mb=16), continuous
 
 def tiny_sessions() -> Workload:
     turns = [
-        Turn(f"s{s}", k, 40 if k == 0 else 9, 4, at_s=0.05 * s if k == 0 else 0.0, think_s=0.01 if k else 0.0,
-             prefix_hash_ids=(5,) if k == 0 else ())
+        Turn(
+            f"s{s}",
+            k,
+            40 if k == 0 else 9,
+            4,
+            at_s=0.05 * s if k == 0 else 0.0,
+            think_s=0.01 if k else 0.0,
+            prefix_hash_ids=(5,) if k == 0 else (),
+        )
         for s in range(3)
         for k in range(3)
-    ]  # fmt: skip
+    ]
     requests, notes = session_requests(turns)
     return Workload("tiny-sessions", requests, {"source": SessionSource().to_spec()}, notes)
 

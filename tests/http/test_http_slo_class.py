@@ -34,8 +34,10 @@ def test_class_header_and_priority_are_sent_only_for_classed_requests() -> None:
         engine = HttpEngine(url, "m", prompt_format="text", class_header="X-SLO-Class")
         await engine.start()
         try:
-            for req in (Request("a", [1], 1, prompt_text="hi", slo_class="batch", priority=1),
-                        Request("b", [1], 1, prompt_text="hi")):  # fmt: skip
+            for req in (
+                Request("a", [1], 1, prompt_text="hi", slo_class="batch", priority=1),
+                Request("b", [1], 1, prompt_text="hi"),
+            ):
                 [event async for event in engine.generate(req)]
         finally:
             await engine.stop()

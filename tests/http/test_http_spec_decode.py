@@ -15,8 +15,15 @@ from engines.http.payload import read_chunk
 from engines.serve.background import BackgroundServer
 
 # vLLM's field set; the values of a request with 5 verify steps of k=3 (15 drafted, 7 accepted)
-SPEC = {"mean_acceptance_length": 2.4, "draft_acceptance_rate": 7 / 15, "acceptance_histogram": [1, 2, 1, 1],
-        "num_spec_steps": 5, "num_accepted_draft_tokens": 7, "num_draft_tokens": 15, "num_spec_tokens": 3}  # fmt: skip
+SPEC = {
+    "mean_acceptance_length": 2.4,
+    "draft_acceptance_rate": 7 / 15,
+    "acceptance_histogram": [1, 2, 1, 1],
+    "num_spec_steps": 5,
+    "num_accepted_draft_tokens": 7,
+    "num_draft_tokens": 15,
+    "num_spec_tokens": 3,
+}
 
 
 def _app() -> web.Application:
@@ -55,8 +62,13 @@ def test_vllm_per_request_spec_decode_metrics_reach_the_finish_event() -> None:
 
 
 def test_an_odd_or_absent_field_is_no_counts_never_a_failure() -> None:
-    for metrics in (None, {"speculative_decoding": None}, {"speculative_decoding": {**SPEC, "num_spec_steps": -1}},
-                    {"speculative_decoding": "x"}, {"time_to_first_token_ms": 3.0}):  # fmt: skip
+    for metrics in (
+        None,
+        {"speculative_decoding": None},
+        {"speculative_decoding": {**SPEC, "num_spec_steps": -1}},
+        {"speculative_decoding": "x"},
+        {"time_to_first_token_ms": 3.0},
+    ):
         obj = {"id": "x", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "metrics": metrics}
         assert read_chunk(json.dumps(obj).encode(), False).spec_decode is None
 

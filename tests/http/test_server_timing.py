@@ -32,9 +32,22 @@ def test_a_served_run_records_each_requests_server_ttft_within_its_client_ttft(
 
     tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR), local_files_only=True)
     with BackgroundServer(lambda: make_app(ZeroLatencyEngine(), tokenizer, "batchmark")) as server:
-        argv = ["run", "--workload", "chat-small", "--requests", "12", "--rate", "40", "--engine",
-                f"http:url={server.url},label=served", "--out", str(tmp_path / "run"), "--no-report",
-                "--seed", "1"]  # fmt: skip
+        argv = [
+            "run",
+            "--workload",
+            "chat-small",
+            "--requests",
+            "12",
+            "--rate",
+            "40",
+            "--engine",
+            f"http:url={server.url},label=served",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-report",
+            "--seed",
+            "1",
+        ]
         assert main(argv) == 0
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert len(records) == 12
@@ -71,13 +84,20 @@ def test_records_without_a_server_ttft_give_no_path_and_no_zero() -> None:
 def test_only_requests_with_both_ttfts_make_the_path() -> None:
     # a 4 ms server TTFT of a 20 ms client TTFT, one request the machine stalled 500 ms on its way back, one
     # whose server said nothing, one that failed before its first token
-    rows = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.020, gaps=[0.01], server_ttft_s=0.004)
-            for i in range(9)]  # fmt: skip
+    rows = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.020, gaps=[0.01], server_ttft_s=0.004) for i in range(9)]
     rows.append(make_record("stalled", t_scheduled=5.0, ttft=0.520, gaps=[0.01], server_ttft_s=0.004))
     rows.append(make_record("unsaid", t_scheduled=5.5, ttft=0.020, gaps=[0.01]))
     failed = make_record("failed", t_scheduled=6.0, ttft=0.020, server_ttft_s=0.004)
-    rows.append(failed | {"t_first_token": None, "token_times": [], "output_tokens": 0, "finish_reason": "error",
-                          "error_type": "disconnect"})  # fmt: skip
+    rows.append(
+        failed
+        | {
+            "t_first_token": None,
+            "token_times": [],
+            "output_tokens": 0,
+            "finish_reason": "error",
+            "error_type": "disconnect",
+        }
+    )
     out = metrics(rows)
     path = out["engines"]["e"]["serving_path"]
     assert path["requests"] == 10
@@ -92,8 +112,12 @@ def test_only_requests_with_both_ttfts_make_the_path() -> None:
 def test_the_servers_queue_wait_splits_its_ttft_where_it_said_it() -> None:
     # 16 requests queued 1..16 ms of a 20 ms server TTFT; one more whose server said no queue, one whose server
     # said nothing at all (neither counts)
-    rows = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.030, gaps=[0.01], server_ttft_s=0.020,
-                        server_queue_s=0.001 * (i + 1)) for i in range(16)]  # fmt: skip
+    rows = [
+        make_record(
+            f"r{i}", t_scheduled=0.5 * i, ttft=0.030, gaps=[0.01], server_ttft_s=0.020, server_queue_s=0.001 * (i + 1)
+        )
+        for i in range(16)
+    ]
     rows.append(make_record("no-queue", t_scheduled=9.0, ttft=0.030, gaps=[0.01], server_ttft_s=0.020))
     rows.append(make_record("unsaid", t_scheduled=9.5, ttft=0.030, gaps=[0.01], server_queue_s=0.5))
     out = metrics(rows)
@@ -136,10 +160,20 @@ async def one_request(url: str) -> tuple[FinishEvent, dict]:
 
 @pytest.mark.parametrize(
     "raw",
-    [b'{"ttft_s":-0.5}', b'{"ttft_s":NaN}', b'{"ttft_s":Infinity}', b'{"ttft_s":"0.01"}', b'{"ttft_s":true}',
-     b'{"ttft_s":0.01,"queue_s":-1}', b'{"queue_s":0.01}', b'"0.01"', b"[0.01]", b"12",
-     b'{"ttft_s":100}'],  # longer than the client's own wait from send to first token: not the server's TTFT
-)  # fmt: skip
+    [
+        b'{"ttft_s":-0.5}',
+        b'{"ttft_s":NaN}',
+        b'{"ttft_s":Infinity}',
+        b'{"ttft_s":"0.01"}',
+        b'{"ttft_s":true}',
+        b'{"ttft_s":0.01,"queue_s":-1}',
+        b'{"queue_s":0.01}',
+        b'"0.01"',
+        b"[0.01]",
+        b"12",
+        b'{"ttft_s":100}',
+    ],  # longer than the client's own wait from send to first token: not the server's TTFT
+)
 def test_a_bad_server_timing_is_ignored_with_a_note_and_the_request_stands(raw: bytes) -> None:
     with BackgroundServer(lambda: timing_app(raw)) as server:
         finish, described = asyncio.run(one_request(server.url))

@@ -324,7 +324,7 @@ BAD = [
 # fmt: on
 WHOLE_FILE = [
     (name, kind) for name in (VLLM, GUIDELLM, AIPERF, AIPERF_JSON, BR) for kind in ("binary", "truncated", "empty")
-]  # fmt: skip
+]
 
 
 def _import_fails(tmp_path: Path, capsys, name: str, content: bytes) -> str:
@@ -472,8 +472,9 @@ def test_a_file_aiperf_wrote_against_batchmark_serve_imports(tmp_path: Path, cap
     assert [f["name"] for f in summary["validity"]["flags"]] == []
     aggregates = json.loads((AIPERF_REAL / "profile_export_aiperf.json").read_text())
     rate = summary["throughput"]["whole_run"]["output_token_rate"]
-    assert rate == pytest.approx(aggregates["total_usage_completion_tokens"]["avg"]
-                                 / aggregates["benchmark_duration"]["avg"], rel=0.03)  # fmt: skip
+    assert rate == pytest.approx(
+        aggregates["total_usage_completion_tokens"]["avg"] / aggregates["benchmark_duration"]["avg"], rel=0.03
+    )
     assert rate * 4600 / 4096 == pytest.approx(aggregates["output_token_throughput"]["avg"], rel=0.03)
     # AIPerf's own count stays beside the records', as its file states it
     assert block["reported"]["output_tokens"]["mean"] == 71.875 and block["reported"]["requests"]["mean"] == 64
@@ -492,8 +493,9 @@ def test_aiperf_records_without_a_server_count_keep_aiperfs_count_and_say_so(tmp
     records = {r.request_id: r.output_tokens for r in imported.runs[0].records or []}
     first = lines[0]["metadata"]["x_request_id"]
     assert records[first] == lines[0]["metrics"]["usage_completion_tokens"]["value"]
-    assert all(records[x["metadata"]["x_request_id"]] == x["metrics"]["output_sequence_length"]["value"]
-               for x in lines[1:])  # fmt: skip
+    assert all(
+        records[x["metadata"]["x_request_id"]] == x["metrics"]["output_sequence_length"]["value"] for x in lines[1:]
+    )
     notes = imported.runs[0].notes
     assert any(n.startswith("output tokens: the server's count") and "for 1 of 64" in n for n in notes)
     assert any("AIPerf's OSL for 63 of 64 requests" in n and "a definition difference" in n for n in notes)
@@ -577,8 +579,12 @@ def test_a_report_inference_perf_wrote_against_batchmark_serve_imports(tmp_path:
     run = import_file(IP_YAML, tmp_path / "run")
     block = metrics_of(run)["imported"]["inference-perf"]
     reported = block["reported"]
-    for ours, name in (("ttft_sent", "time_to_first_token"), ("tpot", "time_per_output_token"),
-                       ("e2e_sent", "request_latency"), ("itl", "inter_token_latency")):  # fmt: skip
+    for ours, name in (
+        ("ttft_sent", "time_to_first_token"),
+        ("tpot", "time_per_output_token"),
+        ("e2e_sent", "request_latency"),
+        ("itl", "inter_token_latency"),
+    ):
         assert reported[ours]["mean"] == theirs["latency"][name]["mean"]  # both in seconds
         assert reported[ours]["percentiles"]["p99"] == theirs["latency"][name]["p99"]
     assert reported["output_token_rate"]["mean"] == theirs["throughput"]["output_token_rate"]["mean"]

@@ -18,8 +18,14 @@ from workloads.build import load_workload
 FIXTURE = Path(__file__).parent / "fixtures" / "guidellm-0.8.1" / "poisson" / "guidellm.json"
 LABEL = "guidellm-poisson-20"
 # the timings of one request that move with its scheduled start, so the request keeps its own durations
-MOVED = ("targeted_start", "request_start", "first_token_iteration", "last_token_iteration", "request_end",
-         "resolve_end")  # fmt: skip
+MOVED = (
+    "targeted_start",
+    "request_start",
+    "first_token_iteration",
+    "last_token_iteration",
+    "request_end",
+    "resolve_end",
+)
 
 
 def test_guidellm_poisson_run_imports_with_its_repeated_gaps(tmp_path: Path) -> None:

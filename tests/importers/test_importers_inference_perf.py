@@ -79,8 +79,10 @@ def test_the_per_request_file_inference_perf_wrote_imports(tmp_path: Path, capsy
     assert whole["output_token_rate"] == pytest.approx(rates["output_token_rate"]["mean"] * 2560 / 2853, rel=1e-9)
     assert summary["throughput"]["steady"]["output_token_rate"] is not None  # an open loop has a steady window
     # inference-perf's TPOT: (last content chunk - first) / (its re-tokenized count - 1), from the same records
-    tpot = [(r.token_times[-1] - r.t_first_token) / (n - 1) for r, n in zip(read(POISSON / PER_REQUEST).runs[0].records
-                                                                            or [], client, strict=True)]  # fmt: skip
+    tpot = [
+        (r.token_times[-1] - r.t_first_token) / (n - 1)
+        for r, n in zip(read(POISSON / PER_REQUEST).runs[0].records or [], client, strict=True)
+    ]
     assert sum(tpot) / len(tpot) == pytest.approx(latency["time_per_output_token"]["mean"], rel=1e-9)
     checks = {c["metric"]: c for c in metrics["imported"]["inference-perf"]["checks"]}
     assert checks["ttft_sent"]["agrees"] and checks["e2e_sent"]["agrees"]
@@ -129,7 +131,7 @@ def test_a_concurrent_config_is_a_closed_loop(tmp_path: Path, capsys, name: str)
         ({"sweep": {"type": "linear"}}, "load.sweep: inference-perf generated its stages at run time"),
         ({"sweep": {"type": "geometric"}, "stages": []}, "load.sweep: inference-perf generated its stages at run time"),
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("name", [PER_REQUEST, REPORT])
 def test_a_load_batchmark_does_not_map_stays_unknown(tmp_path: Path, capsys, name: str, load: dict, why: str) -> None:
     folder = _folder(tmp_path)

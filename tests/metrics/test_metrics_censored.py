@@ -13,13 +13,22 @@ from tests.fixtures.records import make_record
 def cut(request_id: str, t_scheduled: float, t_stop: float, **kw) -> dict:
     """A request aborted by the run's stop rule at t_stop with no output token."""
     base = make_record(request_id, t_scheduled=t_scheduled)
-    return dict(base, t_first_token=None, token_times=[], output_tokens=0, t_finish=t_stop,
-                finish_reason="abort", error_type=kw.get("error_type"), t_admitted=None)  # fmt: skip
+    return dict(
+        base,
+        t_first_token=None,
+        token_times=[],
+        output_tokens=0,
+        t_finish=t_stop,
+        finish_reason="abort",
+        error_type=kw.get("error_type"),
+        t_admitted=None,
+    )
 
 
 def test_a_request_cut_off_without_a_first_token_counts_its_wait_as_a_lower_bound() -> None:
-    frame = records_frame([make_record("served", ttft=0.5), cut("waited", 1.0, 21.0),
-                           cut("stopped", 2.0, 12.0, error_type="stopped")])  # fmt: skip
+    frame = records_frame(
+        [make_record("served", ttft=0.5), cut("waited", 1.0, 21.0), cut("stopped", 2.0, 12.0, error_type="stopped")]
+    )
     lat = request_latencies(frame).set_index("request_id")
     assert np.isnan(lat.loc["waited", "ttft"])  # the observed-only column is as before
     assert lat.loc["waited", "ttft_or_wait"] == pytest.approx(20.0) and lat.loc["waited", "ttft_censored"]

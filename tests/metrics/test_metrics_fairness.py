@@ -72,8 +72,15 @@ def test_service_totals_are_the_service_events_summed() -> None:
     rows = []
     for i in range(60):
         gaps = list(rng.uniform(0.01, 0.2, size=int(rng.integers(0, 6))))
-        rows.append(make_record(f"r{i}", tenant=f"t{i % 4}", t_scheduled=float(rng.uniform(0, 5)),
-                                prompt_tokens=int(rng.integers(1, 40)), gaps=gaps))  # fmt: skip
+        rows.append(
+            make_record(
+                f"r{i}",
+                tenant=f"t{i % 4}",
+                t_scheduled=float(rng.uniform(0, 5)),
+                prompt_tokens=int(rng.integers(1, 40)),
+                gaps=gaps,
+            )
+        )
     rows[5].update(t_first_token=None, token_times=[], output_tokens=0, t_finish=None, finish_reason="abort")
     rows[7].update(error_type="timeout", finish_reason="error")
     records = records_frame(rows)

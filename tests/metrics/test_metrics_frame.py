@@ -113,8 +113,10 @@ def test_load_records_reads_with_pyarrow_what_the_line_reader_reads(tmp_path) ->
     assert fast.attrs == slow.attrs == {"skipped_lines": []}
 
 
-@pytest.mark.parametrize(("field", "value"), [("t_first_token", float("nan")), ("token_times", [0.5, float("inf")]),
-                                              ("t_finish", float("-inf"))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("t_first_token", float("nan")), ("token_times", [0.5, float("inf")]), ("t_finish", float("-inf"))],
+)
 def test_load_records_refuses_nan_and_infinity_with_their_line(tmp_path, field, value) -> None:
     """JSON has neither; pyarrow's reader takes both, so the fast path must leave the file to the line reader."""
     path = tmp_path / "records.jsonl"
@@ -157,12 +159,22 @@ def test_flatten_token_times_keeps_owner_rows() -> None:
 
 def _step_lines(n: int) -> list[str]:
     steps = [
-        {"step": i, "scheduler": "static", "t_start": i * 0.1, "t_end": i * 0.1 + 0.05, "phase": "decode",
-         "batch_id": i // 2 if i % 3 else None, "running_ids": ["a", "b"], "preempted": ["b"] if i == 1 else [],
-         "blocked_reason": "no_slot" if i % 2 else None, "max_slots": 4, "waiting": i,
-         "decisions": [{"stage": 5, "action": "defer", "id": "c", "why": "no_slot", "free_blocks": 3}]}
+        {
+            "step": i,
+            "scheduler": "static",
+            "t_start": i * 0.1,
+            "t_end": i * 0.1 + 0.05,
+            "phase": "decode",
+            "batch_id": i // 2 if i % 3 else None,
+            "running_ids": ["a", "b"],
+            "preempted": ["b"] if i == 1 else [],
+            "blocked_reason": "no_slot" if i % 2 else None,
+            "max_slots": 4,
+            "waiting": i,
+            "decisions": [{"stage": 5, "action": "defer", "id": "c", "why": "no_slot", "free_blocks": 3}],
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
     del steps[-1]["batch_id"], steps[-1]["waiting"]  # an older trace's line: optional keys absent
     return [json.dumps(s) for s in steps]
 
@@ -196,8 +208,9 @@ def test_the_step_reader_without_id_lists_names_what_is_wrong_as_the_full_one(tm
         frame = load_steps(truncated, id_lists=False)
     assert len(frame) == 2 and frame.attrs["skipped_lines"][0]["line"] == 3
     no_phase = tmp_path / "no_phase.jsonl"
-    no_phase.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "phase"}) + "\n"
-                                for line in lines))  # fmt: skip
+    no_phase.write_text(
+        "".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "phase"}) + "\n" for line in lines)
+    )
     with pytest.raises(HarnessInputError, match="phase"):
         load_steps(no_phase, id_lists=False)
     with pytest.raises(HarnessInputError, match="cannot read"):

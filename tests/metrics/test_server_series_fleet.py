@@ -55,8 +55,10 @@ def test_a_replica_whose_counters_go_backwards_is_n_a_with_the_reason() -> None:
 
 def test_a_replica_that_never_answered_leaves_the_fleet_unknown() -> None:
     rows = [r for r in two_replicas([72, 82, 92]) if r["replica"] == "a"]
-    rows += [{"t": 0.25 * tick - 0.1, "ok": False, "error": "Cannot connect", "replica": "b", "tick": tick}
-             for tick in range(3)]  # fmt: skip
+    rows += [
+        {"t": 0.25 * tick - 0.1, "ok": False, "error": "Cannot connect", "replica": "b", "tick": tick}
+        for tick in range(3)
+    ]
     server = server_summary(rows)
     assert server["prefix_cache"] is None and server["running_peak"] is None
     assert server["unknown"]["prefix_cache"] == "replica b: no scrape of it succeeded"

@@ -27,8 +27,13 @@ def test_metrics_json_compare_and_report_show_one_comparison(fixture, request):
     table = comparison.table
     for metric, row in pair["deltas"].items():
         shown = table.loc[metric]
-        for key, ours in (("median_delta", "delta"), ("ci_low", "ci_low"), ("ci_high", "ci_high"),
-                          ("p_value", "p_value"), ("p_holm", "p_holm")):  # fmt: skip
+        for key, ours in (
+            ("median_delta", "delta"),
+            ("ci_low", "ci_low"),
+            ("ci_high", "ci_high"),
+            ("p_value", "p_value"),
+            ("p_holm", "p_holm"),
+        ):
             a, b = row[key], float(shown[ours])
             assert (a is None and np.isnan(b)) or a == b, (metric, key, a, b)
         assert row["verdict"] == shown["verdict"]

@@ -109,17 +109,28 @@ def test_headline_decisions() -> None:
 
 def test_a_lower_bound_can_lose_clearly_but_never_win_clearly() -> None:
     # static's TTFT p99 is at least 16 s (requests cut off while waiting reach it): its upper end is unknown
-    loses = Headline("p99", "p99", "lower", "seconds",
-                     {"c": Estimate(5.8, 2.5, 5.9), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
+    loses = Headline(
+        "p99", "p99", "lower", "seconds", {"c": Estimate(5.8, 2.5, 5.9), "s": Estimate(16.1, 12.3, None, at_least=True)}
+    )
     loses.decide()
     assert loses.winner == "c" and loses.clear and loses.margin == "at least 2.78x"
     assert cell(loses.estimates["s"], fmt.seconds) == "≥ 16.1 s [12.3 s, unknown]"
-    ahead = Headline("p99", "p99", "lower", "seconds",
-                     {"c": Estimate(20.0, 18.0, 22.0), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
+    ahead = Headline(
+        "p99",
+        "p99",
+        "lower",
+        "seconds",
+        {"c": Estimate(20.0, 18.0, 22.0), "s": Estimate(16.1, 12.3, None, at_least=True)},
+    )
     ahead.decide()
     assert ahead.winner == "s" and not ahead.clear  # its true value may lie anywhere above 16.1 s
-    overlap = Headline("p99", "p99", "lower", "seconds",
-                       {"c": Estimate(5.8, 2.5, 13.0), "s": Estimate(16.1, 12.3, None, at_least=True)})  # fmt: skip
+    overlap = Headline(
+        "p99",
+        "p99",
+        "lower",
+        "seconds",
+        {"c": Estimate(5.8, 2.5, 13.0), "s": Estimate(16.1, 12.3, None, at_least=True)},
+    )
     overlap.decide()
     assert overlap.winner == "c" and not overlap.clear
 

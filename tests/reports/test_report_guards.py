@@ -34,8 +34,12 @@ def test_an_unresolved_headline_percentile_shows_no_interval_and_never_wins_clea
     from harness.judge.headline import headlines
 
     a = analyse(run_dir)
-    few = [replace(er, summary={**er.summary, "latency": {
-        m: {**b, "count": 64} for m, b in er.summary["latency"].items()}}) for er in a.series]  # fmt: skip
+    few = [
+        replace(
+            er, summary={**er.summary, "latency": {m: {**b, "count": 64} for m, b in er.summary["latency"].items()}}
+        )
+        for er in a.series
+    ]
     by_key = {h.key: h for h in headlines(few)}
     p99, p50 = by_key["ttft_p99"], by_key["ttft_p50"]
     assert all(e.extreme_of == 64 and e.low is None for e in p99.estimates.values())

@@ -13,8 +13,21 @@ from plotly.offline import get_plotlyjs
 
 from reports import build_report, write_report
 
-SECTIONS = ("summary", "metrics", "latency", "slo", "throughput", "occupancy", "timeline", "tenants", "cost",
-            "compare", "workload", "lineage", "about")  # fmt: skip
+SECTIONS = (
+    "summary",
+    "metrics",
+    "latency",
+    "slo",
+    "throughput",
+    "occupancy",
+    "timeline",
+    "tenants",
+    "cost",
+    "compare",
+    "workload",
+    "lineage",
+    "about",
+)
 URL_ATTRIBUTES = ("src", "href", "srcset", "data", "poster", "action", "formaction", "xlink:href", "background")
 
 

@@ -16,8 +16,11 @@ def _write_run(path: Path, records: list[dict]) -> Path:
 
 def test_a_near_burst_shows_na_and_why(tmp_path: Path) -> None:
     # 64 requests due within 63 ms, each taking over a second: nothing finishes in the steady window.
-    recs = [make_record(f"r{i}", t_scheduled=i / 1000, ttft=1.0 + 0.01 * i, gaps=[0.1] * 4, engine=engine)
-            for engine in ("a", "b") for i in range(64)]  # fmt: skip
+    recs = [
+        make_record(f"r{i}", t_scheduled=i / 1000, ttft=1.0 + 0.01 * i, gaps=[0.1] * 4, engine=engine)
+        for engine in ("a", "b")
+        for i in range(64)
+    ]
     analysis = analyse(_write_run(tmp_path / "run", recs))
     text = markdown_summary(analysis)
     throughput = next(line for line in text.splitlines() if line.startswith("| output throughput"))

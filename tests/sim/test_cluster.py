@@ -30,8 +30,9 @@ def run_open(engine, schedule: list[Scheduled]) -> list[RequestRecord]:
 
 def test_round_robin_spreads_a_uniform_workload_within_one_request() -> None:
     _, engine = cluster(f"cluster:replicas=4,router=round_robin,{REPLICA}")
-    schedule = [Scheduled(Request(f"r{i}", list(range(i * 64, i * 64 + 64)), 16, ignore_eos=True), i * 0.01)
-                for i in range(43)]  # fmt: skip
+    schedule = [
+        Scheduled(Request(f"r{i}", list(range(i * 64, i * 64 + 64)), 16, ignore_eos=True), i * 0.01) for i in range(43)
+    ]
     records = run_open(engine, schedule)
     assert len(records) == 43 and all(r.output_tokens == 16 and r.error_type is None for r in records)
     counts = [sum(r.replica == i for r in records) for i in range(4)]
@@ -42,8 +43,9 @@ def test_round_robin_spreads_a_uniform_workload_within_one_request() -> None:
 
 
 def test_replicas_share_one_clock_and_the_load_finishes_sooner_than_on_one() -> None:
-    schedule = [Scheduled(Request(f"r{i}", list(range(i * 512, i * 512 + 512)), 64, ignore_eos=True), 0.0)
-                for i in range(32)]  # fmt: skip
+    schedule = [
+        Scheduled(Request(f"r{i}", list(range(i * 512, i * 512 + 512)), 64, ignore_eos=True), 0.0) for i in range(32)
+    ]
     one = run_open(cluster(f"cluster:replicas=1,{REPLICA}")[1], schedule)
     four = run_open(cluster(f"cluster:replicas=4,router=least_outstanding,{REPLICA}")[1], schedule)
     assert {r.replica for r in four} == {0, 1, 2, 3}

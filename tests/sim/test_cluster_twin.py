@@ -36,8 +36,9 @@ def router_run(tmp_path: Path, policy: str, replicas: int = 2) -> Path:
 def test_the_twin_is_the_recorded_fleet(tmp_path: Path, policy: str, twin: str) -> None:
     run = router_run(tmp_path, policy)
     described: list[dict] = []
-    summary = simulate_twin(run, json.loads((run / "manifest.json").read_text())["engines"][0], PROFILE,
-                            noise=False, described=described)  # fmt: skip
+    summary = simulate_twin(
+        run, json.loads((run / "manifest.json").read_text())["engines"][0], PROFILE, noise=False, described=described
+    )
     (cluster,) = described
     assert cluster["kind"] == "cluster" and cluster["replicas"] == 2 and cluster["router"]["policy"] == twin
     requests = len((run / "requests.jsonl").read_text().splitlines())

@@ -36,8 +36,12 @@ def test_an_instant_link_gives_a_colocated_engines_tokens_and_the_split_adds_up_
     ]
     for r in split:
         assert r.error_type is None and r.t_kv_arrived == r.t_prefill_end  # nothing to wait for on the link
-        parts = [r.t_admitted - r.t_sent, r.t_prefill_end - r.t_admitted, r.t_kv_arrived - r.t_prefill_end,
-                 r.t_first_token - r.t_kv_arrived]  # type: ignore[operator]  # fmt: skip
+        parts = [
+            r.t_admitted - r.t_sent,
+            r.t_prefill_end - r.t_admitted,
+            r.t_kv_arrived - r.t_prefill_end,
+            r.t_first_token - r.t_kv_arrived,
+        ]  # type: ignore[operator]
         assert all(p >= 0 for p in parts)
         assert sum(parts) == pytest.approx(r.t_first_token - r.t_sent, abs=1e-12)  # type: ignore[operator]
         assert r.cached_tokens == 0  # the transferred KV is not a prefix cache hit

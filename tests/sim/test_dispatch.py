@@ -26,13 +26,16 @@ def test_only_arrivals_at_an_idle_engine_measure_its_dispatch(tmp_path: Path) ->
     spans = [(1.0, 1.01), (1.0101, 1.02), (2.0, 2.01)]
     write_jsonl(tmp_path / "steps" / "continuous-t0.jsonl", [{"t_start": a, "t_end": b} for a, b in spans])
     record = {"engine": "continuous", "trial": 0}
-    write_jsonl(tmp_path / "records.jsonl", [
-        {**record, "request_id": "idle", "t_scheduled": 0.9993, "t_admitted": 1.0},  # 0.7 ms to its step
-        {**record, "request_id": "busy", "t_scheduled": 1.005, "t_admitted": 1.0101},  # waited for a step
-        {**record, "request_id": "idle-2", "t_scheduled": 1.9995, "t_admitted": 2.0},
-        {**record, "request_id": "shed", "t_scheduled": 1.5, "t_admitted": None},  # never admitted
-        {"engine": "static", "trial": 0, "request_id": "other", "t_scheduled": 0.5, "t_admitted": 1.0},
-    ])  # fmt: skip
+    write_jsonl(
+        tmp_path / "records.jsonl",
+        [
+            {**record, "request_id": "idle", "t_scheduled": 0.9993, "t_admitted": 1.0},  # 0.7 ms to its step
+            {**record, "request_id": "busy", "t_scheduled": 1.005, "t_admitted": 1.0101},  # waited for a step
+            {**record, "request_id": "idle-2", "t_scheduled": 1.9995, "t_admitted": 2.0},
+            {**record, "request_id": "shed", "t_scheduled": 1.5, "t_admitted": None},  # never admitted
+            {"engine": "static", "trial": 0, "request_id": "other", "t_scheduled": 0.5, "t_admitted": 1.0},
+        ],
+    )
     assert idle_arrival_waits(tmp_path, "continuous") == pytest.approx([0.0007, 0.0005])
     (tmp_path / "records.jsonl").unlink()  # a step trace alone: nothing to measure the dispatch on
     assert idle_arrival_waits(tmp_path, "continuous") == []
@@ -53,8 +56,10 @@ def admitting_steps(profile: Path) -> tuple[list[float], list[float]]:
     sim = build_engine(spec, None)
     steps: list = []
     sim.set_step_sink(steps.append)
-    schedule = [Scheduled(Request("a", [5] * 32, 8, ignore_eos=True), 1.0),
-                Scheduled(Request("b", [6] * 32, 8, ignore_eos=True), 1.004)]  # fmt: skip
+    schedule = [
+        Scheduled(Request("a", [5] * 32, 8, ignore_eos=True), 1.0),
+        Scheduled(Request("b", [6] * 32, 8, ignore_eos=True), 1.004),
+    ]
     run_virtual_open_loop(sim, schedule, lambda record: None, label="sim")  # type: ignore[arg-type]
     return [s.t_start for s in steps if s.admitted], [s.t_start for s in steps]
 

@@ -83,8 +83,24 @@ def test_several_seeds_are_compared_by_their_median_beside_the_real_interval(tmp
 
 def test_a_run_without_a_measured_engine_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     run = tmp_path / "sim-only"
-    assert main(["run", "--workload", "chat-small", "--requests", "8", "--engine", "sim", "--out", str(run),
-                 "--no-report", "--no-progress"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "--workload",
+                "chat-small",
+                "--requests",
+                "8",
+                "--engine",
+                "sim",
+                "--out",
+                str(run),
+                "--no-report",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["sim", "fidelity", str(run), "--profile", str(PROFILE)]) == 2
     assert "no in-process engine" in capsys.readouterr().err
@@ -114,13 +130,33 @@ def test_a_run_of_several_trials_is_judged_against_their_median_and_shows_their_
     p99 = real["latency"]["ttft"]["percentiles"]["p99"]["value"]
     tok_s = real["throughput"]["steady"]["output_token_rate"]
     # three trials of the same schedule, as `batchmark run --repeat 3` writes them: TTFT p99 repeats within 20%
-    metrics["repeat"] = {"continuous": {"ttft_p99_s": {"values": [1.2 * p99, p99, 0.9 * p99]},
-                                        "output_tok_s": {"values": [tok_s, 1.01 * tok_s]},
-                                        "tpot_p50_s": {"values": [0.004]}}}  # fmt: skip
+    metrics["repeat"] = {
+        "continuous": {
+            "ttft_p99_s": {"values": [1.2 * p99, p99, 0.9 * p99]},
+            "output_tok_s": {"values": [tok_s, 1.01 * tok_s]},
+            "tpot_p50_s": {"values": [0.004]},
+        }
+    }
     (run / "metrics.json").write_text(json.dumps(metrics))
     out = tmp_path / "table.json"
-    assert main(["sim", "fidelity", str(run), "--profile", str(PROFILE), "--engine", "continuous", "--seeds", "1",
-                 "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "sim",
+                "fidelity",
+                str(run),
+                "--profile",
+                str(PROFILE),
+                "--engine",
+                "continuous",
+                "--seeds",
+                "1",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     rows = {r["metric"]: r for r in json.loads(out.read_text())[0]["rows"]}
     assert rows["TTFT p99"]["real"] == pytest.approx(p99) and rows["TTFT p99"]["trials_spread"] == pytest.approx(0.2)

@@ -36,8 +36,12 @@ def test_continuous_below_saturation_lands_within_10_percent_on_medians_and_thro
     for run in ("chat-mix", "chat-mix-r1"):
         errors = tables["chat-small"][run]["continuous"]
         assert all(abs(errors[m]) <= 0.10 for m in MEDIANS), (run, errors)
-    within = [(fit, run) for fit, t in tables.items() for run, e in t.items()
-              if all(abs(e["continuous"][m]) <= 0.10 for m in MEDIANS)]  # fmt: skip
+    within = [
+        (fit, run)
+        for fit, t in tables.items()
+        for run, e in t.items()
+        if all(abs(e["continuous"][m]) <= 0.10 for m in MEDIANS)
+    ]
     assert len(within) >= 5, within
 
 

@@ -42,11 +42,21 @@ PAIRS = {
 
 
 @pytest.mark.parametrize(("run", "engine", "profile"), list(PAIRS))
-def test_a_held_out_pair_lands_within_10_percent_of_its_trials(run: str, engine: str, profile: str,
-                                                               tmp_path: Path) -> None:  # fmt: skip
+def test_a_held_out_pair_lands_within_10_percent_of_its_trials(
+    run: str, engine: str, profile: str, tmp_path: Path
+) -> None:
     out = tmp_path / "fidelity.json"
-    argv = ["sim", "fidelity", str(TRIALS / run), "--profile", str(TRIALS / profile), "--engine", engine,
-            "--json", str(out)]  # fmt: skip
+    argv = [
+        "sim",
+        "fidelity",
+        str(TRIALS / run),
+        "--profile",
+        str(TRIALS / profile),
+        "--engine",
+        engine,
+        "--json",
+        str(out),
+    ]
     assert main(argv) == 0
     (table,) = json.loads(out.read_text())
     errors = [row["error"] for row in table["rows"]]

@@ -21,9 +21,16 @@ from harness.cli import main
 from harness.metrics.simulation import manifest_notices
 
 # one machine's law, per unit of each regressor (seconds); the attention terms in the tens of nanoseconds
-LAW = {"prefill_tokens": 40e-6, "prefill_chunks": 300e-6, "decode_seqs": 150e-6, "prompt_pad_rows": 40e-6,
-       "held_rows": 150e-6, "decode_context": 30e-9, "prefill_self_pairs": 60e-9,
-       "prefill_context_pairs": 90e-9}  # fmt: skip
+LAW = {
+    "prefill_tokens": 40e-6,
+    "prefill_chunks": 300e-6,
+    "decode_seqs": 150e-6,
+    "prompt_pad_rows": 40e-6,
+    "held_rows": 150e-6,
+    "decode_context": 30e-9,
+    "prefill_self_pairs": 60e-9,
+    "prefill_context_pairs": 90e-9,
+}
 INTERCEPT = 2e-3
 PAIRS = ("decode_context", "prefill_self_pairs", "prefill_context_pairs")
 
@@ -138,9 +145,14 @@ def _run_dir(tmp: Path, name: str, split: bool) -> Path:
     attention split by kernel or (`split` False) as traces were written before it was."""
     run = tmp / name
     (run / "steps").mkdir(parents=True)
-    engine = {"name": "continuous", "kind": "continuous", "kv_bytes_per_token": 1000, "kv_blocks": 512,
-              "options": {"continuous": {"max_running": 32, "max_batched_tokens": 512}, "kv": {"block_size": 16}},
-              "model": {"source": "synthetic", "config": {"max_position_embeddings": 16384}}}  # fmt: skip
+    engine = {
+        "name": "continuous",
+        "kind": "continuous",
+        "kv_bytes_per_token": 1000,
+        "kv_blocks": 512,
+        "options": {"continuous": {"max_running": 32, "max_batched_tokens": 512}, "kv": {"block_size": 16}},
+        "model": {"source": "synthetic", "config": {"max_position_embeddings": 16384}},
+    }
     (run / "manifest.json").write_text(json.dumps({"engines": [engine]}))
     steps = timed(continuous_plans(), seed=0)
     t, lines = 0.0, []

@@ -57,9 +57,11 @@ def ran(tmp_path_factory: pytest.TempPathFactory, profiles: dict[str, Path]) -> 
     """One run (its fixed cost paid once: a summary per engine) of three engines: on a profile fitted on short
     prompts, on one fitted wide enough for every step, and on an old profile without ranges."""
     out = tmp_path_factory.mktemp("range") / "run"
-    engines = [f"sim:profile={profiles['small']},noise=false,label=twin",
-               f"sim:profile={profiles['wide']},noise=false,label=inside",
-               f"sim:profile={profiles['old']},noise=false,label=a"]  # fmt: skip
+    engines = [
+        f"sim:profile={profiles['small']},noise=false,label=twin",
+        f"sim:profile={profiles['wide']},noise=false,label=inside",
+        f"sim:profile={profiles['old']},noise=false,label=a",
+    ]
     argv = ["run", "--workload", "chat-small", "--requests", "8", "--no-report", "--no-progress", "--out", str(out)]
     capture = io.StringIO()
     with contextlib.redirect_stdout(capture):
@@ -100,8 +102,10 @@ def test_a_run_with_longer_prompts_warns_with_its_share(ran: tuple[Path, str]) -
     lines = [line for line in printed.splitlines() if line.startswith("RANGE: twin:")]
     assert len(lines) == 1, printed
     share = len(beyond) / len(steps)
-    assert (f"prefill tokens per step up to {max(beyond)} vs fitted 4-15 ({max(beyond) / 15:.1f}x) in "
-            f"{share:.0%} of steps ({len(beyond)} of {len(steps)})") in lines[0]  # fmt: skip
+    assert (
+        f"prefill tokens per step up to {max(beyond)} vs fitted 4-15 ({max(beyond) / 15:.1f}x) in "
+        f"{share:.0%} of steps ({len(beyond)} of {len(steps)})"
+    ) in lines[0]
     assert lines[0].endswith(": extrapolated.")
 
 
@@ -129,8 +133,18 @@ def test_an_old_profile_says_range_unknown_once(ran: tuple[Path, str], profiles:
 
 
 def test_sim_fidelity_warns_per_engine(capsys: pytest.CaptureFixture[str], profiles: dict[str, Path]) -> None:
-    argv = ["sim", "fidelity", str(FIDELITY_RUN), "--profile", str(profiles["small"]), "--no-noise", "--seeds", "1",
-            "--engine", "continuous"]  # fmt: skip
+    argv = [
+        "sim",
+        "fidelity",
+        str(FIDELITY_RUN),
+        "--profile",
+        str(profiles["small"]),
+        "--no-noise",
+        "--seeds",
+        "1",
+        "--engine",
+        "continuous",
+    ]
     assert main(argv) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "RANGE:" in line]
     assert len(warnings) == 1, warnings
@@ -138,8 +152,9 @@ def test_sim_fidelity_warns_per_engine(capsys: pytest.CaptureFixture[str], profi
     assert warnings[0].endswith(": extrapolated.")
 
 
-@pytest.mark.parametrize("ranges", [{"prefill_tokens": {"min": 0}}, "wide", {name: {"min": 5, "max": 1} for name in
-                                                                                REGRESSORS}])  # fmt: skip
+@pytest.mark.parametrize(
+    "ranges", [{"prefill_tokens": {"min": 0}}, "wide", {name: {"min": 5, "max": 1} for name in REGRESSORS}]
+)
 def test_a_bad_range_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], profiles: dict[str, Path], ranges: object
 ) -> None:
@@ -164,5 +179,9 @@ def test_a_cluster_counts_every_replicas_steps(profiles: dict[str, Path]) -> Non
     per_replica = [r.cost.range_check() for r in engine.replicas]
     assert all(c["outside"]["prefill_tokens"]["steps"] == 2 for c in per_replica)  # two 40-token prompts each
     assert check["steps"] == sum(c["steps"] for c in per_replica)
-    assert check["outside"]["prefill_tokens"] == {"steps": 4, "share": 4 / check["steps"], "largest": 40,
-                                                  "ratio": 40 / 15}  # fmt: skip
+    assert check["outside"]["prefill_tokens"] == {
+        "steps": 4,
+        "share": 4 / check["steps"],
+        "largest": 40,
+        "ratio": 40 / 15,
+    }

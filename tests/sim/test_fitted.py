@@ -14,8 +14,14 @@ from engines.errors import EngineInputError
 from engines.sim.fitted import REGRESSORS_V1, FittedCost, TraceSteps, fit_steps, load_profile, regressors
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
-LAW = {"prefill_tokens": 20e-6, "prefill_chunks": 150e-6, "decode_seqs": 60e-6, "attended_context": 2e-9,
-       "prompt_pad_rows": 15e-6, "held_rows": 50e-6}  # fmt: skip
+LAW = {
+    "prefill_tokens": 20e-6,
+    "prefill_chunks": 150e-6,
+    "decode_seqs": 60e-6,
+    "attended_context": 2e-9,
+    "prompt_pad_rows": 15e-6,
+    "held_rows": 50e-6,
+}
 INTERCEPT = 3e-3
 
 
@@ -48,8 +54,11 @@ def test_the_fit_recovers_the_law() -> None:
     assert profile.fit["borrowed"] == {"prompt_pad_rows": "prefill_tokens", "held_rows": "decode_seqs"}
     assert profile.fit["r2"] == pytest.approx(1.0)
     assert profile.step_gap_s == pytest.approx(1e-4)
-    assert profile.version == 1 and profile.fit["unknown"] == ["decode_context", "prefill_self_pairs",
-                                                               "prefill_context_pairs"]  # fmt: skip
+    assert profile.version == 1 and profile.fit["unknown"] == [
+        "decode_context",
+        "prefill_self_pairs",
+        "prefill_context_pairs",
+    ]
 
 
 def test_noise_costs_precision_not_bias() -> None:

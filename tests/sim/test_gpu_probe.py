@@ -15,8 +15,15 @@ from harness.gpu_truth.decoder import Decoder
 from harness.gpu_truth.probe import add_arguments, plan, run
 from harness.gpu_truth.rows import load_truth, model_shape
 
-TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "intermediate_size": 128, "vocab_size": 97, "max_position_embeddings": 4096}  # fmt: skip
+TINY = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 97,
+    "max_position_embeddings": 4096,
+}
 
 
 @pytest.fixture
@@ -64,9 +71,13 @@ def test_probe_rows_load_as_truth(tiny, tmp_path):
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [(["--model", "no-such-model"], "unknown model"), (["--repeats", "0"], "must be positive"),
-     (["--device", "cuda"], "no CUDA GPU"), (["-o", "__FILE__"], "not a folder")],
-)  # fmt: skip
+    [
+        (["--model", "no-such-model"], "unknown model"),
+        (["--repeats", "0"], "must be positive"),
+        (["--device", "cuda"], "no CUDA GPU"),
+        (["-o", "__FILE__"], "not a folder"),
+    ],
+)
 def test_bad_probe_options_are_one_line(tmp_path, capsys, extra, message):
     from harness.cli import main
 

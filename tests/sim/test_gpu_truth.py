@@ -32,8 +32,11 @@ def test_the_split_is_half_the_rows_and_fixed_by_id() -> None:
     rows = load_truth()
     held = [r for r in rows if r.held_out]
     assert len(rows) == 550 and len(held) == 284  # pinned: a changed split rule would silently refit on other rows
-    for name, hardware, mixed in (("public-a100", ["a100"], False), ("public-a100-h200", ["a100", "h200"], False),
-                                  ("public-a100-h200-kernels", ["a100", "h200"], True)):  # fmt: skip
+    for name, hardware, mixed in (
+        ("public-a100", ["a100"], False),
+        ("public-a100-h200", ["a100", "h200"], False),
+        ("public-a100-h200-kernels", ["a100", "h200"], True),
+    ):
         train = training_rows(rows, hardware, mixed)
         assert len(train) == json.loads((VALIDATION_DIR.parent / f"{name}.json").read_text())["fitted_on"]["rows"]
     assert not [r for r in training_rows(rows, ["h200"]) if r.kind == "mixed"]  # the base form leaves them out
@@ -56,19 +59,32 @@ def test_the_calibration_holds_its_reached_errors_on_rows_it_never_saw(tables: d
     targets are 10% overall and 15% for decode, prefill and H100 (never fitted by either)."""
     plain = tables["roofline"]
     reached = {
-        "public-a100": {("accelerator", "a100"): 0.07, ("accelerator", "h100"): 0.15,
-                        ("accelerator / phase", "a100 decode"): 0.05, ("accelerator / phase", "h100 prefill"): 0.12},
-        "public-a100-h200": {("total", "all rows"): 0.13, ("accelerator", "h100"): 0.16,
-                             ("accelerator", "h200"): 0.10, ("accelerator / phase", "h200 decode"): 0.06,
-                             ("accelerator / phase", "h200 prefill"): 0.10},
+        "public-a100": {
+            ("accelerator", "a100"): 0.07,
+            ("accelerator", "h100"): 0.15,
+            ("accelerator / phase", "a100 decode"): 0.05,
+            ("accelerator / phase", "h100 prefill"): 0.12,
+        },
+        "public-a100-h200": {
+            ("total", "all rows"): 0.13,
+            ("accelerator", "h100"): 0.16,
+            ("accelerator", "h200"): 0.10,
+            ("accelerator / phase", "h200 decode"): 0.06,
+            ("accelerator / phase", "h200 prefill"): 0.10,
+        },
         # the simulator's default on A100, H100 and H200: attention and activation kernels priced apart, fitted on
         # the training half of A100's and H200's rows, mixed steps included
-        "public-a100-h200-kernels": {("total", "all rows"): 0.093, ("phase", "decode"): 0.113,
-                                     ("phase", "prefill"): 0.096, ("accelerator", "a100"): 0.056,
-                                     ("accelerator", "h100"): 0.144, ("accelerator / phase", "h200 decode"): 0.048,
-                                     ("accelerator / phase", "h200 prefill"): 0.061,
-                                     ("accelerator / phase", "h200 mixed"): 0.058},
-    }  # fmt: skip
+        "public-a100-h200-kernels": {
+            ("total", "all rows"): 0.093,
+            ("phase", "decode"): 0.113,
+            ("phase", "prefill"): 0.096,
+            ("accelerator", "a100"): 0.056,
+            ("accelerator", "h100"): 0.144,
+            ("accelerator / phase", "h200 decode"): 0.048,
+            ("accelerator / phase", "h200 prefill"): 0.061,
+            ("accelerator / phase", "h200 mixed"): 0.058,
+        },
+    }
     for name, bounds in reached.items():
         cal = tables[name]
         for (section, key), bound in bounds.items():
@@ -91,8 +107,18 @@ def test_the_calibration_holds_its_reached_errors_on_rows_it_never_saw(tables: d
 def test_validate_prints_every_regime(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "validate"]) == 0
     out = capsys.readouterr().out
-    for regime in ("prefill short", "prefill mid", "prefill long", "decode batch 1", "decode batch 17-64",
-                   "decode ctx >4k", "tp 8", "all-reduce", "layer GEMMs", "<=10%"):  # fmt: skip
+    for regime in (
+        "prefill short",
+        "prefill mid",
+        "prefill long",
+        "decode batch 1",
+        "decode batch 17-64",
+        "decode ctx >4k",
+        "tp 8",
+        "all-reduce",
+        "layer GEMMs",
+        "<=10%",
+    ):
         assert regime in out, regime
 
 
@@ -111,8 +137,11 @@ def test_a_bad_truth_folder_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["sim", "validate", "--truth", str(truth)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert {"drop_column": "missing column 'ms'", "drop_regime": "'decode batch 2-16' has no rows",
-            "bad_value": "steps.csv:2: field 'ms'"}[damage] in err, err  # fmt: skip
+    assert {
+        "drop_column": "missing column 'ms'",
+        "drop_regime": "'decode batch 2-16' has no rows",
+        "bad_value": "steps.csv:2: field 'ms'",
+    }[damage] in err, err
 
 
 def test_an_unknown_calibration_or_stack_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,8 +13,23 @@ from harness.pd_sweep import Split, rank_splits, sweep_specs
 
 
 def test_a_tiny_sweep_runs_every_split_and_names_the_best(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["pd-sweep", "--gpus", "3", "--workload", "chat-small", "--requests", "24", "--rate", "30",
-            "--slo-job-s", "5", "--no-report", "--no-progress", "--out", str(tmp_path / "pd")]  # fmt: skip
+    argv = [
+        "pd-sweep",
+        "--gpus",
+        "3",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "24",
+        "--rate",
+        "30",
+        "--slo-job-s",
+        "5",
+        "--no-report",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "pd"),
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     sweep = json.loads((tmp_path / "pd" / "pd_sweep.json").read_text())
@@ -31,8 +46,10 @@ def test_a_tiny_sweep_runs_every_split_and_names_the_best(tmp_path: Path, capsys
 
 def test_a_split_without_a_measured_goodput_is_not_ranked_and_none_is_cannot_tell() -> None:
     splits = [Split("p1d1", 1, 1, 2), Split("p1d2", 1, 2, 3)]
-    engines = {"p1d1": {"slo": {"goodput_rps_steady": None, "goodput_rps_steady_reason": "window too short"}},
-               "p1d2": {"slo": {"goodput_rps_steady": 3.5, "attainment": 0.9}}}  # fmt: skip
+    engines = {
+        "p1d1": {"slo": {"goodput_rps_steady": None, "goodput_rps_steady_reason": "window too short"}},
+        "p1d2": {"slo": {"goodput_rps_steady": 3.5, "attainment": 0.9}},
+    }
     assert rank_splits(splits, engines)["verdict"] == "1:2"
     assert rank_splits(splits[:1], engines)["verdict"] == "cannot tell"
 
@@ -47,8 +64,9 @@ def test_a_split_without_a_measured_goodput_is_not_ranked_and_none_is_cannot_tel
         (["--gpus", "2", "--disagg", "bandwidth_gbps=0"], "bandwidth_gbps"),
     ],
 )
-def test_bad_sweeps_are_one_line(argv: list[str], needle: str, tmp_path: Path,
-                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_bad_sweeps_are_one_line(
+    argv: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["pd-sweep", *argv, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err

@@ -30,10 +30,18 @@ from tests.sim.test_fit_features import seq
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # a law bent at the knots: the price of a key rises past each
-LAW = {"prefill_tokens": 40e-6, "prefill_chunks": 300e-6, "decode_seqs": 150e-6, "prompt_pad_rows": 40e-6,
-       "held_rows": 150e-6, "prefill_self_pairs": 60e-9, "prefill_context_pairs": 90e-9,
-       "decode_context_to_256": 100e-9, "decode_context_256_1024": 300e-9,
-       "decode_context_past_1024": 700e-9}  # fmt: skip
+LAW = {
+    "prefill_tokens": 40e-6,
+    "prefill_chunks": 300e-6,
+    "decode_seqs": 150e-6,
+    "prompt_pad_rows": 40e-6,
+    "held_rows": 150e-6,
+    "prefill_self_pairs": 60e-9,
+    "prefill_context_pairs": 90e-9,
+    "decode_context_to_256": 100e-9,
+    "decode_context_256_1024": 300e-9,
+    "decode_context_past_1024": 700e-9,
+}
 INTERCEPT = 1.5e-3
 
 
@@ -107,21 +115,30 @@ def test_version_2_profiles_price_as_they_did() -> None:
         c = data["coefficients"]
         for plan in plans(50, seed=int(rng.integers(1000))):
             f = step_features(plan)
-            want = (data["intercept_s"] + c["prefill_tokens"] * f.prefill_tokens
-                    + c["prefill_chunks"] * f.prefill_chunks + c["decode_seqs"] * f.decode_seqs
-                    + c["prompt_pad_rows"] * (f.padded_rows - f.held_rows)
-                    + c["held_rows"] * f.held_rows + c["decode_context"] * f.decode_context
-                    + c["prefill_self_pairs"] * f.prefill_self_pairs
-                    + c["prefill_context_pairs"] * f.prefill_context_pairs)  # fmt: skip
+            want = (
+                data["intercept_s"]
+                + c["prefill_tokens"] * f.prefill_tokens
+                + c["prefill_chunks"] * f.prefill_chunks
+                + c["decode_seqs"] * f.decode_seqs
+                + c["prompt_pad_rows"] * (f.padded_rows - f.held_rows)
+                + c["held_rows"] * f.held_rows
+                + c["decode_context"] * f.decode_context
+                + c["prefill_self_pairs"] * f.prefill_self_pairs
+                + c["prefill_context_pairs"] * f.prefill_context_pairs
+            )
             assert profile.step_time(f) == pytest.approx(want, rel=1e-12), path
 
 
 def test_a_trace_that_cannot_split_the_keys_fits_version_2_and_says_so() -> None:
     """Wide batches only, every row past 256 keys: the first segment is 256 x the rows, no price of its own."""
     rng = np.random.default_rng(1)
-    wide = [StepPlan([Chunk(seq(int(rng.integers(300, 4096)), 1), 1, True) for _ in range(int(rng.integers(8, 33)))]
-                     + ([Chunk(seq(0), int(rng.integers(8, 512)), True)] if rng.random() < 0.3 else []))
-            for _ in range(300)]  # fmt: skip
+    wide = [
+        StepPlan(
+            [Chunk(seq(int(rng.integers(300, 4096)), 1), 1, True) for _ in range(int(rng.integers(8, 33)))]
+            + ([Chunk(seq(0), int(rng.integers(8, 512)), True)] if rng.random() < 0.3 else [])
+        )
+        for _ in range(300)
+    ]
     profile = fit_steps(timed(wide))
     assert profile.version == 2 and "linearly dependent in the version-3 form" in profile.fit["form"]
     with pytest.raises(EngineInputError, match="linearly dependent"):

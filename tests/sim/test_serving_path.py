@@ -43,8 +43,9 @@ def calibration_run(tmp_path: Path, contention: float, server_ttft_s: float, cli
             features = dict.fromkeys(FEATURE_NAMES, 0) | shape
             price = profile.step_time(StepFeatures(**features))
             traced = {TRACE_FIELDS[name]: value for name, value in features.items()}  # as a trace names them
-            rows.append({"step": i, "t_start": t, "t_end": t + contention * price, "num_running": 2, "finished": [],
-                         **traced})  # fmt: skip
+            rows.append(
+                {"step": i, "t_start": t, "t_end": t + contention * price, "num_running": 2, "finished": [], **traced}
+            )
             t += contention * price + 0.001
         (folder / f"r{r}.steps.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
         (folder / f"r{r}.before.prom").write_text(prom(10, 1.0))  # a run before this one: differenced away
@@ -86,15 +87,29 @@ def test_fidelity_with_serving_prints_where_it_was_measured(tmp_path: Path, caps
     )
     assert "x1.250" in capsys.readouterr().out
     judged = router_run(tmp_path, "cache_aware")
-    assert main(["sim", "fidelity", str(judged), "--profile", str(PROFILE), "--no-noise",
-                 "--serving", str(tmp_path / "s.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "sim",
+                "fidelity",
+                str(judged),
+                "--profile",
+                str(PROFILE),
+                "--no-noise",
+                "--serving",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "path_ms=4.00 and slowdown=0.250, measured on" in out and str(calibration) in out
 
 
 @pytest.mark.parametrize(("field", "value"), [("path_ms", float("nan")), ("slowdown", -0.1), ("path_ms", "3")])
-def test_a_bad_serving_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str,
-                                        value: object) -> None:  # fmt: skip
+def test_a_bad_serving_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object
+) -> None:
     good = {"path_ms": 4.0, "slowdown": 0.2, "measured_on": "runs/cal", "profile": "p.json"}
     bad = tmp_path / "serving.json"
     bad.write_text(json.dumps(good | {field: value}))  # NaN is written as the bare token NaN, which json reads
@@ -125,8 +140,10 @@ def test_a_run_without_replica_traces_is_one_line(tmp_path: Path, capsys: pytest
 
 def records(folder: Path, ttft_s: dict[str, float]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"request_id": r, "t_scheduled": float(i), "t_first_token": i + t}) + "\n"
-             for i, (r, t) in enumerate(ttft_s.items())]  # fmt: skip
+    lines = [
+        json.dumps({"request_id": r, "t_scheduled": float(i), "t_first_token": i + t}) + "\n"
+        for i, (r, t) in enumerate(ttft_s.items())
+    ]
     (folder / "records.jsonl").write_text("".join(lines))
     return folder
 
@@ -155,8 +172,10 @@ def test_the_path_is_the_median_per_request_where_the_records_carry_server_ttfts
     """Records with each request's server TTFT (`batchmark serve` says it per request): the path is the median of
     client TTFT - server TTFT over requests, which one stalled request does not move; the mean difference does."""
     run = calibration_run(tmp_path, contention=1.0, server_ttft_s=0.010, client_ttft_s=0.0236)
-    rows = [make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.014, gaps=[0.01], engine="fleet", server_ttft_s=0.010)
-            for i in range(31)]  # fmt: skip
+    rows = [
+        make_record(f"r{i}", t_scheduled=0.5 * i, ttft=0.014, gaps=[0.01], engine="fleet", server_ttft_s=0.010)
+        for i in range(31)
+    ]
     rows.append(make_record("stalled", t_scheduled=16.0, ttft=0.452, engine="fleet", server_ttft_s=0.010))
     (run / "records.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     options, evidence = serving_path(run, PROFILE)

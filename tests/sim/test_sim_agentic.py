@@ -61,10 +61,12 @@ def test_the_job_metric_reaches_metrics_json_console_summary_and_report(agentic_
 
 
 @pytest.mark.parametrize(("value", "why"), [("nan", "must be a finite number > 0"), ("-1", "must be > 0")])
-def test_a_bad_job_slo_is_one_line_and_exit_2(value: str, why: str, capsys: pytest.CaptureFixture[str],
-                                              tmp_path: Path) -> None:  # fmt: skip
-    code = main(["run", "--engine", "sim", "--workload", "agentic-fanout", "--out", str(tmp_path / "r"),
-                 "--slo-job-s", value])  # fmt: skip
+def test_a_bad_job_slo_is_one_line_and_exit_2(
+    value: str, why: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main(
+        ["run", "--engine", "sim", "--workload", "agentic-fanout", "--out", str(tmp_path / "r"), "--slo-job-s", value]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err == f"batchmark: error: --slo-job-s {value}: {why}\n"
     assert not (tmp_path / "r").exists()  # validated before any work

@@ -97,8 +97,17 @@ def test_a_closed_loop_keeps_at_most_one_request_per_user(tmp_path: Path) -> Non
 
 def test_a_stop_rule_ends_a_hopeless_simulation(tmp_path: Path) -> None:
     out = tmp_path / "stop"
-    code = run(out, "--workload", "chat-small", "--rate", "2000", "--engine", "sim:scheduler=static,max_batch=4",
-               "--stop-in-flight", "20")  # fmt: skip
+    code = run(
+        out,
+        "--workload",
+        "chat-small",
+        "--rate",
+        "2000",
+        "--engine",
+        "sim:scheduler=static,max_batch=4",
+        "--stop-in-flight",
+        "20",
+    )
     assert code == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["outcomes"][0]["stopped_early"]["rule"] == "max_in_flight"
@@ -117,8 +126,9 @@ def test_a_stop_rule_ends_a_hopeless_simulation(tmp_path: Path) -> None:
         ("sim:tp=two", "tp='two' is not an integer"),
     ],
 )
-def test_bad_options_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str,
-                                             message: str) -> None:  # fmt: skip
+def test_bad_options_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, message: str
+) -> None:
     assert run(tmp_path / "bad", "--workload", "chat-small", "--engine", spec) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1

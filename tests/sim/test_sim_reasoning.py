@@ -22,8 +22,10 @@ def _run(reasoning: int):
     engine = build_engine(spec, None)
     steps: list = []
     engine.set_step_sink(steps.append)
-    schedule = [Scheduled(Request(f"q{i}", distinct_prompt(i, 64), OUTPUT, True, reasoning_tokens=reasoning), i * 0.01)
-                for i in range(6)]  # fmt: skip
+    schedule = [
+        Scheduled(Request(f"q{i}", distinct_prompt(i, 64), OUTPUT, True, reasoning_tokens=reasoning), i * 0.01)
+        for i in range(6)
+    ]
     records: list = []
     run_virtual_open_loop(engine, schedule, records.append, label="sim")
     return records_frame(records), steps
@@ -55,7 +57,9 @@ def test_ttfo_minus_ttft_is_the_reasoning_decode_steps(runs) -> None:
 def test_a_recorded_schedule_replays_with_its_reasoning_tokens(tmp_path) -> None:
     from harness.simulation import schedule_from_run
 
-    rows = ['{"request_id": "a", "arrival_s": 0.0, "input_tokens": 4, "output_tokens": 8, "reasoning_tokens": 5}',
-            '{"request_id": "b", "arrival_s": 0.1, "input_tokens": 4, "output_tokens": 8}']  # fmt: skip
+    rows = [
+        '{"request_id": "a", "arrival_s": 0.0, "input_tokens": 4, "output_tokens": 8, "reasoning_tokens": 5}',
+        '{"request_id": "b", "arrival_s": 0.1, "input_tokens": 4, "output_tokens": 8}',
+    ]
     (tmp_path / "requests.jsonl").write_text("\n".join(rows) + "\n")
     assert [s.request.reasoning_tokens for s in schedule_from_run(tmp_path)] == [5, 0]

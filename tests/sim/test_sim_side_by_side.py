@@ -12,13 +12,27 @@ import pytest
 
 from harness.cli import main
 
-ENGINES = ["--engine", "sim:scheduler=static,model=llama-3.1-8b,hardware=h100",
-           "--engine", "sim:model=llama-3.1-8b,hardware=h100"]  # fmt: skip
+ENGINES = [
+    "--engine",
+    "sim:scheduler=static,model=llama-3.1-8b,hardware=h100",
+    "--engine",
+    "sim:model=llama-3.1-8b,hardware=h100",
+]
 
 
 def run_argv(out: Path) -> list[str]:
-    return ["run", "--workload", "chat-small", "--requests", "40", *ENGINES, "--out", str(out), "--no-report",
-            "--no-progress"]  # fmt: skip
+    return [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "40",
+        *ENGINES,
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+    ]
 
 
 def simulate(out: Path, capsys: pytest.CaptureFixture[str]) -> str:
@@ -40,9 +54,9 @@ def in_turns(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_side_by_side_writes_what_one_after_the_other_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str],
-                                                             in_turns: Path) -> None:  # fmt: skip
+def test_side_by_side_writes_what_one_after_the_other_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], in_turns: Path
+) -> None:
     import harness.side_by_side
 
     monkeypatch.setattr(harness.side_by_side, "usable_cores", lambda: 2)  # a 1-core runner still runs both ways
@@ -66,9 +80,9 @@ def failing_summary(*args: object) -> None:
     raise RuntimeError("a summary that fails")
 
 
-def test_a_summary_failing_beside_its_simulation_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str],
-                                                               in_turns: Path) -> None:  # fmt: skip
+def test_a_summary_failing_beside_its_simulation_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], in_turns: Path
+) -> None:
     """The records are appended and the parent summarises the engine runs itself, as if nothing had failed."""
     import harness.run
     import harness.side_by_side
@@ -77,8 +91,7 @@ def test_a_summary_failing_beside_its_simulation_loses_nothing(tmp_path: Path, m
     monkeypatch.setattr(harness.side_by_side, "MIN_REQUESTS", 40)
     monkeypatch.setattr(harness.side_by_side, "others_load", lambda: 0.0)
     real = harness.run.replay_side_by_side
-    monkeypatch.setattr(harness.run, "replay_side_by_side",
-                        lambda *args: real(*args[:7], failing_summary))  # fmt: skip
+    monkeypatch.setattr(harness.run, "replay_side_by_side", lambda *args: real(*args[:7], failing_summary))
     assert "side by side (2 processes)" in simulate(tmp_path / "failing", capsys)
     failing, turns = tmp_path / "failing", in_turns
     assert (failing / "records.jsonl").read_bytes() == (turns / "records.jsonl").read_bytes()

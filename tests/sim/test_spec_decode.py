@@ -139,8 +139,11 @@ def test_a_scraped_vllm_run_gives_its_histogram_exactly(tmp_path: Path) -> None:
     length is the run's 1 + 669 / 272; the sim engine takes the series file as its histogram."""
     from harness.engine_specs import build_engine, parse_engine_specs
 
-    rows = [_scraped("spec-run-before-repeat.prom", -0.1), {"t": 0.2, "ok": False, "error": "gap"},
-            _scraped("spec-run-after-repeat.prom", 9.0)]  # fmt: skip
+    rows = [
+        _scraped("spec-run-before-repeat.prom", -0.1),
+        {"t": 0.2, "ok": False, "error": "gap"},
+        _scraped("spec-run-after-repeat.prom", 9.0),
+    ]
     path = _series(tmp_path, rows)
     engine = build_engine(parse_engine_specs([f"sim:spec_decode={path}"], {})[0], None)
     described = engine.describe()["spec_decode"]
@@ -155,38 +158,50 @@ def test_a_scraped_vllm_run_gives_its_histogram_exactly(tmp_path: Path) -> None:
         ([{"t": 0, "ok": True, "running": 0.0}, {"t": 1, "ok": True, "running": 1.0}], "no two samples"),
         ([{"t": 0, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [3.0]}], "no two samples"),
         (  # a server restarted mid-trial: its counters went back
-            [{"t": 0, "ok": True, "spec_drafts": 50.0, "spec_accepted_per_pos": [40.0, 30.0]},
-             {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0, 6.0]}],
+            [
+                {"t": 0, "ok": True, "spec_drafts": 50.0, "spec_accepted_per_pos": [40.0, 30.0]},
+                {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0, 6.0]},
+            ],
             "counters that went back",
         ),
         (  # restarted, then counted past where it began: last - first looks like a trial's counts
-            [{"t": 0, "ok": True, "spec_drafts": 50.0, "spec_accepted_per_pos": [40.0]},
-             {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0]},
-             {"t": 2, "ok": True, "spec_drafts": 60.0, "spec_accepted_per_pos": [45.0]}],
+            [
+                {"t": 0, "ok": True, "spec_drafts": 50.0, "spec_accepted_per_pos": [40.0]},
+                {"t": 1, "ok": True, "spec_drafts": 10.0, "spec_accepted_per_pos": [8.0]},
+                {"t": 2, "ok": True, "spec_drafts": 60.0, "spec_accepted_per_pos": [45.0]},
+            ],
             "counters that went back",
         ),
         (  # issue #35: a router passed each scrape to one of its replicas
-            [{"t": t, "ok": True, "spec_drafts": 5.0 * t, "spec_accepted_per_pos": [2.0 * t], "router_replicas": 2}
-             for t in (0, 1)],
+            [
+                {"t": t, "ok": True, "spec_drafts": 5.0 * t, "spec_accepted_per_pos": [2.0 * t], "router_replicas": 2}
+                for t in (0, 1)
+            ],
             "scraped at a router's URL (each scrape reached one replica of 2)",
         ),
         (
-            [{"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [0.0]},
-             {"t": 1, "ok": True, "spec_drafts": 4.0, "spec_accepted_per_pos": [1.0, 0.0]}],
+            [
+                {"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [0.0]},
+                {"t": 1, "ok": True, "spec_drafts": 4.0, "spec_accepted_per_pos": [1.0, 0.0]},
+            ],
             "draft positions changed",
         ),
         (  # a count that is no number: a hand-edited or foreign series
-            [{"t": 0, "ok": True, "spec_drafts": "x", "spec_accepted_per_pos": [1.0]},
-             {"t": 1, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [2.0]}],
+            [
+                {"t": 0, "ok": True, "spec_drafts": "x", "spec_accepted_per_pos": [1.0]},
+                {"t": 1, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [2.0]},
+            ],
             "not a count",
         ),
         (
-            [{"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [None]},
-             {"t": 1, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [2.0]}],
+            [
+                {"t": 0, "ok": True, "spec_drafts": 0.0, "spec_accepted_per_pos": [None]},
+                {"t": 1, "ok": True, "spec_drafts": 5.0, "spec_accepted_per_pos": [2.0]},
+            ],
             "not a count",
         ),
     ],
-)  # fmt: skip
+)
 def test_a_series_that_cannot_give_a_histogram_is_one_line(tmp_path: Path, rows: list[dict], said: str) -> None:
     from harness.engine_specs import build_engine, parse_engine_specs
 

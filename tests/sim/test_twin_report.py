@@ -17,9 +17,24 @@ PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "sim_fidelity" / "p
 @pytest.fixture(scope="module")
 def twin_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("twin") / "run"
-    argv = ["run", "--workload", "chat-small", "--requests", "24", "--rate", "8", "--threads", "1", "--out", str(out),
-            "--engine", "continuous", "--engine", f"sim:profile={PROFILE},twin=continuous,label=twin",
-            "--no-progress"]  # fmt: skip
+    argv = [
+        "run",
+        "--workload",
+        "chat-small",
+        "--requests",
+        "24",
+        "--rate",
+        "8",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--engine",
+        "continuous",
+        "--engine",
+        f"sim:profile={PROFILE},twin=continuous,label=twin",
+        "--no-progress",
+    ]
     assert main(argv) == 0
     return out
 
@@ -51,8 +66,9 @@ def test_a_measured_trace_fits_a_profile(twin_run: Path, tmp_path: Path, capsys:
     assert main(["sim", "fit", str(twin_run), "--engine", "nope", "-o", str(out)]) == 2
 
 
-def test_several_runs_pool_their_steps_and_must_share_a_model(twin_run: Path, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_several_runs_pool_their_steps_and_must_share_a_model(
+    twin_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shutil
 
     one, two = tmp_path / "one.json", tmp_path / "two.json"

@@ -25,8 +25,10 @@ def _run(options: dict, label: str) -> tuple[dict, list]:
     engine = build_sim_engine({"max_running": 1, **options}, label)
     steps: list = []
     engine.set_step_sink(steps.append)
-    items = [Scheduled(Request("long", range(200), 300, ignore_eos=True), 0.0),
-             Scheduled(Request("probe", range(300), 8, ignore_eos=True), 0.5)]  # fmt: skip
+    items = [
+        Scheduled(Request("long", range(200), 300, ignore_eos=True), 0.0),
+        Scheduled(Request("probe", range(300), 8, ignore_eos=True), 0.5),
+    ]
     records: dict = {}
     run_virtual_open_loop(engine, items, lambda r: records.__setitem__(r.request_id, r), label=label)
     return records, steps

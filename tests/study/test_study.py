@@ -119,8 +119,22 @@ def test_variants_build_on_each_other_through_the_option_table() -> None:
 
 def test_sweep_reports_fairness_at_every_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sweep"
-    argv = ["sweep", "--workload", "noisy-neighbour", "--duration", "10", "--rates", "4,17.5", "--no-progress",
-            "--engine", "sim:label=fcfs", "--engine", "sim:policy=fair,label=fair", "--out", str(out)]  # fmt: skip
+    argv = [
+        "sweep",
+        "--workload",
+        "noisy-neighbour",
+        "--duration",
+        "10",
+        "--rates",
+        "4,17.5",
+        "--no-progress",
+        "--engine",
+        "sim:label=fcfs",
+        "--engine",
+        "sim:policy=fair,label=fair",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     assert "Jain" in capsys.readouterr().out
     curve = json.loads((out / "sweep.json").read_text())["curve"]

@@ -78,8 +78,13 @@ PLAN = _plan(
 
 
 def _unit(arm: str, slice_name: str, treatment: str, ttft: float) -> dict:
-    return {"arm": arm, "slice": slice_name, "trial": 0, "treatment": treatment,
-            "metrics": {"ttft.p99": ttft, "tpot.p99": 0.01}}  # fmt: skip
+    return {
+        "arm": arm,
+        "slice": slice_name,
+        "trial": 0,
+        "treatment": treatment,
+        "metrics": {"ttft.p99": ttft, "tpot.p99": 0.01},
+    }
 
 
 def test_which_variants_are_flagged_as_no_ops(tmp_path: Path) -> None:

@@ -42,8 +42,21 @@ def test_overload_warns_and_the_lead_time_is_onset_minus_firing(overload_run: Pa
 
 def test_a_calm_run_raises_nothing(tmp_path: Path) -> None:
     out = tmp_path / "calm"
-    argv = ["run", "--out", str(out), "--no-report", "--no-progress", "--workload", "noisy-neighbour",
-            "--rate", "2", "--duration", "20", "--engine", "sim"]  # fmt: skip
+    argv = [
+        "run",
+        "--out",
+        str(out),
+        "--no-report",
+        "--no-progress",
+        "--workload",
+        "noisy-neighbour",
+        "--rate",
+        "2",
+        "--duration",
+        "20",
+        "--engine",
+        "sim",
+    ]
     assert main(argv) == 0
     w = json.loads((out / "metrics.json").read_text())["runs"][0]["summary"]["warnings"]
     assert w["slo_violation_onset_s"] is None and w["earliest"] is None
@@ -65,9 +78,16 @@ def test_the_streaming_monitor_agrees_with_the_table(overload_run: Path) -> None
 
 
 def test_longest_wait_counts_only_requests_not_yet_admitted() -> None:
-    records = pd.DataFrame({"t_scheduled": [0.0, 1.0], "t_admitted": [5.0, 1.5], "t_finish": [6.0, 2.0],
-                            "token_times": [[5.5], [1.8]], "t_first_token": [5.5, 1.8],
-                            "t_sent": [0.0, 1.0]})  # fmt: skip
+    records = pd.DataFrame(
+        {
+            "t_scheduled": [0.0, 1.0],
+            "t_admitted": [5.0, 1.5],
+            "t_finish": [6.0, 2.0],
+            "token_times": [[5.5], [1.8]],
+            "t_first_token": [5.5, 1.8],
+            "t_sent": [0.0, 1.0],
+        }
+    )
     waits = longest_wait(records, np.array([1.2, 4.0, 5.0, 7.0]))
     assert waits.tolist() == pytest.approx([1.2, 4.0, 0.0, 0.0])
 

@@ -43,10 +43,16 @@ def test_branches_start_from_the_system_prompt_and_join_into_the_next_turn(tmp_p
     assert ids[(2, 0)][: len(ids[(1, 0)])] == ids[(1, 0)]  # the main line extends its own history
     assert ids[(1, 1)][512:] != ids[(0, 0)][512:552]
     described = w.describe()["agentic"]
-    assert described == {"jobs": 1, "later_turns": 2, "fanned_out_turns": 1, "branches_max": 3,
-                         "tool_s": {"p50": 0.375, "p90": 0.475, "max": 0.5},
-                         "turns_per_job": {"p50": 3.0, "p90": 3.0, "max": 3.0},
-                         "think_s": {"p50": 1.0, "p90": 1.0, "max": 1.0}, "fresh_turns": 0}  # fmt: skip
+    assert described == {
+        "jobs": 1,
+        "later_turns": 2,
+        "fanned_out_turns": 1,
+        "branches_max": 3,
+        "tool_s": {"p50": 0.375, "p90": 0.475, "max": 0.5},
+        "turns_per_job": {"p50": 3.0, "p90": 3.0, "max": 3.0},
+        "think_s": {"p50": 1.0, "p90": 1.0, "max": 1.0},
+        "fresh_turns": 0,
+    }
 
 
 def test_the_agentic_preset_describes_its_tool_time_and_fan_out(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,8 +74,9 @@ BAD_FILES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
-def test_a_bad_session_line_names_its_line_and_field(case: str, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_bad_session_line_names_its_line_and_field(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows, expected = BAD_FILES[case]
     path = _write(tmp_path, rows)
     assert main(["workload", "describe", str(path)]) == 2
@@ -88,8 +95,7 @@ BAD_SPECS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_SPECS))
-def test_a_bad_agentic_spec_field_is_one_line(case: str, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_bad_agentic_spec_field_is_one_line(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     extra, expected = BAD_SPECS[case]
     path = tmp_path / "agent.toml"
     path.write_text(SPEC + extra)

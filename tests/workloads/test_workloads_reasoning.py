@@ -23,8 +23,9 @@ output = {{ dist = "uniform", low = 8, high = 64 }}
 
 def test_a_tenant_draws_reasoning_after_its_lengths_so_they_do_not_change(write: Write) -> None:
     plain = load_workload(str(write("plain.toml", SPEC.format(extra=""))))
-    thinking = load_workload(str(write("think.toml", SPEC.format(extra='reasoning_tokens = { dist = "uniform", '
-                                                                     "low = 4, high = 48 }"))))  # fmt: skip
+    thinking = load_workload(
+        str(write("think.toml", SPEC.format(extra='reasoning_tokens = { dist = "uniform", low = 4, high = 48 }')))
+    )
     assert [(r.arrival_s, r.output_tokens) for r in plain.requests] == [
         (r.arrival_s, r.output_tokens) for r in thinking.requests
     ]

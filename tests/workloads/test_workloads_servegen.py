@@ -29,8 +29,9 @@ def test_a_client_is_drawn_window_by_window(tmp_path: Path) -> None:
     assert sum(a < 10 for a in arrivals) == 5 and sum(a >= 20 for a in arrivals) == 2
     assert {r.input_tokens for r in w.requests} <= {100, 200} and {r.output_tokens for r in w.requests} <= {10, 30}
     again = load_workload(str(_client(tmp_path)))
-    assert [(r.arrival_s, r.input_tokens) for r in again.requests] == [(r.arrival_s, r.input_tokens)
-                                                                      for r in w.requests]  # fmt: skip
+    assert [(r.arrival_s, r.input_tokens) for r in again.requests] == [
+        (r.arrival_s, r.input_tokens) for r in w.requests
+    ]
 
 
 BAD = {

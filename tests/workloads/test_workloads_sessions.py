@@ -72,15 +72,18 @@ def test_malformed_session_files_are_one_line(tmp_path: Path, capsys, rows: list
 
 def test_sharegpt_conversations_are_sessions(tmp_path: Path) -> None:
     conversations = [
-        {"id": "c1", "conversations": [
-            {"from": "system", "value": "s" * 40},
-            {"from": "human", "value": "h" * 80},
-            {"from": "gpt", "value": "g" * 120},
-            {"from": "human", "value": "h" * 20},
-            {"from": "gpt", "value": "g" * 9},
-        ]},
+        {
+            "id": "c1",
+            "conversations": [
+                {"from": "system", "value": "s" * 40},
+                {"from": "human", "value": "h" * 80},
+                {"from": "gpt", "value": "g" * 120},
+                {"from": "human", "value": "h" * 20},
+                {"from": "gpt", "value": "g" * 9},
+            ],
+        },
         {"id": "c2", "conversations": [{"from": "human", "value": "only a question"}]},
-    ]  # fmt: skip
+    ]
     path = tmp_path / "sharegpt.json"
     path.write_text(json.dumps(conversations))
     w = load_workload(str(path))

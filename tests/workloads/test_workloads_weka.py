@@ -22,21 +22,29 @@ SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "weka"
 def _conversation() -> dict[str, Any]:
     """Request 0 fans out to two sub-agents; then a tool result, typed text, a compaction and two requests
     whose timing fields are missing."""
-    sub_a = {"t": 10.0, "type": "subagent", "duration_ms": 7000,  # ran 3..10 s
-             "requests": [{"t": 0.0, "in": 500, "out": 20}, {"t": 3.0, "in": 600, "out": 40}]}  # fmt: skip
+    sub_a = {
+        "t": 10.0,
+        "type": "subagent",
+        "duration_ms": 7000,  # ran 3..10 s
+        "requests": [{"t": 0.0, "in": 500, "out": 20}, {"t": 3.0, "in": 600, "out": 40}],
+    }
     sub_b = {"t": 12.0, "type": "subagent", "duration_ms": 9000, "requests": [{"t": 0.0, "in": 300, "out": 30}]}
-    return {"id": "c1", "requests": [
-        {"t": 0.0, "type": "n", "in": 1000, "out": 100, "api_time": 2.0, "input_types": ["text"]},
-        sub_a, sub_b,
-        # 1000 + 100 + 40 + 30 history, then 50 new: the tool result, sent 3 s after the last sub-agent ended
-        {"t": 15.0, "type": "s", "in": 1220, "out": 10, "api_time": 1.0, "input_types": ["tool_result"]},
-        # typed text 4 s after the answer (15 + 1)
-        {"t": 20.0, "type": "n", "in": 1300, "out": 5, "api_time": 1.0, "input_types": ["text"]},
-        # shorter than the prompt before: compacted, the context starts over; no api_time
-        {"t": 30.0, "type": "n", "in": 400, "out": 7, "input_types": ["tool_result"]},
-        {"t": 40.0, "type": "n", "in": 420, "out": 8, "think_time": 3.5, "input_types": ["tool_result"]},
-        {"t": 50.0, "type": "n", "in": 440, "out": 9, "input_types": ["tool_result"]},  # no timing at all
-    ]}  # fmt: skip
+    return {
+        "id": "c1",
+        "requests": [
+            {"t": 0.0, "type": "n", "in": 1000, "out": 100, "api_time": 2.0, "input_types": ["text"]},
+            sub_a,
+            sub_b,
+            # 1000 + 100 + 40 + 30 history, then 50 new: the tool result, sent 3 s after the last sub-agent ended
+            {"t": 15.0, "type": "s", "in": 1220, "out": 10, "api_time": 1.0, "input_types": ["tool_result"]},
+            # typed text 4 s after the answer (15 + 1)
+            {"t": 20.0, "type": "n", "in": 1300, "out": 5, "api_time": 1.0, "input_types": ["text"]},
+            # shorter than the prompt before: compacted, the context starts over; no api_time
+            {"t": 30.0, "type": "n", "in": 400, "out": 7, "input_types": ["tool_result"]},
+            {"t": 40.0, "type": "n", "in": 420, "out": 8, "think_time": 3.5, "input_types": ["tool_result"]},
+            {"t": 50.0, "type": "n", "in": 440, "out": 9, "input_types": ["tool_result"]},  # no timing at all
+        ],
+    }
 
 
 def test_a_known_conversation_becomes_these_turns(tmp_path: Path) -> None:
@@ -54,9 +62,14 @@ def test_a_known_conversation_becomes_these_turns(tmp_path: Path) -> None:
         (5, 0, 12, 9, 0.0, 10.0, False),  # neither: the gap between arrivals, an upper bound
     ]
     assert turns[0].at_s == 0.0
-    assert facts == WekaFacts(sub_agent_requests=3, waits_from_think_time=1, waits_upper_bound=1, fresh_turns=1,
-                              input_tokens_trace=1000 + 1220 + 1300 + 400 + 420 + 440,
-                              input_tokens_replayed=1000 + 1220 + 1300 + 400 + 420 + 440)  # fmt: skip
+    assert facts == WekaFacts(
+        sub_agent_requests=3,
+        waits_from_think_time=1,
+        waits_upper_bound=1,
+        fresh_turns=1,
+        input_tokens_trace=1000 + 1220 + 1300 + 400 + 420 + 440,
+        input_tokens_replayed=1000 + 1220 + 1300 + 400 + 420 + 440,
+    )
 
 
 def test_the_known_conversation_replays_its_dag_and_prompts(tmp_path: Path) -> None:
@@ -121,24 +134,37 @@ def _spec(tmp_path: Path, file: Path, fmt: str, rate: float) -> Path:
 
 
 BAD = {
-    "a malformed line": ('{"id": "a", "requests": [{"t": 0, "type": "n", "in": 5, "out": 1}]}\n{"id": "b", ',
-                         ":2: json: not valid JSON"),
-    "a wrong-typed length": ('{"id": "a", "requests": [{"t": 0, "type": "n", "in": "5", "out": 1}]}\n',
-                             ":1: requests[0].in: expected an integer 1.."),
-    "an unknown request type": ('{"id": "a", "requests": [{"t": 0, "type": "x", "in": 5, "out": 1}]}\n',
-                                ":1: requests[0].type: expected n, s or subagent"),
-    "a sub-agent first": ('{"id": "a", "requests": [{"t": 0, "type": "subagent", "requests": []}]}\n',
-                          ":1: requests[0].type: a sub-agent before the conversation's first request"),
-    "a NaN time": ('{"id": "a", "requests": [{"t": NaN, "type": "n", "in": 5, "out": 1}]}\n',
-                   ":1: requests[0].t: expected a number of seconds"),
-    "two conversations with one id": ('{"id": "a", "requests": [{"t": 0, "type": "n", "in": 5, "out": 1}]}\n' * 2,
-                                      ":2: id: conversation id 'a' is also in"),
-}  # fmt: skip
+    "a malformed line": (
+        '{"id": "a", "requests": [{"t": 0, "type": "n", "in": 5, "out": 1}]}\n{"id": "b", ',
+        ":2: json: not valid JSON",
+    ),
+    "a wrong-typed length": (
+        '{"id": "a", "requests": [{"t": 0, "type": "n", "in": "5", "out": 1}]}\n',
+        ":1: requests[0].in: expected an integer 1..",
+    ),
+    "an unknown request type": (
+        '{"id": "a", "requests": [{"t": 0, "type": "x", "in": 5, "out": 1}]}\n',
+        ":1: requests[0].type: expected n, s or subagent",
+    ),
+    "a sub-agent first": (
+        '{"id": "a", "requests": [{"t": 0, "type": "subagent", "requests": []}]}\n',
+        ":1: requests[0].type: a sub-agent before the conversation's first request",
+    ),
+    "a NaN time": (
+        '{"id": "a", "requests": [{"t": NaN, "type": "n", "in": 5, "out": 1}]}\n',
+        ":1: requests[0].t: expected a number of seconds",
+    ),
+    "two conversations with one id": (
+        '{"id": "a", "requests": [{"t": 0, "type": "n", "in": 5, "out": 1}]}\n' * 2,
+        ":2: id: conversation id 'a' is also in",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_input_is_one_line_naming_file_line_and_field(case: str, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_bad_input_is_one_line_naming_file_line_and_field(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text, expected = BAD[case]
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
@@ -150,8 +176,10 @@ def test_bad_input_is_one_line_naming_file_line_and_field(case: str, tmp_path: P
 
 
 def test_fresh_is_a_boolean_and_a_cut_gzip_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows = [{"session": "s", "turn": 0, "at_s": 0, "new_tokens": 5, "output_tokens": 1},
-            {"session": "s", "turn": 1, "new_tokens": 5, "output_tokens": 1, "fresh": "yes"}]  # fmt: skip
+    rows = [
+        {"session": "s", "turn": 0, "at_s": 0, "new_tokens": 5, "output_tokens": 1},
+        {"session": "s", "turn": 1, "new_tokens": 5, "output_tokens": 1, "fresh": "yes"},
+    ]
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["workload", "describe", str(path)]) == 2

@@ -68,8 +68,9 @@ def parse_json(text: str, display: str, what: str, line: int = 1, hint: str = ""
         return json.loads(text)
     except json.JSONDecodeError as exc:
         at = line + exc.lineno - 1
-        raise WorkloadError(f"not valid JSON ({exc.msg} at column {exc.colno}){hint}", file=display, line=at,
-                            field="json") from None  # fmt: skip
+        raise WorkloadError(
+            f"not valid JSON ({exc.msg} at column {exc.colno}){hint}", file=display, line=at, field="json"
+        ) from None
     except RecursionError:
         raise WorkloadError(f"nested too deeply for {what}", file=display, line=line, field="json") from None
 

@@ -55,8 +55,12 @@ def _windows(path: Path, display: str) -> list[tuple[int, float, float, str, flo
             continue
         cells = line.strip().split(",")
         if len(cells) != 6:
-            raise WorkloadError(f"expected 6 fields (timestamp,rate,cv,pattern,shape,scale), found {len(cells)}",
-                                file=display, line=number, field="line")  # fmt: skip
+            raise WorkloadError(
+                f"expected 6 fields (timestamp,rate,cv,pattern,shape,scale), found {len(cells)}",
+                file=display,
+                line=number,
+                field="line",
+            )
         values: list[Any] = []
         for name, text in zip(("timestamp", "rate", "cv"), cells[:3], strict=True):
             try:
@@ -64,13 +68,18 @@ def _windows(path: Path, display: str) -> list[tuple[int, float, float, str, flo
             except ValueError:
                 raise WorkloadError(f"not a number: {text!r}", file=display, line=number, field=name) from None
             if not math.isfinite(v) or v < 0 or (name == "timestamp" and (v > MAX_SPAN_S or v != int(v))):
-                raise WorkloadError(f"expected a finite number >= 0, found {text!r}", file=display, line=number,
-                                    field=name)  # fmt: skip
+                raise WorkloadError(
+                    f"expected a finite number >= 0, found {text!r}", file=display, line=number, field=name
+                )
             values.append(v)
         pattern = cells[3]
         if pattern and pattern not in PATTERNS:
-            raise WorkloadError(f"unknown pattern {pattern!r}; expected {' or '.join(PATTERNS)} (or empty)",
-                                file=display, line=number, field="pattern")  # fmt: skip
+            raise WorkloadError(
+                f"unknown pattern {pattern!r}; expected {' or '.join(PATTERNS)} (or empty)",
+                file=display,
+                line=number,
+                field="pattern",
+            )
         params = []
         for name, text in zip(("shape", "scale"), cells[4:], strict=True):
             try:
@@ -78,14 +87,19 @@ def _windows(path: Path, display: str) -> list[tuple[int, float, float, str, flo
             except ValueError:
                 raise WorkloadError(f"not a number: {text!r}", file=display, line=number, field=name) from None
             if pattern and not (math.isfinite(v) and v > 0):
-                raise WorkloadError(f"expected a finite number > 0, found {text!r}", file=display, line=number,
-                                    field=name)  # fmt: skip
+                raise WorkloadError(
+                    f"expected a finite number > 0, found {text!r}", file=display, line=number, field=name
+                )
             params.append(v)
         if values[1] > 0 and not pattern:
             raise WorkloadError("a window with a rate needs its pattern", file=display, line=number, field="pattern")
         if rows and int(values[0]) <= rows[-1][0]:
-            raise WorkloadError(f"timestamp {int(values[0])} is not after the line before's {rows[-1][0]}",
-                                file=display, line=number, field="timestamp")  # fmt: skip
+            raise WorkloadError(
+                f"timestamp {int(values[0])} is not after the line before's {rows[-1][0]}",
+                file=display,
+                line=number,
+                field="timestamp",
+            )
         rows.append((int(values[0]), values[1], values[2], pattern, params[0], params[1], number))
     if not rows:
         raise WorkloadError("no windows", file=display, line=1, field="file")
@@ -99,8 +113,9 @@ def _histogram(text: Any, display: str, where: str) -> tuple[np.ndarray, np.ndar
     except (ValueError, SyntaxError, RecursionError, MemoryError):
         table = None
     if not isinstance(table, dict) or not table:
-        raise WorkloadError("expected a non-empty dict literal of token count -> probability", file=display,
-                            field=where)  # fmt: skip
+        raise WorkloadError(
+            "expected a non-empty dict literal of token count -> probability", file=display, field=where
+        )
     counts, probs = [], []
     for k, p in table.items():
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_TOKENS:
@@ -125,8 +140,11 @@ def _datasets(path: Path, display: str) -> dict[int, dict[str, tuple[np.ndarray,
             raise WorkloadError("expected a window start in seconds holding an object", file=display, field=ts)
         extra = sorted(set(fields) - set(FIELDS))
         if extra:  # reasoning and multimodal data: fields batchmark cannot replay yet
-            raise WorkloadError(f"not language data: unsupported field (read: {', '.join(FIELDS)})", file=display,
-                                field=f"{ts}.{extra[0]}")  # fmt: skip
+            raise WorkloadError(
+                f"not language data: unsupported field (read: {', '.join(FIELDS)})",
+                file=display,
+                field=f"{ts}.{extra[0]}",
+            )
         for name in FIELDS:
             if name not in fields:
                 raise WorkloadError("missing", file=display, field=f"{ts}.{name}")
@@ -140,9 +158,13 @@ def read_servegen(path: Path, display: str) -> RawTable:
     windows = _windows(path, display)
     companion = dataset_path(path)
     if not path.name.endswith("-trace.csv") or not companion.is_file():
-        raise WorkloadError(f"a ServeGen client is <name>-trace.csv with <name>-dataset.json beside it; found no "
-                            f"{companion.name if path.name.endswith('-trace.csv') else '<name>-dataset.json'}",
-                            file=display, line=1, field="file")  # fmt: skip
+        raise WorkloadError(
+            f"a ServeGen client is <name>-trace.csv with <name>-dataset.json beside it; found no "
+            f"{companion.name if path.name.endswith('-trace.csv') else '<name>-dataset.json'}",
+            file=display,
+            line=1,
+            field="file",
+        )
     datasets = _datasets(companion, str(Path(display).with_name(companion.name)))
     rng = np.random.default_rng(SEED)
     arrivals: list[np.ndarray] = []
@@ -160,8 +182,12 @@ def read_servegen(path: Path, display: str) -> RawTable:
             raise WorkloadError(f"more than {MAX_REQUESTS:,} requests", file=display, line=number, field="rate")
         base = max((t for t in datasets if t <= start), default=None)
         if base is None:
-            raise WorkloadError(f"no dataset window at or before {start} s in {dataset_path(path).name}",
-                                file=display, line=number, field="timestamp")  # fmt: skip
+            raise WorkloadError(
+                f"no dataset window at or before {start} s in {dataset_path(path).name}",
+                file=display,
+                line=number,
+                field="timestamp",
+            )
         gaps = rng.gamma(shape, scale, n) if pattern == "Gamma" else scale * rng.weibull(shape, n)
         # rescaled to fill the window, as ServeGen does; a draw of all zeros (tiny shapes) spreads evenly
         gaps = gaps * (size / gaps.sum()) if gaps.sum() > 0 else np.full(n, size / n)

@@ -161,8 +161,17 @@ def conversation_turns(obj: Any, display: str, line: int, at_s: float) -> tuple[
             new = tokens_in if fresh else tokens_in - prev[1] - prev[2] - answers
             facts += WekaFacts(prompts_longer=int(new < 1), fresh_turns=int(fresh))
             tool = "tool_result" in types
-            turns.append(Turn(session, turns[-1].turn + 1, max(1, new), tokens_out, think_s=0.0 if tool else wait,
-                              tool_s=wait if tool else 0.0, fresh=fresh))  # fmt: skip
+            turns.append(
+                Turn(
+                    session,
+                    turns[-1].turn + 1,
+                    max(1, new),
+                    tokens_out,
+                    think_s=0.0 if tool else wait,
+                    tool_s=wait if tool else 0.0,
+                    fresh=fresh,
+                )
+            )
             replayed = max(1, new) if fresh else history + max(1, new)
         facts += WekaFacts(input_tokens_trace=tokens_in, input_tokens_replayed=replayed)
         prev, answers, history = (t, tokens_in, tokens_out), 0, replayed + tokens_out

@@ -46,8 +46,10 @@ def count(engine, schedule) -> None:  # type: ignore[no-untyped-def]
     engine.set_step_sink(lambda record: seen.__setitem__("steps", seen["steps"] + 1))
     simulate(engine, schedule, lambda record: None, label="x")
     calls = seen["calls"]
-    print(f"{calls} continuous finishing steps without a plan of {seen['steps']} steps, {seen['s']:.3f} s in them, "
-          f"mean batch {seen['rows'] / max(calls, 1):.1f}")  # fmt: skip
+    print(
+        f"{calls} continuous finishing steps without a plan of {seen['steps']} steps, {seen['s']:.3f} s in them, "
+        f"mean batch {seen['rows'] / max(calls, 1):.1f}"
+    )
 
 
 def rounds_of(engine, schedule, *args, **kwargs):  # type: ignore[no-untyped-def]
