@@ -9,8 +9,10 @@ and without `--no-noise`), prints
     idle time, each priced three ways: as measured (real) or as drawn (twin), at the profile's noise-free price,
     and the step count;
   - a re-timing of each REAL trial's own schedule (same steps, same order): every step at the profile's
-    noise-free price, then every step at the price times the twin seeds' drawn ratio of its bin, the gaps kept
-    as measured or set to the profile's mean gap. Its cell against the real cell is the price's share of the
+    noise-free price, then every step at the price times the twin seeds' mean drawn ratio of its bin, the gaps
+    kept as measured or set to the profile's mean gap; and as measured but for the WARM steps after each idle
+    pause, set to the price times the trial's own settled ratio of their bin (what the warm-up after an idle
+    pause costs). Its cell against the real cell is the price's share of the
     error with the schedule held fixed.
 Reads files only.
 
@@ -30,6 +32,8 @@ from engines.sim.fitted import FittedCost, load_profile, regressors
 from harness.simulation import trace_steps
 
 IDLE_S = 0.005  # a pause between steps longer than this is the engine waiting for work, not its loop
+WARM = 3  # steps after an idle pause that run slower than the engine settled (measured: 1.05-1.17 of the price)
+SETTLED = 8  # steps after an idle pause from which the engine is taken as settled
 
 
 def records(run: Path, engine: str) -> dict[int, dict[str, dict]]:
@@ -89,6 +93,15 @@ def split(r: dict, metric: str, rows: list[dict], price: np.ndarray) -> tuple[fl
     return busy, priced, gaps, idle, n
 
 
+def since_idle(rows: list[dict]) -> np.ndarray:
+    """Per step, how many steps ran since the engine last sat idle (0: the first step after an idle pause)."""
+    out, k = [], 0
+    for i, row in enumerate(rows):
+        k = 0 if i == 0 or row["t_start"] - rows[i - 1]["t_end"] > IDLE_S else k + 1
+        out.append(k)
+    return np.asarray(out)
+
+
 def retime(rows: list[dict], durations: np.ndarray, gap: float | None) -> dict[float, float]:
     """The real trial's schedule with other step durations: old t_end -> new t_end. A long pause (the engine
     idle until an arrival) ends where it ended; a short one is kept, or set to `gap`."""
@@ -108,7 +121,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def drawn_ratios(twin: Path, engine: str, profile: FittedCost) -> tuple[list[float], list[np.ndarray]]:
-    """Per bin of predicted size, the median ratio drawn / noise-free price over every twin seed's steps."""
+    """Per bin of predicted size, the ratios drawn / noise-free price over every twin seed's steps."""
     edges = list(profile.noise.get("step_bin_edges_s") or [])
     per_bin: list[list[float]] = [[] for _ in range(len(edges) + 1)]
     for path in sorted((twin / "steps").glob(f"{engine}-t*.jsonl")):
@@ -155,22 +168,31 @@ def main(metric: str, q: float, profile_path: Path, run: Path, twin: Path, twin0
         print(f"{mark}{rank:3d} {i} {1e3 * med[i]:8.2f} {1e3 * sm:8.2f} {1e3 * statistics.median(r0):8.2f} "
               f"{100 * (sm / med[i] - 1):+6.1f}% | {parts(rs)} | {parts(ss)}")  # fmt: skip
     edges, drawn = drawn_ratios(twin, f"sim-{engine}", profile)
-    print("twin seeds' drawn ratio (step / noise-free price) per bin of price, median (steps): "
+    print("twin seeds' drawn ratio (step / noise-free price) per bin of price, median / mean (steps): "
           + ", ".join(f"<{1e3 * e:.1f} ms" if k < len(edges) else "rest" for k, e in enumerate([*edges, 0]))
-          + ": " + " ".join(f"{np.median(d):.3f} ({d.size})" if d.size else "- (0)" for d in drawn))  # fmt: skip
+          + ": " + " ".join(f"{np.median(d):.3f} / {np.mean(d):.3f} ({d.size})" if d.size else "-"
+                            for d in drawn))  # fmt: skip
     for label, kind, gap in (("measured", "measured", None), ("noise-free price, measured gaps", "free", None),
                              ("noise-free price, mean gap", "free", profile.step_gap_s),
-                             ("price x drawn bin median ratio, measured gaps", "drawn", None)):  # fmt: skip
+                             ("price x drawn bin mean ratio, measured gaps", "drawn", None),
+                             (f"measured, the first {WARM} steps after an idle pause at the trial's settled ratio",
+                              "settled", None)):  # fmt: skip
         cells = []
         for t, trial in real.items():
             rows, price = real_steps[t]
+            measured = np.array([r["t_end"] - r["t_start"] for r in rows])
+            bins = np.searchsorted(edges, price, side="right")
             if kind == "measured":
-                durations = np.array([r["t_end"] - r["t_start"] for r in rows])
+                durations = measured
             elif kind == "free":
                 durations = price
+            elif kind == "drawn":
+                durations = price * np.array([np.mean(drawn[b]) if drawn[b].size else 1.0 for b in bins])
             else:
-                bins = np.searchsorted(edges, price, side="right")
-                durations = price * np.array([np.median(drawn[b]) if drawn[b].size else 1.0 for b in bins])
+                since = since_idle(rows)
+                ratio = measured / price
+                settled = {b: np.median(ratio[(bins == b) & (since >= SETTLED)]) for b in set(bins.tolist())}
+                durations = np.where(since < WARM, price * np.array([settled[b] for b in bins]), measured)
             new = retime(rows, durations, gap)
             cells.append(percentile([value(r, metric, [new[x] for x in r["token_times"]]) for r in trial.values()], q))
         m = statistics.median(cells)
