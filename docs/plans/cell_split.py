@@ -11,9 +11,10 @@ and without `--no-noise`), prints
   - a re-timing of each REAL trial's own schedule (same steps, same order): every step at the profile's
     noise-free price, then every step at the price times the twin seeds' mean drawn ratio of its bin, the gaps
     kept as measured or set to the profile's mean gap; and as measured but for the WARM steps after each idle
-    pause, set to the price times the trial's own settled ratio of their bin (what the warm-up after an idle
-    pause costs). Its cell against the real cell is the price's share of the
-    error with the schedule held fixed.
+    pause, set to the price times the trial's own settled median ratio of their shape (docs/plans/pricing_split.py's
+    bins; a step whose shape never ran settled keeps its time): what the warm-up
+    after an idle pause costs (CELL_WARM and CELL_SETTLED set the two step counts). Each re-timed cell against the
+    real one is that price's share of the error with the schedule held fixed.
 Reads files only.
 
     .venv/bin/python docs/plans/cell_split.py METRIC PERCENTILE PROFILE RUN TWIN_DIR NO_NOISE_TWIN_DIR [ENGINE]
@@ -22,18 +23,24 @@ Reads files only.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from docs.plans.pricing_split import shape
 from engines.sim.fitted import FittedCost, load_profile, regressors
 from harness.simulation import trace_steps
 
 IDLE_S = 0.005  # a pause between steps longer than this is the engine waiting for work, not its loop
-WARM = 3  # steps after an idle pause that run slower than the engine settled (measured: 1.05-1.17 of the price)
-SETTLED = 8  # steps after an idle pause from which the engine is taken as settled
+WARM = int(
+    os.environ.get("CELL_WARM", "3")
+)  # steps after an idle pause that run slower than the engine settled (measured: 1.05-1.17 of the price)
+SETTLED = int(
+    os.environ.get("CELL_SETTLED", "8")
+)  # steps after an idle pause from which the engine is taken as settled
 
 
 def records(run: Path, engine: str) -> dict[int, dict[str, dict]]:
@@ -175,8 +182,8 @@ def main(metric: str, q: float, profile_path: Path, run: Path, twin: Path, twin0
     for label, kind, gap in (("measured", "measured", None), ("noise-free price, measured gaps", "free", None),
                              ("noise-free price, mean gap", "free", profile.step_gap_s),
                              ("price x drawn bin mean ratio, measured gaps", "drawn", None),
-                             (f"measured, the first {WARM} steps after an idle pause at the trial's settled ratio",
-                              "settled", None)):  # fmt: skip
+                             (f"measured, the first {WARM} steps after an idle pause at the trial's settled ratio "
+                              "of their shape", "settled", None)):  # fmt: skip
         cells = []
         for t, trial in real.items():
             rows, price = real_steps[t]
@@ -191,8 +198,15 @@ def main(metric: str, q: float, profile_path: Path, run: Path, twin: Path, twin0
             else:
                 since = since_idle(rows)
                 ratio = measured / price
-                settled = {b: np.median(ratio[(bins == b) & (since >= SETTLED)]) for b in set(bins.tolist())}
-                durations = np.where(since < WARM, price * np.array([settled[b] for b in bins]), measured)
+                keys = [shape(f) for f in trace_steps([run / "steps" / f"{engine}-t{t}.jsonl"]).features]
+                settled = {}
+                for k, r, n in zip(keys, ratio, since, strict=True):
+                    if n >= SETTLED:
+                        settled.setdefault(k, []).append(r)
+                durations = np.array([
+                    p * np.median(settled[k]) if n < WARM and k in settled else m
+                    for k, p, m, n in zip(keys, price, measured, since, strict=True)
+                ])  # fmt: skip
             new = retime(rows, durations, gap)
             cells.append(percentile([value(r, metric, [new[x] for x in r["token_times"]]) for r in trial.values()], q))
         m = statistics.median(cells)
