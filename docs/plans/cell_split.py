@@ -145,10 +145,12 @@ def main(metric: str, q: float, profile_path: Path, run: Path, twin: Path, twin0
     cell_sim = [percentile([value(r, metric) for r in t.values()], q) for t in sims.values()]
     cell_sim0 = [percentile([value(r, metric) for r in t.values()], q) for t in sim0.values()]
     med_real = statistics.median(cell_real)
-    print(f"{metric} p{q:g}, ms: real trials {' '.join(f'{1e3 * v:.2f}' for v in cell_real)}, median "
-          f"{1e3 * med_real:.2f}; twin seeds {' '.join(f'{1e3 * v:.2f}' for v in cell_sim)}, median "
-          f"{1e3 * statistics.median(cell_sim):.2f} ({100 * (statistics.median(cell_sim) / med_real - 1):+.1f}%); "
-          f"noise-free twin {1e3 * cell_sim0[0]:.2f} ({100 * (cell_sim0[0] / med_real - 1):+.1f}%)")  # fmt: skip
+    print(
+        f"{metric} p{q:g}, ms: real trials {' '.join(f'{1e3 * v:.2f}' for v in cell_real)}, median "
+        f"{1e3 * med_real:.2f}; twin seeds {' '.join(f'{1e3 * v:.2f}' for v in cell_sim)}, median "
+        f"{1e3 * statistics.median(cell_sim):.2f} ({100 * (statistics.median(cell_sim) / med_real - 1):+.1f}%); "
+        f"noise-free twin {1e3 * cell_sim0[0]:.2f} ({100 * (cell_sim0[0] / med_real - 1):+.1f}%)"
+    )
     ids = sorted(set.intersection(*(set(t) for t in [*real.values(), *sims.values()])))
     med = {i: statistics.median(value(t[i], metric) for t in real.values()) for i in ids}
     order = sorted((i for i in ids if med[i] == med[i]), key=med.get)
@@ -172,18 +174,28 @@ def main(metric: str, q: float, profile_path: Path, run: Path, twin: Path, twin0
             return f"{1e3 * m[0]:7.1f} ({1e3 * m[1]:7.1f}) + {1e3 * m[2]:5.1f} + {1e3 * m[3]:6.1f}, {m[4]:4.0f}"
 
         mark = "*" if i in near else " "
-        print(f"{mark}{rank:3d} {i} {1e3 * med[i]:8.2f} {1e3 * sm:8.2f} {1e3 * statistics.median(r0):8.2f} "
-              f"{100 * (sm / med[i] - 1):+6.1f}% | {parts(rs)} | {parts(ss)}")  # fmt: skip
+        print(
+            f"{mark}{rank:3d} {i} {1e3 * med[i]:8.2f} {1e3 * sm:8.2f} {1e3 * statistics.median(r0):8.2f} "
+            f"{100 * (sm / med[i] - 1):+6.1f}% | {parts(rs)} | {parts(ss)}"
+        )
     edges, drawn = drawn_ratios(twin, f"sim-{engine}", profile)
-    print("twin seeds' drawn ratio (step / noise-free price) per bin of price, median / mean (steps): "
-          + ", ".join(f"<{1e3 * e:.1f} ms" if k < len(edges) else "rest" for k, e in enumerate([*edges, 0]))
-          + ": " + " ".join(f"{np.median(d):.3f} / {np.mean(d):.3f} ({d.size})" if d.size else "-"
-                            for d in drawn))  # fmt: skip
-    for label, kind, gap in (("measured", "measured", None), ("noise-free price, measured gaps", "free", None),
-                             ("noise-free price, mean gap", "free", profile.step_gap_s),
-                             ("price x drawn bin mean ratio, measured gaps", "drawn", None),
-                             (f"measured, the first {WARM} steps after an idle pause at the trial's settled ratio "
-                              "of their shape", "settled", None)):  # fmt: skip
+    print(
+        "twin seeds' drawn ratio (step / noise-free price) per bin of price, median / mean (steps): "
+        + ", ".join(f"<{1e3 * e:.1f} ms" if k < len(edges) else "rest" for k, e in enumerate([*edges, 0]))
+        + ": "
+        + " ".join(f"{np.median(d):.3f} / {np.mean(d):.3f} ({d.size})" if d.size else "-" for d in drawn)
+    )
+    for label, kind, gap in (
+        ("measured", "measured", None),
+        ("noise-free price, measured gaps", "free", None),
+        ("noise-free price, mean gap", "free", profile.step_gap_s),
+        ("price x drawn bin mean ratio, measured gaps", "drawn", None),
+        (
+            f"measured, the first {WARM} steps after an idle pause at the trial's settled ratio of their shape",
+            "settled",
+            None,
+        ),
+    ):
         cells = []
         for t, trial in real.items():
             rows, price = real_steps[t]
@@ -203,15 +215,19 @@ def main(metric: str, q: float, profile_path: Path, run: Path, twin: Path, twin0
                 for k, r, n in zip(keys, ratio, since, strict=True):
                     if n >= SETTLED:
                         settled.setdefault(k, []).append(r)
-                durations = np.array([
-                    p * np.median(settled[k]) if n < WARM and k in settled else m
-                    for k, p, m, n in zip(keys, price, measured, since, strict=True)
-                ])  # fmt: skip
+                durations = np.array(
+                    [
+                        p * np.median(settled[k]) if n < WARM and k in settled else m
+                        for k, p, m, n in zip(keys, price, measured, since, strict=True)
+                    ]
+                )
             new = retime(rows, durations, gap)
             cells.append(percentile([value(r, metric, [new[x] for x in r["token_times"]]) for r in trial.values()], q))
         m = statistics.median(cells)
-        print(f"real schedules re-timed, {label}: {' '.join(f'{1e3 * c:.2f}' for c in cells)}, median "
-              f"{1e3 * m:.2f} ({100 * (m / med_real - 1):+.1f}%)")  # fmt: skip
+        print(
+            f"real schedules re-timed, {label}: {' '.join(f'{1e3 * c:.2f}' for c in cells)}, median "
+            f"{1e3 * m:.2f} ({100 * (m / med_real - 1):+.1f}%)"
+        )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,10 @@ def main(metric: str, profile_path: Path, fit_runs: list[Path], run: Path, ids: 
             for row, p, f in zip(rows, price, features, strict=True):
                 if row["t_end"] > start and row["t_start"] < end:
                     by_shape[shape(f)].append((row["t_end"] - row["t_start"], float(p)))
-    print(f"{run.name}, {metric} of {' '.join(ids)}, steps of all trials (ms): shape: steps, measured, priced "
-          "(priced / measured) | fit runs: steps, median measured / priced")  # fmt: skip
+    print(
+        f"{run.name}, {metric} of {' '.join(ids)}, steps of all trials (ms): shape: steps, measured, priced "
+        "(priced / measured) | fit runs: steps, median measured / priced"
+    )
     total = [0.0, 0.0]
     for key, xs in sorted(by_shape.items(), key=lambda kv: -sum(p for _, p in kv[1])):
         m, p = (float(sum(x[k] for x in xs)) for k in (0, 1))

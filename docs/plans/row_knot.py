@@ -82,9 +82,11 @@ def main(knot: int, fit_runs: list[Path], metric: str, q: float, runs: list[Path
                     percentile([value(r, metric, [new[x] for x in r["token_times"]]) for r in trial.values()], q)
                 )
         base = statistics.median(cells["measured"])
-        print(f"  {run.name} {metric} p{q:g}, real schedules re-timed at the noise-free price: measured "
-              f"{1e3 * base:.2f} ms, version 3 {statistics.median(cells['version 3']) / base - 1:+.1%}, "
-              f"with the knot {statistics.median(cells['knot']) / base - 1:+.1%}")  # fmt: skip
+        print(
+            f"  {run.name} {metric} p{q:g}, real schedules re-timed at the noise-free price: measured "
+            f"{1e3 * base:.2f} ms, version 3 {statistics.median(cells['version 3']) / base - 1:+.1%}, "
+            f"with the knot {statistics.median(cells['knot']) / base - 1:+.1%}"
+        )
 
 
 if __name__ == "__main__":
