@@ -78,7 +78,7 @@ class SimEngine:
         max_context: int,
         name: str | None = None,
         description: dict[str, Any] | None = None,
-        step_noise: Callable[[float], float] | None = None,
+        step_noise: Callable[[float, StepFeatures], float] | None = None,
         gap_noise: Callable[[], float] | None = None,
     ) -> None:
         self.name = name or f"sim-{options.kind}"
@@ -172,7 +172,7 @@ class SimEngine:
         loop that runs steps prices them here, in this order, so their floats are the same)."""
         duration = self.cost.step_time(features)
         if self._step_noise is not None:
-            duration = self._step_noise(duration)
+            duration = self._step_noise(duration, features)
         if self.options.slowdown:
             duration *= 1.0 + self.options.slowdown
         return duration

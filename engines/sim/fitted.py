@@ -49,7 +49,7 @@ import numpy as np
 
 from engines.errors import EngineInputError
 from engines.sim.files import read_json_object
-from engines.sim.noise import keep_blocks, step_noise
+from engines.sim.noise import keep_blocks, step_class, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
 MAX_STEP_S = 1e6  # no step, nor any one regressor's share of it, takes eleven days
@@ -371,7 +371,9 @@ def _fit_form(steps: TraceSteps, fixed: Mapping[str, float] | None, version: int
         "unknown": [] if steps.split else list(SPLIT_FEATURES),
         "padding": padding_shares(steps.features),
     }
-    noise = step_noise(predicted, steps.duration_s)
+    rows = steps.features[:, _F["decode_seqs"]] + steps.features[:, _F["held_rows"]]
+    classes = np.array([step_class(p, r) for p, r in zip(steps.features[:, _F["prefill_tokens"]], rows, strict=True)])
+    noise = step_noise(predicted, steps.duration_s, classes)
     if steps.gaps_s.size:
         noise["gap_s"] = keep_blocks(steps.gaps_s)
     return FittedCost(float(coef[0]), coefficients, gap, {}, fit, noise, version=version)

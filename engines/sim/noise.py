@@ -15,12 +15,22 @@ lie far apart in time, and 64 of them in a row were no stretch of the machine: a
 only a few blocks for its rare steps (the prefills that set TTFT), and its median TTFT followed two or
 three random draws (measured: 8.4-10.4 ms over 5 seeds, one profile, one schedule; 9.2-9.9 ms with blocks
 scaled to the bin).
+
+Steps of different shapes can share a size bin and yet sit at different levels against the price: on the sixth
+suite's fit runs a 2-row decode step (priced 2.7 ms) measured 1.09x its price and a 3-row one 1.19x, while the
+1-row steps that fill the same bin measured 0.92x (docs/measurements/2026-12-07-fidelity-v6-cells.md). Drawn
+from the bin alone, every such step replayed the 1-row steps' level. So within a bin each step class (a step
+with prefill; decode rows 1, 2-3, 4-7, 8-15, 16+) keeps its own level: a class with enough steps in the bin has
+its values divided by its factor (its mean ratio over the bin's) before they are kept, and a step of that class
+is multiplied by it when replayed. A class too rare in a bin, and a profile written before the factors, use
+factor 1: the bin's values as they are.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,6 +38,7 @@ BLOCK = 64
 KEEP = 4096  # values kept per series (evenly spaced blocks of a longer one)
 BINS_PER_DECADE = 2
 MIN_PER_BIN = 32  # a bin with fewer steps joins its neighbour
+STEP_CLASSES = 6  # a step with prefill; then decode rows 1, 2-3, 4-7, 8-15, 16+ (`step_class`)
 STEP_STREAM, GAP_STREAM = 1, 2  # seed-sequence tags: the draws of one series never depend on the other's
 
 
@@ -53,11 +64,22 @@ class BlockResampler:
         return value
 
 
+def step_class(prefill_tokens: int, decode_rows: int) -> int:
+    """A step's class for its noise level: 0 with any prefill, else its decode rows in powers of two."""
+    return 0 if prefill_tokens else min(int(decode_rows).bit_length(), STEP_CLASSES - 1)
+
+
 class StepNoise:
-    """predicted step time -> a noisy one: times a ratio replayed from the bin of its size."""
+    """predicted step time -> a noisy one: times a ratio replayed from the bin of its size, times its class's
+    factor in that bin (given the step's features: prefill tokens, chunks, decode rows, pad rows, held rows)."""
 
     def __init__(
-        self, edges: list[float], ratios: list[list[float]], seed: int, blocks: list[int] | None = None
+        self,
+        edges: list[float],
+        ratios: list[list[float]],
+        seed: int,
+        blocks: list[int] | None = None,
+        factors: list[float] | None = None,
     ) -> None:
         self._edges = edges  # upper bounds of all bins but the last, seconds
         blocks = blocks or [BLOCK] * len(ratios)  # a profile written before blocks were scaled to their bin
@@ -65,24 +87,35 @@ class StepNoise:
             BlockResampler(r, [seed, STEP_STREAM, i], int(n))
             for i, (r, n) in enumerate(zip(ratios, blocks, strict=True))
         ]
+        self._factors = factors  # per bin, STEP_CLASSES factors in a row (none: a profile written before them)
 
-    def __call__(self, predicted: float) -> float:
-        return predicted * self._bins[bisect.bisect_right(self._edges, predicted)]()
+    def __call__(self, predicted: float, features: Sequence[int] | None = None) -> float:
+        b = bisect.bisect_right(self._edges, predicted)
+        ratio = self._bins[b]()
+        if self._factors is not None and features is not None:
+            ratio *= self._factors[b * STEP_CLASSES + step_class(features[0], features[2] + features[4])]
+        return predicted * ratio
 
     @classmethod
     def from_profile(cls, noise: dict, seed: int) -> StepNoise | None:
         ratios = [noise[k] for k in sorted((k for k in noise if k.startswith("step_ratio_")), key=_bin_index)]
         if not ratios or not all(ratios):
             return None
-        return cls(list(noise.get("step_bin_edges_s") or []), ratios, seed, noise.get("step_blocks"))
+        factors = noise.get("step_class_factors")
+        if factors is not None and len(factors) != len(ratios) * STEP_CLASSES:
+            raise ValueError(f"step_class_factors: {len(factors)} values, expected {len(ratios) * STEP_CLASSES}")
+        return cls(list(noise.get("step_bin_edges_s") or []), ratios, seed, noise.get("step_blocks"), factors)
 
 
 def _bin_index(key: str) -> int:
     return int(key.rsplit("_", 1)[1])
 
 
-def step_noise(predicted: np.ndarray, measured: np.ndarray) -> dict[str, list[float]]:
-    """The ratio series of a trace, binned by prediction (for `StepNoise`), in step order within a bin."""
+def step_noise(
+    predicted: np.ndarray, measured: np.ndarray, classes: np.ndarray | None = None
+) -> dict[str, list[float]]:
+    """The ratio series of a trace, binned by prediction (for `StepNoise`), in step order within a bin; with each
+    step's class (`step_class`), each class's factor per bin and the values divided by it."""
     ratio = measured / np.maximum(predicted, 1e-9)
     logs = np.log10(np.maximum(predicted, 1e-9))
     lo, hi = math.floor(logs.min() * BINS_PER_DECADE), math.ceil(logs.max() * BINS_PER_DECADE)
@@ -96,6 +129,17 @@ def step_noise(predicted: np.ndarray, measured: np.ndarray) -> dict[str, list[fl
     counts = np.bincount(index, minlength=len(edges) + 1)
     blocks = [max(1, round(BLOCK * int(n) / ratio.size)) for n in counts]
     out: dict[str, list[float]] = {"step_bin_edges_s": edges, "step_blocks": blocks}  # type: ignore[dict-item]
+    if classes is not None:
+        factors = np.ones((len(edges) + 1, STEP_CLASSES))
+        ratio = ratio.copy()
+        for b in range(len(edges) + 1):
+            in_bin = index == b
+            for c in range(STEP_CLASSES):
+                pick = in_bin & (classes == c)
+                if pick.sum() >= MIN_PER_BIN:
+                    factors[b, c] = ratio[pick].mean() / ratio[in_bin].mean()
+            ratio[in_bin] /= factors[b, classes[in_bin]]
+        out["step_class_factors"] = factors.ravel().tolist()
     for b in range(len(edges) + 1):
         out[f"step_ratio_{b}"] = keep_blocks(ratio[index == b], block=blocks[b])
     return out
