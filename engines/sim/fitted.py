@@ -49,7 +49,7 @@ import numpy as np
 
 from engines.errors import EngineInputError
 from engines.sim.files import read_json_object
-from engines.sim.noise import keep_blocks, step_class, step_noise
+from engines.sim.noise import STEP_CLASSES, keep_blocks, step_class, step_noise
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
 MAX_STEP_S = 1e6  # no step, nor any one regressor's share of it, takes eleven days
@@ -250,6 +250,16 @@ def load_profile(path: str | Path) -> FittedCost:
     noise = data.get("noise") or {}
     if not isinstance(noise, dict) or not all(isinstance(v, list) for v in noise.values()):
         raise EngineInputError(f"{path}: field 'noise' must map series names to lists of numbers")
+    factors = noise.get("step_class_factors")
+    bins = sum(1 for key in noise if key.startswith("step_ratio_"))
+    if factors is not None and (
+        len(factors) != bins * STEP_CLASSES
+        or not all(isinstance(f, int | float) and not isinstance(f, bool) and 0 < f < math.inf for f in factors)
+    ):
+        raise EngineInputError(
+            f"{path}: field 'noise.step_class_factors' must hold {bins * STEP_CLASSES} positive numbers "
+            f"({STEP_CLASSES} per step_ratio_ bin), got {len(factors)} values"
+        )
     return FittedCost(
         float(data["intercept_s"]),
         {k: float(v) for k, v in coefficients.items()},

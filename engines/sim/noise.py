@@ -34,11 +34,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engines.step_features import FEATURE_NAMES
+
 BLOCK = 64
 KEEP = 4096  # values kept per series (evenly spaced blocks of a longer one)
 BINS_PER_DECADE = 2
 MIN_PER_BIN = 32  # a bin with fewer steps joins its neighbour
 STEP_CLASSES = 6  # a step with prefill; then decode rows 1, 2-3, 4-7, 8-15, 16+ (`step_class`)
+_PREFILL_TOKENS, _DECODE_SEQS, _HELD_ROWS = (
+    FEATURE_NAMES.index(n) for n in ("prefill_tokens", "decode_seqs", "held_rows")
+)
 STEP_STREAM, GAP_STREAM = 1, 2  # seed-sequence tags: the draws of one series never depend on the other's
 
 
@@ -93,7 +98,8 @@ class StepNoise:
         b = bisect.bisect_right(self._edges, predicted)
         ratio = self._bins[b]()
         if self._factors is not None and features is not None:
-            ratio *= self._factors[b * STEP_CLASSES + step_class(features[0], features[2] + features[4])]
+            rows = features[_DECODE_SEQS] + features[_HELD_ROWS]
+            ratio *= self._factors[b * STEP_CLASSES + step_class(features[_PREFILL_TOKENS], rows)]
         return predicted * ratio
 
     @classmethod

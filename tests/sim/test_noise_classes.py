@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from engines.sim.fitted import TraceSteps, fit_steps
+from engines.errors import EngineInputError
+from engines.sim.fitted import FittedCost, TraceSteps, fit_steps, load_profile
 from engines.sim.noise import STEP_CLASSES, StepNoise, step_class, step_noise
 from engines.step_features import StepFeatures
 
@@ -48,13 +52,33 @@ def test_a_profile_without_class_factors_draws_as_before() -> None:
     assert [a(2.5e-3, TWO_ROWS) for _ in range(300)] == [b(2.5e-3) for _ in range(300)]
 
 
-def test_a_fit_writes_the_class_factors() -> None:
+def fitted_profile() -> FittedCost:
+    """A profile fitted on `one_bin_two_shapes`'s steps (decode only, contexts varied so the form can fit)."""
     _, measured, classes = one_bin_two_shapes()
     rows = np.where(classes == step_class(0, 2), 2, 1)
     features = np.zeros((len(rows), len(StepFeatures._fields)), dtype=np.int64)
     features[:, StepFeatures._fields.index("decode_seqs")] = rows
     features[:, StepFeatures._fields.index("decode_context")] = rows * np.arange(len(rows)) % 700
-    profile = fit_steps(TraceSteps(features, measured, np.full(len(rows) - 1, 1e-4), ["synthetic"]), version=2)
+    return fit_steps(TraceSteps(features, measured, np.full(len(rows) - 1, 1e-4), ["synthetic"]), version=2)
+
+
+def test_a_fit_writes_the_class_factors() -> None:
+    profile = fitted_profile()
     bins = sum(1 for k in profile.noise if k.startswith("step_ratio_"))
     assert len(profile.noise["step_class_factors"]) == bins * STEP_CLASSES
     assert StepNoise.from_profile(profile.noise, 1) is not None
+
+
+@pytest.mark.parametrize("last", [None, -1.0, "x", True])
+def test_a_profile_with_bad_class_factors_is_one_line(tmp_path: Path, last: object) -> None:
+    path = tmp_path / "profile.json"
+    fitted_profile().save(path)
+    data = json.loads(path.read_text())
+    factors = data["noise"]["step_class_factors"]
+    if last is None:
+        factors.pop()  # one short
+    else:
+        factors[-1] = last
+    path.write_text(json.dumps(data))
+    with pytest.raises(EngineInputError, match=r"profile.json: field 'noise.step_class_factors' must hold"):
+        load_profile(path)
