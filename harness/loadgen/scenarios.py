@@ -27,7 +27,7 @@ from typing import Any, Literal
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
 from harness.collector import collector_paused, full_collection
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord, set_spec_decode, token_channels
+from harness.records import RequestRecord, sent_record, set_finish, token_channels
 
 # asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
 # until this long before a request is due and yields in a tight loop for the rest.
@@ -110,20 +110,7 @@ class _Run:
 
     async def drive(self, item: Scheduled, scheduled: float, sent: float, user: int | None = None) -> None:
         request = item.request
-        record = RequestRecord(
-            request_id=request.request_id,
-            engine=self.label,
-            tenant=request.tenant,
-            priority=request.priority,
-            max_tokens=request.max_tokens,
-            ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids),
-            t_scheduled=scheduled - self.t0,
-            t_sent=sent - self.t0,
-            trial=self.trial,
-            user=user,
-            slo_class=request.slo_class,
-        )
+        record = sent_record(request, self.label, self.trial, scheduled - self.t0, sent - self.t0, user)
         times = record.token_times
         reasoning_at: list[int] = []  # positions of reasoning tokens: most requests have none
         t0 = self.t0
@@ -136,16 +123,9 @@ class _Run:
                 elif isinstance(event, AdmitEvent):
                     record.t_admitted = event.time - t0
                 elif isinstance(event, FinishEvent):
-                    record.t_finish = event.time - t0
-                    record.finish_reason = event.reason
-                    record.engine_prompt_tokens = event.prompt_tokens
-                    record.engine_output_tokens = event.output_tokens
-                    record.preemptions = event.preemptions
-                    record.cached_tokens = event.cached_tokens
+                    set_finish(record, event, event.time - t0)
                     record.replica_id = event.replica_id  # a real fleet's replica names itself (HTTP)
                     record.server_ttft_s, record.server_queue_s = event.server_ttft_s, event.server_queue_s
-                    set_spec_decode(record, event.spec_decode)
-                    record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:
             record.finish_reason, record.error_type = "abort", "stopped"
             record.error_message = "the run was stopped before this request finished"

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from engines.api import FinishEvent, Request
 from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord, set_spec_decode, token_channels
+from harness.records import RequestRecord, sent_record, set_finish, token_channels
 
 PROGRESS_EVERY_S = 0.5
 
@@ -74,20 +74,7 @@ class _VirtualRun:
         self._shown = time.perf_counter()
 
     def send(self, request: Request, at: float, user: int | None = None) -> None:
-        record = RequestRecord(
-            request_id=request.request_id,
-            engine=self.label,
-            tenant=request.tenant,
-            priority=request.priority,
-            max_tokens=request.max_tokens,
-            ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids),
-            t_scheduled=at,
-            t_sent=at,
-            trial=self.trial,
-            user=user,
-            slo_class=request.slo_class,
-        )
+        record = sent_record(request, self.label, self.trial, at, at, user)
         self.records[request.request_id] = record
         self.times[request.request_id] = record.token_times
         if request.reasoning_tokens:  # simulated as ordinary decode: its first tokens are the reasoning
@@ -123,16 +110,9 @@ class _VirtualRun:
     def finish(self, event: FinishEvent) -> None:
         record = self.records.pop(event.request_id)
         del self.times[event.request_id]
-        record.t_finish = event.time
-        record.finish_reason = event.reason
-        record.engine_prompt_tokens = event.prompt_tokens
-        record.engine_output_tokens = event.output_tokens
-        record.preemptions = event.preemptions
-        record.cached_tokens = event.cached_tokens
-        set_spec_decode(record, event.spec_decode)
-        record.replica = event.replica
+        set_finish(record, event, event.time)
+        record.replica = event.replica  # a simulated cluster's replica, and its P/D disaggregation times
         record.t_prefill_end, record.t_kv_arrived = event.t_prefill_end, event.t_kv_arrived
-        record.error_type, record.error_message = event.error_type, event.error_message
         times = record.token_times
         record.output_tokens = len(times)
         record.t_first_token = times[0] if times else None
