@@ -108,6 +108,14 @@ class _Run:
     watchdog: asyncio.Task | None = None  # ends the run at StopRules.max_run_s
     progress: Callable[[], None] | None = None  # reports the counts now
 
+    def begin(self, t0: float, on_start: OnStart | None) -> None:
+        """Fix `t0`, the perf_counter() instant record times count from: the stop rules' clock starts with it,
+        and the caller is told it before the first request goes out."""
+        self.t0 = t0
+        self.stop.start(t0)
+        if on_start is not None:
+            on_start(t0)
+
     async def drive(self, item: Scheduled, scheduled: float, sent: float, user: int | None = None) -> None:
         request = item.request
         record = sent_record(request, self.label, self.trial, scheduled - self.t0, sent - self.t0, user)
@@ -170,10 +178,7 @@ async def run_open_loop(
     perf_counter() instant the schedule starts at (default: just after the garbage is collected)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     with collector_paused(collect_first=True):  # before t0 is fixed: that full collection can take 100+ ms
-        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
-        run.stop.start(run.t0)
-        if on_start is not None:
-            on_start(run.t0)
+        run.begin(time.perf_counter() + LEAD_IN_S if t0 is None else t0, on_start)
         return await _open_loop(run, schedule, progress)
 
 
@@ -212,10 +217,7 @@ async def run_closed_loop(
     full_collection()
     if t0 is not None:
         await _sleep_until(t0)
-    run.t0 = time.perf_counter() if t0 is None else t0
-    run.stop.start(run.t0)
-    if on_start is not None:
-        on_start(run.t0)
+    run.begin(time.perf_counter() if t0 is None else t0, on_start)
     ticker = _ticker(run, len(schedule), progress)
     users = max(1, users)
     run.watchdog = _deadline(run)
