@@ -263,15 +263,22 @@ async def run_scenario(
         "on_start": on_start,
         "t0": t0,
     }
-    if scenario.kind == "sessions":
-        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
+    schedule = as_offered(scenario, schedule)
     if scenario.kind == "closed":
         return await run_closed_loop(
             engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common
         )
-    if scenario.kind == "offline":
-        schedule = [replace(item, at=0.0) for item in schedule]
     return await run_open_loop(engine, schedule, sink, **common)
+
+
+def as_offered(scenario: Scenario, schedule: list[Scheduled]) -> list[Scheduled]:
+    """`schedule` as the open or closed loop (real or virtual time) is to offer it under `scenario`: offline,
+    every request due at t0. The sessions scenario has loops of its own."""
+    if scenario.kind == "sessions":
+        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
+    if scenario.kind == "offline":
+        return [replace(item, at=0.0) for item in schedule]
+    return schedule
 
 
 def _ticker(run: _Run, total: int, progress: Progress | None) -> asyncio.Task | None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from engines.api import FinishEvent, Request
-from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled
+from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled, as_offered
 from harness.loadgen.stop_rules import StopRules, StopState
 from harness.records import RequestRecord, sent_record, set_finish, token_channels
 
@@ -265,12 +265,9 @@ def run_virtual_scenario(
         "progress": progress,
         "on_start": on_start,
     }
-    if scenario.kind == "sessions":
-        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
+    schedule = as_offered(scenario, schedule)
     if scenario.kind == "closed":
         return run_virtual_closed_loop(
             engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common
         )
-    if scenario.kind == "offline":
-        schedule = [Scheduled(item.request, 0.0) for item in schedule]
     return run_virtual_open_loop(engine, schedule, sink, **common)
