@@ -13,12 +13,15 @@ is what a missing key reads as (otherwise the field's type says: 0, False, "", N
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessInputError
 
 RECORD_SCHEMA_VERSION = 1
 REQUIRED = {"required": True}
+
+if TYPE_CHECKING:
+    from engines.api import FinishEvent, Request
 
 
 class RecordError(HarnessInputError):
@@ -80,6 +83,41 @@ class RequestRecord:
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))  # shallow: asdict would deep-copy every token time
+
+
+def sent_record(
+    request: Request, label: str, trial: int, t_scheduled: float, t_sent: float, user: int | None
+) -> RequestRecord:
+    """A request's record as the load generator hands it to the engine (real or virtual time): what the
+    request says of itself, and when it was due and sent (seconds from t0)."""
+    return RequestRecord(
+        request_id=request.request_id,
+        engine=label,
+        tenant=request.tenant,
+        priority=request.priority,
+        max_tokens=request.max_tokens,
+        ignore_eos=request.ignore_eos,
+        prompt_tokens=len(request.prompt_token_ids),
+        t_scheduled=t_scheduled,
+        t_sent=t_sent,
+        trial=trial,
+        user=user,
+        slo_class=request.slo_class,
+    )
+
+
+def set_finish(record: RequestRecord, event: FinishEvent, t_finish: float) -> None:
+    """What every engine's FinishEvent says, onto the record (`t_finish`: its time on the records' clock).
+    The fields only some engines fill (a real fleet's replica name, a simulated cluster's replica) the
+    caller copies itself."""
+    record.t_finish = t_finish
+    record.finish_reason = event.reason
+    record.engine_prompt_tokens = event.prompt_tokens
+    record.engine_output_tokens = event.output_tokens
+    record.preemptions = event.preemptions
+    record.cached_tokens = event.cached_tokens
+    set_spec_decode(record, event.spec_decode)
+    record.error_type, record.error_message = event.error_type, event.error_message
 
 
 def set_spec_decode(record: RequestRecord, counts: Any) -> None:

@@ -225,19 +225,7 @@ class SimEngine:
             finished = scheduler.remove_finished(plan, [SIM_TOKEN] * len(sampled))
             if extra:  # accepted draft tokens exist when the verify step ends, as its own token does
                 sampled += [rid for rid, n in extra.items() for _ in range(n)]
-            done = [
-                FinishEvent(
-                    s.request_id,
-                    s.finish_reason or "length",
-                    s.num_prompt_tokens,  # type: ignore[arg-type]
-                    s.num_output_tokens,
-                    t_end,
-                    preemptions=s.preemptions,
-                    cached_tokens=s.num_cached_tokens,
-                    spec_decode=self._spec_done(s.request_id),
-                )
-                for s in finished
-            ]
+            done = self._finish_events(finished, t_end)
             if self.step_sink is not None:
                 used = self.blocks.num_used
                 self.step_sink(
@@ -283,6 +271,23 @@ class SimEngine:
             counts[2] += accepted
             out[seq.request.request_id] = accepted
         return out
+
+    def _finish_events(self, finished: list[Sequence], t_end: float) -> list[FinishEvent]:
+        """What the load generator is told of the sequences a step at `t_end` finished (each sequence once:
+        its speculative counts are taken)."""
+        return [
+            FinishEvent(
+                s.request_id,
+                s.finish_reason or "length",
+                s.num_prompt_tokens,  # type: ignore[arg-type]
+                s.num_output_tokens,
+                t_end,
+                preemptions=s.preemptions,
+                cached_tokens=s.num_cached_tokens,
+                spec_decode=self._spec_done(s.request_id),
+            )
+            for s in finished
+        ]
 
     def _spec_done(self, request_id: str) -> SpecDecodeCounts | None:
         """A finished request's drafts, drafted and accepted tokens; None without speculative decoding."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engines.api import FinishEvent
 from engines.sequence import SequenceStatus
 from engines.sim.decode_run import SIM_TOKEN, Held
 from engines.stages import Stage
@@ -73,19 +72,7 @@ def finishing_step(engine: SimEngine, on_step: StepCallback) -> bool:
         for seq in finished
     ]
     scheduler.end_batch_if_done()
-    events = [
-        FinishEvent(
-            s.request_id,
-            s.finish_reason or "length",
-            s.num_prompt_tokens,  # type: ignore[arg-type]
-            s.num_output_tokens,
-            t_end,
-            preemptions=s.preemptions,
-            cached_tokens=s.num_cached_tokens,
-            spec_decode=engine._spec_done(s.request_id),
-        )
-        for s in finished
-    ]
+    events = engine._finish_events(finished, t_end)
     if engine.step_sink is not None:
         used, total, slots = blocks.num_used, blocks.num_blocks, scheduler.max_slots
         engine.step_sink(

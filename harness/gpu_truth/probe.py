@@ -51,13 +51,10 @@ MIXED_CHUNKS = ((256, 0), (512, 0), (2048, 0), (256, 2048), (512, 2048), (2048, 
 MIXED_DECODES = (8, 64)
 MIXED_DECODE_CONTEXT = 1024
 MODELS = ("llama-3.1-8b", "qwen2.5-7b", "qwen2.5-32b")
+# where a row was measured, the first columns of both files (as harness.gpu_truth.rows reads them)
+WHERE_COLUMNS = ("id", "source", "origin", "hardware", "model", "tp")
 COLUMNS = (
-    "id",
-    "source",
-    "origin",
-    "hardware",
-    "model",
-    "tp",
+    *WHERE_COLUMNS,
     "batch",
     "repeats",
     "phase",
@@ -68,12 +65,7 @@ COLUMNS = (
     "ms_max",
 )
 MIXED_COLUMNS = (
-    "id",
-    "source",
-    "origin",
-    "hardware",
-    "model",
-    "tp",
+    *WHERE_COLUMNS,
     "tokens",
     "context",
     "batch",

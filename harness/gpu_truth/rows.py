@@ -45,14 +45,11 @@ class TruthRow:
         return hashlib.sha256(self.id.encode()).digest()[0] % 2 == 1
 
 
-# file -> (kind, required columns and their types)
+# file -> (kind, required columns and their types); every row but an all-reduce's (no model) starts with where
+# it was measured
+WHERE_COLUMNS: dict[str, type] = {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int}
 STEP_COLUMNS = {
-    "id": str,
-    "source": str,
-    "origin": str,
-    "hardware": str,
-    "model": str,
-    "tp": int,
+    **WHERE_COLUMNS,
     "phase": str,
     "batch": int,
     "tokens": int,
@@ -64,23 +61,11 @@ FILES: dict[str, tuple[str, dict[str, type]]] = {
     "batchmark-steps.csv": ("step", STEP_COLUMNS),  # measured here by `python -m harness.gpu_truth.probe`
     "batchmark-mixed.csv": (
         "mixed",
-        {
-            "id": str,
-            "source": str,
-            "origin": str,
-            "hardware": str,
-            "model": str,
-            "tp": int,
-            "tokens": int,
-            "context": int,
-            "batch": int,
-            "decode_context": int,
-            "ms": float,
-        },
+        {**WHERE_COLUMNS, "tokens": int, "context": int, "batch": int, "decode_context": int, "ms": float},
     ),
     "layers.csv": (
         "layer",
-        {"id": str, "source": str, "origin": str, "hardware": str, "model": str, "tp": int, "tokens": int, "ms": float},
+        {**WHERE_COLUMNS, "tokens": int, "ms": float},
     ),
     "allreduce.csv": (
         "allreduce",

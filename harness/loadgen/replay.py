@@ -116,30 +116,14 @@ async def replay_engine(
     simulator) is offered it in virtual time (`virtual.py`): its clock starts at t0 = 0, so its step records
     need no shift. Records of session turns carry their session and turn, whatever the scenario."""
     sink = tag_sessions(sink, schedule)
+    common: dict[str, Any] = {"label": label, "trial": trial, "stop_rules": stop_rules, "progress": progress}
     if is_virtual(engine):
         engine.set_step_sink(steps)
         await engine.start()
         try:
             if scenario.kind == "sessions":
-                return run_virtual_session_loop(
-                    engine,
-                    schedule,
-                    sink,
-                    label=label,
-                    trial=trial,  # type: ignore[arg-type]
-                    stop_rules=stop_rules,
-                    progress=progress,
-                )
-            return run_virtual_scenario(
-                engine,
-                schedule,
-                sink,
-                scenario,
-                label=label,
-                trial=trial,  # type: ignore[arg-type]
-                stop_rules=stop_rules,
-                progress=progress,
-            )
+                return run_virtual_session_loop(engine, schedule, sink, **common)
+            return run_virtual_scenario(engine, schedule, sink, scenario, **common)
         finally:
             await engine.stop()
             engine.set_step_sink(None)
@@ -160,29 +144,8 @@ async def replay_engine(
     await engine.start()
     try:
         if scenario.kind == "sessions":
-            return await run_session_loop(
-                engine,
-                schedule,
-                sink,
-                label=label,
-                trial=trial,
-                stop_rules=stop_rules,
-                progress=progress,
-                on_start=started,
-                t0=t0,
-            )
-        return await run_scenario(
-            engine,
-            schedule,
-            sink,
-            scenario,
-            label=label,
-            trial=trial,
-            stop_rules=stop_rules,
-            progress=progress,
-            on_start=started,
-            t0=t0,
-        )
+            return await run_session_loop(engine, schedule, sink, on_start=started, t0=t0, **common)
+        return await run_scenario(engine, schedule, sink, scenario, on_start=started, t0=t0, **common)
     finally:
         await engine.stop()
         engine.set_step_sink(None)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from engines.api import AdmitEvent, Engine, FinishEvent, Request, TokenEvent
 from harness.collector import collector_paused, full_collection
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord, set_spec_decode, token_channels
+from harness.records import RequestRecord, sent_record, set_finish, token_channels
 
 # asyncio's timers fire no better than ~1 ms late (epoll takes milliseconds), so the dispatcher sleeps
 # until this long before a request is due and yields in a tight loop for the rest.
@@ -108,22 +108,17 @@ class _Run:
     watchdog: asyncio.Task | None = None  # ends the run at StopRules.max_run_s
     progress: Callable[[], None] | None = None  # reports the counts now
 
+    def begin(self, t0: float, on_start: OnStart | None) -> None:
+        """Fix `t0`, the perf_counter() instant record times count from: the stop rules' clock starts with it,
+        and the caller is told it before the first request goes out."""
+        self.t0 = t0
+        self.stop.start(t0)
+        if on_start is not None:
+            on_start(t0)
+
     async def drive(self, item: Scheduled, scheduled: float, sent: float, user: int | None = None) -> None:
         request = item.request
-        record = RequestRecord(
-            request_id=request.request_id,
-            engine=self.label,
-            tenant=request.tenant,
-            priority=request.priority,
-            max_tokens=request.max_tokens,
-            ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids),
-            t_scheduled=scheduled - self.t0,
-            t_sent=sent - self.t0,
-            trial=self.trial,
-            user=user,
-            slo_class=request.slo_class,
-        )
+        record = sent_record(request, self.label, self.trial, scheduled - self.t0, sent - self.t0, user)
         times = record.token_times
         reasoning_at: list[int] = []  # positions of reasoning tokens: most requests have none
         t0 = self.t0
@@ -136,16 +131,9 @@ class _Run:
                 elif isinstance(event, AdmitEvent):
                     record.t_admitted = event.time - t0
                 elif isinstance(event, FinishEvent):
-                    record.t_finish = event.time - t0
-                    record.finish_reason = event.reason
-                    record.engine_prompt_tokens = event.prompt_tokens
-                    record.engine_output_tokens = event.output_tokens
-                    record.preemptions = event.preemptions
-                    record.cached_tokens = event.cached_tokens
+                    set_finish(record, event, event.time - t0)
                     record.replica_id = event.replica_id  # a real fleet's replica names itself (HTTP)
                     record.server_ttft_s, record.server_queue_s = event.server_ttft_s, event.server_queue_s
-                    set_spec_decode(record, event.spec_decode)
-                    record.error_type, record.error_message = event.error_type, event.error_message
         except asyncio.CancelledError:
             record.finish_reason, record.error_type = "abort", "stopped"
             record.error_message = "the run was stopped before this request finished"
@@ -190,10 +178,7 @@ async def run_open_loop(
     perf_counter() instant the schedule starts at (default: just after the garbage is collected)."""
     run = _Run(engine, label, trial, sink, StopState(stop_rules or StopRules()))
     with collector_paused(collect_first=True):  # before t0 is fixed: that full collection can take 100+ ms
-        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
-        run.stop.start(run.t0)
-        if on_start is not None:
-            on_start(run.t0)
+        run.begin(time.perf_counter() + LEAD_IN_S if t0 is None else t0, on_start)
         return await _open_loop(run, schedule, progress)
 
 
@@ -232,10 +217,7 @@ async def run_closed_loop(
     full_collection()
     if t0 is not None:
         await _sleep_until(t0)
-    run.t0 = time.perf_counter() if t0 is None else t0
-    run.stop.start(run.t0)
-    if on_start is not None:
-        on_start(run.t0)
+    run.begin(time.perf_counter() if t0 is None else t0, on_start)
     ticker = _ticker(run, len(schedule), progress)
     users = max(1, users)
     run.watchdog = _deadline(run)
@@ -281,15 +263,22 @@ async def run_scenario(
         "on_start": on_start,
         "t0": t0,
     }
-    if scenario.kind == "sessions":
-        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
+    schedule = as_offered(scenario, schedule)
     if scenario.kind == "closed":
         return await run_closed_loop(
             engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common
         )
-    if scenario.kind == "offline":
-        schedule = [replace(item, at=0.0) for item in schedule]
     return await run_open_loop(engine, schedule, sink, **common)
+
+
+def as_offered(scenario: Scenario, schedule: list[Scheduled]) -> list[Scheduled]:
+    """`schedule` as the open or closed loop (real or virtual time) is to offer it under `scenario`: offline,
+    every request due at t0. The sessions scenario has loops of its own."""
+    if scenario.kind == "sessions":
+        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
+    if scenario.kind == "offline":
+        return [replace(item, at=0.0) for item in schedule]
+    return schedule
 
 
 def _ticker(run: _Run, total: int, progress: Progress | None) -> asyncio.Task | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import math
 import time
 from collections.abc import Iterable
 
@@ -107,10 +106,7 @@ async def run_session_loop(
                 await asyncio.gather(*(send(item, k == 0) for item in stage))
 
     with collector_paused(collect_first=True):
-        run.t0 = time.perf_counter() + LEAD_IN_S if t0 is None else t0
-        run.stop.start(run.t0)
-        if on_start is not None:
-            on_start(run.t0)
+        run.begin(time.perf_counter() + LEAD_IN_S if t0 is None else t0, on_start)
         ticker = _ticker(run, len(schedule), progress)
         await asyncio.gather(*(asyncio.create_task(session(turns)) for turns in sessions))
         return await _finish(run, len(schedule), ticker)
@@ -128,9 +124,7 @@ def run_virtual_session_loop(
     on_start: OnStart | None = None,
 ) -> LoopOutcome:
     """The sessions scenario on a virtual clock: a heap of (ready time, session)."""
-    started = time.perf_counter()
-    run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
-    run.pausing = True
+    run = _VirtualRun(engine, label, trial, sink, stop_rules, progress, len(schedule))
     if hasattr(engine, "set_sessions"):  # a simulated cluster's session_sticky router routes by conversation
         engine.set_sessions({i.request.request_id: i.session for i in schedule if i.session is not None})
     if on_start is not None:
@@ -142,32 +136,26 @@ def run_virtual_session_loop(
     ready: list[tuple[float, int]] = [(stages[0][0].at, s) for s, stages in enumerate(sessions)]
     heapq.heapify(ready)
     session_of: dict[str, int] = {}
-    remaining = len(schedule)
-    while remaining and not run.stopped():
-        if not ready:
-            engine.run_until(math.inf, run.on_step)
-        else:
-            at, s = ready[0]
-            engine.run_until(at, run.on_step)  # pauses early when a request finished on the way
-            if engine.now >= at and not run.finished_now and run.stop.reason is None:
-                heapq.heappop(ready)
-                stage = sessions[s][next_turn[s]]
-                next_turn[s] += 1
-                remaining -= len(stage)
-                open_branches[s] = len(stage)
-                for item in stage:
-                    session_of[item.request.request_id] = s
-                    run.send(item.request, at)
-        for t_finish, rid in run.finished_now:  # the last of a turn's branches to finish joins it
-            s = session_of.pop(rid, -1)
-            if s < 0:
-                continue
-            open_branches[s] -= 1
-            joined[s] = max(joined[s], t_finish)
-            if open_branches[s] == 0 and next_turn[s] < len(sessions[s]):
-                heapq.heappush(ready, (joined[s] + sessions[s][next_turn[s]][0].think_s, s))
-        run.finished_now.clear()
-    run.pausing = False
-    if not run.stopped():
-        engine.run_until(math.inf, run.on_step)
-    return run.outcome(started)
+
+    def send_turn(at: float, s: int) -> int:  # the session's next turn, its branches together
+        stage = sessions[s][next_turn[s]]
+        next_turn[s] += 1
+        open_branches[s] = len(stage)
+        for item in stage:
+            session_of[item.request.request_id] = s
+            run.send(item.request, at)
+        return len(stage)
+
+    def joined_turn(t_finish: float, rid: str) -> tuple[float, int] | None:
+        # the last of a turn's branches to finish joins it: the next turn is its think time after the join
+        s = session_of.pop(rid, -1)
+        if s < 0:
+            return None
+        open_branches[s] -= 1
+        joined[s] = max(joined[s], t_finish)
+        if open_branches[s] == 0 and next_turn[s] < len(sessions[s]):
+            return (joined[s] + sessions[s][next_turn[s]][0].think_s, s)
+        return None
+
+    run.run_paced(ready, len(schedule), send_turn, joined_turn)
+    return run.outcome()

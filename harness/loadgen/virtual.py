@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from engines.api import FinishEvent, Request
-from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled
+from harness.loadgen.scenarios import LoopOutcome, OnStart, Progress, RecordSink, Scenario, Scheduled, as_offered
 from harness.loadgen.stop_rules import StopRules, StopState
-from harness.records import RequestRecord, set_spec_decode, token_channels
+from harness.records import RequestRecord, sent_record, set_finish, token_channels
 
 PROGRESS_EVERY_S = 0.5
 
@@ -54,15 +54,16 @@ class _VirtualRun:
         label: str,
         trial: int,
         sink: RecordSink,
-        stop: StopState,
+        stop_rules: StopRules | None,
         progress: Progress | None,
         total: int,
     ) -> None:
+        self.started = time.perf_counter()  # the wall clock, for the outcome's simulation_wall_s
         self.engine = engine
         self.label = label
         self.trial = trial
         self.sink = sink
-        self.stop = stop
+        self.stop = StopState(stop_rules or StopRules())
         self.progress = progress
         self.total = total
         self.records: dict[str, RequestRecord] = {}
@@ -74,20 +75,7 @@ class _VirtualRun:
         self._shown = time.perf_counter()
 
     def send(self, request: Request, at: float, user: int | None = None) -> None:
-        record = RequestRecord(
-            request_id=request.request_id,
-            engine=self.label,
-            tenant=request.tenant,
-            priority=request.priority,
-            max_tokens=request.max_tokens,
-            ignore_eos=request.ignore_eos,
-            prompt_tokens=len(request.prompt_token_ids),
-            t_scheduled=at,
-            t_sent=at,
-            trial=self.trial,
-            user=user,
-            slo_class=request.slo_class,
-        )
+        record = sent_record(request, self.label, self.trial, at, at, user)
         self.records[request.request_id] = record
         self.times[request.request_id] = record.token_times
         if request.reasoning_tokens:  # simulated as ordinary decode: its first tokens are the reasoning
@@ -123,16 +111,9 @@ class _VirtualRun:
     def finish(self, event: FinishEvent) -> None:
         record = self.records.pop(event.request_id)
         del self.times[event.request_id]
-        record.t_finish = event.time
-        record.finish_reason = event.reason
-        record.engine_prompt_tokens = event.prompt_tokens
-        record.engine_output_tokens = event.output_tokens
-        record.preemptions = event.preemptions
-        record.cached_tokens = event.cached_tokens
-        set_spec_decode(record, event.spec_decode)
-        record.replica = event.replica
+        set_finish(record, event, event.time)
+        record.replica = event.replica  # a simulated cluster's replica, and its P/D disaggregation times
         record.t_prefill_end, record.t_kv_arrived = event.t_prefill_end, event.t_kv_arrived
-        record.error_type, record.error_message = event.error_type, event.error_message
         times = record.token_times
         record.output_tokens = len(times)
         record.t_first_token = times[0] if times else None
@@ -149,7 +130,39 @@ class _VirtualRun:
     def stopped(self) -> bool:
         return self.stop.triggered(len(self.records), self.engine.now)
 
-    def outcome(self, wall_started: float) -> LoopOutcome:
+    def run_paced(
+        self,
+        ready: list[tuple[float, int]],
+        remaining: int,
+        send_due: Callable[[float, int], int],
+        ready_after: Callable[[float, str], tuple[float, int] | None],
+    ) -> None:
+        """The clock of the closed loop and of the sessions scenario: senders (users, sessions) wait in
+        `ready`, a heap of (ready at, sender). The engine runs until the first is ready, pausing after any step
+        that finished a request; when nothing finished on the way, `send_due(at, sender)` sends what that
+        sender has due and says how many requests it sent. Each finish asks `ready_after(t_finish, request id)`
+        when (and whether) its sender is ready again. After the last send, what is in flight runs to its end."""
+        engine = self.engine
+        self.pausing = True
+        while remaining and not self.stopped():
+            if not ready:  # every sender waits for a response: run until one finishes
+                engine.run_until(math.inf, self.on_step)
+            else:
+                at, sender = ready[0]
+                engine.run_until(at, self.on_step)  # pauses early when a request finished on the way
+                if engine.now >= at and not self.finished_now and self.stop.reason is None:
+                    heapq.heappop(ready)
+                    remaining -= send_due(at, sender)
+            for t_finish, rid in self.finished_now:
+                again = ready_after(t_finish, rid)
+                if again is not None:
+                    heapq.heappush(ready, again)
+            self.finished_now.clear()
+        self.pausing = False
+        if not self.stopped():
+            engine.run_until(math.inf, self.on_step)
+
+    def outcome(self) -> LoopOutcome:
         if self.stop.reason is not None:  # what is in flight is aborted and recorded, as in real time
             for rid in list(self.records):
                 event = self.engine.abort(rid)
@@ -160,7 +173,7 @@ class _VirtualRun:
         result = LoopOutcome(self.done, self.errors, self.engine.now, None, self.total - self.sent)
         if self.stop.reason is not None:
             result.stopped_early = {**self.stop.reason, "sent": self.sent, "not_sent": self.total - self.sent}
-        result.simulation_wall_s = time.perf_counter() - wall_started
+        result.simulation_wall_s = time.perf_counter() - self.started
         result.over_saturation_unjudged = self.stop.unjudged()
         return result
 
@@ -178,8 +191,7 @@ def run_virtual_open_loop(
 ) -> LoopOutcome:
     """Each request arrives at its scheduled virtual time; runs until every request finished (or a
     stop rule fired). `wall_time_s` of the outcome is the virtual time the engine took."""
-    started = time.perf_counter()
-    run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
+    run = _VirtualRun(engine, label, trial, sink, stop_rules, progress, len(schedule))
     if on_start is not None:
         on_start(0.0)
     on_step, on_decode = run.on_step, run.on_decode  # an open loop never pauses on a step that finished nothing
@@ -190,7 +202,7 @@ def run_virtual_open_loop(
         run.send(item.request, item.at)
     if not run.stopped():
         engine.run_until(math.inf, on_step, on_decode)
-    return run.outcome(started)
+    return run.outcome()
 
 
 def run_virtual_closed_loop(
@@ -209,9 +221,7 @@ def run_virtual_closed_loop(
     """`users` users, each sending its next request `think_time_s` after its previous one finished.
     Requests go to users round-robin in list order (user u sends requests u, u + users, ...), as in the
     real-time closed loop, so a simulated run pairs with a measured one on (request, user)."""
-    started = time.perf_counter()
-    run = _VirtualRun(engine, label, trial, sink, StopState(stop_rules or StopRules()), progress, len(schedule))
-    run.pausing = True
+    run = _VirtualRun(engine, label, trial, sink, stop_rules, progress, len(schedule))
     if on_start is not None:
         on_start(0.0)
     users = max(1, users)
@@ -219,29 +229,20 @@ def run_virtual_closed_loop(
     left = [len(schedule[u::users]) for u in range(users)]
     ready: list[tuple[float, int]] = [(0.0, u) for u in range(min(users, len(schedule)))]  # (ready at, user)
     user_of: dict[str, int] = {}
-    remaining = len(schedule)
-    while remaining and not run.stopped():
-        if not ready:  # every user waits for a response: run until one finishes
-            engine.run_until(math.inf, run.on_step)
-        else:
-            at, user = ready[0]
-            engine.run_until(at, run.on_step)  # pauses early when a request finished on the way
-            if engine.now >= at and not run.finished_now and run.stop.reason is None:
-                heapq.heappop(ready)
-                item = next(queues[user])
-                remaining -= 1
-                left[user] -= 1
-                user_of[item.request.request_id] = user
-                run.send(item.request, at, user)
-        for t_finish, rid in run.finished_now:
-            user = user_of.pop(rid, None)
-            if user is not None and left[user]:
-                heapq.heappush(ready, (t_finish + think_time_s, user))
-        run.finished_now.clear()
-    run.pausing = False
-    if not run.stopped():
-        engine.run_until(math.inf, run.on_step)
-    return run.outcome(started)
+
+    def send_next(at: float, user: int) -> int:
+        item = next(queues[user])
+        left[user] -= 1
+        user_of[item.request.request_id] = user
+        run.send(item.request, at, user)
+        return 1
+
+    def thought(t_finish: float, rid: str) -> tuple[float, int] | None:  # its think time after the answer
+        user = user_of.pop(rid, None)
+        return (t_finish + think_time_s, user) if user is not None and left[user] else None
+
+    run.run_paced(ready, len(schedule), send_next, thought)
+    return run.outcome()
 
 
 def run_virtual_scenario(
@@ -264,12 +265,9 @@ def run_virtual_scenario(
         "progress": progress,
         "on_start": on_start,
     }
-    if scenario.kind == "sessions":
-        raise ValueError("the sessions scenario runs in harness.loadgen.sessions (replay_engine picks it)")
+    schedule = as_offered(scenario, schedule)
     if scenario.kind == "closed":
         return run_virtual_closed_loop(
             engine, schedule, sink, users=scenario.users, think_time_s=scenario.think_time_s, **common
         )
-    if scenario.kind == "offline":
-        schedule = [Scheduled(item.request, 0.0) for item in schedule]
     return run_virtual_open_loop(engine, schedule, sink, **common)

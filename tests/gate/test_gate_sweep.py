@@ -9,7 +9,8 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.sweep import Point, bisect, capacity, climb, spread
+from harness.sweep import bisect, capacity, climb, spread
+from tests.fixtures.sweep_points import sweep_point
 
 
 def fake_measure(limits: dict[str, float], calls: list[tuple[float, tuple[str, ...], str]]):
@@ -18,24 +19,7 @@ def fake_measure(limits: dict[str, float], calls: list[tuple[float, tuple[str, .
     def measure(rate, engines, phase):
         calls.append((rate, tuple(engines), phase))
         return {
-            e: Point(
-                engine=e,
-                rate=rate,
-                phase=phase,
-                run_dir="",
-                requests=10,
-                achieved_rps=rate,
-                whole_run_rps=rate,
-                output_tok_s=None,
-                ttft_s=None,
-                tpot_s=None,
-                e2e_s=None,
-                attainment=1.0 if rate <= limits[e] else 0.5,
-                goodput_rps=None,
-                stopped=None,
-                meets=rate <= limits[e],
-                why="",
-            )
+            e: sweep_point(e, rate, phase, meets=rate <= limits[e], attainment=1.0 if rate <= limits[e] else 0.5)
             for e in engines
         }
 

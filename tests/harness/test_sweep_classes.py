@@ -5,27 +5,13 @@ from __future__ import annotations
 from harness.sweep.point import Point
 from harness.sweep.runner import capacity_lines
 from harness.sweep.search import class_capacity
+from tests.fixtures.sweep_points import sweep_point
 
 
 def _point(rate: float, interactive: float, batch: float, stopped: str | None = None) -> Point:
-    return Point(
-        engine="e",
-        rate=rate,
-        phase="climb",
-        run_dir="-",
-        requests=10,
-        achieved_rps=rate,
-        whole_run_rps=rate,
-        output_tok_s=None,
-        ttft_s=None,
-        tpot_s=None,
-        e2e_s=None,
-        attainment=None,
-        goodput_rps=None,
-        stopped=stopped,
-        meets=stopped is None,
-        why="-",
-        classes={"interactive": interactive, "batch": batch},
+    classes: dict[str, float | None] = {"interactive": interactive, "batch": batch}
+    return sweep_point(
+        "e", rate, "climb", meets=stopped is None, stopped=stopped, classes=classes, run_dir="-", why="-"
     )
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from aiohttp import web
+from scraped_server import embedded_tokenizer, scraped_run_argv, scripted_metrics_app
 
 from engines.serve.background import BackgroundServer
 from harness.cli import main
@@ -22,39 +22,22 @@ pytestmark = pytest.mark.slow  # the CLI end to end
 COUNTERS = ((1200, 0, 3), (72, 0, 0))
 
 
-def _two_servers_scraped(tokenizer):
-    from engines.serve import make_app
-    from engines.zero_engine import ZeroLatencyEngine
-
+def _two_servers_scraped():
     turn = itertools.count()
 
-    @web.middleware
-    async def alternate(request: web.Request, handler):
-        if request.path != "/metrics":
-            return await handler(request)
+    def alternate() -> str:
         queries, hits, preemptions = COUNTERS[next(turn) % 2]
-        text = (
+        return (
             f"vllm:prefix_cache_queries_total {queries}\nvllm:prefix_cache_hits_total {hits}\n"
             f"vllm:num_preemptions_total {preemptions}\nvllm:num_requests_running 1\n"
         )
-        return web.Response(text=text, content_type="text/plain")
 
-    def app() -> web.Application:
-        application = make_app(ZeroLatencyEngine(), tokenizer, "batchmark")
-        application.middlewares.insert(0, alternate)
-        return application
-
-    return app
+    return alternate
 
 
 @pytest.fixture(scope="module")
 def server():
-    from transformers import AutoTokenizer
-
-    from engines.model.embedded import TOKENIZER_DIR
-
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR), local_files_only=True)
-    with BackgroundServer(_two_servers_scraped(tokenizer)) as s:
+    with BackgroundServer(scripted_metrics_app(embedded_tokenizer(), _two_servers_scraped())) as s:
         yield s
 
 
@@ -71,25 +54,7 @@ def test_counters_of_two_servers_are_n_a_with_the_reason_everywhere(
 
     out = tmp_path / "run"
     engine = f"http:url={server.url}{fleet},label=h"
-    argv = [
-        "run",
-        "--workload",
-        "chat-small",
-        "--requests",
-        "6",
-        "--rate",
-        "20",
-        "--engine",
-        engine,
-        "--scrape-interval-ms",
-        "50",
-        "--out",
-        str(out),
-        "--no-report",
-        "--seed",
-        "1",
-    ]
-    assert main(argv) == 0
+    assert main(scraped_run_argv(out, engine, 6)) == 0
     said = f"n/a ({reason})"
     console = next(x for x in capsys.readouterr().out.splitlines() if "prefix cache hit rate" in x)
     assert console.startswith(f"h: prefix cache hit rate {said}")

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from aiohttp import web
+from scraped_server import embedded_tokenizer, scraped_run_argv, scripted_metrics_app
 from test_http_fleet import round_robin_router
 
 from engines.serve.background import BackgroundServer
@@ -23,37 +23,21 @@ STEPS = {"a": (1000, 100, 500, 50), "b": (72, 10, 0, 0)}
 
 
 def _replica(tokenizer, name: str):
-    from engines.serve import make_app
-    from engines.zero_engine import ZeroLatencyEngine
-
     scrapes = itertools.count()
     q0, dq, h0, dh = STEPS[name]
 
-    @web.middleware
-    async def counters(request: web.Request, handler):
-        if request.path != "/metrics":
-            return await handler(request)
+    def counters() -> str:
         n = next(scrapes)
         counted = f"vllm:prefix_cache_queries_total {q0 + dq * n}\nvllm:prefix_cache_hits_total {h0 + dh * n}\n"
         fixed = "vllm:num_preemptions_total 0\nvllm:num_requests_running 1\nvllm:kv_cache_usage_perc 0.25\n"
-        text = counted + fixed
-        return web.Response(text=text, content_type="text/plain")
+        return counted + fixed
 
-    def app() -> web.Application:
-        application = make_app(ZeroLatencyEngine(), tokenizer, "batchmark", replica_id=name)
-        application.middlewares.insert(0, counters)
-        return application
-
-    return app
+    return scripted_metrics_app(tokenizer, counters, replica_id=name)
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    from transformers import AutoTokenizer
-
-    from engines.model.embedded import TOKENIZER_DIR
-
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR), local_files_only=True)
+    tokenizer = embedded_tokenizer()
     with BackgroundServer(_replica(tokenizer, "a")) as a, BackgroundServer(_replica(tokenizer, "b")) as b:
         routed: list[tuple[int, bool]] = []
         with BackgroundServer(round_robin_router([a.url, b.url], routed)) as router:
@@ -61,25 +45,7 @@ def fleet():
 
 
 def _run(out: Path, engine: str) -> int:
-    argv = [
-        "run",
-        "--workload",
-        "chat-small",
-        "--requests",
-        "8",
-        "--rate",
-        "20",
-        "--engine",
-        engine,
-        "--scrape-interval-ms",
-        "50",
-        "--out",
-        str(out),
-        "--no-report",
-        "--seed",
-        "1",
-    ]
-    return main(argv)
+    return main(scraped_run_argv(out, engine, 8))
 
 
 def test_every_replica_scraped_gives_the_fleets_figures(

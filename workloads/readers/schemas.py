@@ -14,19 +14,9 @@ from workloads.errors import WorkloadError
 
 # Seconds per unit of the arrival column; "datetime" means ISO-8601 date-time strings.
 TIME_UNITS: dict[str, float | None] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "datetime": None}
-MAPPING_KEYS = (
-    "arrival",
-    "input_tokens",
-    "output_tokens",
-    "tenant",
-    "priority",
-    "prompt_text",
-    "prefix_hash_ids",
-    "reasoning_tokens",
-    "slo_class",
-)
 # one column each, if any
 OPTIONAL_KEYS = ("priority", "prompt_text", "prefix_hash_ids", "reasoning_tokens", "slo_class")
+MAPPING_KEYS = ("arrival", "input_tokens", "output_tokens", "tenant", *OPTIONAL_KEYS)
 
 
 @dataclass(frozen=True)
