@@ -8,6 +8,7 @@ from pathlib import Path
 
 from engines.sim.fitted import load_profile
 from harness.fidelity_suite.spec import load_suite
+from tests.fidelity_suite.same_protocol import assert_same_protocol_on_a_new_seed
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HERE = FIXTURES / "fidelity_suite_v6"
@@ -19,19 +20,7 @@ EARLIER = [
 
 
 def test_the_sixth_suite_is_the_fifth_s_protocol_on_other_data() -> None:
-    fifth = EARLIER[-1]
-    assert [p.covers for p in SUITE.pairs] == [p.covers for p in fifth.pairs]
-    assert [(p.name, p.engine, p.profile) for p in SUITE.pairs] == [(p.name, p.engine, p.profile) for p in fifth.pairs]
-    assert (SUITE.trials, SUITE.run_args, SUITE.targets) == (fifth.trials, fifth.run_args, fifth.targets)
-    assert (SUITE.fit_name, SUITE.fit_args, SUITE.fit_after) == (fifth.fit_name, fifth.fit_args, fifth.fit_after)
-    assert SUITE.fit_names == fifth.fit_names
-    for new, *earlier in zip(SUITE.pairs, *(s.pairs for s in EARLIER), strict=True):
-        assert new.args not in [p.args for p in earlier], new.name  # nothing an earlier suite measured
-        assert new.args[-2:] == ("--seed", "5"), new.name
-        assert new.args[:-1] == earlier[-1].args[:-1], new.name  # v5's pair but for its seed
-    assert {(p.name, p.file, p.engine) for p in SUITE.profiles.values()} == {
-        (p.name, p.file, p.engine) for p in fifth.profiles.values()
-    }
+    assert_same_protocol_on_a_new_seed(SUITE, EARLIER, "5")
 
 
 def test_its_profiles_are_version_3_on_every_fit_run() -> None:

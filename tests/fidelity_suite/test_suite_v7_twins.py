@@ -9,6 +9,7 @@ from pathlib import Path
 from engines.sim.fitted import load_profile
 from engines.sim.noise import STEP_CLASSES
 from harness.fidelity_suite.spec import load_suite
+from tests.fidelity_suite.same_protocol import assert_same_protocol_on_a_new_seed
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HERE = FIXTURES / "fidelity_suite_v7"
@@ -18,15 +19,7 @@ EARLIER = [load_suite(FIXTURES / name / "suite.toml") for name in (*NAMES, "fide
 
 
 def test_the_seventh_suite_is_the_sixth_s_protocol_on_other_data() -> None:
-    sixth = EARLIER[-1]
-    assert [p.covers for p in SUITE.pairs] == [p.covers for p in sixth.pairs]
-    assert [(p.name, p.engine, p.profile) for p in SUITE.pairs] == [(p.name, p.engine, p.profile) for p in sixth.pairs]
-    assert (SUITE.trials, SUITE.run_args, SUITE.targets) == (sixth.trials, sixth.run_args, sixth.targets)
-    assert (SUITE.fit_name, SUITE.fit_args, SUITE.fit_after) == (sixth.fit_name, sixth.fit_args, sixth.fit_after)
-    for new, *earlier in zip(SUITE.pairs, *(s.pairs for s in EARLIER), strict=True):
-        assert new.args not in [p.args for p in earlier], new.name  # nothing an earlier suite measured
-        assert new.args[-2:] == ("--seed", "6"), new.name
-        assert new.args[:-1] == earlier[-1].args[:-1], new.name  # v6's pair but for its seed
+    assert_same_protocol_on_a_new_seed(SUITE, EARLIER, "6")
 
 
 def test_its_profiles_keep_a_noise_level_per_step_class_and_the_sixth_s_do_not() -> None:
