@@ -4,11 +4,12 @@ Per run, every traced step's measured / noise-free price (the profile's), by how
 last sat idle (a pause over docs/plans/cell_split.py's IDLE_S; 0: the first step after it), as medians (steps):
 over all steps, then over single-row decode steps only. Reads files only.
 
-    .venv/bin/python docs/plans/idle_warmup.py PROFILE RUN [RUN ...]
+    [ENGINE=static] .venv/bin/python docs/plans/idle_warmup.py PROFILE RUN [RUN ...]
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from docs.plans.pricing_split import shape
 from engines.sim.fitted import load_profile
 from harness.simulation import trace_steps
 
+ENGINE = os.environ.get("ENGINE", "continuous")  # whose traces: continuous-tN.jsonl or static-tN.jsonl
 EDGES = (0, 1, 2, 3, 4, 5, 6, 7, 8, 32)  # a step counts in the last edge at or below its count
 
 
@@ -27,7 +29,7 @@ def main(profile_path: Path, runs: list[Path]) -> None:
     for run in runs:
         every: dict[int, list[float]] = {}
         single: dict[int, list[float]] = {}
-        for path in sorted((run / "steps").glob("continuous-t*.jsonl")):
+        for path in sorted((run / "steps").glob(f"{ENGINE}-t*.jsonl")):
             rows, price = steps(path, profile)
             since = since_idle(rows)
             for row, p, f, k in zip(rows, price, trace_steps([path]).features, since, strict=True):
