@@ -48,9 +48,10 @@ def run_engines(run_dir: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------------ fitting
 
 
-def trace_steps(paths: Sequence[Path]) -> TraceSteps:
+def trace_steps(paths: Sequence[Path], before_s: float | None = None) -> TraceSteps:
     """Every traced step with features (older traces have none and are refused by name; traces written before the
-    attention was split by kernel read those counts as 0 and the steps say so: `split` False)."""
+    attention was split by kernel read those counts as 0 and the steps say so: `split` False); `before_s`: only
+    the steps that start before that time of their run (a window of it)."""
     features: list[list[int]] = []
     durations: list[float] = []
     gaps: list[float] = []
@@ -69,6 +70,8 @@ def trace_steps(paths: Sequence[Path]) -> TraceSteps:
         previous: dict[str, Any] | None = None
         for row in rows:
             try:
+                if before_s is not None and float(row["t_start"]) >= before_s:
+                    break  # a trace's steps start in order
                 counts = dict.fromkeys(FEATURE_NAMES, 0) | {name: int(row[TRACE_FIELDS[name]]) for name in names}
                 features.append(list(counts.values()))
                 durations.append(float(row["t_end"]) - float(row["t_start"]))

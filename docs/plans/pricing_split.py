@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.sim.fitted import FEATURE_NAMES, FittedCost, load_profile, regressors
+from engines.sim.fitted import FEATURE_NAMES, FittedCost, load_profile
 from harness.simulation import trace_steps
 
 COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
@@ -49,8 +49,7 @@ def residuals(
 ) -> tuple[list[tuple[str, int, int]], np.ndarray, np.ndarray]:
     """Every traced step's shape, measured duration and residual (priced - measured), over the runs' steps."""
     trace = trace_steps(sorted(p for run in runs for p in (run / "steps").glob(f"{engine}-t*.jsonl")))
-    coef = np.array([profile.coefficients.get(n, 0.0) for n in profile.regressors])
-    priced = profile.intercept_s + regressors(trace.features, profile.version) @ coef
+    priced = profile.price_steps(trace.features)
     return [shape(r) for r in trace.features], trace.duration_s, priced - trace.duration_s
 
 

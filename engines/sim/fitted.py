@@ -171,6 +171,10 @@ class FittedCost:
             + x * f.prefill_context_pairs
         )
 
+    def price_steps(self, features: np.ndarray) -> np.ndarray:
+        """Each step's price, noise aside, for rows of FEATURE_NAMES (`step_time` on arrays)."""
+        return self.intercept_s + regressors(features, self.version) @ np.asarray(self._coef)
+
     def regressor_values(self, f: StepFeatures) -> tuple[int, ...]:
         """The step's value of each regressor, in `self.regressors`' order."""
         prefill, chunks, decode, pad, held, attended = f[:6]

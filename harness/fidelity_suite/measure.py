@@ -1,7 +1,7 @@
-"""The suite's real runs: the fit run (again after the pairs `[fit_run] after` names), every pair's trials, and
-the profiles fitted on every fit run pooled, each `batchmark run` a process
-of its own, holding the machine's timing lock (when given) for that run only, so that other measurements can
-take turns between runs instead of waiting for the whole suite."""
+"""The suite's real runs: the fit run (again after the pairs `[fit_run] after` names), every pair's trials (or, in
+an interleaved suite, rounds of a fit run and one trial of every pair), and the profiles fitted on every fit run
+pooled, each `batchmark run` a process of its own, holding the machine's timing lock (when given) for that run
+only, so that other measurements can take turns between runs instead of waiting for the whole suite."""
 
 from __future__ import annotations
 
@@ -23,7 +23,10 @@ def fit_command(suite: Suite, runs: Path, name: str | None = None) -> list[str]:
     return [*BATCHMARK, "run", *suite.run_args, *suite.fit_args, "--out", str(runs / (name or suite.fit_name))]
 
 
-def pair_command(suite: Suite, pair: Pair, runs: Path) -> list[str]:
+def pair_command(suite: Suite, pair: Pair, runs: Path, name: str | None = None) -> list[str]:
+    """The pair's trials into `runs/NAME` (the pair's name unless another of `suite.pair_runs` is given: one
+    trial of an interleaved suite's round)."""
+    trials = 1 if suite.interleave else suite.trials
     return [
         *BATCHMARK,
         "run",
@@ -32,9 +35,9 @@ def pair_command(suite: Suite, pair: Pair, runs: Path) -> list[str]:
         "--engine",
         pair.engine,
         "--repeat",
-        str(suite.trials),
+        str(trials),
         "--out",
-        str(runs / pair.name),
+        str(runs / (name or pair.name)),
     ]
 
 
@@ -66,15 +69,25 @@ def measure(suite: Suite, runs: Path, lock: Path | None) -> None:
     the last fit run is recorded. The fit runs are only run while a profile is missing."""
     runs.mkdir(parents=True, exist_ok=True)
     missing = [p for p in suite.profiles.values() if not (runs / p.file).is_file()]
+    if suite.interleave:  # round r: the r-th fit run, then the r-th trial of every pair
+        for r, fit_name in enumerate(suite.fit_names):
+            _fit(suite, runs, lock, fit_name, missing)
+            for pair in suite.pairs:
+                _pair(suite, pair, runs, lock, suite.pair_runs(pair)[r])
+        return
     later = iter(suite.fit_names[1:])  # numbered in the order they run, after the pairs in the suite's order
     _fit(suite, runs, lock, suite.fit_name, missing)
     for pair in suite.pairs:
-        if (runs / pair.name / "metrics.json").is_file():
-            print(f"{pair.name}: already measured in {runs / pair.name}: kept")
-        else:
-            _run(pair_command(suite, pair, runs), lock, f"pair {pair.name}")
+        _pair(suite, pair, runs, lock, pair.name)
         if pair.name in suite.fit_after:
             _fit(suite, runs, lock, next(later), missing)
+
+
+def _pair(suite: Suite, pair: Pair, runs: Path, lock: Path | None, name: str) -> None:
+    if (runs / name / "metrics.json").is_file():
+        print(f"{name}: already measured in {runs / name}: kept")
+    else:
+        _run(pair_command(suite, pair, runs, name), lock, f"pair {name}")
 
 
 def _fit(suite: Suite, runs: Path, lock: Path | None, name: str, missing: list[Profile]) -> None:

@@ -47,11 +47,24 @@ class Suite:
     # `[fit_run] after`: pairs after each of which the fit run is run again (the machine's speed drifts over a
     # session, so one fit run prices one moment of it; the profiles pool every fit run)
     fit_after: tuple[str, ...] = ()
+    # `interleave = true`: the trials are measured in rounds, each a fit run and then one trial of every pair in
+    # order, so that a pair's trials sample the session's moments as the pooled fit runs do (back to back, they
+    # share one moment, and the machine drifts 10-15% within a session: the eighth suite)
+    interleave: bool = False
 
     @property
     def fit_names(self) -> tuple[str, ...]:
-        """Every fit run's directory: the first before the pairs, then NAME-2, NAME-3, ... after `fit_after`'s pairs."""
-        return (self.fit_name, *(f"{self.fit_name}-{i}" for i in range(2, len(self.fit_after) + 2)))
+        """Every fit run's directory: the first before the pairs, then NAME-2, NAME-3, ... after `fit_after`'s pairs
+        (interleaved: one at the start of each round)."""
+        count = self.trials if self.interleave else len(self.fit_after) + 1
+        return (self.fit_name, *(f"{self.fit_name}-{i}" for i in range(2, count + 1)))
+
+    def pair_runs(self, pair: Pair) -> tuple[str, ...]:
+        """The directories of a pair's real runs: one of all its trials, or (interleaved) NAME, NAME-2, ... one a
+        round."""
+        if not self.interleave:
+            return (pair.name,)
+        return (pair.name, *(f"{pair.name}-{i}" for i in range(2, self.trials + 1)))
 
 
 def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -107,6 +120,13 @@ def load_suite(path: Path) -> Suite:
     if not pairs:
         raise HarnessInputError(f"{where}: no [[pairs]]")
     after = _fit_after(fit, names, f"{where}: fit_run")
+    interleave = data.get("interleave", False)
+    if not isinstance(interleave, bool):
+        raise HarnessInputError(f"{where}: field 'interleave': not true or false")
+    if interleave and after:
+        raise HarnessInputError(
+            f"{where}: fit_run: field 'after': an interleaved suite runs a fit run at the start of each round; drop it"
+        )
     return Suite(
         path,
         _get(data, "trials", int, where),
@@ -121,6 +141,7 @@ def load_suite(path: Path) -> Suite:
         profiles,
         tuple(pairs),
         after,
+        interleave,
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessInputError
 from harness.fidelity_suite.spec import Pair, Suite
 from harness.judge.fidelity import fidelity_outcome, suite_outcome
 
@@ -38,12 +39,18 @@ def pair_entry(
         "rows": [],
         "verdict": "cannot_tell",
     }
-    run = runs / pair.name
-    if not (run / "metrics.json").is_file():
-        entry["missing"] = f"not measured: no {run / 'metrics.json'}"
+    dirs = [runs / name for name in suite.pair_runs(pair)]
+    absent = [d for d in dirs if not (d / "metrics.json").is_file()]
+    if absent:
+        entry["missing"] = f"not measured: no {absent[0] / 'metrics.json'}"
         return entry
+    run = dirs[0]
     engine = next(e for e in run_engines(run) if e.get("kind") in ("static", "continuous"))
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    trials = (metrics.get("repeat") or {}).get(engine["name"])
+    if len(dirs) > 1:  # an interleaved suite: one trial a round, each its own run of the same schedule
+        trials = _round_trials(dirs, engine["name"])
+        entry["runs"] = [d.name for d in dirs]
     profile = runs / suite.profiles[pair.profile].file
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
     # headline: the rows read no more
@@ -52,9 +59,7 @@ def pair_entry(
         for s in range(seeds if noise else 1)
     ]
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
-    rows = fidelity_rows(
-        metrics["engines"][engine["name"]], *twins, trials=(metrics.get("repeat") or {}).get(engine["name"])
-    )
+    rows = fidelity_rows(metrics["engines"][engine["name"]], *twins, trials=trials)
     t = suite.targets
     for row in rows:
         p99 = row["metric"] in P99
@@ -76,6 +81,21 @@ def pair_entry(
     verdicts = {r["verdict"] for r in entry["rows"]}
     entry["verdict"] = "fails" if "fails" in verdicts else "holds" if verdicts == {"holds"} else "cannot_tell"
     return entry
+
+
+def _round_trials(dirs: list[Path], engine: str) -> dict[str, Any]:
+    """The per-trial values of runs that each measured one trial of the same schedule (their requests.jsonl the
+    same bytes), as one run's repeat block holds its trials'."""
+    first = (dirs[0] / "requests.jsonl").read_bytes()
+    for other in dirs[1:]:
+        if (other / "requests.jsonl").read_bytes() != first:
+            raise HarnessInputError(f"{other}: its requests differ from {dirs[0]}'s: not a trial of the same schedule")
+    merged: dict[str, Any] = {}
+    for run in dirs:
+        repeat = json.loads((run / "metrics.json").read_text(encoding="utf-8")).get("repeat") or {}
+        for key, block in (repeat.get(engine) or {}).items():
+            merged.setdefault(key, {"values": []})["values"] += block.get("values") or []
+    return merged
 
 
 def suite_table(suite: Suite, runs: Path, simulate: Simulate, seeds: int = 5, noise: bool = True) -> dict[str, Any]:

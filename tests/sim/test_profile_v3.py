@@ -94,6 +94,7 @@ def test_the_simulator_prices_a_step_as_the_fit_s_columns_do(tmp_path: Path) -> 
     loaded = load_profile(tmp_path / "p.json")
     assert loaded.version == 3 and loaded.coefficients == profile.coefficients
     columns = regressors(steps.features, 3) @ np.array([profile.coefficients[n] for n in REGRESSORS])
+    assert loaded.price_steps(steps.features) == pytest.approx(columns + profile.intercept_s, rel=1e-12)
     for f, want in zip(steps.features.tolist(), columns + profile.intercept_s, strict=True):
         features = step_features(StepPlan([]))._make(f)
         assert loaded.step_time(features) == pytest.approx(want, rel=1e-9)
