@@ -31,10 +31,20 @@ def scipy_stats() -> Any:
     return stats
 
 
+# The two quantiles a run's report asks for (a 95% interval: batch means over 20 sub-windows, and the Wilson
+# score interval), as scipy.special gives them (tests/metrics/test_metrics_stats.py checks each bit for bit): a
+# run whose report needs no other does not import scipy.special for them (0.15-0.2 s)
+KNOWN_T_QUANTILES = {(0.975, 19): 2.0930240544083087}
+KNOWN_NORMAL_QUANTILES = {0.975: 1.959963984540054}
+
+
 def t_quantile(q: float, dof: float) -> float:
     """`scipy.stats.t.ppf(q, dof)` bit for bit (the special function it evaluates, at scale 1 and location 0),
     without importing scipy.stats (`scipy_stats`) but at the edges (q not inside (0, 1), dof not > 0), where
     scipy.stats gives the support's ends or NaN itself."""
+    known = KNOWN_T_QUANTILES.get((q, dof))
+    if known is not None:
+        return known
     if not (0.0 < q < 1.0 and dof > 0):
         return float(scipy_stats().t.ppf(q, dof))
     from scipy.special import stdtrit
@@ -44,6 +54,9 @@ def t_quantile(q: float, dof: float) -> float:
 
 def normal_quantile(q: float) -> float:
     """`scipy.stats.norm.ppf(q)` bit for bit, as `t_quantile`."""
+    known = KNOWN_NORMAL_QUANTILES.get(q)
+    if known is not None:
+        return known
     if not 0.0 < q < 1.0:
         return float(scipy_stats().norm.ppf(q))
     from scipy.special import ndtri
