@@ -59,12 +59,26 @@ def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> Estimate:
     return Estimate(p, max(0.0, center - half), min(1.0, center + half))
 
 
+def bin_counts(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """`np.histogram(values, bins=edges)[0]`, the same counts; where `edges` are `np.linspace` of their two ends
+    (every caller's), by numpy's equal-bin path: the same `linspace` edges, each value checked against them, but
+    no sort of the values (a trace's millions of token times sorted for 20 bins cost a tenth of a second)."""
+    edges = np.asarray(edges)
+    if (
+        edges.dtype == np.float64
+        and edges.size > 1
+        and np.array_equal(edges, np.linspace(edges[0], edges[-1], edges.size))
+    ):
+        return np.histogram(values, bins=edges.size - 1, range=(edges[0], edges[-1]))[0]
+    return np.histogram(values, bins=edges)[0]
+
+
 def batch_means(times: np.ndarray, start: float, end: float, batches: int = BATCHES) -> Estimate:
     """Events per second in [start, end] with a batch-means 95% interval (cut at zero: a rate is never negative)."""
     if not (end > start) or times.size == 0:
         return Estimate(None)
     edges = np.linspace(start, end, batches + 1)
-    counts, _ = np.histogram(times[(times >= start) & (times <= end)], bins=edges)
+    counts = bin_counts(times[(times >= start) & (times <= end)], edges)
     rates = counts / np.diff(edges)
     mean, sd = float(rates.mean()), float(rates.std(ddof=1))
     half = t_quantile(0.5 + CONFIDENCE / 2, batches - 1) * sd / math.sqrt(batches)

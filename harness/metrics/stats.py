@@ -31,10 +31,20 @@ def scipy_stats() -> Any:
     return stats
 
 
+# The two quantiles a run's report asks for (a 95% interval: batch means over 20 sub-windows, and the Wilson
+# score interval), as scipy.special gives them (tests/metrics/test_metrics_stats.py checks each bit for bit): a
+# run whose report needs no other does not import scipy.special for them (0.15-0.2 s)
+KNOWN_T_QUANTILES = {(0.975, 19): 2.0930240544083087}
+KNOWN_NORMAL_QUANTILES = {0.975: 1.959963984540054}
+
+
 def t_quantile(q: float, dof: float) -> float:
     """`scipy.stats.t.ppf(q, dof)` bit for bit (the special function it evaluates, at scale 1 and location 0),
     without importing scipy.stats (`scipy_stats`) but at the edges (q not inside (0, 1), dof not > 0), where
     scipy.stats gives the support's ends or NaN itself."""
+    known = KNOWN_T_QUANTILES.get((q, dof))
+    if known is not None:
+        return known
     if not (0.0 < q < 1.0 and dof > 0):
         return float(scipy_stats().t.ppf(q, dof))
     from scipy.special import stdtrit
@@ -44,6 +54,9 @@ def t_quantile(q: float, dof: float) -> float:
 
 def normal_quantile(q: float) -> float:
     """`scipy.stats.norm.ppf(q)` bit for bit, as `t_quantile`."""
+    known = KNOWN_NORMAL_QUANTILES.get(q)
+    if known is not None:
+        return known
     if not 0.0 < q < 1.0:
         return float(scipy_stats().norm.ppf(q))
     from scipy.special import ndtri
@@ -100,7 +113,12 @@ def percentiles(
     NaN and inf are dropped first (undefined metrics, e.g. TPOT of one-token outputs). With n = 0
     every cell is NaN; `n_boot = 0` skips the intervals.
     """
-    x = _finite_sorted(values)
+    return _sorted_percentiles(_finite_sorted(values), qs, n_boot, confidence, seed)
+
+
+def _sorted_percentiles(x: np.ndarray, qs: Sequence[float], n_boot: int, confidence: float, seed: int) -> pd.DataFrame:
+    """`percentiles` of `x`, already finite and sorted (`describe` has sorted it: a second sort of a trace's
+    millions of token gaps cost as much as the first)."""
     q = np.asarray(qs, dtype=np.float64)
     table = pd.DataFrame(
         {"q": q, "value": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n": x.size},
@@ -169,7 +187,11 @@ def censored_reaches(
     and one above them does not move them."""
     if censored is None or not np.any(censored):  # before sorting: most samples have nothing censored
         return [False] * len(probs)
-    x, flags = _finite_sorted_with(values, censored)
+    return _sorted_reaches(*_finite_sorted_with(values, censored), probs)
+
+
+def _sorted_reaches(x: np.ndarray, flags: np.ndarray, probs: Sequence[float]) -> list[bool]:
+    """`censored_reaches` of `x`, finite and sorted, with `flags` in the same order."""
     if x.size == 0 or not flags.any():
         return [False] * len(probs)
     first_censored = float(x[flags].min())
@@ -196,9 +218,9 @@ def describe(
     when any value is censored, for the same reason.
     """
     x, flags = _finite_sorted_with(values, censored)
-    table = percentiles(x, qs, n_boot=n_boot, confidence=confidence, seed=seed)
+    table = _sorted_percentiles(x, qs, n_boot, confidence, seed)
     empty = x.size == 0
-    bounded = censored_reaches(x, flags, table["q"].to_numpy() / 100.0)
+    bounded = _sorted_reaches(x, flags, table["q"].to_numpy() / 100.0)
     return {
         "count": int(x.size),
         "censored": int(flags.sum()),

@@ -120,3 +120,17 @@ def test_the_quantiles_without_scipy_stats_are_its_own_bit_for_bit():
         assert np.array_equal(normal_quantile(q), float(stats.norm.ppf(q)), equal_nan=True), q
         for dof in (0, 1, 2, 3, 4, 7, 19, 29, 99, 1000, 2.5):
             assert np.array_equal(t_quantile(q, dof), float(stats.t.ppf(q, dof)), equal_nan=True), (q, dof)
+
+
+def test_the_known_quantiles_are_scipys_bit_for_bit():
+    """The constants t_quantile and normal_quantile answer without scipy.special (a report's two 95% intervals)
+    are scipy.stats' values to the last bit, and are what the functions return."""
+    from scipy import stats
+
+    from harness.metrics.stats import KNOWN_NORMAL_QUANTILES, KNOWN_T_QUANTILES, normal_quantile, t_quantile
+
+    assert KNOWN_T_QUANTILES and KNOWN_NORMAL_QUANTILES
+    for (q, dof), value in KNOWN_T_QUANTILES.items():
+        assert value.hex() == float(stats.t.ppf(q, dof)).hex() == t_quantile(q, dof).hex(), (q, dof)
+    for q, value in KNOWN_NORMAL_QUANTILES.items():
+        assert value.hex() == float(stats.norm.ppf(q)).hex() == normal_quantile(q).hex(), q

@@ -13,6 +13,7 @@ import pytest
 from harness.cli import main
 from harness.metrics import SLO, load_records, load_steps
 from harness.metrics.warnings import (
+    MIN_EVENTS,
     STEP_SIGNALS,
     WarningMonitor,
     WarningSettings,
@@ -20,6 +21,7 @@ from harness.metrics.warnings import (
     first_firing,
     longest_wait,
     warning_timeline,
+    window_p99,
 )
 
 pytestmark = pytest.mark.slow  # heavy: scheduled first (tests/conftest.py)
@@ -117,3 +119,24 @@ def test_the_run_report_shows_the_warnings(overload_run: Path) -> None:
     html = build_report([overload_run])
     assert "Early warnings: first firing and lead before SLO violations began" in html
     assert "queue_growth" in html and "SLO violations begin" in html
+
+
+def test_window_p99_is_each_windows_own_percentile_bit_for_bit():
+    """window_p99 takes the windows of one length in one call: the values np.percentile gives each window's slice
+    alone, to the last bit (ties and rounded values among them), and NaN for a window under MIN_EVENTS."""
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        n = int(rng.integers(1, 2000))
+        values = rng.lognormal(size=n) * rng.choice([1e-3, 1.0, 1e3])
+        if trial % 3 == 0:
+            values = np.round(values, 2)
+        when = np.sort(rng.uniform(0.0, 100.0, n))
+        t = np.linspace(0.0, 100.0, int(rng.integers(1, 400)))
+        window = float(rng.uniform(0.5, 20.0))
+        hi = np.searchsorted(when, t, side="right")
+        lo = np.searchsorted(when, t - window, side="right")
+        expected = np.full(t.size, np.nan)
+        for i, (a, b) in enumerate(zip(lo, hi, strict=True)):
+            if b - a >= MIN_EVENTS:
+                expected[i] = np.percentile(values[a:b], 99)
+        assert window_p99(values, lo, hi).tobytes() == expected.tobytes()
