@@ -1,7 +1,7 @@
 """Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
 one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
-later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v8_twins.py)."""
+later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v9_twins.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ SUITES = (
     "fidelity_suite_v6",
     "fidelity_suite_v7",
     "fidelity_suite_v8",
+    "fidelity_suite_v9",
 )
 
 
