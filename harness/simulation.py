@@ -132,6 +132,43 @@ def fit_run(
     return profile
 
 
+def trial_speeds(run_dir: Path, engine: str, profile: FittedCost) -> list[dict[str, Any]] | None:
+    """Each traced trial of `engine` in `run_dir` against the profile's fit runs, shape by shape
+    (`engines.sim.shape_speed`): its trial, speed (> 0: slower) and the share of its busy time in shapes the fit
+    runs had. None: the profile keeps no shape levels (fitted before it did); [] : no step trace."""
+    from engines.sim.shape_speed import run_speed
+
+    named = (p.stem.removeprefix(f"{engine}-t") for p in (run_dir / "steps").glob(f"{engine}-t*.jsonl"))
+    trials = sorted(int(t) for t in named if t.isdigit())
+    levels = profile.fit.get("shape_levels")
+    if not trials or levels is None:
+        return [] if not trials else None
+    out = []
+    for trial in trials:
+        steps = trace_steps([run_dir / "steps" / f"{engine}-t{trial}.jsonl"])
+        if not len(steps.duration_s):
+            continue
+        speed, covered = run_speed(steps.features, steps.duration_s, profile.price_steps(steps.features), levels)
+        out.append({"trial": trial, "speed": speed, "covered": covered})
+    return out
+
+
+def speed_line(engine: str, speeds: list[dict[str, Any]] | None) -> str | None:
+    """The one line `sim fidelity` prints on the real trials' speed (None: nothing to say: no step trace)."""
+    if speeds is None:
+        return f"SPEED: {engine}: unknown (the profile keeps no fit-run levels by step shape; fit it again to know)"
+    known = [s for s in speeds if s["speed"] is not None]
+    if not known:
+        return None
+    each = ", ".join(f"{s['speed']:+.1%}" for s in known)
+    covered = min(s["covered"] for s in known)
+    return (
+        f"SPEED: {engine}: the real trials ran the fit runs' step shapes {each} against the fit runs (> 0: slower; "
+        f"on at least {covered:.0%} of their busy time): what the profile cannot price, the machine's moment or what "
+        "the shapes leave out (warm-up after an idle pause)"
+    )
+
+
 def pooling_note(engines: Sequence[str]) -> str | None:
     """What a profile fitted on several engines' steps says (issue 30: one pooled profile priced a static batch's
     held slots and a continuous engine's decode alike, and both engines' twins paid for it)."""

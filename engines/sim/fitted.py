@@ -50,6 +50,7 @@ import numpy as np
 from engines.errors import EngineInputError
 from engines.sim.files import read_json_object
 from engines.sim.noise import STEP_CLASSES, keep_blocks, step_class, step_noise
+from engines.sim.shape_speed import shape_levels
 from engines.step_features import FEATURE_NAMES, StepFeatures
 
 MAX_STEP_S = 1e6  # no step, nor any one regressor's share of it, takes eleven days
@@ -384,6 +385,8 @@ def _fit_form(steps: TraceSteps, fixed: Mapping[str, float] | None, version: int
         "ranges": fitted_ranges(x_all, names),
         "unknown": [] if steps.split else list(SPLIT_FEATURES),
         "padding": padding_shares(steps.features),
+        # the fit runs' level at each step shape: a later run's speed against them (engines/sim/shape_speed.py)
+        "shape_levels": shape_levels(steps.features, steps.duration_s, predicted),
     }
     rows = steps.features[:, _F["decode_seqs"]] + steps.features[:, _F["held_rows"]]
     classes = np.array([step_class(p, r) for p, r in zip(steps.features[:, _F["prefill_tokens"]], rows, strict=True)])

@@ -281,7 +281,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     from harness.cluster_twin import has_twin
     from harness.errors import HarnessInputError
     from harness.metrics.simulation import fidelity_rows, manifest_notices
-    from harness.simulation import profile_mismatch, run_engines
+    from harness.simulation import profile_mismatch, run_engines, speed_line, trial_speeds
 
     if args.suite is not None:
         from harness.cli.args import writable_dir
@@ -318,7 +318,8 @@ def fidelity_command(args: argparse.Namespace) -> int:
     missing = [e["name"] for e in engines if not isinstance(real, dict) or e["name"] not in real]
     if missing:
         raise HarnessInputError(f"{args.real_run}/metrics.json: field engines: no summary of {missing[0]!r}")
-    fitted = load_profile(args.profile).engine
+    profile = load_profile(args.profile)
+    fitted = profile.engine
     for engine in engines:
         mismatch = profile_mismatch(engine, fitted)
         if mismatch:
@@ -358,6 +359,14 @@ def fidelity_command(args: argparse.Namespace) -> int:
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
     print(format_fidelity(table, args.real_run, args.profile))
+    for engine, entry in zip(engines, table, strict=True):
+        if engine.get("kind") in ("static", "continuous"):  # in process: its own step trace
+            speeds = trial_speeds(args.real_run, engine["name"], profile)
+            line = speed_line(engine["name"], speeds) if speeds != [] else None
+            if line is not None:
+                print(line)
+            if speeds:
+                entry["trial_speeds"] = speeds
     first_seed = {str(d["name"]): d for d in reversed(twins)}  # seeds differ only in noise: one line per engine
     for line in manifest_notices({"engines": list(first_seed.values())}):
         if line.startswith(("RANGE:", "FEATURES:")):
