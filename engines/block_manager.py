@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence as Tokens
+from itertools import repeat
 
 from engines.sequence import Sequence
 
@@ -31,6 +32,11 @@ def blocks_for_budget(budget_bytes: int, bytes_per_token: int, block_size: int) 
 def block_hash(parent: int | None, tokens: Tokens[int]) -> int:
     """The name of a full block: its tokens and, through `parent`, every token before them."""
     return hash((parent, tuple(tokens)))
+
+
+def _consume(iterator: object) -> None:
+    """Run an iterator of C-level calls to its end (a zero-length deque keeps nothing)."""
+    deque(iterator, 0)  # type: ignore[call-overload]
 
 
 class BlockManager:
@@ -89,6 +95,11 @@ class BlockManager:
         if not num_blocks:  # most calls: a decode step that stays inside its last block
             return
         free, table, refs = self._free, seq.block_table, self._refs
+        if num_blocks == 1 and (free or self._num_evictable):  # most of the rest: a decode row entering a new block
+            block = free.pop() if free else self._evict_one()
+            refs[block] = 1
+            table.append(block)
+            return
         if num_blocks > len(free) + self._num_evictable:
             raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {self.num_free} free")
         fresh = min(num_blocks, len(free))
@@ -99,11 +110,38 @@ class BlockManager:
         if fresh < num_blocks:  # then the least recently used cached ones: a long run's pool is all cache
             self._evict(num_blocks - fresh, table)
 
+    def _evict_one(self) -> int:
+        """`_evict` of one block, returned instead of appended (its reference set by the caller)."""
+        pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
+        while True:
+            block = pop()
+            left = entries[block] - 1
+            entries[block] = left
+            if not (left or refs[block]):
+                break  # else stale, as in `_evict`
+        hash_of = self._hash_of
+        del self._cached[hash_of[block]]  # type: ignore[index]
+        hash_of[block] = None
+        self._num_evictable -= 1
+        self.evictions += 1
+        return block
+
     def _evict(self, num_blocks: int, table: list[int]) -> None:
         """Append the `num_blocks` least recently used unreferenced cached blocks to `table`, their hashes
         forgotten."""
         pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
         hash_of, cached = self._hash_of, self._cached
+        if len(self._lru) == self._num_evictable:  # no stale entry (each evictable block has one live one): the
+            # first `num_blocks` entries are the blocks, taken with C-level maps instead of a loop a block
+            blocks = [pop() for _ in range(num_blocks)]
+            _consume(map(cached.__delitem__, map(hash_of.__getitem__, blocks)))
+            _consume(map(hash_of.__setitem__, blocks, repeat(None)))
+            _consume(map(entries.__setitem__, blocks, repeat(0)))
+            _consume(map(refs.__setitem__, blocks, repeat(1)))
+            table.extend(blocks)
+            self._num_evictable -= num_blocks
+            self.evictions += num_blocks
+            return
         taken = 0
         while taken < num_blocks:
             block = pop()
@@ -126,6 +164,23 @@ class BlockManager:
             block = next(b for b in table if not refs[b])
             raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
         hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
+        if len(lru) == self._num_evictable and max(map(refs.__getitem__, table), default=1) == 1:
+            # no stale LRU entry and no block shared: every block leaves use; where the cached ones lead the table
+            # (the usual shape), each container takes its part at once, in the order the loop below gives
+            named = list(map(hash_of.__getitem__, table))
+            k = named.index(None) if None in named else len(named)
+            if named.count(None) == len(named) - k:
+                _consume(map(refs.__setitem__, table, repeat(0)))
+                pool.extend(reversed(table[k:]))
+                head = table[k - 1 :: -1] if k else []
+                _consume(map(entries.__setitem__, head, repeat(1)))
+                lru.extend(head)
+                self._num_evictable += k
+                table.clear()
+                seq.num_committed_blocks = 0
+                if len(lru) > 2 * self.num_blocks:
+                    self._compact_lru()
+                return
         cached = 0
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
         for block in reversed(table):
@@ -207,6 +262,20 @@ class BlockManager:
         if done <= first or not self.prefix_caching:
             return
         cached, hash_of = self._cached, self._hash_of
+        known = seq.block_hashes
+        if done == first + 1 and len(known) >= first:  # one block (most calls: a decode row filling its last one)
+            if len(known) == first:  # `hashes`, inline
+                bs = self.block_size
+                h = hash((known[-1] if known else None, tuple(seq.token_ids[first * bs : done * bs])))
+                known.append(h)
+            else:
+                h = known[first]
+            block = seq.block_table[first]
+            if h not in cached and hash_of[block] is None:
+                cached[h] = block
+                hash_of[block] = h
+            seq.num_committed_blocks = done
+            return
         for h, block in zip(self.hashes(seq, done)[first:done], seq.block_table[first:done], strict=True):
             if h not in cached and hash_of[block] is None:
                 cached[h] = block
