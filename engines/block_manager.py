@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence as Tokens
-from itertools import repeat
 
 from engines.sequence import Sequence
 
@@ -32,11 +31,6 @@ def blocks_for_budget(budget_bytes: int, bytes_per_token: int, block_size: int) 
 def block_hash(parent: int | None, tokens: Tokens[int]) -> int:
     """The name of a full block: its tokens and, through `parent`, every token before them."""
     return hash((parent, tuple(tokens)))
-
-
-def _consume(iterator: object) -> None:
-    """Run an iterator of C-level calls to its end (a zero-length deque keeps nothing)."""
-    deque(iterator, 0)  # type: ignore[call-overload]
 
 
 class BlockManager:
@@ -131,17 +125,6 @@ class BlockManager:
         forgotten."""
         pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
         hash_of, cached = self._hash_of, self._cached
-        if len(self._lru) == self._num_evictable:  # no stale entry (each evictable block has one live one): the
-            # first `num_blocks` entries are the blocks, taken with C-level maps instead of a loop a block
-            blocks = [pop() for _ in range(num_blocks)]
-            _consume(map(cached.__delitem__, map(hash_of.__getitem__, blocks)))
-            _consume(map(hash_of.__setitem__, blocks, repeat(None)))
-            _consume(map(entries.__setitem__, blocks, repeat(0)))
-            _consume(map(refs.__setitem__, blocks, repeat(1)))
-            table.extend(blocks)
-            self._num_evictable -= num_blocks
-            self.evictions += num_blocks
-            return
         taken = 0
         while taken < num_blocks:
             block = pop()
@@ -164,23 +147,6 @@ class BlockManager:
             block = next(b for b in table if not refs[b])
             raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
         hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
-        if len(lru) == self._num_evictable and max(map(refs.__getitem__, table), default=1) == 1:
-            # no stale LRU entry and no block shared: every block leaves use; where the cached ones lead the table
-            # (the usual shape), each container takes its part at once, in the order the loop below gives
-            named = list(map(hash_of.__getitem__, table))
-            k = named.index(None) if None in named else len(named)
-            if named.count(None) == len(named) - k:
-                _consume(map(refs.__setitem__, table, repeat(0)))
-                pool.extend(reversed(table[k:]))
-                head = table[k - 1 :: -1] if k else []
-                _consume(map(entries.__setitem__, head, repeat(1)))
-                lru.extend(head)
-                self._num_evictable += k
-                table.clear()
-                seq.num_committed_blocks = 0
-                if len(lru) > 2 * self.num_blocks:
-                    self._compact_lru()
-                return
         cached = 0
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
         for block in reversed(table):
