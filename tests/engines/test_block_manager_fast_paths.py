@@ -1,7 +1,6 @@
-"""The block manager's fast paths (one-block allocate and eviction, an eviction or free with no stale LRU entry
-and nothing shared, a one-block commit) against its generic loops, the ones every call took before: random
-sequences with shared prefixes (so hits, stale LRU entries and shared blocks occur) driven through both, the
-whole state compared after every call."""
+"""The block manager's fast paths (a one-block allocate, with its one-block eviction, and a one-block commit)
+against its generic loops, the ones every call took before: random sequences with shared prefixes (so hits,
+stale LRU entries and shared blocks occur) driven through both, the whole state compared after every call."""
 
 from __future__ import annotations
 
@@ -151,8 +150,8 @@ def test_the_fast_paths_leave_the_state_the_generic_loops_leave(seed: int) -> No
 
 
 def test_the_random_calls_reach_every_fast_path_and_its_fallback() -> None:
-    """The drive above does reach each path: hits with stale entries, evictions of one and of several blocks,
-    frees with shared blocks, and one-block and several-block commits."""
+    """The drive above does reach each path: one-block evictions, evictions of several blocks with and without
+    stale LRU entries, frees with and without shared blocks, and one-block and several-block commits."""
     seen: dict[str, int] = {}
 
     class Counting(BlockManager):
