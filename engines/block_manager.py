@@ -89,11 +89,6 @@ class BlockManager:
         if not num_blocks:  # most calls: a decode step that stays inside its last block
             return
         free, table, refs = self._free, seq.block_table, self._refs
-        if num_blocks == 1 and (free or self._num_evictable):  # most of the rest: a decode row entering a new block
-            block = free.pop() if free else self._evict_one()
-            refs[block] = 1
-            table.append(block)
-            return
         if num_blocks > len(free) + self._num_evictable:
             raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {self.num_free} free")
         fresh = min(num_blocks, len(free))
@@ -103,22 +98,6 @@ class BlockManager:
             table.append(block)
         if fresh < num_blocks:  # then the least recently used cached ones: a long run's pool is all cache
             self._evict(num_blocks - fresh, table)
-
-    def _evict_one(self) -> int:
-        """`_evict` of one block, returned instead of appended (its reference set by the caller)."""
-        pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
-        while True:
-            block = pop()
-            left = entries[block] - 1
-            entries[block] = left
-            if not (left or refs[block]):
-                break  # else stale, as in `_evict`
-        hash_of = self._hash_of
-        del self._cached[hash_of[block]]  # type: ignore[index]
-        hash_of[block] = None
-        self._num_evictable -= 1
-        self.evictions += 1
-        return block
 
     def _evict(self, num_blocks: int, table: list[int]) -> None:
         """Append the `num_blocks` least recently used unreferenced cached blocks to `table`, their hashes
@@ -228,20 +207,6 @@ class BlockManager:
         if done <= first or not self.prefix_caching:
             return
         cached, hash_of = self._cached, self._hash_of
-        known = seq.block_hashes
-        if done == first + 1 and len(known) >= first:  # one block (most calls: a decode row filling its last one)
-            if len(known) == first:  # `hashes`, inline
-                bs = self.block_size
-                h = hash((known[-1] if known else None, tuple(seq.token_ids[first * bs : done * bs])))
-                known.append(h)
-            else:
-                h = known[first]
-            block = seq.block_table[first]
-            if h not in cached and hash_of[block] is None:
-                cached[h] = block
-                hash_of[block] = h
-            seq.num_committed_blocks = done
-            return
         for h, block in zip(self.hashes(seq, done)[first:done], seq.block_table[first:done], strict=True):
             if h not in cached and hash_of[block] is None:
                 cached[h] = block
