@@ -1,7 +1,9 @@
 """The simulation alone, base against new in one process: the schedule and engine `batchmark run` builds,
 simulated again and again on deep copies, alternating the base tree's `decode_run_steps` with this tree's (the
-one function through which a decode-path change is reached). A whole run's wall time (pairs.sh) moves by a second
-or more with the machine's load; this leaves out imports, metrics and report, and the process start.
+one function through which a decode-path change is reached) and the base tree's `BlockManager` class with this
+tree's (the engine's block manager switched to it: both keep the same attributes). A whole run's wall time
+(pairs.sh) moves by a second or more with the machine's load; this leaves out imports, metrics and report, and
+the process start.
 
     BASE=/tmp/base-tree PYTHONPATH=/work/wt/shim:$PWD BATCHMARK_TREE=$PWD python docs/plans/sim_run_speed/sim_ab.py \
         ROUNDS run --workload azure-conv --engine sim:model=llama-3.1-8b,hardware=h100 --no-progress --out DIR
@@ -18,6 +20,7 @@ import time
 
 import orjson
 
+import engines.block_manager as block_manager
 import engines.sim.decode_run as decode_run
 import engines.sim.engine as sim_engine
 import harness.loadgen.virtual as virtual
@@ -27,6 +30,11 @@ spec = importlib.util.spec_from_file_location("base_decode_run", f"{os.environ['
 base = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
 spec.loader.exec_module(base)  # type: ignore[union-attr]
 modes = {"base": base.decode_run_steps, "new": decode_run.decode_run_steps}
+# and the block manager's class (the engine's instance is switched to the base tree's or this tree's each run)
+spec = importlib.util.spec_from_file_location("base_block_manager", f"{os.environ['BASE']}/engines/block_manager.py")
+base_blocks = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+spec.loader.exec_module(base_blocks)  # type: ignore[union-attr]
+managers = {"base": base_blocks.BlockManager, "new": block_manager.BlockManager}
 simulate = virtual.run_virtual_open_loop
 
 
@@ -61,6 +69,7 @@ def rounds_of(engine, schedule, *args, **kwargs):  # type: ignore[no-untyped-def
         for mode in ("base", "new") if i % 2 == 0 else ("new", "base"):
             engine, schedule = copy.deepcopy(template)
             sim_engine.decode_run_steps = modes[mode]
+            engine.blocks.__class__ = managers[mode]  # the scheduler holds the same object
             engine.set_step_sink(orjson.dumps)  # each record serialised, as the run's trace writer does
             start = time.perf_counter()
             simulate(engine, schedule, lambda record: None, label="x")
