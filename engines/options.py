@@ -585,6 +585,18 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("seed", int, None, "sim: the noise draw (default: from the run's seed and trial)", _SIM, low=0, flag=False),
     Option("twin", str, None, "sim: the measured engine of the same run this one simulates", _SIM, flag=False),
+    # a twin judged at its real trial's own speed (engines/sim/shape_speed.py measures it): a machine's moment is
+    # not the simulator's to predict, so a fidelity verdict at that speed tests what is
+    Option(
+        "step_scale",
+        float,
+        1.0,
+        "sim: every step's priced time times this (a real trial's measured speed against the profile's fit runs)",
+        _SIM,
+        low=0,
+        above=True,
+        flag=False,
+    ),
 )
 OPTIONS: dict[str, Option] = {option.name: option for option in ENGINE_OPTIONS}
 

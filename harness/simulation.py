@@ -264,9 +264,11 @@ def twin_spec_text(
     noise: bool = True,
     seed: int = 0,
     serving: ServingPath | None = None,
+    step_scale: float = 1.0,
 ) -> str:
     """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile` (a router's
-    run: its cluster twin, with `serving`'s measured path and contention when given)."""
+    run: its cluster twin, with `serving`'s measured path and contention when given; `step_scale`: every step's
+    price times this, a real trial's measured speed)."""
     kind = engine.get("kind")
     if kind == "http":  # a router over replicas (or refused there by name): the cluster twin
         from harness.cluster_twin import cluster_twin_spec, replica_description
@@ -290,6 +292,8 @@ def twin_spec_text(
     }
     if engine.get("kv_blocks"):
         items["kv_blocks"] = engine["kv_blocks"]
+    if step_scale != 1.0:
+        items["step_scale"] = step_scale
     if kind == "static":
         static = o.get("static") or {}
         # manifests written before the field took the option's name spell it max_batch_size

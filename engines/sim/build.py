@@ -105,6 +105,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         step_gap_s=gap,
         dispatch_s=dispatch,
         slowdown=o["slowdown"],
+        step_scale=o["step_scale"],
         prefix_caching=o["prefix_caching"],
         spec_decode=spec,
         spec_seed=spec_seed,

@@ -212,6 +212,7 @@ def _clock(
     IEEE operations in the same order (a cumulative sum adds one term at a time), so the same floats."""
     cost, options = engine.cost, engine.options
     noise, gap_noise, gap, slowdown = engine._step_noise, engine._gap_noise, options.step_gap_s, options.slowdown
+    scale = options.step_scale
     on_arrays = getattr(cost, "decode_step_times", None)
     now = engine.now
     if on_arrays is not None and noise is None and gap_noise is None and not held.rows:
@@ -221,6 +222,8 @@ def _clock(
             durations = on_arrays(n, attended + n * np.arange(done, done + k, dtype=np.int64))
             if slowdown:
                 durations = durations * (1.0 + slowdown)
+            if scale != 1.0:
+                durations = durations * scale
             terms = np.empty(2 * k + 1)
             terms[0], terms[1::2], terms[2::2] = starts[-1], durations, gap
             clock = np.cumsum(terms).tolist()

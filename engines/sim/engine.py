@@ -57,6 +57,7 @@ class SimOptions:
     # measures it: waking the loop, and with the engine in its own process a pipe between them)
     dispatch_s: float = 0.0
     slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
+    step_scale: float = 1.0  # every step's time times this: a twin at its real trial's measured speed
     prefix_caching: bool = True  # cached prefix tokens are taken, not computed, so they cost no step time
     # speculative decoding (engines/sim/spec_decode.py): every decode is a verify step of k+1 query tokens that
     # emits 1 + A tokens, A drawn from this measured histogram with `spec_seed`; None: plain decoding
@@ -109,7 +110,7 @@ class SimEngine:
         slowdown, the gap between steps. (A cost model that counts the steps it prices offers `quote` for a step
         that is only forecast.)"""
         price = getattr(self.cost, "quote", self.cost.step_time)
-        return price(features) * (1.0 + self.options.slowdown) + self.options.step_gap_s
+        return price(features) * (1.0 + self.options.slowdown) * self.options.step_scale + self.options.step_gap_s
 
     # -- the narrow interface the virtual-time load generator uses ----------------------------------------
     async def start(self) -> None:
@@ -168,13 +169,15 @@ class SimEngine:
         )
 
     def step_duration(self, features: StepFeatures) -> float:
-        """How long a step of `features` takes: the cost model's time, then its noise, then the slowdown (every
+        """How long a step of `features` takes: the cost model's time, then its noise, the slowdown, the scale (every
         loop that runs steps prices them here, in this order, so their floats are the same)."""
         duration = self.cost.step_time(features)
         if self._step_noise is not None:
             duration = self._step_noise(duration, features)
         if self.options.slowdown:
             duration *= 1.0 + self.options.slowdown
+        if self.options.step_scale != 1.0:
+            duration *= self.options.step_scale
         return duration
 
     def next_start(self, t_end: float) -> float:

@@ -424,12 +424,14 @@ def simulate_twin(
     trace_dir: Path | None = None,
     serving: ServingPath | None = None,
     headline: bool = False,
+    step_scale: float = 1.0,
 ) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
     `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range);
     `trace_dir` gets its records and step trace, as a run directory holds a trial's (the trial is the seed);
     `serving` (a router's run): the measured serving path and contention its cluster twin adds; `headline`: only
-    what fidelity reads (`harness.metrics.summary.headline_summary`, the same numbers), for a suite's many twins."""
+    what fidelity reads (`harness.metrics.summary.headline_summary`, the same numbers), for a suite's many twins;
+    `step_scale`: every step's price times this (a twin at its real trial's measured speed)."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.classes import recorded_classes
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
@@ -439,7 +441,8 @@ def simulate_twin(
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest.get("settings") or {}
-    spec = parse_engine_specs([twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed, serving)], {})[0]
+    text = twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed, serving, step_scale)
+    spec = parse_engine_specs([text], {})[0]
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []
     steps: list[Any] = []  # StepRecords
