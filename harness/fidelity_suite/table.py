@@ -52,6 +52,9 @@ def pair_entry(
         trials = _round_trials(dirs, engine["name"])
         entry["runs"] = [d.name for d in dirs]
     profile = runs / suite.profiles[pair.profile].file
+    speeds = _trial_speeds(dirs, engine["name"], profile)
+    if speeds:  # traced runs and a profile that keeps its fit runs' shape levels: each trial's moment
+        entry["trial_speeds"] = speeds
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
     # headline: the rows read no more
     twins = [
@@ -81,6 +84,22 @@ def pair_entry(
     verdicts = {r["verdict"] for r in entry["rows"]}
     entry["verdict"] = "fails" if "fails" in verdicts else "holds" if verdicts == {"holds"} else "cannot_tell"
     return entry
+
+
+def _trial_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | None]:
+    """Each traced trial's speed against the profile's fit runs (`harness.simulation.trial_speeds`), in trial
+    order over the pair's runs; [] when a run keeps no step trace (a trimmed fixture) or the profile no levels."""
+    from engines.sim.fitted import load_profile
+    from harness.simulation import trial_speeds
+
+    fitted = load_profile(profile)
+    out: list[float | None] = []
+    for run in dirs:
+        speeds = trial_speeds(run, engine, fitted)
+        if not speeds:
+            return []
+        out += [s["speed"] for s in speeds]
+    return out
 
 
 def _round_trials(dirs: list[Path], engine: str) -> dict[str, Any]:
@@ -151,6 +170,9 @@ def format_table(table: dict[str, Any]) -> str:
             for m in metrics
         ]
         lines.append(f"{'  real trials +-':<26}" + "".join(f"{s:>14}" for s in spread))
+        if p.get("trial_speeds"):
+            each = ", ".join("-" if v is None else f"{v:+.1%}" for v in p["trial_speeds"])
+            lines.append(f"  trial speeds against the fit runs (> 0: slower): {each}")
     if metrics:
         lines.append(
             f"{'median |error|':<26}" + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics)

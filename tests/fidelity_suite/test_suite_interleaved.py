@@ -151,3 +151,18 @@ def test_rounds_of_different_schedules_are_one_line_exit_2(tmp_path: Path, capsy
     assert main(["sim", "fidelity", "--suite", str(suite_path), "--runs", str(runs), "--seeds", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "chat-small-static-held-3" in err and "same schedule" in err, err
+
+
+def test_a_suite_prints_each_traced_trial_s_speed(tmp_path: Path) -> None:
+    from harness.fidelity_suite.table import _trial_speeds, format_table
+    from tests.sim.test_shape_speed import _traced_run
+
+    run, profile = _traced_run(tmp_path, [1.0, 1.1, 0.9])
+    assert _trial_speeds([run], "continuous", profile) == pytest.approx([0.0, 0.1, -0.1], abs=1e-9)
+    v8 = V8 / "runs"
+    assert _trial_speeds([v8 / "hol-blocking-continuous"], "continuous", v8 / "profile-continuous.json") == []
+    table = json.loads((V8 / "expected.json").read_text())
+    table["pairs"][0]["trial_speeds"] = [0.05, -0.021, None]
+    text = format_table(table)
+    assert "  trial speeds against the fit runs (> 0: slower): +5.0%, -2.1%, -" in text
+    assert text.count("trial speeds") == 1
