@@ -155,12 +155,16 @@ def trial_speeds(run_dir: Path, engine: str, profile: FittedCost) -> list[dict[s
 
 def speed_line(engine: str, speeds: list[dict[str, Any]] | None) -> str | None:
     """The one line `sim fidelity` prints on the real trials' speed (None: nothing to say: no step trace)."""
+    from engines.sim.shape_speed import MIN_STEPS
+
     if speeds is None:
         return f"SPEED: {engine}: unknown (the profile keeps no fit-run levels by step shape; fit it again to know)"
+    if not speeds:
+        return None
     known = [s for s in speeds if s["speed"] is not None]
     if not known:
-        return None
-    each = ", ".join(f"{s['speed']:+.1%}" for s in known)
+        return f"SPEED: {engine}: unknown (no step of its trials has a shape the fit runs had {MIN_STEPS}+ steps of)"
+    each = ", ".join("-" if s["speed"] is None else f"{s['speed']:+.1%}" for s in speeds)  # -: no known shape
     covered = min(s["covered"] for s in known)
     return (
         f"SPEED: {engine}: the real trials ran the fit runs' step shapes {each} against the fit runs (> 0: slower; "

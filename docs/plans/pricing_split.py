@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.sim.fitted import FEATURE_NAMES, FittedCost, load_profile
+from engines.sim.shape_speed import shape_keys
 from harness.simulation import trace_steps
 
 COLUMN = {name: i for i, name in enumerate(FEATURE_NAMES)}
@@ -29,12 +30,10 @@ MIN_SHARED = 20  # fit-run steps of a shape before its median is a measure of th
 
 
 def shape(row: np.ndarray) -> tuple[str, int, int]:
-    decode, prefill, held = (int(row[COLUMN[n]]) for n in ("decode_seqs", "prefill_tokens", "held_rows"))
-    if prefill > 0:
-        rows = prefill + int(row[COLUMN["padded_rows"]]) - held
-        return ("prefill", int(rows).bit_length(), decode + held)  # rows in powers of two
-    per_row = row[COLUMN["decode_context"]] / max(1, decode + held)
-    return ("decode", decode + held, min(int(per_row) // 256, 8))
+    """A step's shape bin, as `engines.sim.shape_speed.shape_keys` names it (one definition): decode by rows and
+    keys a row in 256-key bands, prefill by its rows in powers of two and the decode rows beside it."""
+    kind, a, b = shape_keys(np.asarray(row)[None, :])[0].split(":")
+    return (kind, int(a), int(b))
 
 
 def label(key: tuple[str, int, int]) -> str:

@@ -361,8 +361,12 @@ def fidelity_command(args: argparse.Namespace) -> int:
     print(format_fidelity(table, args.real_run, args.profile))
     for engine, entry in zip(engines, table, strict=True):
         if engine.get("kind") in ("static", "continuous"):  # in process: its own step trace
-            speeds = trial_speeds(args.real_run, engine["name"], profile)
-            line = speed_line(engine["name"], speeds) if speeds != [] else None
+            try:
+                speeds = trial_speeds(args.real_run, engine["name"], profile)
+            except HarnessInputError as exc:  # a trace it cannot read: the table stands, the speed is unknown
+                print(f"SPEED: {engine['name']}: unknown ({exc})")
+                continue
+            line = speed_line(engine["name"], speeds)
             if line is not None:
                 print(line)
             if speeds:

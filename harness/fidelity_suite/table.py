@@ -105,9 +105,16 @@ def _trial_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | 
 def _round_trials(dirs: list[Path], engine: str) -> dict[str, Any]:
     """The per-trial values of runs that each measured one trial of the same schedule (their requests.jsonl the
     same bytes), as one run's repeat block holds its trials'."""
-    first = (dirs[0] / "requests.jsonl").read_bytes()
+
+    def requests(run: Path) -> bytes:
+        try:
+            return (run / "requests.jsonl").read_bytes()
+        except OSError as exc:
+            raise HarnessInputError(f"{run / 'requests.jsonl'}: cannot read ({exc.strerror or exc})") from None
+
+    first = requests(dirs[0])
     for other in dirs[1:]:
-        if (other / "requests.jsonl").read_bytes() != first:
+        if requests(other) != first:
             raise HarnessInputError(f"{other}: its requests differ from {dirs[0]}'s: not a trial of the same schedule")
     merged: dict[str, Any] = {}
     for run in dirs:

@@ -166,3 +166,16 @@ def test_a_suite_prints_each_traced_trial_s_speed(tmp_path: Path) -> None:
     text = format_table(table)
     assert "  trial speeds against the fit runs (> 0: slower): +5.0%, -2.1%, -" in text
     assert text.count("trial speeds") == 1
+
+
+def test_a_round_without_its_requests_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite_path = _interleaved(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for profile in load_suite(suite_path).profiles.values():
+        shutil.copy(V8 / "runs" / profile.file, runs / profile.file)
+    dirs = _rounds_of(V8 / "runs" / "chat-small-static-held", runs, "static")
+    (dirs[1] / "requests.jsonl").unlink()
+    assert main(["sim", "fidelity", "--suite", str(suite_path), "--runs", str(runs), "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "chat-small-static-held-2/requests.jsonl: cannot read" in err, err

@@ -96,6 +96,19 @@ def test_each_trial_s_speed_is_read_from_its_trace(tmp_path: Path) -> None:
     assert trial_speeds(run, "static", load_profile(profile)) == []  # no trace: nothing to say
     assert trial_speeds(run, "continuous", load_profile(FIXTURE / "profile.json")) is None  # no levels kept
     assert speed_line("continuous", []) is None and "unknown" in speed_line("continuous", None)
+    unknown = {"trial": 0, "speed": None, "covered": 0.0}
+    assert "unknown (no step of its trials has a shape" in speed_line("continuous", [unknown])
+    assert "shapes -, +10.0% against" in speed_line("continuous", [unknown, {**unknown, "speed": 0.1, "covered": 1}])
+
+
+def test_a_trace_it_cannot_read_leaves_the_table_and_says_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, profile = _traced_run(tmp_path, [1.0])
+    (run / "steps" / "continuous-t0.jsonl").write_text('{"step": 0, "t_start": 0.0}\n')  # no step features
+    assert main(["sim", "fidelity", str(run), "--profile", str(profile), "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "TTFT p50" in out and "SPEED: continuous: unknown (" in out and "no step features" in out
 
 
 def test_sim_fidelity_prints_the_trials_speed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
