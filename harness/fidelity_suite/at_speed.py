@@ -18,9 +18,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from harness.fidelity_suite.rule import Simulate, metric_outcome
 from harness.fidelity_suite.spec import Suite
 from harness.fidelity_suite.speeds import Speeds
-from harness.fidelity_suite.table import Simulate, metric_outcome
 from harness.judge.fidelity import pair_outcome
 
 

@@ -7,28 +7,14 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
-from harness.fidelity_suite.spec import Pair, Suite, Targets
-from harness.judge.fidelity import Outcome, fidelity_outcome, pair_outcome, suite_outcome
-
-P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
-
-
-# (run dir, engine description, profile, noise=, seed=, described=, headline=) -> the twin's summary:
-# `harness.cli.sim.simulate_twin`
-Simulate = Callable[..., dict[str, Any]]
-
-
-def metric_outcome(metric: str, error: float | None, spread: float | None, targets: Targets) -> Outcome:
-    """One metric's verdict: a p99 within the larger of its tolerance and the spread, the rest by their interval
-    (`harness.judge.fidelity.fidelity_outcome`)."""
-    p99 = metric in P99
-    tolerance = targets.p99_tolerance if p99 else targets.median_tolerance
-    return fidelity_outcome(error, spread, tolerance, within_spread=p99)
+from harness.fidelity_suite.rule import Simulate, metric_outcome
+from harness.fidelity_suite.spec import Pair, Suite
+from harness.judge.fidelity import pair_outcome, suite_outcome
 
 
 def pair_entry(
@@ -65,7 +51,7 @@ def pair_entry(
         entry["runs"] = [d.name for d in dirs]
     profile = runs / suite.profiles[pair.profile].file
     speeds = _pair_speeds(dirs, engine["name"], profile)
-    if speeds and any(s is not None for s in speeds):  # traced runs (or their speeds.json): each trial's moment
+    if _known(speeds):  # traced runs (or their speeds.json): each trial's moment
         entry["trial_speeds"] = speeds
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
     # headline: the rows read no more
@@ -117,7 +103,11 @@ def _pair_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | N
 def _trial_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | None]:
     """The trial speeds the table prints: [] when a run has none or none is known (a profile without levels)."""
     speeds = _pair_speeds(dirs, engine, profile)
-    return speeds if speeds and any(s is not None for s in speeds) else []
+    return speeds if speeds is not None and _known(speeds) else []
+
+
+def _known(speeds: list[float | None] | None) -> bool:
+    return bool(speeds) and any(s is not None for s in speeds or [])
 
 
 def _round_trials(dirs: list[Path], engine: str) -> dict[str, Any]:
