@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from harness.errors import HarnessInputError
 
 if TYPE_CHECKING:  # the table imports the judge (numpy, scipy): not while the command line is built
-    from harness.fidelity_suite.table import Simulate
+    from harness.fidelity_suite.rule import Simulate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

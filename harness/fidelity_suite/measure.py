@@ -66,8 +66,14 @@ def _run(command: list[str], lock: Path | None, what: str) -> None:
 def measure(suite: Suite, runs: Path, lock: Path | None) -> None:
     """Every run the suite needs that `runs` does not hold yet (a run with its metrics.json is kept: a suite
     interrupted part-way resumes where it stopped), then the profiles fitted on every fit run pooled, as soon as
-    the last fit run is recorded. The fit runs are only run while a profile is missing."""
+    the last fit run is recorded. The fit runs are only run while a profile is missing. Last, every traced pair
+    run's trial speeds against its profile (speeds.json), so that they outlive its step traces."""
     runs.mkdir(parents=True, exist_ok=True)
+    _measure_runs(suite, runs, lock)
+    record_speeds(suite, runs)
+
+
+def _measure_runs(suite: Suite, runs: Path, lock: Path | None) -> None:
     missing = [p for p in suite.profiles.values() if not (runs / p.file).is_file()]
     if suite.interleave:  # round r: the r-th fit run, then the r-th trial of every pair
         for r, fit_name in enumerate(suite.fit_names):
@@ -105,3 +111,17 @@ def _fit(suite: Suite, runs: Path, lock: Path | None, name: str, missing: list[P
             f"profile {profile.name}: fitted on {', '.join(suite.fit_names)}'s {profile.engine} steps: "
             f"{runs / profile.file}"
         )
+
+
+def record_speeds(suite: Suite, runs: Path) -> None:
+    """speeds.json in every pair run that keeps its step traces, once its profile exists
+    (`harness.fidelity_suite.speeds.write_speeds`); a run without traces keeps what it has."""
+    from harness.fidelity_suite.speeds import real_engine, write_speeds
+
+    for pair in suite.pairs:
+        profile = runs / suite.profiles[pair.profile].file
+        for run in (runs / name for name in suite.pair_runs(pair)):
+            if not (run / "steps").is_dir() or not (run / "metrics.json").is_file() or not profile.is_file():
+                continue
+            if write_speeds(run, real_engine(run)["name"], profile):
+                print(f"{run.name}: trial speeds against {profile.name}: {run / 'speeds.json'}")

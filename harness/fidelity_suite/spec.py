@@ -51,6 +51,9 @@ class Suite:
     # order, so that a pair's trials sample the session's moments as the pooled fit runs do (back to back, they
     # share one moment, and the machine drifts 10-15% within a session: the eighth suite)
     interleave: bool = False
+    # `[judge] at_trial_speed = true`: a second verdict beside the plain one, each trial's twins at that trial's own
+    # measured speed (step_scale = 1 + speed; harness/fidelity_suite/at_speed.py), never in the plain one's place
+    at_trial_speed: bool = False
 
     @property
     def fit_names(self) -> tuple[str, ...]:
@@ -142,7 +145,25 @@ def load_suite(path: Path) -> Suite:
         tuple(pairs),
         after,
         interleave,
+        _at_trial_speed(data, where),
     )
+
+
+JUDGE_FIELDS = ("at_trial_speed",)
+
+
+def _at_trial_speed(data: dict[str, Any], where: str) -> bool:
+    """`[judge] at_trial_speed` (default false): a bool; any other key of `[judge]` is refused."""
+    judge = data.get("judge", {})
+    if not isinstance(judge, dict):
+        raise HarnessInputError(f"{where}: field 'judge': not a table ([judge])")
+    unknown = sorted(set(judge) - set(JUDGE_FIELDS))
+    if unknown:
+        raise HarnessInputError(f"{where}: judge: unknown field {unknown[0]!r} (known: {', '.join(JUDGE_FIELDS)})")
+    value = judge.get("at_trial_speed", False)
+    if not isinstance(value, bool):
+        raise HarnessInputError(f"{where}: judge: field 'at_trial_speed': not true or false")
+    return value
 
 
 def _fit_after(fit: dict[str, Any], pairs: list[str], where: str) -> tuple[str, ...]:

@@ -7,29 +7,23 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
+from harness.fidelity_suite.rule import Simulate, metric_outcome
 from harness.fidelity_suite.spec import Pair, Suite
-from harness.judge.fidelity import fidelity_outcome, suite_outcome
-
-P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
-
-
-# (run dir, engine description, profile, noise=, seed=, described=, headline=) -> the twin's summary:
-# `harness.cli.sim.simulate_twin`
-Simulate = Callable[..., dict[str, Any]]
+from harness.judge.fidelity import pair_outcome, suite_outcome
 
 
 def pair_entry(
     suite: Suite, pair: Pair, runs: Path, simulate: Simulate, seeds: int = 5, noise: bool = True
 ) -> dict[str, Any]:
     """`seeds` twins of the pair's engine (each its own noise draw; compared by their median, as `sim fidelity`)."""
+    from harness.fidelity_suite.speeds import real_engine
     from harness.metrics.sim_range import range_text
     from harness.metrics.simulation import fidelity_rows
-    from harness.simulation import run_engines
 
     entry: dict[str, Any] = {
         "pair": pair.name,
@@ -43,17 +37,21 @@ def pair_entry(
     absent = [d for d in dirs if not (d / "metrics.json").is_file()]
     if absent:
         entry["missing"] = f"not measured: no {absent[0] / 'metrics.json'}"
+        if suite.at_trial_speed:
+            from harness.fidelity_suite.at_speed import not_measured
+
+            entry["at_trial_speed"] = not_measured()
         return entry
     run = dirs[0]
-    engine = next(e for e in run_engines(run) if e.get("kind") in ("static", "continuous"))
+    engine = real_engine(run)
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     trials = (metrics.get("repeat") or {}).get(engine["name"])
     if len(dirs) > 1:  # an interleaved suite: one trial a round, each its own run of the same schedule
         trials = _round_trials(dirs, engine["name"])
         entry["runs"] = [d.name for d in dirs]
     profile = runs / suite.profiles[pair.profile].file
-    speeds = _trial_speeds(dirs, engine["name"], profile)
-    if speeds:  # traced runs and a profile that keeps its fit runs' shape levels: each trial's moment
+    speeds = _pair_speeds(dirs, engine["name"], profile)
+    if _known(speeds):  # traced runs (or their speeds.json): each trial's moment
         entry["trial_speeds"] = speeds
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
     # headline: the rows read no more
@@ -63,12 +61,8 @@ def pair_entry(
     ]
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
     rows = fidelity_rows(metrics["engines"][engine["name"]], *twins, trials=trials)
-    t = suite.targets
     for row in rows:
-        p99 = row["metric"] in P99
-        outcome = fidelity_outcome(
-            row["error"], row["trials_spread"], t.p99_tolerance if p99 else t.median_tolerance, within_spread=p99
-        )
+        outcome = metric_outcome(row["metric"], row["error"], row["trials_spread"], suite.targets)
         entry["rows"].append(
             {
                 "metric": row["metric"],
@@ -81,25 +75,39 @@ def pair_entry(
                 "verdict": outcome,
             }
         )
-    verdicts = {r["verdict"] for r in entry["rows"]}
-    entry["verdict"] = "fails" if "fails" in verdicts else "holds" if verdicts == {"holds"} else "cannot_tell"
+    entry["verdict"] = pair_outcome(r["verdict"] for r in entry["rows"])
+    if suite.at_trial_speed:
+        from harness.fidelity_suite.at_speed import at_speed_block
+
+        real = metrics["engines"][engine["name"]]
+        at = at_speed_block(suite, run, engine, profile, real, trials, speeds, simulate, seeds, noise)
+        entry["at_trial_speed"] = at
     return entry
 
 
-def _trial_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | None]:
-    """Each traced trial's speed against the profile's fit runs (`harness.simulation.trial_speeds`), in trial
-    order over the pair's runs; [] when a run keeps no step trace (a trimmed fixture) or the profile no levels."""
-    from engines.sim.fitted import load_profile
-    from harness.simulation import trial_speeds
+def _pair_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | None] | None:
+    """Each trial's speed against the profile's fit runs, in trial order over the pair's runs: from a run's step
+    traces when it keeps them, else from its speeds.json (`harness.fidelity_suite.speeds`); None when a run has
+    neither (a trimmed fixture of an earlier suite)."""
+    from harness.fidelity_suite.speeds import run_speeds
 
-    fitted = load_profile(profile)
     out: list[float | None] = []
     for run in dirs:
-        speeds = trial_speeds(run, engine, fitted)
-        if not speeds:
-            return []
-        out += [s["speed"] for s in speeds]
+        speeds = run_speeds(run, engine, profile)
+        if speeds is None:
+            return None
+        out += speeds
     return out
+
+
+def _trial_speeds(dirs: list[Path], engine: str, profile: Path) -> list[float | None]:
+    """The trial speeds the table prints: [] when a run has none or none is known (a profile without levels)."""
+    speeds = _pair_speeds(dirs, engine, profile)
+    return speeds if speeds is not None and _known(speeds) else []
+
+
+def _known(speeds: list[float | None] | None) -> bool:
+    return bool(speeds) and any(s is not None for s in speeds or [])
 
 
 def _round_trials(dirs: list[Path], engine: str) -> dict[str, Any]:
@@ -142,8 +150,8 @@ def suite_table(suite: Suite, runs: Path, simulate: Simulate, seeds: int = 5, no
                 "worst_pair": worst[0],
                 "pairs": len(errors),
             }
-    counts = {v: sum(p["verdict"] == v for p in pairs) for v in ("holds", "fails", "cannot_tell")}
-    return {
+    counts = _counts(p["verdict"] for p in pairs)
+    table = {
         "suite": suite.path.name,
         "targets": vars(suite.targets),
         "pairs": pairs,
@@ -151,6 +159,16 @@ def suite_table(suite: Suite, runs: Path, simulate: Simulate, seeds: int = 5, no
         "verdicts": counts,
         "target": suite_outcome(counts, suite.targets.pairs_to_hold),
     }
+    if suite.at_trial_speed:
+        at = _counts(p["at_trial_speed"]["verdict"] for p in pairs)
+        table["at_trial_speed_verdicts"] = at
+        table["at_trial_speed_target"] = suite_outcome(at, suite.targets.pairs_to_hold)
+    return table
+
+
+def _counts(verdicts: Iterable[str]) -> dict[str, int]:
+    seen = list(verdicts)
+    return {v: seen.count(v) for v in ("holds", "fails", "cannot_tell")}
 
 
 _SHORT = {"holds": "holds", "fails": "FAILS", "cannot_tell": "cannot tell"}
@@ -180,6 +198,7 @@ def format_table(table: dict[str, Any]) -> str:
         if p.get("trial_speeds"):
             each = ", ".join("-" if v is None else f"{v:+.1%}" for v in p["trial_speeds"])
             lines.append(f"  trial speeds against the fit runs (> 0: slower): {each}")
+        lines += _at_speed_lines(p, metrics)
     if metrics:
         lines.append(
             f"{'median |error|':<26}" + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics)
@@ -198,11 +217,35 @@ def format_table(table: dict[str, Any]) -> str:
         f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
         f"{table['target']}"
     )
+    if "at_trial_speed_verdicts" in table:
+        a = table["at_trial_speed_verdicts"]
+        lines.append(
+            f"at each trial's measured speed: {a['holds']} hold, {a['fails']} fail, {a['cannot_tell']} cannot tell "
+            f"(target: {t['pairs_to_hold']} of {len(table['pairs'])} hold): target {table['at_trial_speed_target']}"
+        )
     lines.append(
         "cell: the twin's error (x: outside its target; ?: the real run cannot tell); "
         "+-: the furthest of the real run's trials from their median"
     )
+    if "at_trial_speed_verdicts" in table:
+        lines.append(
+            "at trial speed: each trial against twins priced at that trial's own measured speed (step_scale = 1 + "
+            "speed), the median of the trials' errors, +- the furthest from it; conditional on the speed measured "
+            "from the real trial itself, so reported beside the plain verdict, never instead of it"
+        )
     return "\n".join(lines)
+
+
+def _at_speed_lines(pair: dict[str, Any], metrics: list[str]) -> list[str]:
+    """A pair's at-speed cells and verdict, or why it cannot tell (none without the at-speed verdict)."""
+    at = pair.get("at_trial_speed")
+    if at is None:
+        return []
+    if not at["rows"]:
+        return [f"{'  at trial speed':<26}cannot tell: {at.get('why', 'no rows')}"]
+    by = {r["metric"]: r for r in at["rows"]}
+    cells = [_cell(by.get(m)) for m in metrics]
+    return [f"{'  at trial speed':<26}" + "".join(f"{c:>14}" for c in cells) + f"{_SHORT[at['verdict']]:>13}"]
 
 
 def _cell(row: dict[str, Any] | None) -> str:

@@ -12,6 +12,8 @@ median: the real run cannot place the truth closer than that. So, for a metric's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from harness.judge.verdict import Outcome, decide
 
 
@@ -24,6 +26,12 @@ def fidelity_outcome(error: float | None, spread: float | None, tolerance: float
     if spread <= tolerance:
         return "holds" if size <= tolerance else "fails"
     return decide(max(0.0, size - spread), size + spread, tolerance, higher_is_worse=True)
+
+
+def pair_outcome(outcomes: Iterable[str]) -> Outcome:
+    """A pair's verdict from its metrics': fails when any fails, holds when all hold, else cannot tell."""
+    seen = set(outcomes)
+    return "fails" if "fails" in seen else "holds" if seen == {"holds"} else "cannot_tell"
 
 
 def suite_outcome(counts: dict[str, int], need: int) -> str:
