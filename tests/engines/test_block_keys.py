@@ -176,3 +176,44 @@ def test_random_drives_keep_the_state_of_hashes() -> None:
     drives = [drive(seed) for seed in range(40)]
     assert sum(hits for hits, _ in drives) > 20  # resumed sequences found their own blocks while keyed
     assert sum(on for _, on in drives) > 5  # and the hashes came on mid-drive, the state still the same
+
+
+def test_a_block_back_at_another_position_of_its_sequence_is_no_hit_there() -> None:
+    """A sequence's block evicted, then handed back to it for another position and committed there: the stale
+    entry for its old position must not be found (the hash of that position is not the block's)."""
+    hits = []
+    for keyed in (True, False):
+        blocks = BlockManager(4, 1, prefix_caching=True)
+        blocks.keys_without_hashes = keyed
+        blocks.reset()
+        a = Sequence.from_request(Request("a", [100, 1, 2, 3, 4], 5), 0, 0.0)
+        x = Sequence.from_request(Request("x", [200, 9], 5), 1, 0.0)
+        blocks.allocate(a, 4)  # positions 0-3: blocks 0-3
+        a.num_computed_tokens = 4
+        blocks.commit(a)
+        blocks.free(a)  # preempted: its blocks in the LRU, the last first
+        blocks.allocate(x, 2)  # takes blocks 3 and 2 (their keys gone), computes nothing
+        blocks.free(x)  # uncached: back to the pool, block 3 on top
+        hit = blocks.match_prefix(a)
+        assert hit == [0, 1]
+        blocks.take_prefix(a, hit)
+        blocks.allocate(a, 1)  # position 2: block 3, whose old position (3) still lists it
+        a.num_computed_tokens = 3
+        blocks.commit(a)
+        assert a.block_table == [0, 1, 3]
+        blocks.free(a)
+        hits.append(blocks.match_prefix(a))
+        assert blocks.num_cached == 3
+    assert hits == [[0, 1, 3], [0, 1, 3]]
+
+
+def test_a_reset_forgets_the_first_tokens_seen() -> None:
+    """A trial after a reset sends the same prompts again: the keys stay (no sequence of the last trial can hold
+    a block of this one's)."""
+    blocks = BlockManager(8, 2, prefix_caching=True)
+    for trial in range(2):
+        seq = Sequence.from_request(Request(f"t{trial}", [100, 1, 2, 3], 5), trial, 0.0)
+        assert admit(blocks, seq) == 0
+        blocks.free(seq)
+        assert blocks._by_first is not None and blocks.num_cached == 2
+        blocks.reset()
