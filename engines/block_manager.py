@@ -19,16 +19,18 @@ Keys without hashes: a block's hash stands for a prefix, and two sequences whose
 no prefix, so no block of one can ever be found by the other (distinct stand-in prompts: every block of a
 simulated hour, 1.6 million, hashed, put in the dict and evicted from it, and not one hit). Until two
 sequences with the same first token are seen, a cached block is named by its (sequence, position) pair
-instead (`_hash_of` holds the sequence, `_pos` the position, each sequence's list of the blocks it committed
-says where its keys are): the same blocks are cached, kept and found (a preempted sequence resuming finds
-its own), with no hash and no dict entry. The first such pair seen (by `match_prefix` or `commit`) turns
-the hashes on for good (until `reset`): every key held is hashed then (`_hash_keys`).
+instead (`_hash_of` holds the sequence's entry, `_pos` the position; the entry lists the blocks the
+sequence committed, so where its keys are, and goes with its last key): the same blocks are cached, kept
+and found (a preempted sequence resuming finds its own), with no hash and no dict entry. The first such
+pair seen (by `match_prefix` or `commit`) turns the hashes on for good (until `reset`): every key held is
+hashed then (`_hash_keys`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence as Tokens
+from typing import Any
 
 from engines.sequence import Sequence
 
@@ -58,7 +60,7 @@ class BlockManager:
         # Per-block state in lists indexed by block (a struct of arrays): cheaper to read and write than dicts,
         # and a simulated hour touches two million blocks.
         self._refs: list[int] = [0] * num_blocks  # sequences referencing each block
-        self._hash_of: list[int | Sequence | None] = [None] * num_blocks  # each cached block's hash (or sequence)
+        self._hash_of: list[Any] = [None] * num_blocks  # each cached block's hash (or its sequence's entry)
         self._cached: dict[int, int] = {}  # hash -> block holding that prefix block
         # The LRU of cached, unreferenced blocks, least recent first. A block taken back by a prefix hit stays
         # in the deque and is skipped when reached (its `_lru_entries` says whether a later entry exists): an
@@ -69,7 +71,8 @@ class BlockManager:
         self.evictions = 0
         # keys without hashes (the module's note): first token -> (its sequence, the block of each position it
         # committed), and each keyed block's position; hashes from the first first token two sequences share
-        self._by_first: dict[int, tuple[Sequence, list[int]]] | None = {} if self.keys_without_hashes else None
+        # an entry is [sequence, its blocks by position, how many of them hold its keys]: dropped with its last key
+        self._by_first: dict[int, list[Any]] | None = {} if self.keys_without_hashes else None
         self._pos: list[int] = [0] * num_blocks
         self._num_keys = 0  # blocks keyed by (sequence, position)
 
@@ -128,8 +131,13 @@ class BlockManager:
             entries[block] = left
             if left or refs[block]:
                 continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
-            if not keyed:
-                del cached[hash_of[block]]  # type: ignore[index]
+            if keyed:
+                entry = hash_of[block]
+                entry[2] -= 1
+                if not entry[2]:  # its last key gone: nothing of it to find, its tokens not kept
+                    self._drop(entry)
+            else:
+                del cached[hash_of[block]]
             hash_of[block] = None
             refs[block] = 1
             table.append(block)
@@ -195,11 +203,11 @@ class BlockManager:
             return []
         limit = (seq.num_tokens - 1) // self.block_size
         found: list[int] = []
-        own = self._own(seq)
-        if own is not None:  # only its own blocks can hold its prefix (each position as far as `hashes` has it)
+        entry = self._entry(seq)
+        if entry is not None:  # only its own blocks can hold its prefix (each position as far as `hashes` has it)
             hash_of, pos = self._hash_of, self._pos
-            for i, block in enumerate(own):
-                if hash_of[block] is not seq or pos[block] != i:
+            for i, block in enumerate(entry[1]):
+                if hash_of[block] is not entry or pos[block] != i:
                     break
                 found.append(block)
             return found
@@ -235,25 +243,27 @@ class BlockManager:
         if done <= first or not self.prefix_caching:
             return
         cached, hash_of = self._cached, self._hash_of
-        own = self._own(seq)
-        if own is not None:  # keyed by (seq, position): a position whose key a block holds already stays private
-            pos, table = self._pos, seq.block_table
+        entry = self._entry(seq)
+        if entry is not None:  # keyed by (seq, position): a position whose key a block holds already stays private
+            own, pos, table, keys = entry[1], self._pos, seq.block_table, 0
             if len(own) < first:  # committed before a reset: those keys are gone
                 own.extend(table[len(own) : first])
             for i in range(first, done):
                 block = table[i]
                 if i < len(own):
                     held = own[i]
-                    if hash_of[held] is seq and pos[held] == i:
+                    if hash_of[held] is entry and pos[held] == i:
                         continue  # its key is held (the hash found in the dict)
                     own[i] = block
                 else:
                     own.append(block)
                 if hash_of[block] is not None:
                     continue  # keyed already: stays private (its entry in `own` holds no key of `seq`)
-                hash_of[block] = seq
+                hash_of[block] = entry
                 pos[block] = i
-                self._num_keys += 1
+                keys += 1
+            entry[2] += keys
+            self._num_keys += keys
             seq.num_committed_blocks = done
             return
         for h, block in zip(self.hashes(seq, done)[first:done], seq.block_table[first:done], strict=True):
@@ -273,28 +283,35 @@ class BlockManager:
         self._hash_of = [None] * self.num_blocks
         self._by_first, self._num_keys = {} if self.keys_without_hashes else None, 0
 
-    def _own(self, seq: Sequence) -> list[int] | None:
-        """The blocks `seq` committed, by position, while no two sequences seen share a first token; None once
-        two do (every key held hashed then, by `_hash_keys`) or without prefix caching."""
+    def _entry(self, seq: Sequence) -> list[Any] | None:
+        """`seq`'s entry (itself, the blocks it committed by position, how many hold its keys) while no two
+        sequences seen share a first token; None once two do (every key held hashed then, by `_hash_keys`)."""
         by_first = self._by_first
         if by_first is None or not seq.token_ids:
             return None
         entry = by_first.get(seq.token_ids[0])
         if entry is None:
-            entry = by_first[seq.token_ids[0]] = (seq, [])
+            entry = by_first[seq.token_ids[0]] = [seq, [], 0]
         elif entry[0] is not seq:
             self._hash_keys()
             return None
-        return entry[1]
+        return entry
+
+    def _drop(self, entry: list[Any]) -> None:
+        """Forget a sequence none of whose blocks holds a key: found again, it starts a new entry."""
+        by_first, first = self._by_first, entry[0].token_ids[0]
+        if by_first is not None and by_first.get(first) is entry:
+            del by_first[first]
 
     def _hash_keys(self) -> None:
         """From (sequence, position) keys to hashes: each held key's block put in the dict by its hash."""
         by_first, hash_of, pos, cached = self._by_first, self._hash_of, self._pos, self._cached
         self._by_first, self._num_keys = None, 0
-        for seq, own in (by_first or {}).values():
+        for entry in (by_first or {}).values():
+            seq, own = entry[0], entry[1]
             hashes = self.hashes(seq, len(own))
             for i, block in enumerate(own):
-                if hash_of[block] is seq and pos[block] == i:
+                if hash_of[block] is entry and pos[block] == i:
                     cached[hashes[i]] = block
                     hash_of[block] = hashes[i]
 

@@ -217,3 +217,19 @@ def test_a_reset_forgets_the_first_tokens_seen() -> None:
         blocks.free(seq)
         assert blocks._by_first is not None and blocks.num_cached == 2
         blocks.reset()
+
+
+def test_a_sequence_whose_last_key_is_evicted_is_forgotten() -> None:
+    """Its tokens are not kept once nothing of it can be found; found again, it finds nothing, as with hashes."""
+    blocks = BlockManager(2, 1, prefix_caching=True)
+    a = Sequence.from_request(Request("a", [100, 1, 5], 5), 0, 0.0)
+    b = Sequence.from_request(Request("b", [200, 1, 5], 5), 1, 0.0)
+    a.token_ids.pop()  # two tokens computed, both blocks committed
+    b.token_ids.pop()
+    assert admit(blocks, a) == 0
+    blocks.free(a)
+    assert list(blocks._by_first or {}) == [100]
+    assert admit(blocks, b) == 0  # evicts both of a's blocks
+    assert list(blocks._by_first or {}) == [200] and blocks.num_cached == 2
+    blocks.free(b)
+    assert blocks.match_prefix(a) == [] and list(blocks._by_first or {}) == [200, 100]
