@@ -14,12 +14,23 @@ falls to 0 keeps its keys and values and its hash, and waits in LRU order. A new
 longest run of its leading blocks found by hash (`match_prefix`) and computes only the rest. When no
 never-cached block is left, the least recently used unreferenced cached block is evicted (its hash
 forgotten) and handed out. A block is never handed out while a sequence references it.
+
+Keys without hashes: a block's hash stands for a prefix, and two sequences whose first tokens differ share
+no prefix, so no block of one can ever be found by the other (distinct stand-in prompts: every block of a
+simulated hour, 1.6 million, hashed, put in the dict and evicted from it, and not one hit). Until two
+sequences with the same first token are seen, a cached block is named by its (sequence, position) pair
+instead (`_hash_of` holds the sequence's entry, `_pos` the position; the entry lists the blocks the
+sequence committed, so where its keys are, and goes with its last key): the same blocks are cached, kept
+and found (a preempted sequence resuming finds its own), with no hash and no dict entry. The first such
+pair seen (by `match_prefix` or `commit`) turns the hashes on for good (until `reset`): every key held is
+hashed then (`_hash_keys`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence as Tokens
+from typing import Any
 
 from engines.sequence import Sequence
 
@@ -37,6 +48,8 @@ class BlockManager:
     """A fixed pool of `num_blocks` KV blocks of `block_size` tokens, reference-counted; with
     `prefix_caching`, full blocks stay findable by their chained hash until evicted (LRU)."""
 
+    keys_without_hashes = True  # False: every committed block hashed from the start (the module's note)
+
     def __init__(self, num_blocks: int, block_size: int, prefix_caching: bool = False) -> None:
         if num_blocks <= 0 or block_size <= 0:
             raise ValueError(f"need positive num_blocks and block_size, got {num_blocks}, {block_size}")
@@ -47,7 +60,7 @@ class BlockManager:
         # Per-block state in lists indexed by block (a struct of arrays): cheaper to read and write than dicts,
         # and a simulated hour touches two million blocks.
         self._refs: list[int] = [0] * num_blocks  # sequences referencing each block
-        self._hash_of: list[int | None] = [None] * num_blocks  # each cached block's hash
+        self._hash_of: list[Any] = [None] * num_blocks  # each cached block's hash (or its sequence's entry)
         self._cached: dict[int, int] = {}  # hash -> block holding that prefix block
         # The LRU of cached, unreferenced blocks, least recent first. A block taken back by a prefix hit stays
         # in the deque and is skipped when reached (its `_lru_entries` says whether a later entry exists): an
@@ -56,6 +69,12 @@ class BlockManager:
         self._lru_entries: list[int] = [0] * num_blocks  # entries of each block in `_lru`, live or stale
         self._num_evictable = 0
         self.evictions = 0
+        # keys without hashes (the module's note): first token -> (its sequence, the block of each position it
+        # committed), and each keyed block's position; hashes from the first first token two sequences share
+        # an entry is [sequence, its blocks by position, how many of them hold its keys]: dropped with its last key
+        self._by_first: dict[int, list[Any]] | None = {} if self.keys_without_hashes else None
+        self._pos: list[int] = [0] * num_blocks
+        self._num_keys = 0  # blocks keyed by (sequence, position)
 
     @property
     def num_free(self) -> int:
@@ -70,7 +89,7 @@ class BlockManager:
     @property
     def num_cached(self) -> int:
         """Blocks findable by hash (referenced or not)."""
-        return len(self._cached)
+        return len(self._cached) + self._num_keys
 
     def blocks_for_tokens(self, num_tokens: int) -> int:
         return -(-num_tokens // self.block_size)
@@ -104,6 +123,7 @@ class BlockManager:
         forgotten."""
         pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
         hash_of, cached = self._hash_of, self._cached
+        keyed = self._by_first is not None  # named by (sequence, position): no dict entry to drop
         taken = 0
         while taken < num_blocks:
             block = pop()
@@ -111,13 +131,21 @@ class BlockManager:
             entries[block] = left
             if left or refs[block]:
                 continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
-            del cached[hash_of[block]]  # type: ignore[index]
+            if keyed:
+                entry = hash_of[block]
+                entry[2] -= 1
+                if not entry[2]:  # its last key gone: nothing of it to find, its tokens not kept
+                    self._drop(entry)
+            else:
+                del cached[hash_of[block]]
             hash_of[block] = None
             refs[block] = 1
             table.append(block)
             taken += 1
         self._num_evictable -= num_blocks
         self.evictions += num_blocks
+        if keyed:
+            self._num_keys -= num_blocks
 
     def free(self, seq: Sequence) -> None:
         """Release every block `seq` holds: back to the pool, or (cached) to the LRU list."""
@@ -175,6 +203,14 @@ class BlockManager:
             return []
         limit = (seq.num_tokens - 1) // self.block_size
         found: list[int] = []
+        entry = self._entry(seq)
+        if entry is not None:  # only its own blocks can hold its prefix (each position as far as `hashes` has it)
+            hash_of, pos = self._hash_of, self._pos
+            for i, block in enumerate(entry[1]):
+                if hash_of[block] is not entry or pos[block] != i:
+                    break
+                found.append(block)
+            return found
         cached = self._cached
         for h in self.hashes(seq, limit):
             block = cached.get(h)
@@ -207,6 +243,29 @@ class BlockManager:
         if done <= first or not self.prefix_caching:
             return
         cached, hash_of = self._cached, self._hash_of
+        entry = self._entry(seq)
+        if entry is not None:  # keyed by (seq, position): a position whose key a block holds already stays private
+            own, pos, table, keys = entry[1], self._pos, seq.block_table, 0
+            if len(own) < first:  # committed before a reset: those keys are gone
+                own.extend(table[len(own) : first])
+            for i in range(first, done):
+                block = table[i]
+                if i < len(own):
+                    held = own[i]
+                    if hash_of[held] is entry and pos[held] == i:
+                        continue  # its key is held (the hash found in the dict)
+                    own[i] = block
+                else:
+                    own.append(block)
+                if hash_of[block] is not None:
+                    continue  # keyed already: stays private (its entry in `own` holds no key of `seq`)
+                hash_of[block] = entry
+                pos[block] = i
+                keys += 1
+            entry[2] += keys
+            self._num_keys += keys
+            seq.num_committed_blocks = done
+            return
         for h, block in zip(self.hashes(seq, done)[first:done], seq.block_table[first:done], strict=True):
             if h not in cached and hash_of[block] is None:
                 cached[h] = block
@@ -222,6 +281,39 @@ class BlockManager:
         self._num_evictable = 0
         self._cached.clear()
         self._hash_of = [None] * self.num_blocks
+        self._by_first, self._num_keys = {} if self.keys_without_hashes else None, 0
+
+    def _entry(self, seq: Sequence) -> list[Any] | None:
+        """`seq`'s entry (itself, the blocks it committed by position, how many hold its keys) while no two
+        sequences seen share a first token; None once two do (every key held hashed then, by `_hash_keys`)."""
+        by_first = self._by_first
+        if by_first is None or not seq.token_ids:
+            return None
+        entry = by_first.get(seq.token_ids[0])
+        if entry is None:
+            entry = by_first[seq.token_ids[0]] = [seq, [], 0]
+        elif entry[0] is not seq:
+            self._hash_keys()
+            return None
+        return entry
+
+    def _drop(self, entry: list[Any]) -> None:
+        """Forget a sequence none of whose blocks holds a key: found again, it starts a new entry."""
+        by_first, first = self._by_first, entry[0].token_ids[0]
+        if by_first is not None and by_first.get(first) is entry:
+            del by_first[first]
+
+    def _hash_keys(self) -> None:
+        """From (sequence, position) keys to hashes: each held key's block put in the dict by its hash."""
+        by_first, hash_of, pos, cached = self._by_first, self._hash_of, self._pos, self._cached
+        self._by_first, self._num_keys = None, 0
+        for entry in (by_first or {}).values():
+            seq, own = entry[0], entry[1]
+            hashes = self.hashes(seq, len(own))
+            for i, block in enumerate(own):
+                if hash_of[block] is entry and pos[block] == i:
+                    cached[hashes[i]] = block
+                    hash_of[block] = hashes[i]
 
     def refcounts(self) -> dict[int, int]:
         """block -> how many sequences reference it, for blocks in use."""
