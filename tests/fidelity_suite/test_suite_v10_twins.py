@@ -1,0 +1,40 @@
+"""What the tenth pre-registered suite (tests/fixtures/fidelity_suite_v10/suite.toml) was registered to be: the
+ninth suite's pairs, engines, profiles, targets and interleaved rounds on a tenth seed, with a second verdict at
+each trial's measured speed (`[judge] at_trial_speed`) registered beside the plain one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.fidelity_suite.spec import load_suite
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+HERE = FIXTURES / "fidelity_suite_v10"
+SUITE = load_suite(HERE / "suite.toml")
+NINTH = load_suite(FIXTURES / "fidelity_suite_v9" / "suite.toml")
+EARLIER = [load_suite(p) for p in sorted(FIXTURES.glob("fidelity_suite*/suite.toml")) if p.parent != HERE]
+
+
+def test_the_tenth_suite_is_the_ninth_s_on_a_new_seed_with_the_at_speed_verdict_beside_the_plain_one() -> None:
+    assert SUITE.at_trial_speed and not any(s.at_trial_speed for s in EARLIER)
+    assert [(p.name, p.covers, p.engine, p.profile) for p in SUITE.pairs] == [
+        (p.name, p.covers, p.engine, p.profile) for p in NINTH.pairs
+    ]
+    for new, old in zip(SUITE.pairs, NINTH.pairs, strict=True):
+        assert new.args[:-1] == old.args[:-1] and new.args[-2:] == ("--seed", "9"), new.name
+        assert new.args not in [p.args for s in EARLIER for p in s.pairs], new.name  # nothing measured before
+    assert (SUITE.trials, SUITE.run_args, SUITE.targets, SUITE.interleave) == (
+        NINTH.trials,
+        NINTH.run_args,
+        NINTH.targets,
+        NINTH.interleave,
+    )
+    assert (SUITE.fit_name, SUITE.fit_args, SUITE.fit_after, SUITE.fit_names) == (
+        NINTH.fit_name,
+        NINTH.fit_args,
+        NINTH.fit_after,
+        NINTH.fit_names,
+    )
+    assert {n: (p.file, p.engine) for n, p in SUITE.profiles.items()} == {
+        n: (p.file, p.engine) for n, p in NINTH.profiles.items()
+    }
