@@ -1,7 +1,7 @@
 """Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
 one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
-later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v9_twins.py)."""
+later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v10_twins.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ SUITES = (
     "fidelity_suite_v7",
     "fidelity_suite_v8",
     "fidelity_suite_v9",
+    "fidelity_suite_v10",
 )
 
 
@@ -60,3 +61,20 @@ def test_the_twins_reproduce_the_recorded_table(suite_and_table: tuple[Path, Sui
     for metric, s in expected["summary"].items():
         assert table["summary"][metric]["median_abs_error"] == pytest.approx(s["median_abs_error"], abs=1e-3)
         assert table["summary"][metric]["worst_pair"] == s["worst_pair"]
+
+
+def test_the_at_speed_verdict_reproduces_where_registered(suite_and_table: tuple[Path, Suite, dict]) -> None:
+    """A suite with `[judge] at_trial_speed`: each pair's second verdict, from its trials' recorded speeds."""
+    here, suite, table = suite_and_table
+    expected = json.loads((here / "expected.json").read_text())
+    assert ("at_trial_speed_verdicts" in table) == suite.at_trial_speed == ("at_trial_speed_verdicts" in expected)
+    if not suite.at_trial_speed:
+        return
+    assert table["at_trial_speed_verdicts"] == expected["at_trial_speed_verdicts"]
+    assert table["at_trial_speed_target"] == expected["at_trial_speed_target"]
+    for got, want in zip(table["pairs"], expected["pairs"], strict=True):
+        g, w = got["at_trial_speed"], want["at_trial_speed"]
+        assert (g["verdict"], g["speeds"]) == (w["verdict"], w["speeds"]), got["pair"]
+        for gr, wr in zip(g["rows"], w["rows"], strict=True):
+            assert (gr["metric"], gr["verdict"]) == (wr["metric"], wr["verdict"]), got["pair"]
+            assert gr["trial_errors"] == pytest.approx(wr["trial_errors"], abs=1e-3), (got["pair"], gr["metric"])
