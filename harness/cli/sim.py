@@ -85,6 +85,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a router's run: give its cluster twin the serving path and the replicas' contention "
         "measured on ANOTHER run (`batchmark sim serving-path CALIBRATION_RUN -o FILE`)",
     )
+    fid.add_argument(
+        "--sensitivity",
+        type=_fraction,
+        metavar="F",
+        help="also run the same seeded twins with every step priced x(1-F) and x(1+F) (0 < F <= 0.5) and print "
+        "each latency's elasticity to the price (1: in proportion), flagging a metric on a tipping point",
+    )
     add_suite_arguments(fid)
     fid.set_defaults(run=fidelity_command)
     add_serving_path_command(commands)
@@ -280,6 +287,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     from engines.sim.fitted import load_profile
     from harness.cluster_twin import has_twin
     from harness.errors import HarnessInputError
+    from harness.metrics.sensitivity import sensitivity_block, sensitivity_text
     from harness.metrics.simulation import fidelity_rows, manifest_notices
     from harness.simulation import profile_mismatch, run_engines, speed_line, trial_speeds
 
@@ -358,7 +366,28 @@ def fidelity_command(args: argparse.Namespace) -> int:
         ]
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
+        if args.sensitivity is not None:
+
+            def twins_at(scale: float, engine: dict[str, Any] = engine) -> list[dict[str, Any]]:
+                return [
+                    simulate_twin(
+                        args.real_run,
+                        engine,
+                        args.profile,
+                        noise=args.noise,
+                        seed=s,
+                        serving=serving,
+                        headline=True,
+                        step_scale=scale,
+                    )
+                    for s in seeds
+                ]
+
+            table[-1]["sensitivity"] = sensitivity_block(args.sensitivity, simulated, twins_at)
     print(format_fidelity(table, args.real_run, args.profile))
+    for entry in table:
+        if "sensitivity" in entry:
+            print(f"SENSITIVITY: {entry['engine']}: {sensitivity_text(entry['sensitivity'])}")
     for engine, entry in zip(engines, table, strict=True):
         if engine.get("kind") in ("static", "continuous"):  # in process: its own step trace
             try:
@@ -562,4 +591,15 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """--sensitivity: a fraction of the step price in (0, 0.5] (at 0.5 the twins run at half and 1.5 times it)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value <= 0.5:  # nan fails both comparisons
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 0.5], got {text!r}")
     return value
