@@ -4,6 +4,7 @@ simulated twins of a run's engines land from what the run measured)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -348,42 +349,34 @@ def fidelity_command(args: argparse.Namespace) -> int:
     seeds = range(args.seeds if args.noise else 1)
     table = []
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
-    for engine in engines:
-        # headline: all the fidelity rows read
-        simulated = [
+
+    def run_twins(engine: dict[str, Any], scale: float = 1.0) -> list[dict[str, Any]]:
+        """The engine's seeded twins (headline: all the fidelity rows read); at the plain price, each described and
+        traced; at another (`--sensitivity`), the same seeds with every step's price times `scale`."""
+        plain = scale == 1.0
+        return [
             simulate_twin(
                 args.real_run,
                 engine,
                 args.profile,
                 noise=args.noise,
                 seed=s,
-                described=twins,
-                trace_dir=args.twin_dir,
+                described=twins if plain else None,
+                trace_dir=args.twin_dir if plain else None,
                 serving=serving,
                 headline=True,
+                step_scale=scale,
             )
             for s in seeds
         ]
+
+    for engine in engines:
+        simulated = run_twins(engine)
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
         if args.sensitivity is not None:
-
-            def twins_at(scale: float, engine: dict[str, Any] = engine) -> list[dict[str, Any]]:
-                return [
-                    simulate_twin(
-                        args.real_run,
-                        engine,
-                        args.profile,
-                        noise=args.noise,
-                        seed=s,
-                        serving=serving,
-                        headline=True,
-                        step_scale=scale,
-                    )
-                    for s in seeds
-                ]
-
-            table[-1]["sensitivity"] = sensitivity_block(args.sensitivity, simulated, twins_at)
+            at = functools.partial(run_twins, engine)
+            table[-1]["sensitivity"] = sensitivity_block(args.sensitivity, simulated, at)
     print(format_fidelity(table, args.real_run, args.profile))
     for entry in table:
         if "sensitivity" in entry:

@@ -63,10 +63,14 @@ def pair_entry(
         entry["trial_speeds"] = speeds
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
     # headline: the rows read no more
-    twins = [
-        simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True)
-        for s in range(seeds if noise else 1)
-    ]
+
+    def twins_at(scale: float, described: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        return [
+            simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True, step_scale=scale)
+            for s in range(seeds if noise else 1)
+        ]
+
+    twins = twins_at(1.0, described)
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
     rows = fidelity_rows(metrics["engines"][engine["name"]], *twins, trials=trials)
     for row in rows:
@@ -86,12 +90,6 @@ def pair_entry(
     entry["verdict"] = pair_outcome(r["verdict"] for r in entry["rows"])
     if sensitivity is not None:
         from harness.metrics.sensitivity import sensitivity_block
-
-        def twins_at(scale: float) -> list[dict[str, Any]]:
-            return [
-                simulate(run, engine, profile, noise=noise, seed=s, headline=True, step_scale=scale)
-                for s in range(seeds if noise else 1)
-            ]
 
         entry["sensitivity"] = sensitivity_block(sensitivity, twins, twins_at)
     if suite.at_trial_speed:

@@ -53,14 +53,19 @@ def sensitivity_block(fraction: float, plain: Summaries, twins_at: Callable[[flo
 
 
 def sensitivity_text(block: Mapping[str, Any]) -> str:
-    """Each latency metric's elasticity, then the tipping ones each with how far a price error of F moves it."""
+    """Each latency metric's elasticity, then the tipping ones each with how far a price error of F moves it (half
+    the move from x(1-F) to x(1+F)) and its three medians."""
     f = block["fraction"]
     text = (
         f"step price x{1 - f:g} and x{1 + f:g}, elasticity (1: in proportion to the price): {elasticity_cells(block)}"
     )
     tipping = [m for m in block["metrics"] if m["tipping"]]
     if tipping:
-        each = ", ".join(f"{m['metric']} by {abs(m['elasticity']) * f:.0%}" for m in tipping)
+        each = ", ".join(
+            f"{m['metric']} by {abs(m['elasticity']) * f:.0%} ({m['scaled_down']:.3g}, {m['plain']:.3g}, "
+            f"{m['scaled_up']:.3g} s)"
+            for m in tipping
+        )
         text += (
             f"; on a tipping point (|elasticity| > {block['threshold']:g}): a price error of {f:.0%} moves {each}: "
             "there the twin's error measures the tipping point, not the simulator"
