@@ -13,6 +13,7 @@ import pytest
 
 from harness.cli import main
 from harness.metrics.sensitivity import TIPPING, elasticity, sensitivity_block, sensitivity_text
+from tests.sim.test_cluster_twin import PROFILE, router_run
 
 V10 = Path(__file__).resolve().parents[1] / "fixtures" / "fidelity_suite_v10"
 RUNS = V10 / "runs"
@@ -125,3 +126,16 @@ def test_the_suite_reports_it_under_each_pair_and_no_verdict_moves(
     assert static.startswith("  sensitivity x(1+-0.1): TTFT p50 ") and "; on a tipping point: TTFT p50" in static
     assert continuous.startswith("  sensitivity x(1+-0.1): TTFT p50 ") and "tipping" not in continuous
     assert out.index(static) < out.index("hol-blocking-continuous") < out.index(continuous)
+
+
+def test_a_router_s_cluster_twin_prices_its_replicas_steps_at_each_scale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, out = router_run(tmp_path, "power_of_two"), tmp_path / "fleet.json"
+    argv = ["sim", "fidelity", str(run), "--profile", str(PROFILE), "--seeds", "2", "--sensitivity", "0.2"]
+    assert main([*argv, "--json", str(out)]) == 0
+    (entry,) = json.loads(out.read_text())
+    by = {m["metric"]: m for m in entry["sensitivity"]["metrics"]}
+    assert by["TPOT p50"]["scaled_down"] < by["TPOT p50"]["plain"] < by["TPOT p50"]["scaled_up"]
+    assert 0.6 <= by["TPOT p50"]["elasticity"] <= 1.5  # 0.81 measured: the replicas' steps, not a fixed fleet
+    assert "SENSITIVITY: fleet: step price x0.8 and x1.2" in capsys.readouterr().out
