@@ -277,7 +277,9 @@ def twin_spec_text(
     if kind == "http":  # a router over replicas (or refused there by name): the cluster twin
         from harness.cluster_twin import cluster_twin_spec, replica_description
 
-        replica = twin_spec_text(replica_description(profile), profile, f"{label}-replica", noise, seed)
+        replica = twin_spec_text(
+            replica_description(profile), profile, f"{label}-replica", noise, seed, step_scale=step_scale
+        )
         return cluster_twin_spec(engine, label, seed, replica, serving)
     if kind not in ("static", "continuous"):
         raise HarnessInputError(f"engine {engine.get('name')!r} is {kind!r}: only in-process engines have twins")

@@ -4,6 +4,7 @@ simulated twins of a run's engines land from what the run measured)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -84,6 +85,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="a router's run: give its cluster twin the serving path and the replicas' contention "
         "measured on ANOTHER run (`batchmark sim serving-path CALIBRATION_RUN -o FILE`)",
+    )
+    fid.add_argument(
+        "--sensitivity",
+        type=_fraction,
+        metavar="F",
+        help="also run the same seeded twins with every step priced x(1-F) and x(1+F) (0 < F <= 0.5) and print "
+        "each latency's elasticity to the price (1: in proportion), flagging a metric on a tipping point",
     )
     add_suite_arguments(fid)
     fid.set_defaults(run=fidelity_command)
@@ -280,6 +288,7 @@ def fidelity_command(args: argparse.Namespace) -> int:
     from engines.sim.fitted import load_profile
     from harness.cluster_twin import has_twin
     from harness.errors import HarnessInputError
+    from harness.metrics.sensitivity import sensitivity_block, sensitivity_text
     from harness.metrics.simulation import fidelity_rows, manifest_notices
     from harness.simulation import profile_mismatch, run_engines, speed_line, trial_speeds
 
@@ -340,25 +349,38 @@ def fidelity_command(args: argparse.Namespace) -> int:
     seeds = range(args.seeds if args.noise else 1)
     table = []
     twins: list[dict[str, Any]] = []  # each twin's description after its run: where the profile extrapolated
-    for engine in engines:
-        # headline: all the fidelity rows read
-        simulated = [
+
+    def run_twins(engine: dict[str, Any], scale: float = 1.0) -> list[dict[str, Any]]:
+        """The engine's seeded twins (headline: all the fidelity rows read); at the plain price, each described and
+        traced; at another (`--sensitivity`), the same seeds with every step's price times `scale`."""
+        plain = scale == 1.0
+        return [
             simulate_twin(
                 args.real_run,
                 engine,
                 args.profile,
                 noise=args.noise,
                 seed=s,
-                described=twins,
-                trace_dir=args.twin_dir,
+                described=twins if plain else None,
+                trace_dir=args.twin_dir if plain else None,
                 serving=serving,
                 headline=True,
+                step_scale=scale,
             )
             for s in seeds
         ]
+
+    for engine in engines:
+        simulated = run_twins(engine)
         rows = fidelity_rows(real[engine["name"]], *simulated, trials=trials.get(engine["name"]))
         table.append({"engine": engine["name"], "seeds": len(seeds), "rows": rows})
+        if args.sensitivity is not None:
+            at = functools.partial(run_twins, engine)
+            table[-1]["sensitivity"] = sensitivity_block(args.sensitivity, simulated, at)
     print(format_fidelity(table, args.real_run, args.profile))
+    for entry in table:
+        if "sensitivity" in entry:
+            print(f"SENSITIVITY: {entry['engine']}: {sensitivity_text(entry['sensitivity'])}")
     for engine, entry in zip(engines, table, strict=True):
         if engine.get("kind") in ("static", "continuous"):  # in process: its own step trace
             try:
@@ -562,4 +584,15 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """--sensitivity: a fraction of the step price in (0, 0.5] (at 0.5 the twins run at half and 1.5 times it)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value <= 0.5:  # nan fails both comparisons
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 0.5], got {text!r}")
     return value

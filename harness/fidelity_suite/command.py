@@ -58,7 +58,7 @@ def suite_command(args: argparse.Namespace, simulate: Simulate) -> int:
         measure(suite, runs, args.lock)
     elif not runs.is_dir():
         raise HarnessInputError(f"--runs {runs}: no such directory (record the runs with --measure)")
-    table = suite_table(suite, runs, simulate, args.seeds, args.noise)
+    table = suite_table(suite, runs, simulate, args.seeds, args.noise, args.sensitivity)
     print(format_table(table))
     if args.json:
         args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")

@@ -18,9 +18,17 @@ from harness.judge.fidelity import pair_outcome, suite_outcome
 
 
 def pair_entry(
-    suite: Suite, pair: Pair, runs: Path, simulate: Simulate, seeds: int = 5, noise: bool = True
+    suite: Suite,
+    pair: Pair,
+    runs: Path,
+    simulate: Simulate,
+    seeds: int = 5,
+    noise: bool = True,
+    sensitivity: float | None = None,
 ) -> dict[str, Any]:
-    """`seeds` twins of the pair's engine (each its own noise draw; compared by their median, as `sim fidelity`)."""
+    """`seeds` twins of the pair's engine (each its own noise draw; compared by their median, as `sim fidelity`);
+    `sensitivity` F: the same twins at step_scale 1 - F and 1 + F beside them (`harness.metrics.sensitivity`),
+    reported, never judged."""
     from harness.fidelity_suite.speeds import real_engine
     from harness.metrics.sim_range import range_text
     from harness.metrics.simulation import fidelity_rows
@@ -55,10 +63,14 @@ def pair_entry(
         entry["trial_speeds"] = speeds
     described: list[dict[str, Any]] = []  # each twin's description after its run: where it extrapolated
     # headline: the rows read no more
-    twins = [
-        simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True)
-        for s in range(seeds if noise else 1)
-    ]
+
+    def twins_at(scale: float, described: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        return [
+            simulate(run, engine, profile, noise=noise, seed=s, described=described, headline=True, step_scale=scale)
+            for s in range(seeds if noise else 1)
+        ]
+
+    twins = twins_at(1.0, described)
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
     rows = fidelity_rows(metrics["engines"][engine["name"]], *twins, trials=trials)
     for row in rows:
@@ -76,6 +88,10 @@ def pair_entry(
             }
         )
     entry["verdict"] = pair_outcome(r["verdict"] for r in entry["rows"])
+    if sensitivity is not None:
+        from harness.metrics.sensitivity import sensitivity_block
+
+        entry["sensitivity"] = sensitivity_block(sensitivity, twins, twins_at)
     if suite.at_trial_speed:
         from harness.fidelity_suite.at_speed import at_speed_block
 
@@ -132,8 +148,15 @@ def _round_trials(dirs: list[Path], engine: str) -> dict[str, Any]:
     return merged
 
 
-def suite_table(suite: Suite, runs: Path, simulate: Simulate, seeds: int = 5, noise: bool = True) -> dict[str, Any]:
-    pairs = [pair_entry(suite, pair, runs, simulate, seeds, noise) for pair in suite.pairs]
+def suite_table(
+    suite: Suite,
+    runs: Path,
+    simulate: Simulate,
+    seeds: int = 5,
+    noise: bool = True,
+    sensitivity: float | None = None,
+) -> dict[str, Any]:
+    pairs = [pair_entry(suite, pair, runs, simulate, seeds, noise, sensitivity) for pair in suite.pairs]
     summary = {}
     for metric in (r["metric"] for r in next((p["rows"] for p in pairs if p["rows"]), [])):
         errors = [
@@ -199,6 +222,10 @@ def format_table(table: dict[str, Any]) -> str:
             each = ", ".join("-" if v is None else f"{v:+.1%}" for v in p["trial_speeds"])
             lines.append(f"  trial speeds against the fit runs (> 0: slower): {each}")
         lines += _at_speed_lines(p, metrics)
+        if "sensitivity" in p:
+            lines.append(
+                f"  sensitivity x(1+-{p['sensitivity']['fraction']:g}): {_sensitivity_cells(p['sensitivity'])}"
+            )
     if metrics:
         lines.append(
             f"{'median |error|':<26}" + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics)
@@ -233,6 +260,13 @@ def format_table(table: dict[str, Any]) -> str:
             "speed), the median of the trials' errors, +- the furthest from it; conditional on the speed measured "
             "from the real trial itself, so reported beside the plain verdict, never instead of it"
         )
+    tipping = next((p["sensitivity"]["threshold"] for p in table["pairs"] if "sensitivity" in p), None)
+    if tipping is not None:
+        lines.append(
+            "sensitivity: each latency's elasticity to the step price (the same twins at x(1-F) and x(1+F); 1: in "
+            f"proportion); above {tipping:g} a metric is on a tipping point, where its error measures the tipping "
+            "point, not the simulator; reported, never judged"
+        )
     return "\n".join(lines)
 
 
@@ -246,6 +280,14 @@ def _at_speed_lines(pair: dict[str, Any], metrics: list[str]) -> list[str]:
     by = {r["metric"]: r for r in at["rows"]}
     cells = [_cell(by.get(m)) for m in metrics]
     return [f"{'  at trial speed':<26}" + "".join(f"{c:>14}" for c in cells) + f"{_SHORT[at['verdict']]:>13}"]
+
+
+def _sensitivity_cells(block: dict[str, Any]) -> str:
+    """Each latency's elasticity to the step price, then the ones on a tipping point."""
+    from harness.metrics.sensitivity import elasticity_cells
+
+    tipping = [m["metric"] for m in block["metrics"] if m["tipping"]]
+    return elasticity_cells(block) + (f"; on a tipping point: {', '.join(tipping)}" if tipping else "")
 
 
 def _cell(row: dict[str, Any] | None) -> str:

@@ -33,7 +33,7 @@ FIDELITY_METRICS = (
 )
 
 
-def _value(summary: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
+def metric_value(summary: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     node: Any = summary
     for key in path:
         if not isinstance(node, Mapping) or key not in node:
@@ -42,9 +42,15 @@ def _value(summary: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node) if isinstance(node, int | float) and math.isfinite(node) else None
 
 
+def twins_median(simulated: Sequence[Mapping[str, Any]], path: tuple[str, ...]) -> float | None:
+    """The twins' median of one metric; None unless every twin has it."""
+    values = [v for v in (metric_value(t, path) for t in simulated) if v is not None]
+    return float(statistics.median(values)) if values and len(values) == len(simulated) else None
+
+
 def _ci(summary: Mapping[str, Any], path: tuple[str, ...]) -> tuple[float, float] | None:
     """The 95% interval a percentile was measured with (None: a throughput, or no interval)."""
-    low, high = _value(summary, (*path[:-1], "ci_low")), _value(summary, (*path[:-1], "ci_high"))
+    low, high = metric_value(summary, (*path[:-1], "ci_low")), metric_value(summary, (*path[:-1], "ci_high"))
     return (low, high) if path[-1] == "value" and low is not None and high is not None else None
 
 
@@ -64,14 +70,14 @@ def fidelity_rows(
     closer to a measurement than the measurement repeats (on this machine, 20-90% for some workloads)."""
     rows = []
     for metric in FIDELITY_METRICS:
-        r = _value(real, metric.path)
+        r = metric_value(real, metric.path)
         per_trial = [float(v) for v in ((trials or {}).get(metric.trials_key) or {}).get("values") or []]
         spread = None
         if len(per_trial) >= 2:
             r = float(statistics.median(per_trial))
             spread = max(abs(v / r - 1.0) for v in per_trial) if r else None
-        values = [v for v in (_value(s, metric.path) for s in simulated) if v is not None]
-        s = float(statistics.median(values)) if values and len(values) == len(simulated) else None
+        values = [v for v in (metric_value(x, metric.path) for x in simulated) if v is not None]
+        s = twins_median(simulated, metric.path)
         error = (s - r) / r if r not in (None, 0.0) and s is not None else None
         ci = _ci(real, metric.path) if spread is None else None  # trial 0's interval is not the median's
         rows.append(
