@@ -178,12 +178,7 @@ def inter_token_latencies(records: pd.DataFrame, *, successful_only: bool = True
     the first token is not a gap.
     """
     rows = records[succeeded(records)] if successful_only else records
-    return gaps_within(*flatten_token_times(rows["token_times"]))
-
-
-def gaps_within(flat: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """The gaps between consecutive token times of the same owner: `inter_token_latencies` of the flat token
-    times and row positions `flatten_token_times` gives (a caller that has them already flattens nothing again)."""
+    flat, owner = flatten_token_times(rows["token_times"])
     if flat.size < 2:
         return np.empty(0, dtype=np.float64)
     gaps = np.diff(flat)

@@ -24,7 +24,7 @@ from harness.metrics.latency import (
     LATENCY_COLUMNS,
     QUEUEING_METRICS,
     admission_unseen,
-    gaps_within,
+    inter_token_latencies,
     request_latencies,
     succeeded,
 )
@@ -119,9 +119,7 @@ def summarize(
     ok = lat["succeeded"]
     stats_kw: dict[str, Any] = {"qs": percentiles, "n_boot": n_boot, "confidence": confidence, "seed": seed}
     latency = _latency(lat, stats_kw, _LATENCY_METRICS)
-    # the succeeded requests' token times, flattened once for the inter-token gaps and every window's throughput
-    ok_token_times, owner = flatten_token_times(records.loc[succeeded(records), "token_times"])
-    latency["itl"] = describe(gaps_within(ok_token_times, owner), **stats_kw)  # inter_token_latencies(records)
+    latency["itl"] = describe(inter_token_latencies(records), **stats_kw)
     unseen = admission_unseen(records)
     for m in QUEUEING_METRICS if unseen else ():  # null, not the send time taken as admission (0 queueing)
         latency[m].update(measured=False, reason=unseen)
@@ -136,6 +134,7 @@ def summarize(
     )
     run_cost["wall_time_source"] = wall_source
     tenants = tenant_table(records, slo)
+    ok_token_times, _ = flatten_token_times(records.loc[succeeded(records), "token_times"])  # once for every window
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "engine": engine,

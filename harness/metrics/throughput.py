@@ -111,12 +111,12 @@ def rate_problem(
     """
     if window is None:
         return missing_window_reason(records, kind)
-    if event == "token" and token_times is not None:  # the successful requests are not needed: their tokens are
-        return events_problem(token_times, window, kind, "token")
     ok = records[succeeded(records)]
     if event == "finish":
         return events_problem(ok["t_finish"].to_numpy(dtype=np.float64), window, kind, "finish")
-    return events_problem(flatten_token_times(ok["token_times"])[0], window, kind, "token")
+    if token_times is None:
+        token_times, _ = flatten_token_times(ok["token_times"])
+    return events_problem(token_times, window, kind, "token")
 
 
 def events_problem(times: np.ndarray, window: Window, kind: str, event: str) -> str | None:
@@ -145,9 +145,7 @@ def throughput(
     kind = kind or (window.kind if window is not None else "steady")
     ok = records[succeeded(records)]
     flat = flatten_token_times(ok["token_times"])[0] if token_times is None else token_times  # once, not per rate
-    # one check per kind of event (the two token rates count the same tokens in the same window)
-    by_event = {event: rate_problem(records, window, kind, event, token_times=flat) for event in ("finish", "token")}
-    reasons = {rate: by_event[EVENTS[rate]] for rate in RATES}
+    reasons = {rate: rate_problem(records, window, kind, EVENTS[rate], token_times=flat) for rate in RATES}
     reason = next((r for r in reasons.values() if r is not None), None)
     if window is None:
         return {

@@ -8,7 +8,6 @@ from harness.metrics import (
     SLO,
     SUMMARY_SCHEMA_VERSION,
     goodput,
-    inter_token_latencies,
     jsonable,
     load_records,
     records_frame,
@@ -165,60 +164,3 @@ def test_jsonable_converts_numpy_and_non_finite() -> None:
     out = jsonable({"a": np.float64("nan"), "b": np.int64(3), 4: (np.bool_(True), float("inf")), "c": np.arange(2)})
     assert out == {"a": None, "b": 3, "4": [True, None], "c": [0, 1]}
     assert type(out["b"]) is int
-
-
-def _spread_records() -> list[dict]:
-    """Overlapping requests, then a failed request that has tokens (last)."""
-    rng = np.random.default_rng(5)
-    recs = [
-        make_record(
-            f"r{i}", t_scheduled=float(rng.uniform(0, 5)), gaps=list(rng.uniform(0.001, 0.2, rng.integers(0, 9)))
-        )
-        for i in range(80)
-    ]
-    return [
-        *recs,
-        make_record("failed", t_scheduled=1.0, gaps=[0.01, 0.02], error_type="http_status", finish_reason="error"),
-    ]
-
-
-def _burst_records() -> list[dict]:
-    """A burst whose warmup and steady windows close before its first token (a token rate's own reason), then
-    a failed request that has tokens (last)."""
-    rng = np.random.default_rng(6)
-    recs = [
-        make_record(
-            f"b{i}", t_scheduled=0.01 * i, ttft=3.0, gaps=[0.01, 0.02], finish_after_last=float(rng.uniform(0, 0.5))
-        )
-        for i in range(10)
-    ]
-    return [*recs, make_record("failed", t_scheduled=0.0, gaps=[0.01], error_type="http_status", finish_reason="error")]
-
-
-@pytest.mark.parametrize("make", [_spread_records, _burst_records])
-def test_summary_itl_and_throughput_are_their_functions_on_the_records_alone(make) -> None:
-    """summarize flattens the successful token times once for the inter-token gaps and every window's rates:
-    each is what `inter_token_latencies`, `throughput` and `rate_problem` give on the records alone, with
-    overlapping requests (consecutive tokens of two requests are not a gap), a failed request that has tokens
-    (not counted) and windows where the token rates have a reason of their own."""
-    from harness.metrics.stats import DEFAULT_CONFIDENCE, DEFAULT_PERCENTILES, describe
-    from harness.metrics.throughput import EVENTS, RATES, rate_problem, run_windows, throughput
-
-    recs = make()
-    frame = records_frame(recs)
-    s = summarize(frame, seed=3, n_boot=200, wall_time_s=10.0)
-    itl = inter_token_latencies(frame)
-    assert itl.size == sum(max(len(r["token_times"]) - 1, 0) for r in recs[:-1])
-    kw = {"qs": DEFAULT_PERCENTILES, "n_boot": 200, "confidence": DEFAULT_CONFIDENCE, "seed": 3}
-    assert s["latency"]["itl"] == jsonable(describe(itl, **kw))
-    windows = run_windows(frame)
-    assert set(s["throughput"]) == set(windows)
-    for name, window in windows.items():
-        assert s["throughput"][name] == jsonable(throughput(frame, window, kind=name))
-        reasons = {rate: rate_problem(frame, window, name, EVENTS[rate]) for rate in RATES}
-        assert s["throughput"][name]["reasons"] == reasons
-    if make is _burst_records:  # the token rates' reason is theirs, not the finishes'
-        steady = s["throughput"]["steady"]["reasons"]
-        assert "no token was produced" in steady["output_token_rate"]
-        assert steady["output_token_rate"] == steady["total_token_rate"]
-        assert "no request finished" in steady["request_rate"]
