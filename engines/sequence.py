@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from engines.api import Request
@@ -17,13 +18,65 @@ class SequenceStatus(enum.Enum):
     FINISHED = "finished"
 
 
+class Tokens:
+    """A prompt kept as its `range` and the tokens appended after it, read like the list of both: `len`,
+    an index, a slice (a list), iteration, `append`, `extend` and `pop`. The simulator's stand-in prompts are
+    ranges of large ints that only hashing (prefix caching) ever reads, so no list of them is built."""
+
+    __slots__ = ("out", "prompt")
+
+    def __init__(self, prompt: range) -> None:
+        self.prompt, self.out = prompt, []
+
+    def __len__(self) -> int:
+        return len(self.prompt) + len(self.out)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        prompt, out = self.prompt, self.out
+        n = len(prompt)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n + len(out))
+            if step != 1:
+                return list(self)[i]
+            return [*prompt[start:stop], *out[max(start - n, 0) : max(stop - n, 0)]]
+        if i < 0:
+            i += n + len(out)
+            if i < 0:
+                raise IndexError("token index out of range")
+        return prompt[i] if i < n else out[i - n]
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self.prompt
+        yield from self.out
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, Tokens) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Tokens({self.prompt!r}, {self.out!r})"
+
+    def append(self, token_id: int) -> None:
+        self.out.append(token_id)
+
+    def extend(self, token_ids: Iterable[int]) -> None:
+        self.out.extend(token_ids)
+
+    def pop(self) -> int:
+        if self.out:
+            return self.out.pop()
+        last, self.prompt = self.prompt[-1], self.prompt[:-1]
+        return last
+
+
 @dataclass(eq=False, slots=True)
 class Sequence:
     """A request inside an engine: its tokens, how many are in the KV cache, its blocks and state."""
 
     request: Request
     seq_no: int  # engine-wide arrival order, the FCFS tie-breaker
-    token_ids: list[int]
+    token_ids: list[int] | Tokens  # a `Tokens` when the prompt came as a `range` (the simulator's stand-ins)
     num_prompt_tokens: int
     status: SequenceStatus = SequenceStatus.WAITING
     num_computed_tokens: int = 0  # tokens whose keys and values are in the cache
@@ -43,7 +96,8 @@ class Sequence:
 
     @classmethod
     def from_request(cls, request: Request, seq_no: int, now: float) -> Sequence:
-        prompt = list(request.prompt_token_ids)
+        ids = request.prompt_token_ids
+        prompt = Tokens(ids) if type(ids) is range and ids.step == 1 else list(ids)
         return cls(request, seq_no, prompt, len(prompt), enqueue_time=now)
 
     @property

@@ -1,7 +1,8 @@
 """The simulation alone, base against new in one process: the schedule and engine `batchmark run` builds,
 simulated again and again on deep copies, alternating the base tree's `decode_run_steps` with this tree's (the
 one function through which a decode-path change is reached) and the base tree's `BlockManager` class with this
-tree's (the engine's block manager switched to it: both keep the same attributes). A whole run's wall time
+tree's (the engine's block manager switched to it: both keep the same attributes), and the base tree's
+`Sequence.from_request` with this tree's (the prompt kept as a list or as this tree's `Tokens`). A whole run's wall time
 (pairs.sh) moves by a second or more with the machine's load; this leaves out imports, metrics and report, and
 the process start.
 
@@ -21,6 +22,7 @@ import time
 import orjson
 
 import engines.block_manager as block_manager
+import engines.sequence as sequence_mod
 import engines.sim.decode_run as decode_run
 import engines.sim.engine as sim_engine
 import harness.loadgen.virtual as virtual
@@ -36,6 +38,15 @@ base_blocks = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
 spec.loader.exec_module(base_blocks)  # type: ignore[union-attr]
 managers = {"base": base_blocks.BlockManager, "new": block_manager.BlockManager}
 simulate = virtual.run_virtual_open_loop
+# and how a sequence is built from its request (the base tree's function on this tree's class)
+spec = importlib.util.spec_from_file_location("base_sequence", f"{os.environ['BASE']}/engines/sequence.py")
+base_seq = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+sys.modules["base_sequence"] = base_seq  # its dataclass looks its module up
+spec.loader.exec_module(base_seq)  # type: ignore[union-attr]
+froms = {
+    "base": classmethod(base_seq.Sequence.from_request.__func__),
+    "new": sequence_mod.Sequence.__dict__["from_request"],
+}
 
 
 def count(engine, schedule) -> None:  # type: ignore[no-untyped-def]
@@ -69,6 +80,7 @@ def rounds_of(engine, schedule, *args, **kwargs):  # type: ignore[no-untyped-def
         for mode in ("base", "new") if i % 2 == 0 else ("new", "base"):
             engine, schedule = copy.deepcopy(template)
             sim_engine.decode_run_steps = modes[mode]
+            sequence_mod.Sequence.from_request = froms[mode]  # type: ignore[method-assign]
             engine.blocks.__class__ = managers[mode]  # the scheduler holds the same object
             engine.set_step_sink(orjson.dumps)  # each record serialised, as the run's trace writer does
             start = time.perf_counter()
