@@ -121,6 +121,16 @@ def _rounds_of(run: Path, runs: Path, engine: str) -> list[Path]:
     return dirs
 
 
+def _held_rounds(tmp_path: Path) -> tuple[Path, Path, list[Path]]:
+    """An interleaved suite file, its runs folder with v8's profiles, and chat-small-static-held's three rounds."""
+    suite_path = _interleaved(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for profile in load_suite(suite_path).profiles.values():
+        shutil.copy(V8 / "runs" / profile.file, runs / profile.file)
+    return suite_path, runs, _rounds_of(V8 / "runs" / "chat-small-static-held", runs, "static")
+
+
 def test_a_pair_s_rounds_are_judged_as_one_run_of_all_its_trials(tmp_path: Path) -> None:
     whole = load_suite(V8 / "suite.toml")
     pair = next(p for p in whole.pairs if p.name == "chat-small-static-held")
@@ -140,12 +150,7 @@ def test_a_pair_s_rounds_are_judged_as_one_run_of_all_its_trials(tmp_path: Path)
 
 
 def test_rounds_of_different_schedules_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    suite_path = _interleaved(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    for profile in load_suite(suite_path).profiles.values():
-        shutil.copy(V8 / "runs" / profile.file, runs / profile.file)
-    dirs = _rounds_of(V8 / "runs" / "chat-small-static-held", runs, "static")
+    suite_path, runs, dirs = _held_rounds(tmp_path)
     requests = dirs[2] / "requests.jsonl"
     requests.write_text(requests.read_text().replace('"arrival_s":0.0', '"arrival_s":0.5', 1))
     assert main(["sim", "fidelity", "--suite", str(suite_path), "--runs", str(runs), "--seeds", "1"]) == 2
@@ -169,12 +174,7 @@ def test_a_suite_prints_each_traced_trial_s_speed(tmp_path: Path) -> None:
 
 
 def test_a_round_without_its_requests_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    suite_path = _interleaved(tmp_path)
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    for profile in load_suite(suite_path).profiles.values():
-        shutil.copy(V8 / "runs" / profile.file, runs / profile.file)
-    dirs = _rounds_of(V8 / "runs" / "chat-small-static-held", runs, "static")
+    suite_path, runs, dirs = _held_rounds(tmp_path)
     (dirs[1] / "requests.jsonl").unlink()
     assert main(["sim", "fidelity", "--suite", str(suite_path), "--runs", str(runs), "--seeds", "1"]) == 2
     err = capsys.readouterr().err
