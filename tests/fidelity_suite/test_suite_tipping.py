@@ -16,6 +16,7 @@ from harness.fidelity_suite.spec import Suite, Targets, Tipping, load_suite
 from harness.fidelity_suite.table import format_table, pair_entry, suite_table
 from harness.judge.fidelity import fidelity_outcome, tipping_reason
 from tests.fidelity_suite.refusal import assert_refused
+from tests.fidelity_suite.same_protocol import suites_before
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V10 = FIXTURES / "fidelity_suite_v10"
@@ -150,9 +151,9 @@ def test_another_sensitivity_than_the_registered_one_is_refused(
     assert_refused(capsys, path, "registers its tipping rule at sensitivity = 0.1; drop", "--sensitivity", "0.2")
 
 
-def test_no_committed_suite_registers_the_rule_and_its_pairs_replay_as_recorded() -> None:
-    suites = sorted(FIXTURES.glob("fidelity_suite*/suite.toml"))
-    assert len(suites) >= 10 and all(load_suite(s).tipping is None for s in suites)
+def test_no_earlier_suite_registers_the_rule_and_its_pairs_replay_as_recorded() -> None:
+    earlier = suites_before(11)  # every suite registered before the rule existed
+    assert len(earlier) == 10 and all(s.tipping is None for s in earlier)
     # without the key a pair's entry is byte for byte the recorded one (the quickest pair of the tenth suite)
     suite: Suite = load_suite(V10 / "suite.toml")
     pair = next(p for p in suite.pairs if p.name == "chat-small-static-held")
