@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from harness.fidelity_suite.rule import Simulate, metric_outcome
+from harness.fidelity_suite.rule import Simulate, verdict_fields
 from harness.fidelity_suite.spec import Suite
 from harness.fidelity_suite.speeds import Speeds
 from harness.judge.fidelity import pair_outcome
@@ -63,9 +63,11 @@ def at_speed_block(
     simulate: Simulate,
     seeds: int = 5,
     noise: bool = True,
+    elasticities: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
     """The pair's at-speed block: its trial speeds, a row a metric (error, spread, per-trial errors, verdict), its
-    verdict, and why it cannot tell when a speed is unknown."""
+    verdict, and why it cannot tell when a speed is unknown. `elasticities`: each latency's at the fitted price, for
+    the suite's tipping rule (the plain verdict's, applied here too)."""
     from harness.metrics.simulation import fidelity_rows
 
     block: dict[str, Any] = {"speeds": speeds, "rows": [], "verdict": "cannot_tell"}
@@ -84,12 +86,12 @@ def at_speed_block(
         simulated[speed] = {r["metric"]: r["simulated"] for r in fidelity_rows(real, *twins)}
     for metric, reals in values.items():
         errors = [_error(simulated[s][metric], v) for s, v in zip(speeds, reals, strict=True) if s is not None]
-        block["rows"].append(_row(suite, metric, errors))
+        block["rows"].append(_row(suite, metric, errors, (elasticities or {}).get(metric)))
     block["verdict"] = pair_outcome(r["verdict"] for r in block["rows"])
     return block
 
 
-def _row(suite: Suite, metric: str, errors: list[float | None]) -> dict[str, Any]:
+def _row(suite: Suite, metric: str, errors: list[float | None], elasticity: float | None = None) -> dict[str, Any]:
     """error: the median of the trials' errors; spread: the furthest trial's error from it (None: a trial has no
     error)."""
     known = [e for e in errors if e is not None]
@@ -100,7 +102,7 @@ def _row(suite: Suite, metric: str, errors: list[float | None]) -> dict[str, Any
         "error": error,
         "spread": spread,
         "trial_errors": errors,
-        "verdict": metric_outcome(metric, error, spread, suite.targets),
+        **verdict_fields(metric, error, spread, suite.targets, suite.tipping, elasticity),
     }
 
 

@@ -53,6 +53,12 @@ def suite_command(args: argparse.Namespace, simulate: Simulate) -> int:
     if args.json and args.json.is_dir():
         raise HarnessInputError(f"--json {args.json}: is a directory; name the table's JSON file")
     suite = load_suite(args.suite)  # every pair checked before any run
+    rule = suite.tipping
+    if rule is not None and args.sensitivity not in (None, rule.fraction):
+        raise HarnessInputError(
+            f"--sensitivity {args.sensitivity:g}: {args.suite} registers its tipping rule at sensitivity = "
+            f"{rule.fraction:g}; drop --sensitivity or give that fraction"
+        )
     runs = args.runs or args.suite.parent / "runs"
     if args.measure:
         measure(suite, runs, args.lock)

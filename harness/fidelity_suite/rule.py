@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.fidelity_suite.spec import Targets
-from harness.judge.fidelity import Outcome, fidelity_outcome
+from harness.fidelity_suite.spec import Targets, Tipping
+from harness.judge.fidelity import Outcome, fidelity_outcome, tipping_reason
 
 P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
 
@@ -17,9 +17,31 @@ P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/jud
 Simulate = Callable[..., dict[str, Any]]
 
 
-def metric_outcome(metric: str, error: float | None, spread: float | None, targets: Targets) -> Outcome:
-    """One metric's verdict: a p99 within the larger of its tolerance and the spread, the rest by their interval
-    (`harness.judge.fidelity.fidelity_outcome`)."""
+def verdict_fields(
+    metric: str,
+    error: float | None,
+    spread: float | None,
+    targets: Targets,
+    tipping: Tipping | None = None,
+    elasticity: float | None = None,
+) -> dict[str, Any]:
+    """One metric's `verdict`: a p99 within the larger of its tolerance and the spread, the rest by their interval;
+    with the suite's tipping rule, cannot tell beyond its elasticity, and then `why`
+    (`harness.judge.fidelity.fidelity_outcome`). `elasticity`: the metric's twins' elasticity to the step price at
+    the fitted price (None: not measured)."""
     p99 = metric in P99
     tolerance = targets.p99_tolerance if p99 else targets.median_tolerance
-    return fidelity_outcome(error, spread, tolerance, within_spread=p99)
+    limit = tipping.elasticity if tipping else None
+    outcome: Outcome = fidelity_outcome(
+        error, spread, tolerance, within_spread=p99, elasticity=elasticity, tipping=limit
+    )
+    fields: dict[str, Any] = {"verdict": outcome}
+    why = tipping_reason(elasticity, limit)
+    if why:
+        fields["why"] = why
+    return fields
+
+
+def elasticities(block: dict[str, Any] | None) -> dict[str, float | None]:
+    """Each latency's elasticity from a sensitivity block (`harness.metrics.sensitivity`); {} without one."""
+    return {m["metric"]: m["elasticity"] for m in (block or {}).get("metrics", [])}

@@ -19,6 +19,15 @@ class Targets:
 
 
 @dataclass(frozen=True)
+class Tipping:
+    """`[judge] tipping_elasticity` and `sensitivity`: a latency whose twins' elasticity to the step price, measured
+    at x(1 -+ fraction), exceeds `elasticity` cannot tell (harness/judge/fidelity.py)."""
+
+    elasticity: float
+    fraction: float
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     file: str  # relative to the runs directory
@@ -54,6 +63,8 @@ class Suite:
     # `[judge] at_trial_speed = true`: a second verdict beside the plain one, each trial's twins at that trial's own
     # measured speed (step_scale = 1 + speed; harness/fidelity_suite/at_speed.py), never in the plain one's place
     at_trial_speed: bool = False
+    # `[judge] tipping_elasticity = X` with `sensitivity = F`: the registered sensitivity rule, in both verdicts
+    tipping: Tipping | None = None
 
     @property
     def fit_names(self) -> tuple[str, ...]:
@@ -145,25 +156,62 @@ def load_suite(path: Path) -> Suite:
         tuple(pairs),
         after,
         interleave,
-        _at_trial_speed(data, where),
+        _at_trial_speed(_judge(data, where), where),
+        _tipping(_judge(data, where), where),
     )
 
 
-JUDGE_FIELDS = ("at_trial_speed",)
+JUDGE_FIELDS = ("at_trial_speed", "tipping_elasticity", "sensitivity")
+# the rule's bounds: below 1 a metric moving in proportion to the price (a TPOT) could not be judged; the fraction as
+# `sim fidelity --sensitivity` takes it (at 0.5 the twins run at half and 1.5 times the price)
+TIPPING_RANGE = (1.0, 100.0)
+FRACTION_RANGE = (0.0, 0.5)
 
 
-def _at_trial_speed(data: dict[str, Any], where: str) -> bool:
-    """`[judge] at_trial_speed` (default false): a bool; any other key of `[judge]` is refused."""
+def _judge(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """`[judge]` (default empty): a table of known keys; any other key is refused."""
     judge = data.get("judge", {})
     if not isinstance(judge, dict):
         raise HarnessInputError(f"{where}: field 'judge': not a table ([judge])")
     unknown = sorted(set(judge) - set(JUDGE_FIELDS))
     if unknown:
         raise HarnessInputError(f"{where}: judge: unknown field {unknown[0]!r} (known: {', '.join(JUDGE_FIELDS)})")
+    return judge
+
+
+def _at_trial_speed(judge: dict[str, Any], where: str) -> bool:
+    """`[judge] at_trial_speed` (default false): a bool."""
     value = judge.get("at_trial_speed", False)
     if not isinstance(value, bool):
         raise HarnessInputError(f"{where}: judge: field 'at_trial_speed': not true or false")
     return value
+
+
+def _tipping(judge: dict[str, Any], where: str) -> Tipping | None:
+    """`[judge] tipping_elasticity` in [1, 100] with `sensitivity` in (0, 0.5], both or neither (None: no rule)."""
+    if "tipping_elasticity" not in judge and "sensitivity" not in judge:
+        return None
+    if "sensitivity" not in judge:
+        raise HarnessInputError(
+            f"{where}: judge: field 'sensitivity': missing (the price fraction the tipping rule's elasticity is "
+            "measured at, e.g. 0.1)"
+        )
+    if "tipping_elasticity" not in judge:
+        raise HarnessInputError(f"{where}: judge: field 'tipping_elasticity': missing (the rule 'sensitivity' is for)")
+    elasticity = _bounded(judge, "tipping_elasticity", TIPPING_RANGE, where, closed=True)
+    return Tipping(elasticity, _bounded(judge, "sensitivity", FRACTION_RANGE, where, closed=False))
+
+
+def _bounded(judge: dict[str, Any], key: str, bounds: tuple[float, float], where: str, *, closed: bool) -> float:
+    """A number within `bounds` (the low end excluded unless `closed`; the high end included)."""
+    value = judge[key]
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise HarnessInputError(f"{where}: judge: field {key!r}: not a number ({value!r})")
+    if not ((low <= value if closed else low < value) and value <= high):  # nan fails every comparison
+        span = f"{'[' if closed else '('}{low:g}, {high:g}]"
+        raise HarnessInputError(f"{where}: judge: field {key!r}: {value!r} is outside {span}")
+    return float(value)
 
 
 def _fit_after(fit: dict[str, Any], pairs: list[str], where: str) -> tuple[str, ...]:

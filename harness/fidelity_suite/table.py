@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessInputError
-from harness.fidelity_suite.rule import Simulate, metric_outcome
+from harness.fidelity_suite.rule import Simulate, elasticities, verdict_fields
 from harness.fidelity_suite.spec import Pair, Suite
 from harness.judge.fidelity import pair_outcome, suite_outcome
 
@@ -28,7 +28,8 @@ def pair_entry(
 ) -> dict[str, Any]:
     """`seeds` twins of the pair's engine (each its own noise draw; compared by their median, as `sim fidelity`);
     `sensitivity` F: the same twins at step_scale 1 - F and 1 + F beside them (`harness.metrics.sensitivity`),
-    reported, never judged."""
+    reported; judged only where the suite registers its tipping rule (`[judge] tipping_elasticity`, at the
+    suite's own fraction): a latency beyond it cannot tell in both verdicts."""
     from harness.fidelity_suite.speeds import real_engine
     from harness.metrics.sim_range import range_text
     from harness.metrics.simulation import fidelity_rows
@@ -72,31 +73,36 @@ def pair_entry(
 
     twins = twins_at(1.0, described)
     entry["range"] = range_text(described[0])  # seeds differ only in noise: the first twin's steps
+    block = None
+    if suite.tipping is not None or sensitivity is not None:  # the registered rule's fraction (the command checks)
+        from harness.metrics.sensitivity import sensitivity_block
+
+        fraction = suite.tipping.fraction if suite.tipping is not None else sensitivity
+        block = sensitivity_block(fraction, twins, twins_at)
+    elastic = elasticities(block) if suite.tipping is not None else {}  # the rule judges by them, both verdicts
     rows = fidelity_rows(metrics["engines"][engine["name"]], *twins, trials=trials)
     for row in rows:
-        outcome = metric_outcome(row["metric"], row["error"], row["trials_spread"], suite.targets)
+        metric, error, spread = row["metric"], row["error"], row["trials_spread"]
         entry["rows"].append(
             {
-                "metric": row["metric"],
+                "metric": metric,
                 "unit": row["unit"],
                 "real": row["real"],
                 "simulated": row["simulated"],
-                "error": row["error"],
+                "error": error,
                 "trials": len(row["real_trials"] or []) or 1,
-                "trials_spread": row["trials_spread"],
-                "verdict": outcome,
+                "trials_spread": spread,
+                **verdict_fields(metric, error, spread, suite.targets, suite.tipping, elastic.get(metric)),
             }
         )
     entry["verdict"] = pair_outcome(r["verdict"] for r in entry["rows"])
-    if sensitivity is not None:
-        from harness.metrics.sensitivity import sensitivity_block
-
-        entry["sensitivity"] = sensitivity_block(sensitivity, twins, twins_at)
+    if block is not None:
+        entry["sensitivity"] = block
     if suite.at_trial_speed:
         from harness.fidelity_suite.at_speed import at_speed_block
 
         real = metrics["engines"][engine["name"]]
-        at = at_speed_block(suite, run, engine, profile, real, trials, speeds, simulate, seeds, noise)
+        at = at_speed_block(suite, run, engine, profile, real, trials, speeds, simulate, seeds, noise, elastic)
         entry["at_trial_speed"] = at
     return entry
 
@@ -182,6 +188,8 @@ def suite_table(
         "verdicts": counts,
         "target": suite_outcome(counts, suite.targets.pairs_to_hold),
     }
+    if suite.tipping is not None:
+        table["tipping_rule"] = {"elasticity": suite.tipping.elasticity, "sensitivity": suite.tipping.fraction}
     if suite.at_trial_speed:
         at = _counts(p["at_trial_speed"]["verdict"] for p in pairs)
         table["at_trial_speed_verdicts"] = at
@@ -226,6 +234,9 @@ def format_table(table: dict[str, Any]) -> str:
             lines.append(
                 f"  sensitivity x(1+-{p['sensitivity']['fraction']:g}): {_sensitivity_cells(p['sensitivity'])}"
             )
+        tipped = [f"{r['metric']} cannot tell, {r['why']}" for r in p["rows"] if "why" in r]
+        if tipped:
+            lines.append(f"  tipping rule: {'; '.join(tipped)}")
     if metrics:
         lines.append(
             f"{'median |error|':<26}" + "".join(f"{table['summary'][m]['median_abs_error']:>14.1%}" for m in metrics)
@@ -261,7 +272,15 @@ def format_table(table: dict[str, Any]) -> str:
             "from the real trial itself, so reported beside the plain verdict, never instead of it"
         )
     tipping = next((p["sensitivity"]["threshold"] for p in table["pairs"] if "sensitivity" in p), None)
-    if tipping is not None:
+    rule = table.get("tipping_rule")
+    if rule is not None:
+        lines.append(
+            f"tipping rule (registered: [judge] tipping_elasticity = {rule['elasticity']:g}, sensitivity = "
+            f"{rule['sensitivity']:g}): a latency whose twins' elasticity to the step price at "
+            f"x(1-+{rule['sensitivity']:g}) is above {rule['elasticity']:g} cannot tell in both verdicts, whatever its "
+            "error: a price error within the machine's moment moves it beyond its tolerance"
+        )
+    elif tipping is not None:
         lines.append(
             "sensitivity: each latency's elasticity to the step price (the same twins at x(1-F) and x(1+F); 1: in "
             f"proportion); above {tipping:g} a metric is on a tipping point, where its error measures the tipping "

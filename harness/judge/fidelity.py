@@ -7,7 +7,12 @@ median: the real run cannot place the truth closer than that. So, for a metric's
   (`verdict.decide`): it fails when even |e| - spread is beyond the tolerance, and otherwise the data cannot tell;
 - a p99 (`within_spread=True`, issue 30's "within 20% or within the real run's spread"): holds when |e| is within
   the larger of the tolerance and the spread, else fails;
-- no error (no data on either side): cannot tell.
+- no error (no data on either side): cannot tell;
+- a suite's registered sensitivity rule (`[judge] tipping_elasticity = X`): a latency whose twins move by more than
+  X times any move of the step price (|elasticity| > X, `harness.metrics.sensitivity`, measured at the fitted price)
+  is on a tipping point: a price error within the machine's moment moves it beyond its tolerance, so its error
+  measures where the tipping point lies, not the simulator. Such a metric cannot tell, whatever its error and
+  spread: never holds, never fails. Without the rule (`tipping` None) nothing changes.
 """
 
 from __future__ import annotations
@@ -17,8 +22,16 @@ from collections.abc import Iterable
 from harness.judge.verdict import Outcome, decide
 
 
-def fidelity_outcome(error: float | None, spread: float | None, tolerance: float, *, within_spread: bool) -> Outcome:
-    if error is None:
+def fidelity_outcome(
+    error: float | None,
+    spread: float | None,
+    tolerance: float,
+    *,
+    within_spread: bool,
+    elasticity: float | None = None,
+    tipping: float | None = None,
+) -> Outcome:
+    if error is None or on_tipping_point(elasticity, tipping):
         return "cannot_tell"
     size, spread = abs(error), spread or 0.0
     if within_spread:
@@ -26,6 +39,18 @@ def fidelity_outcome(error: float | None, spread: float | None, tolerance: float
     if spread <= tolerance:
         return "holds" if size <= tolerance else "fails"
     return decide(max(0.0, size - spread), size + spread, tolerance, higher_is_worse=True)
+
+
+def on_tipping_point(elasticity: float | None, tipping: float | None) -> bool:
+    """The registered sensitivity rule (the module's docstring): |elasticity| beyond the suite's `tipping`."""
+    return tipping is not None and elasticity is not None and abs(elasticity) > tipping
+
+
+def tipping_reason(elasticity: float | None, tipping: float | None) -> str | None:
+    """Why the rule makes a metric cannot tell ("on a tipping point: elasticity 17.6"); None where it does not."""
+    if elasticity is None or not on_tipping_point(elasticity, tipping):
+        return None
+    return f"on a tipping point: elasticity {elasticity:.1f}"
 
 
 def pair_outcome(outcomes: Iterable[str]) -> Outcome:

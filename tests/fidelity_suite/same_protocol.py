@@ -3,7 +3,22 @@ README names): the check each such suite's registration test makes."""
 
 from __future__ import annotations
 
-from harness.fidelity_suite.spec import Suite
+from pathlib import Path
+
+from harness.fidelity_suite.spec import Suite, load_suite
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def suite_version(suite_dir: Path) -> int:
+    """fidelity_suite: 1, fidelity_suite_vN: N."""
+    return int(suite_dir.name.removeprefix("fidelity_suite").removeprefix("_v") or 1)
+
+
+def suites_before(version: int) -> list[Suite]:
+    """Every committed suite registered before suite `version`, in order (a later one does not change them)."""
+    paths = [p for p in FIXTURES.glob("fidelity_suite*/suite.toml") if suite_version(p.parent) < version]
+    return [load_suite(p) for p in sorted(paths, key=lambda p: suite_version(p.parent))]
 
 
 def assert_same_protocol_on_a_new_seed(suite: Suite, earlier: list[Suite], seed: str) -> None:

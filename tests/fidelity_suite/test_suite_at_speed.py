@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from harness.cli.sim import simulate_twin
 from harness.fidelity_suite.spec import Suite, load_suite
 from harness.fidelity_suite.speeds import SPEEDS, profile_digest, read_speeds, run_speeds, write_speeds
 from harness.fidelity_suite.table import format_table, pair_entry, suite_table
+from tests.fidelity_suite.refusal import assert_refused
 
 V9 = Path(__file__).resolve().parents[1] / "fixtures" / "fidelity_suite_v9"
 PAIRS = ("hol-blocking-sjf", "chat-small-static-held")  # the quickest twins: one continuous, one static
@@ -131,18 +131,14 @@ def test_a_stale_speeds_json_is_one_line_exit_2(tmp_path: Path) -> None:
     [
         ('[judge]\nat_trial_speed = "yes"\n', "judge: field 'at_trial_speed': not true or false"),
         ("[judge]\nat_trial_speed = 1\n", "judge: field 'at_trial_speed': not true or false"),
-        ("[judge]\nat_trial_sped = true\n", "judge: unknown field 'at_trial_sped' (known: at_trial_speed)"),
+        ("[judge]\nat_trial_sped = true\n", "judge: unknown field 'at_trial_sped' (known: at_trial_speed, "),
         ("judge = 3\n", "field 'judge': not a table ([judge])"),
     ],
 )
 def test_a_bad_judge_table_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], judge: str, says: str
 ) -> None:
-    bad = _suite_file(tmp_path, judge)
-    runs = tmp_path / "runs"  # absent: a suite that passed would stop there, never measure
-    assert main(["sim", "fidelity", "--suite", str(bad), "--runs", str(runs)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err and says in err and str(bad) in err, err
+    assert_refused(capsys, _suite_file(tmp_path, judge), says)
 
 
 def test_the_judge_table_s_default_is_the_plain_verdict_alone(tmp_path: Path) -> None:

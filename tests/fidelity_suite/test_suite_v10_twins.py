@@ -10,12 +10,13 @@ from pathlib import Path
 
 from engines.sim.fitted import load_profile
 from harness.fidelity_suite.spec import load_suite
+from tests.fidelity_suite.same_protocol import suites_before
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HERE = FIXTURES / "fidelity_suite_v10"
 SUITE = load_suite(HERE / "suite.toml")
 NINTH = load_suite(FIXTURES / "fidelity_suite_v9" / "suite.toml")
-EARLIER = [load_suite(p) for p in sorted(FIXTURES.glob("fidelity_suite*/suite.toml")) if p.parent != HERE]
+EARLIER = suites_before(10)
 
 
 def test_the_tenth_suite_is_the_ninth_s_on_a_new_seed_with_the_at_speed_verdict_beside_the_plain_one() -> None:

@@ -8,18 +8,12 @@ from pathlib import Path
 
 from engines.sim.fitted import load_profile
 from harness.fidelity_suite.spec import load_suite
+from tests.fidelity_suite.same_protocol import suites_before
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HERE = FIXTURES / "fidelity_suite_v9"
 SUITE = load_suite(HERE / "suite.toml")
-
-
-def _version(suite_dir: Path) -> int:
-    """fidelity_suite: 1, fidelity_suite_vN: N."""
-    return int(suite_dir.name.removeprefix("fidelity_suite").removeprefix("_v") or 1)
-
-
-EARLIER = [load_suite(p) for p in sorted(FIXTURES.glob("fidelity_suite*/suite.toml")) if _version(p.parent) < 9]
+EARLIER = suites_before(9)
 
 
 def test_the_ninth_suite_is_the_eighth_s_pairs_on_a_new_seed_measured_in_rounds() -> None:
