@@ -157,8 +157,6 @@ class BlockManager:
         left = num_blocks
         while left:
             entry, taken = pop_front(left)
-            if not taken:
-                continue  # a segment emptied by prefix hits
             for block in taken:
                 hash_of[block] = None
                 refs[block] = 1
@@ -298,12 +296,12 @@ class BlockManager:
             own, pos, table, keys = entry[1], self._pos, seq.block_table, 0
             if len(own) < first:  # committed before a reset: those keys are gone
                 own.extend(table[len(own) : first])
-            new = table[first:done]
-            if len(own) == first and not any(map(hash_of.__getitem__, new)):  # the usual case: new keys, appended
-                own.extend(new)
-                for i, block in enumerate(new, first):
+            if len(own) == first:  # the usual case: the positions are new, and so are their blocks' keys
+                for i in range(first, done):  # (a block past the committed ones was allocated since: keyed by none)
+                    block = table[i]
                     hash_of[block] = entry
                     pos[block] = i
+                own.extend(table[first:done])
                 entry[2] += done - first
                 self._num_keys += done - first
                 seq.num_committed_blocks = done

@@ -37,15 +37,18 @@ class SegmentLRU:
         entry[3].append(segment)
 
     def pop_front(self, num_blocks: int) -> tuple[list[Any], list[int]]:
-        """Up to `num_blocks` of the oldest segment's blocks (fewer when it has fewer), with their entry."""
-        segment = self.segments[0]
-        start = segment.start
-        taken = segment.blocks[start : start + num_blocks]
-        segment.start = start + len(taken)
-        if segment.start == len(segment.blocks):  # all of it gone: it leaves the LRU and its entry's list
-            self.segments.popleft()
+        """Up to `num_blocks` of the oldest blocks (fewer when the oldest segment has fewer), with their entry."""
+        while True:
+            segment = self.segments[0]
+            start, blocks = segment.start, segment.blocks
+            end = start + num_blocks
+            if end < len(blocks):  # the usual case: a slice of a segment (a sequence freed ~86 blocks)
+                segment.start = end
+                return segment.entry, blocks[start:end]
+            self.segments.popleft()  # all of it taken: it leaves the LRU and its entry's list
             segment.entry[3].remove(segment)
-        return segment.entry, taken
+            if start < len(blocks):  # (none left: emptied by prefix hits, so the next one's)
+                return segment.entry, blocks[start:]
 
     def take_back(self, entry: list[Any], refs: list[int]) -> None:
         """Drop `entry`'s blocks that a prefix hit has just referenced (their `refs` no longer 0)."""
