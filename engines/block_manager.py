@@ -25,12 +25,12 @@ and found (a preempted sequence resuming finds its own), with no hash and no dic
 pair seen (by `match_prefix` or `commit`) turns the hashes on for good (until `reset`): every key held is
 hashed then (`_hash_keys`).
 
-Ranges while keyed: no block is shared then (a block is referenced by at most the one sequence it is keyed to),
-so a sequence's cached blocks travel together: `free` puts them in the LRU as one segment
-(engines/block_segments.py), `_evict` hands them out in slices from the oldest segment, and `commit` appends a
-sequence's new keys in one go. Hashing keeps a block per LRU entry, as before; the blocks, their order and
-every count are the same either way (tests/engines/test_block_segments.py drives both against the per-block
-manager).
+Ranges while keyed: no named block is shared then (only the commit of the one sequence holding a block names
+it, and only that sequence's prefix hit takes it back), so a sequence's cached blocks travel together: `free`
+puts them in the LRU as one segment (engines/block_segments.py), `_evict` hands them out in slices from the
+oldest segment, and `commit` appends a sequence's new keys in one go. Hashing keeps a block per LRU entry,
+as before. The blocks, their order and every count are the same either way (tests/engines/test_block_segments.py
+drives both against the per-block manager).
 """
 
 from __future__ import annotations
@@ -175,11 +175,11 @@ class BlockManager:
         if not all(map(refs.__getitem__, table)):
             block = next(b for b in table if not refs[b])
             raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
-        hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
         if self._by_first is not None:
             self._free_keyed(table)
             seq.num_committed_blocks = 0
             return
+        hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
         cached = 0
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
         for block in reversed(table):
