@@ -61,4 +61,6 @@ class SegmentLRU:
         return [block for segment in self.segments for block in segment.blocks[segment.start :]]
 
     def clear(self) -> None:
+        for segment in self.segments:  # each entry's list too: an entry and its segments would be a cycle,
+            segment.entry[3].clear()  # and the entry holds its sequence's tokens (left for the collector)
         self.segments.clear()
