@@ -24,6 +24,13 @@ sequence committed, so where its keys are, and goes with its last key): the same
 and found (a preempted sequence resuming finds its own), with no hash and no dict entry. The first such
 pair seen (by `match_prefix` or `commit`) turns the hashes on for good (until `reset`): every key held is
 hashed then (`_hash_keys`).
+
+Ranges while keyed: no named block is shared then (only the commit of the one sequence holding a block names
+it, and only that sequence's prefix hit takes it back), so a sequence's cached blocks travel together: `free`
+puts them in the LRU as one segment (engines/block_segments.py), `_evict` hands them out in slices from the
+oldest segment, and `commit` appends a sequence's new keys in one go. Hashing keeps a block per LRU entry,
+as before. The blocks, their order and every count are the same either way (tests/engines/test_block_segments.py
+drives both against the per-block manager).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections import deque
 from collections.abc import Sequence as Tokens
 from typing import Any
 
+from engines.block_segments import SegmentLRU
 from engines.sequence import Sequence
 
 
@@ -67,11 +75,13 @@ class BlockManager:
         # OrderedDict's unlink costs several times a deque's append and popleft.
         self._lru: deque[int] = deque()
         self._lru_entries: list[int] = [0] * num_blocks  # entries of each block in `_lru`, live or stale
+        self._segments = SegmentLRU()  # the LRU while keyed (the module's note); `_lru` is empty then
         self._num_evictable = 0
         self.evictions = 0
         # keys without hashes (the module's note): first token -> (its sequence, the block of each position it
         # committed), and each keyed block's position; hashes from the first first token two sequences share
-        # an entry is [sequence, its blocks by position, how many of them hold its keys]: dropped with its last key
+        # an entry is [sequence, its blocks by position, how many of them hold its keys, its segments in the LRU]:
+        # dropped with its last key
         self._by_first: dict[int, list[Any]] | None = {} if self.keys_without_hashes else None
         self._pos: list[int] = [0] * num_blocks
         self._num_keys = 0  # blocks keyed by (sequence, position)
@@ -116,14 +126,16 @@ class BlockManager:
             refs[block] = 1
             table.append(block)
         if fresh < num_blocks:  # then the least recently used cached ones: a long run's pool is all cache
-            self._evict(num_blocks - fresh, table)
+            if self._by_first is None:
+                self._evict(num_blocks - fresh, table)
+            else:
+                self._evict_keyed(num_blocks - fresh, table)
 
     def _evict(self, num_blocks: int, table: list[int]) -> None:
         """Append the `num_blocks` least recently used unreferenced cached blocks to `table`, their hashes
         forgotten."""
         pop, entries, refs = self._lru.popleft, self._lru_entries, self._refs
         hash_of, cached = self._hash_of, self._cached
-        keyed = self._by_first is not None  # named by (sequence, position): no dict entry to drop
         taken = 0
         while taken < num_blocks:
             block = pop()
@@ -131,21 +143,31 @@ class BlockManager:
             entries[block] = left
             if left or refs[block]:
                 continue  # stale: taken back by a prefix hit (and maybe freed again, further back in the LRU)
-            if keyed:
-                entry = hash_of[block]
-                entry[2] -= 1
-                if not entry[2]:  # its last key gone: nothing of it to find, its tokens not kept
-                    self._drop(entry)
-            else:
-                del cached[hash_of[block]]
+            del cached[hash_of[block]]
             hash_of[block] = None
             refs[block] = 1
             table.append(block)
             taken += 1
         self._num_evictable -= num_blocks
         self.evictions += num_blocks
-        if keyed:
-            self._num_keys -= num_blocks
+
+    def _evict_keyed(self, num_blocks: int, table: list[int]) -> None:
+        """`_evict` while keyed: the blocks sliced from the oldest segments, no dict entry to drop."""
+        hash_of, refs, pop_front = self._hash_of, self._refs, self._segments.pop_front
+        left = num_blocks
+        while left:
+            entry, taken = pop_front(left)
+            for block in taken:
+                hash_of[block] = None
+                refs[block] = 1
+            table.extend(taken)
+            left -= len(taken)
+            entry[2] -= len(taken)
+            if not entry[2]:  # its last key gone: nothing of it to find, its tokens not kept
+                self._drop(entry)
+        self._num_evictable -= num_blocks
+        self.evictions += num_blocks
+        self._num_keys -= num_blocks
 
     def free(self, seq: Sequence) -> None:
         """Release every block `seq` holds: back to the pool, or (cached) to the LRU list."""
@@ -153,6 +175,10 @@ class BlockManager:
         if not all(map(refs.__getitem__, table)):
             block = next(b for b in table if not refs[b])
             raise RuntimeError(f"{seq.request_id}: block {block} freed by a sequence that does not hold it")
+        if self._by_first is not None:
+            self._free_keyed(table)
+            seq.num_committed_blocks = 0
+            return
         hash_of, pool, lru, entries = self._hash_of, self._free, self._lru, self._lru_entries
         cached = 0
         # the tail first: a sequence's last blocks are the least likely to be shared, so they are evicted first
@@ -172,6 +198,22 @@ class BlockManager:
         if len(lru) > 2 * self.num_blocks:  # stale entries pile up when prefix hits recur and nothing is evicted
             self._compact_lru()
 
+    def _free_keyed(self, table: list[int]) -> None:
+        """`free` while keyed: the cached blocks it releases are all keyed to `seq`'s entry (a block is keyed by
+        the commit of the one sequence holding it), so they go to the LRU as one segment, the tail first as in
+        `free`. (Blocks shared before a reset are shared still, but keyed to no one.)"""
+        refs, hash_of = self._refs, self._hash_of
+        for block in table:
+            refs[block] -= 1
+        backwards = table[::-1]
+        cached = [block for block in backwards if hash_of[block] is not None and not refs[block]]
+        if len(cached) < len(backwards):
+            self._free.extend([block for block in backwards if hash_of[block] is None and not refs[block]])
+        if cached:
+            self._segments.push(hash_of[cached[0]], cached)
+            self._num_evictable += len(cached)
+        table.clear()
+
     def _compact_lru(self) -> None:
         """Drop the LRU's stale entries (at most once per `num_blocks` frees to it: amortised, a constant)."""
         live = self.evictable()
@@ -182,6 +224,8 @@ class BlockManager:
 
     def evictable(self) -> list[int]:
         """The cached blocks no sequence references, least recently used first."""
+        if self._by_first is not None:
+            return self._segments.blocks()
         refs, last = self._refs, {block: i for i, block in enumerate(self._lru)}  # a block's last entry is its live one
         return [block for i, block in enumerate(self._lru) if last[block] == i and not refs[block]]
 
@@ -226,11 +270,15 @@ class BlockManager:
 
     def take_prefix(self, seq: Sequence, blocks: list[int]) -> None:
         """Give `seq` the matched `blocks` as its first blocks: their tokens count as computed."""
-        refs = self._refs
+        refs, back = self._refs, []
         for block in blocks:
             if not refs[block]:
                 self._num_evictable -= 1  # out of the LRU: its entry there is now stale
+                back.append(block)
             refs[block] += 1
+        if back and self._by_first is not None:  # out of its segments at once: no stale entries while keyed
+            for entry in {id(entry): entry for entry in map(self._hash_of.__getitem__, back)}.values():
+                self._segments.take_back(entry, refs)
         seq.block_table.extend(blocks)
         seq.num_committed_blocks = len(blocks)
         seq.num_computed_tokens = len(blocks) * self.block_size
@@ -248,6 +296,16 @@ class BlockManager:
             own, pos, table, keys = entry[1], self._pos, seq.block_table, 0
             if len(own) < first:  # committed before a reset: those keys are gone
                 own.extend(table[len(own) : first])
+            if len(own) == first:  # the usual case: the positions are new, and so are their blocks' keys
+                for i in range(first, done):  # (a block past the committed ones was allocated since: keyed by none)
+                    block = table[i]
+                    hash_of[block] = entry
+                    pos[block] = i
+                own.extend(table[first:done])
+                entry[2] += done - first
+                self._num_keys += done - first
+                seq.num_committed_blocks = done
+                return
             for i in range(first, done):
                 block = table[i]
                 if i < len(own):
@@ -278,6 +336,7 @@ class BlockManager:
         self._free.extend(reversed(self.evictable()))
         self._lru.clear()
         self._lru_entries = [0] * self.num_blocks
+        self._segments.clear()
         self._num_evictable = 0
         self._cached.clear()
         self._hash_of = [None] * self.num_blocks
@@ -291,7 +350,7 @@ class BlockManager:
             return None
         entry = by_first.get(seq.token_ids[0])
         if entry is None:
-            entry = by_first[seq.token_ids[0]] = [seq, [], 0]
+            entry = by_first[seq.token_ids[0]] = [seq, [], 0, []]
         elif entry[0] is not seq:
             self._hash_keys()
             return None
@@ -306,6 +365,11 @@ class BlockManager:
     def _hash_keys(self) -> None:
         """From (sequence, position) keys to hashes: each held key's block put in the dict by its hash."""
         by_first, hash_of, pos, cached = self._by_first, self._hash_of, self._pos, self._cached
+        lru = self._segments.blocks()  # the LRU a block an entry: every entry live (none is stale while keyed)
+        self._lru = deque(lru)
+        for block in lru:
+            self._lru_entries[block] = 1
+        self._segments.clear()
         self._by_first, self._num_keys = None, 0
         for entry in (by_first or {}).values():
             seq, own = entry[0], entry[1]

@@ -6,6 +6,8 @@ come on as soon as two sequences could share a prefix."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence as Sequence_
+from typing import Any
 
 import orjson
 import pytest
@@ -100,12 +102,29 @@ def admit(blocks: BlockManager, seq: Sequence) -> int | None:
     return len(hit)
 
 
+def grow(managers: Sequence_[Any], seqs: list[Sequence], tokens: int) -> None:
+    """One sequence (its copy on each manager) computes `tokens` more, its new blocks allocated and committed."""
+    for m, seq in zip(managers, seqs, strict=True):
+        need = m.blocks_needed(seq, tokens)
+        if m.can_allocate(need):
+            m.allocate(seq, need)
+            seq.token_ids.extend([7] * tokens)
+            seq.num_computed_tokens += tokens
+            m.commit(seq)
+
+
+def release(managers: Sequence_[Any], seqs: list[Sequence]) -> None:
+    """One sequence (its copy on each manager) finishes or is preempted: its blocks freed."""
+    for m, seq in zip(managers, seqs, strict=True):
+        m.free(seq)
+        seq.num_computed_tokens = 0
+
+
 def state(blocks: BlockManager, seqs: list[Sequence]) -> tuple[object, ...]:
     return (
         blocks._free,
         blocks._refs,
-        list(blocks._lru),
-        blocks._lru_entries,
+        blocks.evictable(),  # the LRU's live order (a keyed manager keeps it in segments, with no stale entries)
         blocks.num_free,
         blocks.num_cached,
         blocks.evictions,
@@ -149,22 +168,11 @@ def drive(seed: int) -> tuple[int, bool]:
                 live.append(waiting.pop(0))
         elif op < 0.8 and live:
             i = rng.choice(live)
-            grow = rng.choice([1, 1, 1, bs + 1])
-            for k, m in enumerate(managers):
-                seq = seqs[k][i]
-                need = m.blocks_needed(seq, grow)
-                if m.can_allocate(need):
-                    m.allocate(seq, need)
-                    seq.token_ids.extend([7] * grow)
-                    seq.num_computed_tokens += grow
-                    m.commit(seq)
+            grow(managers, [s[i] for s in seqs], rng.choice([1, 1, 1, bs + 1]))
         elif live:
             i = live.pop(rng.randrange(len(live)))
-            preempt = rng.random() < 0.6
-            for k, m in enumerate(managers):
-                m.free(seqs[k][i])
-                seqs[k][i].num_computed_tokens = 0
-            if preempt:
+            release(managers, [s[i] for s in seqs])
+            if rng.random() < 0.6:  # preempted: admitted again later
                 waiting.append(i)
         assert state(keyed, seqs[0]) == state(hashing, seqs[1]), step
         if shared_from is None or step < shared_from:
