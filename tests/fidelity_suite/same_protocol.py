@@ -3,8 +3,11 @@ README names): the check each such suite's registration test makes."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
+from engines.sim.fitted import load_profile
 from harness.fidelity_suite.spec import Suite, load_suite
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -36,3 +39,50 @@ def assert_same_protocol_on_a_new_seed(suite: Suite, earlier: list[Suite], seed:
         assert new.args not in [p.args for p in before], new.name  # nothing an earlier suite measured
         assert new.args[-2:] == ("--seed", seed), new.name
         assert new.args[:-1] == before[-1].args[:-1], new.name  # the last suite's pair but for its seed
+
+
+def assert_the_last_suite_on_a_new_seed(suite: Suite, last: Suite, earlier: list[Suite], seed: str) -> None:
+    """`suite` is `last`'s pairs in order, engines, profiles, trials, run options, targets, rounds and fit runs, with
+    every pair's seed set to `seed` and no pair any `earlier` suite measured (its `[judge]` is checked beside)."""
+    assert [(p.name, p.covers, p.engine, p.profile) for p in suite.pairs] == [
+        (p.name, p.covers, p.engine, p.profile) for p in last.pairs
+    ]
+    for new, old in zip(suite.pairs, last.pairs, strict=True):
+        assert new.args[:-1] == old.args[:-1] and new.args[-2:] == ("--seed", seed), new.name
+        assert new.args not in [p.args for s in earlier for p in s.pairs], new.name  # nothing measured before
+    assert (suite.trials, suite.run_args, suite.targets, suite.interleave) == (
+        last.trials,
+        last.run_args,
+        last.targets,
+        last.interleave,
+    )
+    assert (suite.fit_name, suite.fit_args, suite.fit_after, suite.fit_names) == (
+        last.fit_name,
+        last.fit_args,
+        last.fit_after,
+        last.fit_names,
+    )
+    assert {n: (p.file, p.engine) for n, p in suite.profiles.items()} == {
+        n: (p.file, p.engine) for n, p in last.profiles.items()
+    }
+
+
+def assert_measured_once_a_round_with_speeds(suite: Suite, here: Path) -> None:
+    """Every pair of the suite in `here` measured once a round on one schedule, each round's speed recorded against
+    the pair's committed profile."""
+    for pair in suite.pairs:
+        dirs = [here / "runs" / name for name in suite.pair_runs(pair)]
+        assert len(dirs) == 3 and all((d / "metrics.json").is_file() for d in dirs), pair.name
+        assert len({(d / "requests.jsonl").read_bytes() for d in dirs}) == 1, pair.name
+        profile = here / "runs" / suite.profiles[pair.profile].file
+        digest = hashlib.sha256(profile.read_bytes()).hexdigest()
+        for d in dirs:
+            speeds = json.loads((d / "speeds.json").read_text())
+            assert speeds["profile_sha256"] == digest and len(speeds["speeds"]) == 1, d.name
+
+
+def assert_profiles_fitted_on_three_fit_runs_with_shape_levels(suite: Suite, here: Path) -> None:
+    for profile in suite.profiles.values():
+        fitted = load_profile(here / "runs" / profile.file)
+        assert fitted.version == 3 and fitted.fit["run_dir"].count(suite.fit_name) == 3, profile.name
+        assert "step_class_factors" in fitted.noise and fitted.fit.get("shape_levels"), profile.name

@@ -1,7 +1,7 @@
 """Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
 one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
-later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v10_twins.py)."""
+later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v11_twins.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from harness.fidelity_suite.table import format_table, suite_table
 pytestmark = pytest.mark.slow  # nine pairs of five twins each, per suite: scheduled first (tests/conftest.py)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+# Where a suite's registered tipping rule (`[judge] tipping_elasticity`) acted on its runs: (pair, latency, why),
+# the same in both verdicts; none in a suite without the rule
+TIPPED = {"fidelity_suite_v11": [("noisy-neighbour-fair", "TTFT p99", "on a tipping point: elasticity 57.3")]}
 SUITES = (
     "fidelity_suite",
     "fidelity_suite_v2",
@@ -28,6 +31,7 @@ SUITES = (
     "fidelity_suite_v8",
     "fidelity_suite_v9",
     "fidelity_suite_v10",
+    "fidelity_suite_v11",
 )
 
 
@@ -78,3 +82,28 @@ def test_the_at_speed_verdict_reproduces_where_registered(suite_and_table: tuple
         for gr, wr in zip(g["rows"], w["rows"], strict=True):
             assert (gr["metric"], gr["verdict"]) == (wr["metric"], wr["verdict"]), got["pair"]
             assert gr["trial_errors"] == pytest.approx(wr["trial_errors"], abs=1e-3), (got["pair"], gr["metric"])
+
+
+def test_the_tipping_rule_acts_where_recorded(suite_and_table: tuple[Path, Suite, dict]) -> None:
+    """A suite with `[judge] tipping_elasticity`: the latencies it makes cannot tell, with their reason, in both
+    verdicts, and each pair's elasticities as recorded; a suite without it names no reason."""
+    here, suite, table = suite_and_table
+    expected = json.loads((here / "expected.json").read_text())
+    assert table.get("tipping_rule") == expected.get("tipping_rule")
+    assert (suite.tipping is None) == ("tipping_rule" not in table)
+    tipped = TIPPED.get(here.name, [])
+    for verdict in ("plain", "at_trial_speed"):
+        rows = [
+            (p["pair"], r)
+            for p in table["pairs"]
+            for r in (p["rows"] if verdict == "plain" else p.get("at_trial_speed", {}).get("rows", []))
+        ]
+        assert [(pair, r["metric"], r["why"]) for pair, r in rows if "why" in r] == tipped, verdict
+        assert all(r["verdict"] == "cannot_tell" for _, r in rows if "why" in r), verdict
+    for got, want in zip(table["pairs"], expected["pairs"], strict=True):
+        assert ("sensitivity" in got) == ("sensitivity" in want) == (suite.tipping is not None), got["pair"]
+        if suite.tipping is None:
+            continue
+        g, w = got["sensitivity"]["metrics"], want["sensitivity"]["metrics"]
+        assert [(m["metric"], m["tipping"]) for m in g] == [(m["metric"], m["tipping"]) for m in w], got["pair"]
+        assert [m["elasticity"] for m in g] == pytest.approx([m["elasticity"] for m in w], abs=1e-3), got["pair"]
