@@ -8,7 +8,9 @@ from typing import Any
 
 from harness.fidelity_suite.spec import Targets, Tipping
 from harness.judge.fidelity import Outcome, fidelity_outcome, tipping_reason
+from harness.metrics.sensitivity import LATENCY
 
+LATENCY_NAMES = frozenset(m.name for m in LATENCY)  # the metrics the tipping rule judges (not throughput)
 P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
 
 
@@ -32,11 +34,12 @@ def verdict_fields(
     p99 = metric in P99
     tolerance = targets.p99_tolerance if p99 else targets.median_tolerance
     limit = tipping.elasticity if tipping else None
+    latency = metric in LATENCY_NAMES
     outcome: Outcome = fidelity_outcome(
-        error, spread, tolerance, within_spread=p99, elasticity=elasticity, tipping=limit
+        error, spread, tolerance, within_spread=p99, elasticity=elasticity, tipping=limit, latency=latency
     )
     fields: dict[str, Any] = {"verdict": outcome}
-    why = tipping_reason(elasticity, limit)
+    why = tipping_reason(elasticity, limit, latency=latency)
     if why:
         fields["why"] = why
     return fields

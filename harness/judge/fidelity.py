@@ -12,7 +12,9 @@ median: the real run cannot place the truth closer than that. So, for a metric's
   X times any move of the step price (|elasticity| > X, `harness.metrics.sensitivity`, measured at the fitted price)
   is on a tipping point: a price error within the machine's moment moves it beyond its tolerance, so its error
   measures where the tipping point lies, not the simulator. Such a metric cannot tell, whatever its error and
-  spread: never holds, never fails. Without the rule (`tipping` None) nothing changes.
+  spread: never holds, never fails. A latency whose elasticity could not be measured (its twins' median 0 or
+  missing) cannot tell too: the rule cannot clear it. Without the rule (`tipping` None) nothing changes, and a
+  throughput is never subject to it (`latency=False`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def fidelity_outcome(
     within_spread: bool,
     elasticity: float | None = None,
     tipping: float | None = None,
+    latency: bool = True,
 ) -> Outcome:
-    if error is None or on_tipping_point(elasticity, tipping):
+    if error is None or tipping_reason(elasticity, tipping, latency=latency):
         return "cannot_tell"
     size, spread = abs(error), spread or 0.0
     if within_spread:
@@ -41,16 +44,15 @@ def fidelity_outcome(
     return decide(max(0.0, size - spread), size + spread, tolerance, higher_is_worse=True)
 
 
-def on_tipping_point(elasticity: float | None, tipping: float | None) -> bool:
-    """The registered sensitivity rule (the module's docstring): |elasticity| beyond the suite's `tipping`."""
-    return tipping is not None and elasticity is not None and abs(elasticity) > tipping
-
-
-def tipping_reason(elasticity: float | None, tipping: float | None) -> str | None:
-    """Why the rule makes a metric cannot tell ("on a tipping point: elasticity 17.6"); None where it does not."""
-    if elasticity is None or not on_tipping_point(elasticity, tipping):
+def tipping_reason(elasticity: float | None, tipping: float | None, *, latency: bool = True) -> str | None:
+    """Why the registered sensitivity rule (the module's docstring) makes a metric cannot tell: |elasticity| beyond
+    the suite's `tipping` ("on a tipping point: elasticity 17.6"), or a latency's elasticity not measured; None
+    where it does not (no rule, not a latency, or within)."""
+    if tipping is None or not latency:
         return None
-    return f"on a tipping point: elasticity {elasticity:.1f}"
+    if elasticity is None:
+        return "tipping rule: elasticity not measured"
+    return f"on a tipping point: elasticity {elasticity:.1f}" if abs(elasticity) > tipping else None
 
 
 def pair_outcome(outcomes: Iterable[str]) -> Outcome:

@@ -110,7 +110,16 @@ def test_the_judge_states_the_rule_once() -> None:
     assert fidelity_outcome(0.0, 0.0, 0.1, within_spread=False, elasticity=3.01, tipping=3.0) == "cannot_tell"
     assert fidelity_outcome(0.5, 0.0, 0.1, within_spread=False, elasticity=-3.5, tipping=3.0) == "cannot_tell"
     assert fidelity_outcome(0.0, 0.0, 0.1, within_spread=False, elasticity=3.0, tipping=3.0) == "holds"  # exceeds
-    assert fidelity_outcome(0.5, 0.0, 0.1, within_spread=False, elasticity=None, tipping=3.0) == "fails"
+    assert fidelity_outcome(0.5, 0.0, 0.1, within_spread=False, elasticity=None, tipping=3.0, latency=False) == "fails"
+    # a latency the rule cannot clear (its elasticity not measured) is never judged, in either direction
+    assert fidelity_outcome(0.5, 0.0, 0.1, within_spread=False, elasticity=None, tipping=3.0) == "cannot_tell"
+    assert fidelity_outcome(0.0, 0.0, 0.1, within_spread=False, elasticity=None, tipping=3.0) == "cannot_tell"
+    assert fidelity_outcome(0.0, 0.0, 0.1, within_spread=False, elasticity=None, tipping=None) == "holds"
+    assert verdict_fields("TTFT p50", 0.0, 0.0, targets, rule, None) == {
+        "verdict": "cannot_tell",
+        "why": "tipping rule: elasticity not measured",
+    }
+    assert verdict_fields("output tok/s", 0.0, 0.0, targets, rule, None) == {"verdict": "holds"}
     assert fidelity_outcome(0.5, 0.0, 0.1, within_spread=False, elasticity=17.6, tipping=None) == "fails"
     assert verdict_fields("TTFT p99", 0.05, 0.0, targets, rule, 4.0) == {
         "verdict": "cannot_tell",
