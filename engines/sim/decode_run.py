@@ -207,9 +207,10 @@ def _clock(
 ) -> tuple[list[float], list[float]]:
     """Each step's start and end, for the steps of at most `steps` that start before `until` (starts has one
     more: where the step after the last would start). The step-by-step loop's arithmetic in its order: duration
-    from the cost model (then noise, then slowdown), end = start + duration, next start = end + gap. A cost
-    model that prices decode steps on arrays (the roofline), with no noise to draw, does it in numpy: the same
-    IEEE operations in the same order (a cumulative sum adds one term at a time), so the same floats."""
+    from the cost model (then noise, then slowdown, then the step's scale, `SimEngine.step_scale_of`), end = start +
+    duration, next start = end + gap. A cost model that prices decode steps on arrays (the roofline), with no noise
+    to draw, does it in numpy: the same IEEE operations in the same order (a cumulative sum adds one term at a
+    time), so the same floats."""
     cost, options = engine.cost, engine.options
     noise, gap_noise, gap, slowdown = engine._step_noise, engine._gap_noise, options.step_gap_s, options.slowdown
     scale, shapes = options.step_scale, options.step_scale_shapes
