@@ -32,6 +32,7 @@ ADMISSION_MODES = ("off", "defer", "shed")
 FALLBACK_ACTIONS = ("off", "cap", "fcfs", "fair")
 FALLBACK_SIGNALS = ("wait", "kv", "queue")
 SIMULATED = ("sim",)
+SCALE_SHAPES = ("all", "measured")  # the sim's `step_scale_shapes`: which steps `step_scale` applies to
 KINDS = (*IN_PROCESS, "zero", "http", *SIMULATED)
 
 # Where a default differs on purpose: profile -> why. Options list their differing values in `profiles`.
@@ -595,6 +596,17 @@ ENGINE_OPTIONS: tuple[Option, ...] = (
         _SIM,
         low=0,
         above=True,
+        flag=False,
+    ),
+    # a speed measured on the fit runs' shapes (engines/sim/shape_speed.py) says nothing of a shape they never ran
+    Option(
+        "step_scale_shapes",
+        str,
+        "all",
+        "sim: the steps step_scale prices: all, or measured (with a profile: only the shapes its fit runs have a "
+        "level of, fit.shape_levels; every other step at its plain price)",
+        _SIM,
+        choices=SCALE_SHAPES,
         flag=False,
     ),
 )

@@ -269,16 +269,24 @@ def twin_spec_text(
     seed: int = 0,
     serving: ServingPath | None = None,
     step_scale: float = 1.0,
+    step_scale_shapes: str = "all",
 ) -> str:
     """The `--engine sim:...` spec that runs `engine`'s scheduler, with its options, on `profile` (a router's
     run: its cluster twin, with `serving`'s measured path and contention when given; `step_scale`: every step's
-    price times this, a real trial's measured speed)."""
+    price times this, a real trial's measured speed; `step_scale_shapes`: "measured" for only the steps of the
+    shapes the profile's fit runs measured, engines/sim/build.py)."""
     kind = engine.get("kind")
     if kind == "http":  # a router over replicas (or refused there by name): the cluster twin
         from harness.cluster_twin import cluster_twin_spec, replica_description
 
         replica = twin_spec_text(
-            replica_description(profile), profile, f"{label}-replica", noise, seed, step_scale=step_scale
+            replica_description(profile),
+            profile,
+            f"{label}-replica",
+            noise,
+            seed,
+            step_scale=step_scale,
+            step_scale_shapes=step_scale_shapes,
         )
         return cluster_twin_spec(engine, label, seed, replica, serving)
     if kind not in ("static", "continuous"):
@@ -300,6 +308,8 @@ def twin_spec_text(
         items["kv_blocks"] = engine["kv_blocks"]
     if step_scale != 1.0:
         items["step_scale"] = step_scale
+    if step_scale_shapes != "all":  # left out at its default, so every spec written before it is the same text
+        items["step_scale_shapes"] = step_scale_shapes
     if kind == "static":
         static = o.get("static") or {}
         # manifests written before the field took the option's name spell it max_batch_size

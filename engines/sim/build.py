@@ -59,6 +59,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         default_blocks = engine.get("kv_blocks")
         gap, dispatch = fitted.step_gap_s, fitted.dispatch_s
         source = {"profile": str(o["profile"]), "fitted_on": fitted.fit.get("sources")}
+        fit: dict[str, Any] | None = fitted.fit
     else:
         shape = load_shape(o["model"] or DEFAULT_MODEL)
         hw = accelerator(o["hardware"])
@@ -70,6 +71,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         capacity = roofline.kv_capacity_bytes(continuous.max_batched_tokens, continuous.max_running)
         default_blocks = blocks_for_budget(capacity, bytes_per_token, block_size)
         gap = dispatch = 0.0
+        fit = None
         source = {"model": shape.name, "hardware": hw.name, "tp": roofline.tp, **calibrated}
     if "kv_blocks" in checked:
         num_blocks = int(o["kv_blocks"])
@@ -106,6 +108,7 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         dispatch_s=dispatch,
         slowdown=o["slowdown"],
         step_scale=o["step_scale"],
+        step_scale_shapes=_scaled_shapes(o, fit, label),
         prefix_caching=o["prefix_caching"],
         spec_decode=spec,
         spec_seed=spec_seed,
@@ -122,6 +125,21 @@ def build_sim_engine(values: dict[str, Any], label: str) -> SimEngine:
         step_noise=step_noise,
         gap_noise=gap_noise,
     )
+
+
+def _scaled_shapes(o: dict[str, Any], fit: dict[str, Any] | None, label: str) -> frozenset[str] | None:
+    """The step shapes `step_scale` applies to: with `step_scale_shapes=measured`, the profile's fit-run shapes that
+    have a level (`fit.shape_levels`, engines/sim/shape_speed.py), the ones a trial's speed is measured on; None:
+    every step."""
+    if o["step_scale_shapes"] == "all":
+        return None
+    levels = None if fit is None else fit.get("shape_levels")
+    if not levels:  # a roofline, or a profile fitted before it kept levels: no shape was measured
+        raise EngineInputError(
+            f"--engine {label}: step_scale_shapes=measured needs a profile that keeps its fit runs' shape levels "
+            "(fit.shape_levels; fit it again)"
+        )
+    return frozenset(levels)
 
 
 def _roofline_params(

@@ -207,12 +207,13 @@ def _clock(
 ) -> tuple[list[float], list[float]]:
     """Each step's start and end, for the steps of at most `steps` that start before `until` (starts has one
     more: where the step after the last would start). The step-by-step loop's arithmetic in its order: duration
-    from the cost model (then noise, then slowdown), end = start + duration, next start = end + gap. A cost
-    model that prices decode steps on arrays (the roofline), with no noise to draw, does it in numpy: the same
-    IEEE operations in the same order (a cumulative sum adds one term at a time), so the same floats."""
+    from the cost model (then noise, then slowdown, then the step's scale, `SimEngine.step_scale_of`), end = start +
+    duration, next start = end + gap. A cost model that prices decode steps on arrays (the roofline), with no noise
+    to draw, does it in numpy: the same IEEE operations in the same order (a cumulative sum adds one term at a
+    time), so the same floats."""
     cost, options = engine.cost, engine.options
     noise, gap_noise, gap, slowdown = engine._step_noise, engine._gap_noise, options.step_gap_s, options.slowdown
-    scale = options.step_scale
+    scale, shapes = options.step_scale, options.step_scale_shapes
     on_arrays = getattr(cost, "decode_step_times", None)
     now = engine.now
     if on_arrays is not None and noise is None and gap_noise is None and not held.rows:
@@ -222,8 +223,11 @@ def _clock(
             durations = on_arrays(n, attended + n * np.arange(done, done + k, dtype=np.int64))
             if slowdown:
                 durations = durations * (1.0 + slowdown)
-            if scale != 1.0:
+            if scale != 1.0 and shapes is None:
                 durations = durations * scale
+            elif scale != 1.0:  # step by step: a run's context may cross from one shape's band into the next
+                kv_reads = range(attended + n * done, attended + n * (done + k), n)
+                durations = durations * np.array([engine.step_scale_of(_decode(n, r, held)) for r in kv_reads])
             terms = np.empty(2 * k + 1)
             terms[0], terms[1::2], terms[2::2] = starts[-1], durations, gap
             clock = np.cumsum(terms).tolist()
@@ -236,15 +240,19 @@ def _clock(
             chunk *= 2
         return starts, ends
     starts, ends = [now], []
-    h, h_keys, h_context = held
     while len(ends) < steps and now < until:
-        kv_read = attended + n * len(ends)
-        keys = kv_read + n + h_keys
-        t_end = now + engine.step_duration(StepFeatures(0, 0, n, h, h, keys, kv_read + h_context, n + h, keys))
+        t_end = now + engine.step_duration(_decode(n, attended + n * len(ends), held))
         ends.append(t_end)
         now = engine.next_start(t_end)
         starts.append(now)
     return starts, ends
+
+
+def _decode(n: int, kv_read: int, held: Held) -> StepFeatures:
+    """The features of a decode run's step: n decode rows over `kv_read` cached tokens, and the held pad rows."""
+    h, h_keys, h_context = held
+    keys = kv_read + n + h_keys
+    return StepFeatures(0, 0, n, h, h, keys, kv_read + h_context, n + h, keys)
 
 
 def _record_template(

@@ -24,6 +24,7 @@ from engines.policy import make_policy
 from engines.scheduler import ContinuousConfig, ContinuousScheduler
 from engines.sequence import Sequence, SequenceStatus
 from engines.sim.decode_run import FINISHING, SIM_TOKEN, decode_run_steps, run_decode
+from engines.sim.shape_speed import shape_key
 from engines.sim.spec_decode import AcceptanceHistogram
 from engines.sim.static_step import finishing_step
 from engines.static_scheduler import StaticConfig, StaticScheduler
@@ -58,6 +59,9 @@ class SimOptions:
     dispatch_s: float = 0.0
     slowdown: float = 0.0  # every step takes this share longer (gate calibration's injected regression)
     step_scale: float = 1.0  # every step's time times this: a twin at its real trial's measured speed
+    # the step shapes (engines/sim/shape_speed.py's keys) step_scale applies to, every other step at its plain
+    # price: a speed measured on the fit runs' shapes says nothing of a shape they never ran; None: every step
+    step_scale_shapes: frozenset[str] | None = None
     prefix_caching: bool = True  # cached prefix tokens are taken, not computed, so they cost no step time
     # speculative decoding (engines/sim/spec_decode.py): every decode is a verify step of k+1 query tokens that
     # emits 1 + A tokens, A drawn from this measured histogram with `spec_seed`; None: plain decoding
@@ -110,7 +114,15 @@ class SimEngine:
         slowdown, the gap between steps. (A cost model that counts the steps it prices offers `quote` for a step
         that is only forecast.)"""
         price = getattr(self.cost, "quote", self.cost.step_time)
-        return price(features) * (1.0 + self.options.slowdown) * self.options.step_scale + self.options.step_gap_s
+        return price(features) * (1.0 + self.options.slowdown) * self.step_scale_of(features) + self.options.step_gap_s
+
+    def step_scale_of(self, features: StepFeatures) -> float:
+        """The scale a step of `features` is priced at: `step_scale`, or 1.0 for a step whose shape
+        (`engines.sim.shape_speed.shape_key`) is not among `step_scale_shapes` when those are given."""
+        scale, shapes = self.options.step_scale, self.options.step_scale_shapes
+        if scale == 1.0 or shapes is None or shape_key(features) in shapes:
+            return scale
+        return 1.0
 
     # -- the narrow interface the virtual-time load generator uses ----------------------------------------
     async def start(self) -> None:
@@ -176,8 +188,9 @@ class SimEngine:
             duration = self._step_noise(duration, features)
         if self.options.slowdown:
             duration *= 1.0 + self.options.slowdown
-        if self.options.step_scale != 1.0:
-            duration *= self.options.step_scale
+        scale = self.step_scale_of(features)
+        if scale != 1.0:
+            duration *= scale
         return duration
 
     def next_start(self, t_end: float) -> float:

@@ -16,12 +16,17 @@ prefill by its rows in powers of two and the decode rows beside it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from engines.step_features import FEATURE_NAMES
 
 MIN_STEPS = 20  # fit-run steps of a shape before their median is that shape's level
 _F = {name: i for i, name in enumerate(FEATURE_NAMES)}
+_DECODE, _HELD, _PREFILL, _PADDED, _CONTEXT = (
+    _F[name] for name in ("decode_seqs", "held_rows", "prefill_tokens", "padded_rows", "decode_context")
+)
 
 
 def shape_keys(features: np.ndarray) -> list[str]:
@@ -35,6 +40,16 @@ def shape_keys(features: np.ndarray) -> list[str]:
         f"prefill:{int(p).bit_length()}:{d}" if t > 0 else f"decode:{d}:{b}"
         for t, p, d, b in zip(prefill.tolist(), prompt_rows.tolist(), decode_rows.tolist(), band.tolist(), strict=True)
     ]
+
+
+def shape_key(features: Sequence[int]) -> str:
+    """One step's shape (a `StepFeatures`, or one row of FEATURE_NAMES): `shape_keys`' rule for a single step, without
+    numpy, for the simulated engine, which checks each step it prices (tests/sim/test_shape_speed.py: they agree)."""
+    decode_rows = int(features[_DECODE]) + int(features[_HELD])
+    prefill = int(features[_PREFILL])
+    if prefill > 0:
+        return f"prefill:{(prefill + int(features[_PADDED]) - int(features[_HELD])).bit_length()}:{decode_rows}"
+    return f"decode:{decode_rows}:{min(int(features[_CONTEXT]) // max(decode_rows, 1) // 256, 8)}"
 
 
 def shape_levels(features: np.ndarray, measured: np.ndarray, priced: np.ndarray) -> dict[str, float]:

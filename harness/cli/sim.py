@@ -451,13 +451,15 @@ def simulate_twin(
     serving: ServingPath | None = None,
     headline: bool = False,
     step_scale: float = 1.0,
+    step_scale_shapes: str = "all",
 ) -> dict[str, Any]:
     """The summary of `engine`'s simulated twin on `run_dir`'s schedule, computed as the run computed its own;
     `described` gets the twin's description after its run (what it counted, e.g. steps beyond the fitted range);
     `trace_dir` gets its records and step trace, as a run directory holds a trial's (the trial is the seed);
     `serving` (a router's run): the measured serving path and contention its cluster twin adds; `headline`: only
     what fidelity reads (`harness.metrics.summary.headline_summary`, the same numbers), for a suite's many twins;
-    `step_scale`: every step's price times this (a twin at its real trial's measured speed)."""
+    `step_scale`: every step's price times this (a twin at its real trial's measured speed), `step_scale_shapes`
+    "measured": only the steps of the shapes the profile's fit runs measured (engines/sim/build.py)."""
     from harness.engine_specs import build_engine, parse_engine_specs
     from harness.loadgen.classes import recorded_classes
     from harness.loadgen.virtual import run_virtual_closed_loop, run_virtual_open_loop
@@ -467,7 +469,7 @@ def simulate_twin(
 
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest.get("settings") or {}
-    text = twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed, serving, step_scale)
+    text = twin_spec_text(engine, profile, f"sim-{engine['name']}", noise, seed, serving, step_scale, step_scale_shapes)
     spec = parse_engine_specs([text], {})[0]
     sim = build_engine(spec, None)
     records: list[dict[str, Any]] = []

@@ -3,7 +3,9 @@ never in its place: each real trial against twins run at that trial's own measur
 
 For trial t of a pair (over its rounds, or the trials of one run), with speed s_t against the fit runs
 (`harness.fidelity_suite.speeds`; > 0: slower), the pair's seeded twins are run as the plain verdict runs them but
-with every step's price x (1 + s_t). Per metric:
+with every step's price x (1 + s_t) (`[judge] at_trial_speed_shapes = "measured"`: only the steps of the shapes the
+profile's fit runs have a level of, the shapes s_t was measured on; every other step at its plain price). Per
+metric:
     e_t    = (median of those twins - trial t's real value) / trial t's real value
     error  = median over t of e_t
     spread = max over t of |e_t - error|
@@ -78,9 +80,11 @@ def at_speed_block(
         return block
     assert speeds is not None  # _unknown says why otherwise
     simulated: dict[float, dict[str, float | None]] = {}  # speed -> each metric's twins' median
+    # "all" is not passed: the twins' spec is then the text it was before the option (every committed suite's)
+    shapes = {"step_scale_shapes": suite.at_trial_speed_shapes} if suite.at_trial_speed_shapes != "all" else {}
     for speed in dict.fromkeys(s for s in speeds if s is not None):
         twins = [
-            simulate(run, engine, profile, noise=noise, seed=s, headline=True, step_scale=1.0 + speed)
+            simulate(run, engine, profile, noise=noise, seed=s, headline=True, step_scale=1.0 + speed, **shapes)
             for s in range(seeds if noise else 1)
         ]
         simulated[speed] = {r["metric"]: r["simulated"] for r in fidelity_rows(real, *twins)}

@@ -14,7 +14,8 @@ LATENCY_NAMES = frozenset(m.name for m in LATENCY)  # the metrics the tipping ru
 P99 = ("TTFT p99", "TPOT p99", "E2E p99")  # judged by the p99 rule (harness/judge/fidelity.py)
 
 
-# (run dir, engine description, profile, noise=, seed=, described=, headline=, step_scale=) -> the twin's summary:
+# (run dir, engine description, profile, noise=, seed=, described=, headline=, step_scale=, step_scale_shapes=) -> the
+# twin's summary:
 # `harness.cli.sim.simulate_twin`
 Simulate = Callable[..., dict[str, Any]]
 

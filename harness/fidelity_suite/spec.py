@@ -5,10 +5,13 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from harness.errors import HarnessInputError
 from workloads.errors import deepest_line
+
+SpeedShapes = Literal["all", "measured"]  # the sim option `step_scale_shapes`'s choices (engines/options.py)
+SPEED_SHAPES: tuple[SpeedShapes, ...] = get_args(SpeedShapes)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ class Suite:
     # `[judge] at_trial_speed = true`: a second verdict beside the plain one, each trial's twins at that trial's own
     # measured speed (step_scale = 1 + speed; harness/fidelity_suite/at_speed.py), never in the plain one's place
     at_trial_speed: bool = False
+    # `[judge] at_trial_speed_shapes = "measured"`: the at-speed twins scale only the steps of the shapes the speed
+    # was measured on (the profile's fit-run shape levels), every other step at its plain price; "all": every step
+    at_trial_speed_shapes: SpeedShapes = "all"
     # `[judge] tipping_elasticity = X` with `sensitivity = F`: the registered sensitivity rule, in both verdicts
     tipping: Tipping | None = None
 
@@ -157,11 +163,12 @@ def load_suite(path: Path) -> Suite:
         after,
         interleave,
         _at_trial_speed(_judge(data, where), where),
+        _at_trial_speed_shapes(_judge(data, where), where),
         _tipping(_judge(data, where), where),
     )
 
 
-JUDGE_FIELDS = ("at_trial_speed", "tipping_elasticity", "sensitivity")
+JUDGE_FIELDS = ("at_trial_speed", "at_trial_speed_shapes", "tipping_elasticity", "sensitivity")
 # the rule's bounds: below 1 a metric moving in proportion to the price (a TPOT) could not be judged; the fraction as
 # `sim fidelity --sensitivity` takes it (at 0.5 the twins run at half and 1.5 times the price)
 TIPPING_RANGE = (1.0, 100.0)
@@ -185,6 +192,22 @@ def _at_trial_speed(judge: dict[str, Any], where: str) -> bool:
     if not isinstance(value, bool):
         raise HarnessInputError(f"{where}: judge: field 'at_trial_speed': not true or false")
     return value
+
+
+def _at_trial_speed_shapes(judge: dict[str, Any], where: str) -> SpeedShapes:
+    """`[judge] at_trial_speed_shapes` (default "all"): "all" or "measured", and only beside `at_trial_speed = true`
+    (it says which steps that verdict's twins scale)."""
+    if "at_trial_speed_shapes" not in judge:
+        return "all"
+    value = judge["at_trial_speed_shapes"]
+    if not isinstance(value, str) or value not in SPEED_SHAPES:
+        known = " or ".join(f'"{s}"' for s in SPEED_SHAPES)
+        raise HarnessInputError(f"{where}: judge: field 'at_trial_speed_shapes': {value!r} is not {known}")
+    if not _at_trial_speed(judge, where):
+        raise HarnessInputError(
+            f"{where}: judge: field 'at_trial_speed_shapes': only with at_trial_speed = true (the verdict it shapes)"
+        )
+    return cast(SpeedShapes, value)
 
 
 def _tipping(judge: dict[str, Any], where: str) -> Tipping | None:

@@ -194,6 +194,8 @@ def suite_table(
         at = _counts(p["at_trial_speed"]["verdict"] for p in pairs)
         table["at_trial_speed_verdicts"] = at
         table["at_trial_speed_target"] = suite_outcome(at, suite.targets.pairs_to_hold)
+        if suite.at_trial_speed_shapes != "all":  # "all" is not written: every table before the option is unchanged
+            table["at_trial_speed_shapes"] = suite.at_trial_speed_shapes
     return table
 
 
@@ -202,6 +204,7 @@ def _counts(verdicts: Iterable[str]) -> dict[str, int]:
     return {v: seen.count(v) for v in ("holds", "fails", "cannot_tell")}
 
 
+_ON_SHAPES = " (on the shapes it was measured on)"  # `[judge] at_trial_speed_shapes = "measured"`
 _SHORT = {"holds": "holds", "fails": "FAILS", "cannot_tell": "cannot tell"}
 
 
@@ -255,10 +258,12 @@ def format_table(table: dict[str, Any]) -> str:
         f"{t['pairs_to_hold']} of {len(table['pairs'])} hold): target "
         f"{table['target']}"
     )
+    measured = table.get("at_trial_speed_shapes") == "measured"
     if "at_trial_speed_verdicts" in table:
         a = table["at_trial_speed_verdicts"]
         lines.append(
-            f"at each trial's measured speed: {a['holds']} hold, {a['fails']} fail, {a['cannot_tell']} cannot tell "
+            f"at each trial's measured speed{_ON_SHAPES if measured else ''}: {a['holds']} hold, {a['fails']} fail, "
+            f"{a['cannot_tell']} cannot tell "
             f"(target: {t['pairs_to_hold']} of {len(table['pairs'])} hold): target {table['at_trial_speed_target']}"
         )
     lines.append(
@@ -270,6 +275,12 @@ def format_table(table: dict[str, Any]) -> str:
             "at trial speed: each trial against twins priced at that trial's own measured speed (step_scale = 1 + "
             "speed), the median of the trials' errors, +- the furthest from it; conditional on the speed measured "
             "from the real trial itself, so reported beside the plain verdict, never instead of it"
+        )
+    if measured:
+        lines.append(
+            'at trial speed on the measured shapes ([judge] at_trial_speed_shapes = "measured"): the speed scales '
+            "only the steps of the shapes it was measured on (the fit runs' shape levels); every other step is at "
+            "the profile's plain price"
         )
     tipping = next((p["sensitivity"]["threshold"] for p in table["pairs"] if "sensitivity" in p), None)
     rule = table.get("tipping_rule")
