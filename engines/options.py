@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from engines.errors import EngineInputError
 from engines.fleet_names import ROUTER_NAMES
@@ -32,7 +32,8 @@ ADMISSION_MODES = ("off", "defer", "shed")
 FALLBACK_ACTIONS = ("off", "cap", "fcfs", "fair")
 FALLBACK_SIGNALS = ("wait", "kv", "queue")
 SIMULATED = ("sim",)
-SCALE_SHAPES = ("all", "measured")  # the sim's `step_scale_shapes`: which steps `step_scale` applies to
+ScaleShapes = Literal["all", "measured"]  # the sim's `step_scale_shapes`: which steps `step_scale` applies to
+SCALE_SHAPES: tuple[ScaleShapes, ...] = get_args(ScaleShapes)
 KINDS = (*IN_PROCESS, "zero", "http", *SIMULATED)
 
 # Where a default differs on purpose: profile -> why. Options list their differing values in `profiles`.

@@ -5,13 +5,12 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
+from engines.options import SCALE_SHAPES as SPEED_SHAPES
+from engines.options import ScaleShapes as SpeedShapes
 from harness.errors import HarnessInputError
 from workloads.errors import deepest_line
-
-SpeedShapes = Literal["all", "measured"]  # the sim option `step_scale_shapes`'s choices (engines/options.py)
-SPEED_SHAPES: tuple[SpeedShapes, ...] = get_args(SpeedShapes)
 
 
 @dataclass(frozen=True)

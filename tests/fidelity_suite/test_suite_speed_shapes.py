@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engines.options import SCALE_SHAPES
 from harness.cli.sim import simulate_twin
-from harness.fidelity_suite.spec import SPEED_SHAPES, load_suite
+from harness.fidelity_suite.spec import load_suite
 from harness.fidelity_suite.table import format_table, suite_table
 from tests.fidelity_suite.refusal import assert_refused
 
@@ -95,10 +94,6 @@ def test_the_table_and_json_say_the_speed_scaled_only_its_measured_shapes(tables
         line.startswith('at trial speed on the measured shapes ([judge] at_trial_speed_shapes = "measured")')
         for line in lines
     )
-
-
-def test_the_suite_field_takes_the_sim_option_s_values() -> None:
-    assert SPEED_SHAPES == SCALE_SHAPES  # the suite's value is passed on as the twins' step_scale_shapes
 
 
 @pytest.mark.parametrize(
