@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engines.static_scheduler import StaticConfig
 from workloads import list_presets, load_workload
 
 SYNTHETIC = [
@@ -23,6 +24,7 @@ SYNTHETIC = [
     "reasoning-chat",
     "step-profile",
     "step-profile-cover",
+    "step-profile-cover-2",
     "step-profile-long",
     "step-profile-wide",
 ]
@@ -93,6 +95,34 @@ def test_step_profile_cover_samples_long_outputs_and_lone_long_prompts_before_st
     first_wide = min(r.arrival_s for r in w.requests if not r.tenant.startswith("cover"))
     assert first_wide > max(t for t, _ in prefill)  # step-profile-wide's traffic after the covering part
     assert {r.tenant for r in w.requests} >= {r.tenant for r in wide.requests}
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_step_profile_cover_2_adds_padded_prefill_bursts_of_2_and_4_after_step_profile_cover(seed: int) -> None:
+    cover, w = load_workload("step-profile-cover", seed=seed), load_workload("step-profile-cover-2", seed=seed)
+    added = [r for r in w.requests if r.tenant.startswith("cover-pad")]
+    kept = [r for r in w.requests if not r.tenant.startswith("cover-pad")]
+    drawn = [(r.arrival_s, r.tenant, r.input_tokens, r.output_tokens) for r in kept]
+    assert drawn == [(r.arrival_s, r.tenant, r.input_tokens, r.output_tokens) for r in cover.requests]  # unchanged
+    assert min(r.arrival_s for r in added) > max(r.arrival_s for r in cover.requests)  # after its traffic
+    assert min(r.arrival_s for r in added) >= 150.0  # and after the static engine's backlog of it (to 120-147 s)
+    window = StaticConfig().batch_timeout_s  # the static engine batches what arrives within it of the first
+    bursts: list[list] = []
+    for r in added:
+        if bursts and r.arrival_s - bursts[-1][0].arrival_s < window:
+            bursts[-1].append(r)
+        else:
+            bursts.append([r])
+    assert sorted(len(b) for b in bursts) == [2] * 12 + [4] * 12
+    for burst in bursts:
+        long = [r.input_tokens for r in burst if r.input_tokens >= 1024]
+        assert len(long) == 1 and long[0] <= 2047  # one long prompt ...
+        assert all(16 <= r.input_tokens <= 128 for r in burst if r.input_tokens < 1024)  # ... padded with short ones
+        assert all(8 <= r.output_tokens <= 24 for r in burst)
+        padded = len(burst) * long[0]  # `prefill:12:0` for 2 rows, `prefill:13:0` for 4 (engines/sim/shape_speed.py)
+        assert padded.bit_length() == {2: 12, 4: 13}[len(burst)]
+    starts = [b[0].arrival_s for b in bursts]
+    assert all(b - a >= 1.25 - 1e-9 for a, b in itertools.pairwise(starts))  # each batch's prefill alone
 
 
 def test_hol_blocking_has_rare_very_long_outputs() -> None:
