@@ -3,8 +3,9 @@
 Reads the suite's measured runs with their step traces (the directory `--measure` wrote; the traces are not kept in
 the fixture) and the suite's profile-static.json. Prints:
 1. each static fit run's steps of the shapes step-profile-cover-2 was added for (prefill:12:0, prefill:13:0), pooled;
-2. the level check: every prefill shape's level recomputed from the pooled fit traces (the median measured / priced
-   ratio, `engines.sim.shape_speed.shape_levels`) beside the level the profile stores;
+2. the level check: every prefill shape's median measured / priced over the pooled fit runs (under MIN_STEPS too),
+   its level recomputed from them (`engines.sim.shape_speed.shape_levels`) and the level the profile stores, and
+   how far apart the recomputed and the stored levels are over every shape;
 3. for each azure-code-static trial: its busy time by shape (steps, share, measured / priced - 1, the shape's
    level, measured / (priced x level) - 1), its trial speed and the share of busy time it was measured on.
 Reads files only.
@@ -44,11 +45,14 @@ def main(meas: Path) -> None:
     keys = shape_keys(f)
     print("| pooled | " + " | ".join(str(keys.count(k)) for k in NEW) + " |")
     recomputed = shape_levels(f, m, p)
-    print("\n| prefill shape | pooled fit steps | level recomputed | level stored |\n|---|---|---|---|")
+    ratio = m / p
+    print("\n| prefill shape | pooled fit steps | median measured/priced | level recomputed | level stored |")
+    print("|---|---|---|---|---|")
     for key in sorted({k for k in keys if k.startswith("prefill")}, key=lambda k: [int(x) for x in k.split(":")[1:]]):
         got, kept = recomputed.get(key), stored.get(key)
         print(
-            f"| {key} | {keys.count(key)} | {'-' if got is None else f'{got:.3f}'} | "
+            f"| {key} | {keys.count(key)} | {np.median(ratio[np.array(keys) == key]):.3f} | "
+            f"{'-' if got is None else f'{got:.3f}'} | "
             f"{'-' if kept is None else f'{kept:.3f}'} |"
         )
     worst = max(abs(recomputed[k] - stored[k]) for k in stored)
