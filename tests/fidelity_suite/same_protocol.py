@@ -41,9 +41,13 @@ def assert_same_protocol_on_a_new_seed(suite: Suite, earlier: list[Suite], seed:
         assert new.args[:-1] == before[-1].args[:-1], new.name  # the last suite's pair but for its seed
 
 
-def assert_the_last_suite_on_a_new_seed(suite: Suite, last: Suite, earlier: list[Suite], seed: str) -> None:
+def assert_the_last_suite_on_a_new_seed(
+    suite: Suite, last: Suite, earlier: list[Suite], seed: str, fit_run: tuple[str, tuple[str, ...]] | None = None
+) -> None:
     """`suite` is `last`'s pairs in order, engines, profiles, trials, run options, targets, rounds and fit runs, with
-    every pair's seed set to `seed` and no pair any `earlier` suite measured (its `[judge]` is checked beside)."""
+    every pair's seed set to `seed` and no pair any `earlier` suite measured (its `[judge]` is checked beside).
+    `fit_run`: the fit run's (name, args) where the suite's registration states it changed them (then they must
+    differ from `last`'s, and the fit runs keep `last`'s placement and count under the new name); None: unchanged."""
     assert [(p.name, p.covers, p.engine, p.profile) for p in suite.pairs] == [
         (p.name, p.covers, p.engine, p.profile) for p in last.pairs
     ]
@@ -56,12 +60,19 @@ def assert_the_last_suite_on_a_new_seed(suite: Suite, last: Suite, earlier: list
         last.targets,
         last.interleave,
     )
-    assert (suite.fit_name, suite.fit_args, suite.fit_after, suite.fit_names) == (
-        last.fit_name,
-        last.fit_args,
-        last.fit_after,
-        last.fit_names,
-    )
+    if fit_run is None:
+        assert (suite.fit_name, suite.fit_args, suite.fit_after, suite.fit_names) == (
+            last.fit_name,
+            last.fit_args,
+            last.fit_after,
+            last.fit_names,
+        )
+    else:
+        assert fit_run[0] != last.fit_name and fit_run[1] != last.fit_args  # a stated change, not a rename alone
+        assert (suite.fit_name, suite.fit_args, suite.fit_after) == (*fit_run, last.fit_after)
+        assert [n.removeprefix(suite.fit_name) for n in suite.fit_names] == [
+            n.removeprefix(last.fit_name) for n in last.fit_names
+        ]
     assert {n: (p.file, p.engine) for n, p in suite.profiles.items()} == {
         n: (p.file, p.engine) for n, p in last.profiles.items()
     }

@@ -1,7 +1,7 @@
 """Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
 one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
-later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v11_twins.py)."""
+later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v12_twins.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,13 @@ pytestmark = pytest.mark.slow  # nine pairs of five twins each, per suite: sched
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # Where a suite's registered tipping rule (`[judge] tipping_elasticity`) acted on its runs: (pair, latency, why),
 # the same in both verdicts; none in a suite without the rule
-TIPPED = {"fidelity_suite_v11": [("noisy-neighbour-fair", "TTFT p99", "on a tipping point: elasticity 57.3")]}
+TIPPED = {
+    "fidelity_suite_v11": [("noisy-neighbour-fair", "TTFT p99", "on a tipping point: elasticity 57.3")],
+    "fidelity_suite_v12": [
+        ("noisy-neighbour-fair", "TTFT p99", "on a tipping point: elasticity 24.8"),
+        ("hol-blocking-sjf", "TTFT p99", "on a tipping point: elasticity 3.4"),
+    ],
+}
 SUITES = (
     "fidelity_suite",
     "fidelity_suite_v2",
@@ -32,6 +38,7 @@ SUITES = (
     "fidelity_suite_v9",
     "fidelity_suite_v10",
     "fidelity_suite_v11",
+    "fidelity_suite_v12",
 )
 
 
@@ -76,6 +83,8 @@ def test_the_at_speed_verdict_reproduces_where_registered(suite_and_table: tuple
         return
     assert table["at_trial_speed_verdicts"] == expected["at_trial_speed_verdicts"]
     assert table["at_trial_speed_target"] == expected["at_trial_speed_target"]
+    assert table.get("at_trial_speed_shapes") == expected.get("at_trial_speed_shapes")
+    assert table.get("at_trial_speed_shapes", "all") == suite.at_trial_speed_shapes
     for got, want in zip(table["pairs"], expected["pairs"], strict=True):
         g, w = got["at_trial_speed"], want["at_trial_speed"]
         assert (g["verdict"], g["speeds"]) == (w["verdict"], w["speeds"]), got["pair"]
