@@ -1,12 +1,15 @@
 """The block manager alone, base against new, interleaved: calls shaped like the azure-conv run's (prefill
 chunks of 13 blocks, each committed; single-block decode growths, each committed; about 13 sequences live, the
 oldest freed; a 20,000-block pool that is all cache after warm-up). Base is the frozen per-block manager
-(tests/engines/block_manager_reference.py), new this tree's. Unprofiled: cProfile charges every call, and the
-block manager is all calls.
+(tests/engines/block_manager_reference.py), or with BASE set that tree's engines/block_manager.py; new this tree's.
+Unprofiled: cProfile charges every call, and the block manager is all calls.
 
-    PYTHONPATH=/work/wt/shim:$PWD BATCHMARK_TREE=$PWD python docs/plans/sim_run_speed/block_bench.py [ROUNDS]
+    [BASE=/tmp/base-tree] PYTHONPATH=/work/wt/shim:$PWD BATCHMARK_TREE=$PWD \
+        python docs/plans/sim_run_speed/block_bench.py [ROUNDS]
 """
 
+import importlib.util
+import os
 import sys
 import time
 from types import ModuleType
@@ -38,6 +41,11 @@ def run(module: ModuleType, sequences: int = 4000, block_size: int = 16) -> tupl
             blocks.free(live.pop(0))
     return time.perf_counter() - start, blocks.evictions
 
+
+if tree := os.environ.get("BASE"):
+    spec = importlib.util.spec_from_file_location("base_block_manager", f"{tree}/engines/block_manager.py")
+    base = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(base)  # type: ignore[union-attr]
 
 for r in range(int(sys.argv[1]) if len(sys.argv) > 1 else 6):
     for name, module in (("base", base), ("new", new)) if r % 2 == 0 else (("new", new), ("base", base)):
