@@ -121,17 +121,10 @@ class BlockManager:
         if num_blocks > len(free) + self._num_evictable:
             raise RuntimeError(f"{seq.request_id}: asked for {num_blocks} blocks, {self.num_free} free")
         fresh = min(num_blocks, len(free))
-        if fresh == 1:  # a stack: the block freed last is handed out first, so blocks in use stay cache-warm
+        for _ in range(fresh):  # a stack: the block freed last is handed out first, so blocks in use stay cache-warm
             block = free.pop()
             refs[block] = 1
             table.append(block)
-        elif fresh:  # a chunk's blocks: the stack's top `fresh` in one slice, the last freed first as pop() gives them
-            taken = free[-fresh:]
-            del free[-fresh:]
-            taken.reverse()
-            for block in taken:
-                refs[block] = 1
-            table.extend(taken)
         if fresh < num_blocks:  # then the least recently used cached ones: a long run's pool is all cache
             if self._by_first is None:
                 self._evict(num_blocks - fresh, table)
@@ -304,11 +297,11 @@ class BlockManager:
             if len(own) < first:  # committed before a reset: those keys are gone
                 own.extend(table[len(own) : first])
             if len(own) == first:  # the usual case: the positions are new, and so are their blocks' keys
-                new = table[first:done]  # (a block past the committed ones was allocated since: keyed by none)
-                for i, block in enumerate(new, first):
+                for i in range(first, done):  # (a block past the committed ones was allocated since: keyed by none)
+                    block = table[i]
                     hash_of[block] = entry
                     pos[block] = i
-                own.extend(new)
+                own.extend(table[first:done])
                 entry[2] += done - first
                 self._num_keys += done - first
                 seq.num_committed_blocks = done
