@@ -23,38 +23,45 @@ def measure(k: int) -> None:
     table = [b for c in chunks for b in c]
     spans = [(j * k, (j + 1) * k) for j in range(200)]
     entry: list[object] = [None, [], 0, []]
+    lists = {"hash_of": [None] * N, "refs": [0] * N, "pos": [0] * N, "stack": list(range(N))}
 
-    def evict_loop(hash_of: list = [None] * N, refs: list = [0] * N) -> None:
+    def evict_loop() -> None:
+        hash_of, refs = lists["hash_of"], lists["refs"]  # locals, as in the methods
         for taken in chunks:
             for block in taken:
                 hash_of[block] = None
                 refs[block] = 1
 
-    def evict_map(hash_of: list = [None] * N, refs: list = [0] * N) -> None:
+    def evict_map() -> None:
+        hash_of, refs = lists["hash_of"], lists["refs"]  # locals, as in the methods
         for taken in chunks:
             deque(map(setitem, repeat(hash_of), taken, repeat(None)), 0)
             deque(map(setitem, repeat(refs), taken, repeat(1)), 0)
 
-    def commit_loop(hash_of: list = [None] * N, pos: list = [0] * N) -> None:
+    def commit_loop() -> None:
+        hash_of, pos = lists["hash_of"], lists["pos"]  # locals, as in the methods
         for first, done in spans:
             for i in range(first, done):
                 block = table[i]
                 hash_of[block] = entry
                 pos[block] = i
 
-    def commit_slice(hash_of: list = [None] * N, pos: list = [0] * N) -> None:
+    def commit_slice() -> None:
+        hash_of, pos = lists["hash_of"], lists["pos"]  # locals, as in the methods
         for first, done in spans:
             for i, block in enumerate(table[first:done], first):
                 hash_of[block] = entry
                 pos[block] = i
 
-    def commit_map(hash_of: list = [None] * N, pos: list = [0] * N) -> None:
+    def commit_map() -> None:
+        hash_of, pos = lists["hash_of"], lists["pos"]  # locals, as in the methods
         for first, done in spans:
             new = table[first:done]
             deque(map(setitem, repeat(hash_of), new, repeat(entry)), 0)
             deque(map(setitem, repeat(pos), new, range(first, done)), 0)
 
-    def stack_pops(stack: list = list(range(N)), refs: list = [0] * N) -> None:
+    def stack_pops() -> None:
+        stack, refs = lists["stack"], lists["refs"]  # locals, as in the methods
         for _ in spans:
             out = []
             for _ in range(k):
@@ -63,7 +70,8 @@ def measure(k: int) -> None:
                 out.append(block)
             stack.extend(out)
 
-    def stack_slice(stack: list = list(range(N)), refs: list = [0] * N) -> None:
+    def stack_slice() -> None:
+        stack, refs = lists["stack"], lists["refs"]  # locals, as in the methods
         for _ in spans:
             out: list[int] = []
             taken = stack[-k:]
