@@ -48,13 +48,15 @@ def state(blocks: Manager, seqs: list[Sequence]) -> tuple[object, ...]:
     )
 
 
-def drive(seed: int) -> tuple[int, int, int]:
+def drive(seed: int, chunks: list[int] | None = None) -> tuple[int, int, int]:
     """Seeded calls on a new and a reference manager: admissions (prefix hits, own or shared), growth a token or a
     chunk at a time (a decode run's single blocks, a prefill's several), preemptions re-admitted, finishes, resets,
     and in some drives prompts sharing a first token or a whole prefix. Returns (keyed hits, shared-mode calls,
-    resets with blocks in use)."""
+    resets with blocks in use). With `chunks`, prompts and chunks are long (up to 12 blocks: a prefill chunk's
+    bulk allocation and commit) in larger pools, and `chunks` counts the keyed multi-block allocations that take
+    blocks from the free stack and evictions at once, and those that evict from more than one segment."""
     rng = random.Random(seed)
-    bs, n = rng.choice([1, 2, 4]), rng.choice([6, 16, 40])
+    bs, n = rng.choice([1, 2, 4]), rng.choice([6, 16, 40] if chunks is None else [16, 40, 90])
     managers = (BlockManager(n, bs, prefix_caching=True), reference.BlockManager(n, bs, prefix_caching=True))
     seqs: tuple[list[Sequence], list[Sequence]] = ([], [])
     live: list[int] = []
@@ -62,6 +64,7 @@ def drive(seed: int) -> tuple[int, int, int]:
     share = rng.random()  # the chance that a new prompt copies a live one's leading tokens (the hashes come on)
     share = 0.0 if share < 0.5 else share
     counts = [0, 0, 0]
+    longest = 4 * bs if chunks is None else 24 * bs
     for step in range(300):
         op = rng.random()
         if op < 0.03:
@@ -73,7 +76,7 @@ def drive(seed: int) -> tuple[int, int, int]:
                 parent = seqs[0][rng.choice(live)].token_ids
                 tokens = list(parent[: rng.randint(1, len(parent))]) + rng.choices(range(3), k=rng.randint(0, bs))
             else:
-                tokens = [1000 * (len(seqs[0]) + 1), *rng.choices(range(3), k=rng.randint(0, 4 * bs))]
+                tokens = [1000 * (len(seqs[0]) + 1), *rng.choices(range(3), k=rng.randint(0, longest))]
             for k in range(2):
                 seqs[k].append(Sequence.from_request(Request(f"s{len(seqs[k])}", list(tokens), 50), 0, 0.0))
             waiting.append(len(seqs[0]) - 1)
@@ -87,7 +90,12 @@ def drive(seed: int) -> tuple[int, int, int]:
                 live.append(waiting.pop(0))
         elif op < 0.8 and live:
             i = rng.choice(live)
-            grow(managers, [s[i] for s in seqs], rng.choice([1, 1, 1, 2 * bs + 1]))
+            if chunks is None:
+                grow(managers, [s[i] for s in seqs], rng.choice([1, 1, 1, 2 * bs + 1]))
+            else:
+                tokens = rng.choice([1, rng.randint(2, 12 * bs)])
+                count_chunk(managers[0], seqs[0][i], tokens, chunks)
+                grow(managers, [s[i] for s in seqs], tokens)
         elif live:
             i = live.pop(rng.randrange(len(live)))
             release(managers, [s[i] for s in seqs])
@@ -106,6 +114,27 @@ def test_random_drives_keep_the_per_block_state() -> None:
     assert sum(hits for hits, _, _ in drives) > 100  # resumed sequences found their own blocks while keyed
     assert sum(bool(shared) for _, shared, _ in drives) > 20  # the hashes came on mid-drive
     assert sum(resets for _, _, resets in drives) > 50  # resets with blocks in use (shared ones among them)
+
+
+def count_chunk(blocks: BlockManager, seq: Sequence, tokens: int, counts: list[int]) -> None:
+    """Counts (in `counts`) a keyed allocation of `tokens` more that takes blocks from the free stack and
+    evictions at once, and one that evicts from more than one segment."""
+    need = blocks.blocks_needed(seq, tokens)
+    if blocks._by_first is None or need < 2 or not blocks.can_allocate(need):
+        return
+    evict = need - len(blocks._free)
+    counts[0] += bool(blocks._free) and evict > 0
+    segments = blocks._segments.segments
+    counts[1] += bool(segments) and evict > len(segments[0].blocks) - segments[0].start
+
+
+def test_random_chunk_drives_keep_the_per_block_state() -> None:
+    chunks = [0, 0]
+    drives = [drive(seed, chunks) for seed in range(1000, 1120)]
+    assert sum(hits for hits, _, _ in drives) > 50  # resumed sequences found their own blocks while keyed
+    assert sum(bool(shared) for _, shared, _ in drives) > 20  # the hashes came on mid-drive
+    assert chunks[0] > 100  # chunks taken from the free stack and the LRU in one allocation
+    assert chunks[1] > 100  # chunks evicted from several segments in one allocation
 
 
 def simulate(schedule: list, oracle: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes, int]:

@@ -23,7 +23,7 @@ for v in volatile:
         if item is not None and not isinstance(item, dict):
             text = text.replace(f"td>{html.escape(str(item))}<", "td>X<")
 text = re.sub(r"generated [^<]*? in [0-9.]+ s", "generated X", text)
-print(re.sub(r"/work/wt/[a-z0-9-]+|/work/main|/tmp/simsteps_base|/tmp/speed6_(?:base|new2|new)|/tmp/speed7_(?:base|new)|/tmp/speed8_base|/tmp/speed9_base|/tmp/f35seg_base", "TREE", text).replace(out, "OUT"))
+print(re.sub(r"/work/wt/[a-z0-9-]+|/work/main|/tmp/simsteps_base|/tmp/speed6_(?:base|new2|new)|/tmp/speed7_(?:base|new)|/tmp/speed8_base|/tmp/speed9_base|/tmp/f35seg_base|/tmp/f35bulk_base", "TREE", text).replace(out, "OUT"))
 PY
 }
 if cmp -s <(report $a $b) <(report $b $a); then echo "same  report.html (paths and the manifest's times, load, commit masked)"; else echo "DIFF  report.html"; rc=1; fi
@@ -35,7 +35,7 @@ for k in ("started_at", "finished_at_unix", "command", "git"):
 for r in m.get("outcomes", []):
     for k in ("machine", "simulation_wall_s", "wall_s"):
         r.pop(k, None)
-print(re.sub(r"/work/wt/[a-z0-9-]+|/work/main|/tmp/simsteps_base|/tmp/speed6_(?:base|new2|new)|/tmp/speed7_(?:base|new)|/tmp/speed8_base|/tmp/speed9_base|/tmp/f35seg_base", "TREE", json.dumps(m, indent=1, sort_keys=True)).replace(sys.argv[1], "OUT"))
+print(re.sub(r"/work/wt/[a-z0-9-]+|/work/main|/tmp/simsteps_base|/tmp/speed6_(?:base|new2|new)|/tmp/speed7_(?:base|new)|/tmp/speed8_base|/tmp/speed9_base|/tmp/f35seg_base|/tmp/f35bulk_base", "TREE", json.dumps(m, indent=1, sort_keys=True)).replace(sys.argv[1], "OUT"))
 PY
 }
 if cmp -s <(stable $a) <(stable $b); then echo "same  manifest.json (start, finish, command, git commit, machine load and simulation wall time left out)"; else echo "DIFF  manifest.json"; diff <(stable $a) <(stable $b) | head; rc=1; fi
