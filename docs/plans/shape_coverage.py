@@ -1,0 +1,80 @@
+"""Issue 30: how much of each trial's busy time a suite's profiles measured its speed on, and which step shapes the
+fit runs left without a level (docs/measurements/2026-12-08-shape-coverage.md).
+
+A trial's speed against the fit runs is measured only on step shapes with a fit-run level (at least MIN_STEPS
+pooled fit-run steps of that shape: engines/sim/shape_speed.py). Reads a suite's measured runs directory (what
+`--measure` wrote; it stays outside the repository: the traces are not kept in the fixtures), each run's
+steps/ENGINE-t0.jsonl and the directory's profile-static.json / profile-continuous.json. Prints:
+1. for every pair (runs PAIR, PAIR-2, PAIR-3): each trial's share of busy time in shapes with a level in its
+   engine's profile, and the pair's five largest level-less shapes by pooled busy share;
+2. for the fit runs (FIT, FIT-2, FIT-3), engine by engine: the pooled steps of every shape of the feature space
+   the suites meet (decode:ROWS:BAND for rows 1..8 and bands 0..4, prefill:BITS:0 for 4..14 bits), under
+   MIN_STEPS or not, and every other shape the fit runs ran under MIN_STEPS.
+Reads files only.
+
+    .venv/bin/python docs/plans/shape_coverage.py MEAS_RUNS_DIR FIT_RUN_NAME
+    e.g. MEAS_RUNS_DIR=/work/f30v12-meas/runs FIT_RUN_NAME=fit-cover2
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from engines.sim.fitted import load_profile
+from engines.sim.shape_speed import MIN_STEPS, shape_keys
+from harness.simulation import trace_steps
+
+GRID = [f"decode:{r}:{b}" for r in range(1, 9) for b in range(5)] + [f"prefill:{bits}:0" for bits in range(4, 15)]
+
+
+def _order(key: str) -> list[int]:
+    kind, a, b = key.split(":")
+    return [kind == "prefill", int(a), int(b)]
+
+
+def _trace(run: Path) -> tuple[str, Path]:
+    (path,) = sorted((run / "steps").glob("*-t0.jsonl"))
+    return path.name.removesuffix("-t0.jsonl"), path
+
+
+def main(meas: Path, fit: str) -> None:
+    levels = {e: load_profile(meas / f"profile-{e}.json").fit["shape_levels"] for e in ("static", "continuous")}
+    pairs = sorted(p.name for p in meas.iterdir() if p.is_dir() and p.name[-2:] not in ("-2", "-3") and p.name != fit)
+    print("| pair | engine | trial 1 | trial 2 | trial 3 | largest level-less shapes (pooled busy share, steps) |")
+    print("|---|---|---|---|---|---|")
+    for pair in pairs:
+        shares, busy, steps_of, total = [], Counter(), Counter(), 0.0
+        for run in (pair, f"{pair}-2", f"{pair}-3"):
+            engine, path = _trace(meas / run)
+            steps = trace_steps([path])
+            keys = np.array(shape_keys(steps.features))
+            known = np.array([k in levels[engine] for k in keys.tolist()], dtype=bool)
+            shares.append(steps.duration_s[known].sum() / steps.duration_s.sum())
+            total += float(steps.duration_s.sum())
+            for k, d in zip(keys.tolist(), steps.duration_s.tolist(), strict=True):
+                if k not in levels[engine]:
+                    busy[k] += d
+                    steps_of[k] += 1
+        top = ", ".join(f"{k} {v / total:.1%} ({steps_of[k]})" for k, v in busy.most_common(5)) or "-"
+        print(f"| {pair} | {engine} | " + " | ".join(f"{s:.1%}" for s in shares) + f" | {top} |")
+    for engine in ("static", "continuous"):
+        counts: Counter[str] = Counter()
+        per_run = []
+        for run in (fit, f"{fit}-2", f"{fit}-3"):
+            keys = shape_keys(trace_steps([meas / run / "steps" / f"{engine}-t0.jsonl"]).features)
+            per_run.append(Counter(keys))
+            counts.update(keys)
+        print(f"\n{engine}: fit runs {fit}, -2, -3; {len(levels[engine])} shapes with a level in the profile")
+        print("| shape | run 1 | run 2 | run 3 | pooled | level |\n|---|---|---|---|---|---|")
+        shown = sorted(set(GRID) | {k for k, n in counts.items() if n < MIN_STEPS}, key=_order)
+        for key in shown:
+            mark = "yes" if counts[key] >= MIN_STEPS else "**no**"
+            print(f"| {key} | " + " | ".join(str(c[key]) for c in per_run) + f" | {counts[key]} | {mark} |")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])
