@@ -8,12 +8,17 @@ steps/ENGINE-t0.jsonl and the directory's profile-static.json / profile-continuo
 1. for every pair (runs PAIR, PAIR-2, PAIR-3): each trial's share of busy time in shapes with a level in its
    engine's profile, and the pair's five largest level-less shapes by pooled busy share;
 2. for the fit runs (FIT, FIT-2, FIT-3), engine by engine: the pooled steps of every shape of the feature space
-   the suites meet (decode:ROWS:BAND for rows 1..8 and bands 0..4, prefill:BITS:0 for 4..14 bits), under
-   MIN_STEPS or not, and every other shape the fit runs ran under MIN_STEPS.
+   the suites meet (decode:ROWS:BAND for rows 1..8 and bands 0..4; prefill:BITS:0 for 4..14 bits on the static
+   engine, 4..10 on the continuous one), under MIN_STEPS or not, and every other shape the fit runs ran under
+   MIN_STEPS.
+With `--one RUN_DIR` instead: one candidate fit run's steps of every grid shape, engine by engine, and whether
+each shape step-profile-cover-3 targets (`prefill:14:0` on the static engine, `decode:ROWS:BAND` for rows 3..8 and
+bands 1..4 on both) reached a third of MIN_STEPS (7 in each of three pooled runs: 21).
 Reads files only.
 
     .venv/bin/python docs/plans/shape_coverage.py MEAS_RUNS_DIR FIT_RUN_NAME
     e.g. MEAS_RUNS_DIR=/work/f30v12-meas/runs FIT_RUN_NAME=fit-cover2
+    .venv/bin/python docs/plans/shape_coverage.py --one RUN_DIR
 """
 
 from __future__ import annotations
@@ -28,7 +33,13 @@ from engines.sim.fitted import load_profile
 from engines.sim.shape_speed import MIN_STEPS, shape_keys
 from harness.simulation import trace_steps
 
-GRID = [f"decode:{r}:{b}" for r in range(1, 9) for b in range(5)] + [f"prefill:{bits}:0" for bits in range(4, 15)]
+# the static engine pads a batch's prompts to its longest (up to 8 rows of a 2,048-token prompt: 15 bits, 14 shown);
+# the continuous engine's prefill chunks are at most max_batched_tokens = 512 tokens (10 bits)
+DECODE = [f"decode:{r}:{b}" for r in range(1, 9) for b in range(5)]
+GRID = {
+    "static": DECODE + [f"prefill:{bits}:0" for bits in range(4, 15)],
+    "continuous": DECODE + [f"prefill:{bits}:0" for bits in range(4, 11)],
+}
 
 
 def _order(key: str) -> list[int]:
@@ -70,11 +81,32 @@ def main(meas: Path, fit: str) -> None:
             counts.update(keys)
         print(f"\n{engine}: fit runs {fit}, -2, -3; {len(levels[engine])} shapes with a level in the profile")
         print("| shape | run 1 | run 2 | run 3 | pooled | level |\n|---|---|---|---|---|---|")
-        shown = sorted(set(GRID) | {k for k, n in counts.items() if n < MIN_STEPS}, key=_order)
+        shown = sorted(set(GRID[engine]) | {k for k, n in counts.items() if n < MIN_STEPS}, key=_order)
         for key in shown:
             mark = "yes" if counts[key] >= MIN_STEPS else "**no**"
             print(f"| {key} | " + " | ".join(str(c[key]) for c in per_run) + f" | {counts[key]} | {mark} |")
 
 
+TARGETS = {f"decode:{r}:{b}" for r in range(3, 9) for b in range(1, 5)}
+PER_RUN = -(-MIN_STEPS // 3)  # 7: three pooled runs of at least this many reach MIN_STEPS
+
+
+def one(run: Path) -> None:
+    for engine in ("static", "continuous"):
+        steps = trace_steps([run / "steps" / f"{engine}-t0.jsonl"])
+        counts = Counter(shape_keys(steps.features))
+        targets = TARGETS | ({"prefill:14:0"} if engine == "static" else set())
+        short = sorted((k for k in targets if counts[k] < PER_RUN), key=_order)
+        print(f"\n{engine}: {len(steps.duration_s)} steps, busy {steps.duration_s.sum():.1f} s")
+        print("| shape | steps | targeted | >= 7 |\n|---|---|---|---|")
+        for key in sorted(set(GRID[engine]) | targets, key=_order):
+            hit = "-" if key not in targets else ("yes" if counts[key] >= PER_RUN else "**no**")
+            print(f"| {key} | {counts[key]} | {'yes' if key in targets else '-'} | {hit} |")
+        print(f"targeted shapes under {PER_RUN}: {', '.join(short) or 'none'}")
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    if sys.argv[1] == "--one":
+        one(Path(sys.argv[2]))
+    else:
+        main(Path(sys.argv[1]), sys.argv[2])
