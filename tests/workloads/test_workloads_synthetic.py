@@ -134,7 +134,8 @@ def test_step_profile_cover_3_adds_a_grid_of_long_padded_prefills_and_batched_de
     assert kept == [(r.arrival_s, r.tenant, r.input_tokens, r.output_tokens) for r in cover2.requests]  # unchanged
     added = [r for r in w.requests if r.tenant not in old]
     last = max(r.arrival_s for r in cover2.requests)
-    assert last == pytest.approx(187.505) and min(r.arrival_s for r in added) == pytest.approx(190.0)  # after its bursts
+    assert last == pytest.approx(187.505)  # cover-2's last burst
+    assert min(r.arrival_s for r in added) == pytest.approx(190.0)  # after it, its batch done
     window = StaticConfig().batch_timeout_s  # the static engine batches what arrives within it of the first
     bursts: list[list] = []
     for r in sorted(added, key=lambda r: r.arrival_s):
