@@ -11,12 +11,14 @@ steps/ENGINE-t0.jsonl and the directory's profile-static.json / profile-continuo
    the suites meet (decode:ROWS:BAND for rows 1..8 and bands 0..4; prefill:BITS:0 for 4..14 bits on the static
    engine, 4..10 on the continuous one), under MIN_STEPS or not, and every other shape the fit runs ran under
    MIN_STEPS.
-With `--one RUN_DIR` instead: one candidate fit run's steps of every grid shape, engine by engine, and whether
-each shape step-profile-cover-3 targets (`prefill:14:0` on the static engine, `decode:ROWS:BAND` for rows 3..8 and
+With a third argument CANDIDATE_RUN_DIR, a last column: each trial's share of busy time in shapes that have a level
+or that one candidate fit run ran at least 7 times (three such runs pooled would give them a level: a projection,
+not a fit). With `--one RUN_DIR` instead: one candidate fit run's steps of every grid shape, engine by engine, and
+whether each shape step-profile-cover-3 targets (`prefill:14:0` on the static engine, `decode:ROWS:BAND` for rows 3..8 and
 bands 1..4 on both) reached a third of MIN_STEPS (7 in each of three pooled runs: 21).
 Reads files only.
 
-    .venv/bin/python docs/plans/shape_coverage.py MEAS_RUNS_DIR FIT_RUN_NAME
+    .venv/bin/python docs/plans/shape_coverage.py MEAS_RUNS_DIR FIT_RUN_NAME [CANDIDATE_RUN_DIR]
     e.g. MEAS_RUNS_DIR=/work/f30v12-meas/runs FIT_RUN_NAME=fit-cover2
     .venv/bin/python docs/plans/shape_coverage.py --one RUN_DIR
 """
@@ -52,26 +54,43 @@ def _trace(run: Path) -> tuple[str, Path]:
     return path.name.removesuffix("-t0.jsonl"), path
 
 
-def main(meas: Path, fit: str) -> None:
+def _candidate(run: Path | None) -> dict[str, set[str]]:
+    """The shapes one candidate fit run ran at least PER_RUN times, engine by engine (none without a run)."""
+    if run is None:
+        return {"static": set(), "continuous": set()}
+    out = {}
+    for engine in ("static", "continuous"):
+        counts = Counter(shape_keys(trace_steps([run / "steps" / f"{engine}-t0.jsonl"]).features))
+        out[engine] = {k for k, n in counts.items() if n >= PER_RUN}
+    return out
+
+
+def main(meas: Path, fit: str, candidate: Path | None = None) -> None:
     levels = {e: load_profile(meas / f"profile-{e}.json").fit["shape_levels"] for e in ("static", "continuous")}
+    more = _candidate(candidate)
     pairs = sorted(p.name for p in meas.iterdir() if p.is_dir() and p.name[-2:] not in ("-2", "-3") and p.name != fit)
-    print("| pair | engine | trial 1 | trial 2 | trial 3 | largest level-less shapes (pooled busy share, steps) |")
-    print("|---|---|---|---|---|---|")
+    extra = " | with the candidate's shapes" if candidate else ""
+    head = "| pair | engine | trial 1 | trial 2 | trial 3 | largest level-less shapes (pooled busy share, steps)"
+    print(f"{head}{extra} |")
+    print("|---|---|---|---|---|---|" + ("---|" if candidate else ""))
     for pair in pairs:
-        shares, busy, steps_of, total = [], Counter(), Counter(), 0.0
+        shares, busy, steps_of, total, projected = [], Counter(), Counter(), 0.0, []
         for run in (pair, f"{pair}-2", f"{pair}-3"):
             engine, path = _trace(meas / run)
             steps = trace_steps([path])
             keys = np.array(shape_keys(steps.features))
             known = np.array([k in levels[engine] for k in keys.tolist()], dtype=bool)
             shares.append(steps.duration_s[known].sum() / steps.duration_s.sum())
+            grown = known | np.array([k in more[engine] for k in keys.tolist()], dtype=bool)
+            projected.append(steps.duration_s[grown].sum() / steps.duration_s.sum())
             total += float(steps.duration_s.sum())
             for k, d in zip(keys.tolist(), steps.duration_s.tolist(), strict=True):
                 if k not in levels[engine]:
                     busy[k] += d
                     steps_of[k] += 1
         top = ", ".join(f"{k} {v / total:.1%} ({steps_of[k]})" for k, v in busy.most_common(5)) or "-"
-        print(f"| {pair} | {engine} | " + " | ".join(f"{s:.1%}" for s in shares) + f" | {top} |")
+        grew = (" | " + " / ".join(f"{s:.1%}" for s in projected)) if candidate else ""
+        print(f"| {pair} | {engine} | " + " | ".join(f"{s:.1%}" for s in shares) + f" | {top}{grew} |")
     for engine in ("static", "continuous"):
         counts: Counter[str] = Counter()
         per_run = []
@@ -109,4 +128,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--one":
         one(Path(sys.argv[2]))
     else:
-        main(Path(sys.argv[1]), sys.argv[2])
+        main(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else None)
