@@ -14,8 +14,8 @@ steps/ENGINE-t0.jsonl and the directory's profile-static.json / profile-continuo
 With a third argument CANDIDATE_RUN_DIR, a last column: each trial's share of busy time in shapes that have a level
 or that one candidate fit run ran at least 7 times (three such runs pooled would give them a level: a projection,
 not a fit). With `--one RUN_DIR` instead: one candidate fit run's steps of every grid shape, engine by engine, and
-whether each shape step-profile-cover-3 targets (`prefill:14:0` on the static engine, `decode:ROWS:BAND` for rows 3..8 and
-bands 1..4 on both) reached a third of MIN_STEPS (7 in each of three pooled runs: 21).
+whether each shape step-profile-cover-3 targets (`prefill:14:0` on the static engine, `decode:ROWS:BAND` for rows
+3..8 and bands 1..4 on both) reached a third of MIN_STEPS (7 in each of three pooled runs: 21).
 Reads files only.
 
     .venv/bin/python docs/plans/shape_coverage.py MEAS_RUNS_DIR FIT_RUN_NAME [CANDIDATE_RUN_DIR]
