@@ -25,6 +25,7 @@ SYNTHETIC = [
     "step-profile",
     "step-profile-cover",
     "step-profile-cover-2",
+    "step-profile-cover-3",
     "step-profile-long",
     "step-profile-wide",
 ]
@@ -123,6 +124,44 @@ def test_step_profile_cover_2_adds_padded_prefill_bursts_of_2_and_4_after_step_p
         assert padded.bit_length() == {2: 12, 4: 13}[len(burst)]
     starts = [b[0].arrival_s for b in bursts]
     assert all(b - a >= 1.25 - 1e-9 for a, b in itertools.pairwise(starts))  # each batch's prefill alone
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_step_profile_cover_3_adds_a_grid_of_long_padded_prefills_and_batched_decode_after_cover_2(seed: int) -> None:
+    cover2, w = load_workload("step-profile-cover-2", seed=seed), load_workload("step-profile-cover-3", seed=seed)
+    old = {r.tenant for r in cover2.requests}
+    kept = [(r.arrival_s, r.tenant, r.input_tokens, r.output_tokens) for r in w.requests if r.tenant in old]
+    assert kept == [(r.arrival_s, r.tenant, r.input_tokens, r.output_tokens) for r in cover2.requests]  # unchanged
+    added = [r for r in w.requests if r.tenant not in old]
+    last = max(r.arrival_s for r in cover2.requests)
+    assert last == pytest.approx(187.505)  # cover-2's last burst
+    assert min(r.arrival_s for r in added) == pytest.approx(190.0)  # after it, its batch done
+    window = StaticConfig().batch_timeout_s  # the static engine batches what arrives within it of the first
+    bursts: list[list] = []
+    for r in sorted(added, key=lambda r: r.arrival_s):
+        if bursts and r.arrival_s - bursts[-1][0].arrival_s < window:
+            bursts[-1].append(r)
+        else:
+            bursts.append([r])
+    assert [len(b) for b in bursts] == [6] * 5 + [8] * 5 + [rows for _ in range(4) for rows in range(3, 9)]
+    starts = [b[0].arrival_s for b in bursts]
+    assert starts[:10] == pytest.approx([190.0 + 3.2 * k for k in range(5)] + [206.0 + 3.2 * k for k in range(5)])
+    assert starts[10] == pytest.approx(222.0) and max(starts) == pytest.approx(272.5)
+    assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(starts))  # each batch done before the next
+    for burst, (low, high) in zip(bursts[:10], [(1400, 1700)] * 5 + [(1040, 1270)] * 5, strict=True):
+        long = [r.input_tokens for r in burst if r.input_tokens >= 1024]
+        assert len(long) == 1 and low <= long[0] <= high  # one long prompt ...
+        assert all(16 <= r.input_tokens <= 128 for r in burst if r.input_tokens < 1024)  # ... padded with short ones
+        assert all(8 <= r.output_tokens <= 24 for r in burst)
+        assert (len(burst) * long[0]).bit_length() == 14  # `prefill:14:0` (engines/sim/shape_speed.py)
+    outputs = {1: (24, 32), 2: (32, 40), 3: (40, 48), 4: (48, 56)}
+    for k, burst in enumerate(bursts[10:]):
+        band, rows = 1 + k // 6, 3 + k % 6
+        assert len(burst) == rows
+        assert all(band * 256 + 16 <= r.input_tokens <= band * 256 + 176 for r in burst)
+        assert all(outputs[band][0] <= r.output_tokens <= outputs[band][1] for r in burst)
+        # every row stays in its 256-key band to its last token: `decode:ROWS:BAND`
+        assert all((r.input_tokens + r.output_tokens) // 256 == band for r in burst)
 
 
 def test_hol_blocking_has_rare_very_long_outputs() -> None:
