@@ -6,15 +6,15 @@ prefill:14:0 and of the batched decode grid."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from engines.sim.fitted import load_profile
 from harness.fidelity_suite.spec import Tipping, load_suite
 from tests.fidelity_suite.same_protocol import (
-    assert_measured_once_a_round_with_speeds,
-    assert_profiles_fitted_on_three_fit_runs_with_shape_levels,
+    assert_profiles_fitted_fresh,
+    assert_rounds_kept_with_speeds,
     assert_the_last_suite_on_a_new_seed,
+    recorded_table_with_the_rule_on_measured_shapes,
     suites_before,
 )
 
@@ -23,8 +23,6 @@ HERE = FIXTURES / "fidelity_suite_v13"
 SUITE = load_suite(HERE / "suite.toml")
 TWELFTH = load_suite(FIXTURES / "fidelity_suite_v12" / "suite.toml")
 EARLIER = suites_before(13)
-# The round files a suite's fixture keeps (the step traces and records stay with the measurement)
-KEPT = {"manifest.json", "metrics.json", "requests.jsonl", "speeds.json"}
 # The batched decode shapes step-profile-cover-3 was added to give levels (rows 3-8 at bands 1-4)
 DECODE_GRID = {f"decode:{rows}:{band}" for rows in range(3, 9) for band in range(1, 5)}
 
@@ -41,20 +39,11 @@ def test_the_thirteenth_suite_is_the_twelfth_s_on_a_new_seed_with_the_cover3_fit
 
 
 def test_every_pair_was_measured_once_a_round_on_one_schedule_with_its_speed_recorded() -> None:
-    assert_measured_once_a_round_with_speeds(SUITE, HERE)
-    rounds = {name for pair in SUITE.pairs for name in SUITE.pair_runs(pair)}
-    assert {d.name for d in (HERE / "runs").iterdir() if d.is_dir()} == rounds  # no fit run kept
-    for name in rounds:
-        assert {f.name for f in (HERE / "runs" / name).iterdir()} == KEPT, name
+    assert_rounds_kept_with_speeds(SUITE, HERE)  # the twelfth's fixture keeps the same files, no fit run
 
 
 def test_its_profiles_are_fitted_fresh_on_the_three_cover3_fit_runs_with_the_grid_s_levels() -> None:
-    assert_profiles_fitted_on_three_fit_runs_with_shape_levels(SUITE, HERE)
-    for profile in SUITE.profiles.values():  # fitted on this suite's own fit runs, not the twelfth's file
-        twelfth = FIXTURES / "fidelity_suite_v12" / "runs" / profile.file
-        assert (HERE / "runs" / profile.file).read_bytes() != twelfth.read_bytes(), profile.name
-        fitted = load_profile(HERE / "runs" / profile.file)
-        assert [Path(p).name for p in fitted.fit["run_dir"].split(", ")] == list(SUITE.fit_names), profile.name
+    assert_profiles_fitted_fresh(SUITE, HERE, FIXTURES / "fidelity_suite_v12")
     static = load_profile(HERE / "runs" / SUITE.profiles["static"].file).fit["shape_levels"]
     twelfth = load_profile(FIXTURES / "fidelity_suite_v12" / "runs" / "profile-static.json").fit["shape_levels"]
     assert "prefill:14:0" in static and "prefill:14:0" not in twelfth  # what step-profile-cover-3 was added for
@@ -63,11 +52,7 @@ def test_its_profiles_are_fitted_fresh_on_the_three_cover3_fit_runs_with_the_gri
 
 
 def test_the_recorded_table_carries_the_registered_rule_and_the_speed_on_measured_shapes() -> None:
-    expected = json.loads((HERE / "expected.json").read_text())
-    assert expected["tipping_rule"] == {"elasticity": 3.0, "sensitivity": 0.1}
-    assert expected["at_trial_speed_shapes"] == "measured"
-    for pair in expected["pairs"]:
-        assert pair["sensitivity"]["threshold"] == 3.0 and pair["sensitivity"]["fraction"] == 0.1, pair["pair"]
+    expected = recorded_table_with_the_rule_on_measured_shapes(HERE)
     # As recorded: plain 2 hold / 6 fail / 1 cannot tell, at each trial's speed 0 / 9 / 0; both targets not met
     assert expected["verdicts"] == {"holds": 2, "fails": 6, "cannot_tell": 1} and expected["target"] == "not met"
     assert expected["at_trial_speed_verdicts"] == {"holds": 0, "fails": 9, "cannot_tell": 0}
