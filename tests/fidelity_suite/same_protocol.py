@@ -97,3 +97,37 @@ def assert_profiles_fitted_on_three_fit_runs_with_shape_levels(suite: Suite, her
         fitted = load_profile(here / "runs" / profile.file)
         assert fitted.version == 3 and fitted.fit["run_dir"].count(suite.fit_name) == 3, profile.name
         assert "step_class_factors" in fitted.noise and fitted.fit.get("shape_levels"), profile.name
+
+
+# The round files a suite's fixture keeps (the step traces and records stay with the measurement)
+KEPT = {"manifest.json", "metrics.json", "requests.jsonl", "speeds.json"}
+
+
+def assert_rounds_kept_with_speeds(suite: Suite, here: Path) -> None:
+    """Each pair measured once a round on one schedule with its speed recorded, the fixture keeping every pair's
+    rounds (KEPT's files each) and no fit run."""
+    assert_measured_once_a_round_with_speeds(suite, here)
+    rounds = {name for pair in suite.pairs for name in suite.pair_runs(pair)}
+    assert {d.name for d in (here / "runs").iterdir() if d.is_dir()} == rounds  # no fit run kept
+    for name in rounds:
+        assert {f.name for f in (here / "runs" / name).iterdir()} == KEPT, name
+
+
+def assert_profiles_fitted_fresh(suite: Suite, here: Path, last_here: Path) -> None:
+    """The suite's profiles fitted on its own three fit runs (with shape levels), not the last suite's files."""
+    assert_profiles_fitted_on_three_fit_runs_with_shape_levels(suite, here)
+    for profile in suite.profiles.values():
+        assert (here / "runs" / profile.file).read_bytes() != (last_here / "runs" / profile.file).read_bytes()
+        fitted = load_profile(here / "runs" / profile.file)
+        assert [Path(p).name for p in fitted.fit["run_dir"].split(", ")] == list(suite.fit_names), profile.name
+
+
+def recorded_table_with_the_rule_on_measured_shapes(here: Path) -> dict:
+    """The suite's expected.json, checked to carry the registered tipping rule (elasticity 3 at +-0.1, every pair)
+    and the speed on measured shapes."""
+    expected = json.loads((here / "expected.json").read_text())
+    assert expected["tipping_rule"] == {"elasticity": 3.0, "sensitivity": 0.1}
+    assert expected["at_trial_speed_shapes"] == "measured"
+    for pair in expected["pairs"]:
+        assert pair["sensitivity"]["threshold"] == 3.0 and pair["sensitivity"]["fraction"] == 0.1, pair["pair"]
+    return expected

@@ -1,7 +1,7 @@
 """Each pre-registered suite (tests/fixtures/fidelity_suite*/suite.toml) reproduced from its committed real runs:
 every pair's twins (seeded, so deterministic) against what its three trials measured, the whole table equal to the
 one recorded (expected.json, from `batchmark sim fidelity --suite ... --json`) and every pair reported. What each
-later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v12_twins.py)."""
+later suite was registered to be is checked beside it (test_suite_v2_twins.py .. test_suite_v13_twins.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ TIPPED = {
         ("noisy-neighbour-fair", "TTFT p99", "on a tipping point: elasticity 24.8"),
         ("hol-blocking-sjf", "TTFT p99", "on a tipping point: elasticity 3.4"),
     ],
+    "fidelity_suite_v13": [("hol-blocking-static", "E2E p50", "on a tipping point: elasticity 4.9")],
 }
 SUITES = (
     "fidelity_suite",
@@ -39,6 +40,7 @@ SUITES = (
     "fidelity_suite_v10",
     "fidelity_suite_v11",
     "fidelity_suite_v12",
+    "fidelity_suite_v13",
 )
 
 
