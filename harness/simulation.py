@@ -185,9 +185,10 @@ def pooling_note(engines: Sequence[str]) -> str | None:
 
 
 def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
-    """For each request that reached `engine` while no step was in flight: seconds from its scheduled arrival
-    to the start of the step that admitted it. That is the engine's dispatch latency alone (waking its
-    loop, and with the loop in its own process, the pipe), which the simulator adds to such arrivals."""
+    """For each request that reached `engine` while no step was in flight and no earlier request was waiting:
+    seconds from its scheduled arrival to the start of the step that admitted it. That is the engine's dispatch
+    latency alone (waking its loop, and with the loop in its own process, the pipe), which the simulator adds to
+    such arrivals."""
     if not (run_dir / "records.jsonl").is_file():  # a step trace alone still fits; its dispatch is not measured
         return []
     records, _ = read_jsonl(run_dir / "records.jsonl")
@@ -203,15 +204,23 @@ def idle_arrival_waits(run_dir: Path, engine: str) -> list[float]:
             # scheduler replays itself (fitted on static runs, the median "dispatch" was the 50 ms timeout)
             continue
         spans = np.array(sorted((float(r["t_start"]), float(r["t_end"])) for r in steps)).reshape(-1, 2)
-        for r in records:
-            admitted, at = r.get("t_admitted"), r.get("t_scheduled")
-            if r.get("engine") != engine or r.get("trial", 0) != trial:
-                continue
-            if not isinstance(admitted, int | float) or not isinstance(at, int | float):
-                continue  # never admitted (shed, failed), or a record without times: it measures nothing
+        timed = [
+            (float(r["t_scheduled"]), float(r["t_admitted"]))
+            for r in records
+            if r.get("engine") == engine
+            and r.get("trial", 0) == trial
+            # never admitted (shed, failed), or a record without times: it measures nothing
+            and isinstance(r.get("t_admitted"), int | float)
+            and isinstance(r.get("t_scheduled"), int | float)
+        ]
+        # in arrival order (simultaneous ones in admission order): an arrival that finds an earlier one still waiting
+        # queues behind it (a burst's later requests wait for the first one's prefill), which the simulator replays
+        latest = -np.inf  # the latest admission of the arrivals before this one
+        for at, admitted in sorted(timed):
             i = int(np.searchsorted(spans[:, 0], at)) - 1
-            if i < 0 or spans[i, 1] <= at:
-                waits.append(max(0.0, float(admitted) - at))
+            if (i < 0 or spans[i, 1] <= at) and latest <= at:
+                waits.append(max(0.0, admitted - at))
+            latest = max(latest, admitted)
     return waits
 
 

@@ -41,6 +41,25 @@ def test_only_arrivals_at_an_idle_engine_measure_its_dispatch(tmp_path: Path) ->
     assert idle_arrival_waits(tmp_path, "continuous") == []
 
 
+def test_a_burst_s_later_arrivals_queue_and_measure_no_dispatch(tmp_path: Path) -> None:
+    """Three requests at one instant to an idle engine (v13's fit runs: docs/measurements/2026-12-08-fidelity-suite-
+    v13.md): the first is admitted at once; the others wait for its prefill, which is queueing, not dispatch."""
+    spans = [(1.0, 1.05), (1.051, 1.1), (1.101, 1.15), (3.0, 3.01)]
+    write_jsonl(tmp_path / "steps" / "continuous-t0.jsonl", [{"t_start": a, "t_end": b} for a, b in spans])
+    record = {"engine": "continuous", "trial": 0}
+    write_jsonl(
+        tmp_path / "records.jsonl",
+        [
+            {**record, "request_id": "second", "t_scheduled": 0.999, "t_admitted": 1.051},  # same instant, queued
+            {**record, "request_id": "first", "t_scheduled": 0.999, "t_admitted": 1.0},
+            {**record, "request_id": "third", "t_scheduled": 0.999, "t_admitted": 1.101},
+            {**record, "request_id": "later", "t_scheduled": 2.9996, "t_admitted": 3.0},  # the queue empty again
+        ],
+    )
+    # of the three, only the one admitted first found nothing waiting (whatever the records' order)
+    assert idle_arrival_waits(tmp_path, "continuous") == pytest.approx([0.001, 0.0004])
+
+
 def profile_with_dispatch(tmp_path: Path, dispatch_s: float) -> Path:
     profile = fit_steps(synthetic_steps())
     profile.engine = {"kv_bytes_per_token": 8192, "kv_blocks": 1000, "block_size": 16, "max_context": 4096}
