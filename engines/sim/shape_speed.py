@@ -30,21 +30,14 @@ _DECODE, _HELD, _PREFILL, _PADDED, _CONTEXT = (
 
 
 def shape_keys(features: np.ndarray) -> list[str]:
-    """Each step's shape (rows of FEATURE_NAMES): `decode:ROWS:BAND` or `prefill:BITS:DECODE_ROWS`."""
-    f = features.astype(np.int64)
-    decode_rows = f[:, _F["decode_seqs"]] + f[:, _F["held_rows"]]
-    prefill = f[:, _F["prefill_tokens"]]
-    prompt_rows = prefill + f[:, _F["padded_rows"]] - f[:, _F["held_rows"]]
-    band = np.minimum(f[:, _F["decode_context"]] // np.maximum(decode_rows, 1) // 256, 8)
-    return [
-        f"prefill:{int(p).bit_length()}:{d}" if t > 0 else f"decode:{d}:{b}"
-        for t, p, d, b in zip(prefill.tolist(), prompt_rows.tolist(), decode_rows.tolist(), band.tolist(), strict=True)
-    ]
+    """Each step's shape (rows of FEATURE_NAMES): `decode:ROWS:BAND` or `prefill:BITS:DECODE_ROWS` (`shape_key`)."""
+    return [shape_key(row) for row in features.astype(np.int64).tolist()]
 
 
 def shape_key(features: Sequence[int]) -> str:
-    """One step's shape (a `StepFeatures`, or one row of FEATURE_NAMES): `shape_keys`' rule for a single step, without
-    numpy, for the simulated engine, which checks each step it prices (tests/sim/test_shape_speed.py: they agree)."""
+    """One step's shape (a `StepFeatures`, or one row of FEATURE_NAMES), the rule stated once: decode steps by their
+    rows (decode + held) and keys a row in 256-key bands (8 and up in one); prefill steps by their prompt rows in
+    powers of two (`bit_length`) and the decode rows beside them. The simulated engine checks each step it prices."""
     decode_rows = int(features[_DECODE]) + int(features[_HELD])
     prefill = int(features[_PREFILL])
     if prefill > 0:
